@@ -1,0 +1,178 @@
+"""Provider-aware classification: any failure → one ``Failure`` of the closed taxonomy.
+
+* ``classify(exc)`` for any exception: Python built-ins, httpx / httpcore, requests /
+  urllib3, aiohttp, and the anthropic, openai and google-genai SDKs (none of them needs to
+  be installed).
+* ``classify_response(status, headers, body, provider=…)`` for a raw HTTP response, or an
+  error event inside a 200 stream (``status=200`` and the event's data as ``body``).
+* ``classify_output(text, agent=…, exit_code=…)`` for an agent CLI's output.
+* ``check_response`` / ``check_output``: the same, but ``None`` when nothing failed, for
+  successful responses that may hide a failure (``stop_reason: refusal``, a Gemini
+  ``blockReason``, ``is_error: true`` in an agent result).
+
+Every function is pure (``now`` may be injected for reset times) and never raises: on
+anything it cannot read it returns ``unknown`` with what it saw, redacted, in ``details``.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+
+from backstay.classify import anthropic, gemini, openai
+from backstay.classify._decide import build_failure
+from backstay.classify._evidence import read_evidence
+from backstay.classify.agents import AGENTS, agent_name
+from backstay.classify.agents._common import with_agent
+from backstay.classify.exceptions import classify_exception
+from backstay.taxonomy import Failure
+
+__all__ = [
+    "AGENT_NAMES",
+    "check_output",
+    "check_response",
+    "classify",
+    "classify_output",
+    "classify_response",
+]
+
+AGENT_NAMES: tuple[str, ...] = tuple(AGENTS)
+
+_SUCCESS_CHECKS = (anthropic.success_code, openai.success_code, gemini.success_code)
+
+
+def _now(now: _dt.datetime | None) -> _dt.datetime:
+    return now if now is not None else _dt.datetime.now(_dt.UTC)
+
+
+def _internal_error(where: str, exc: Exception, **details: object) -> Failure:
+    return Failure(
+        code="ERR_UNKNOWN",
+        message=f"backstay could not read this {where}",
+        details={"source": "classifier_error", "error": repr(exc)[:300], **details},
+    )
+
+
+def classify(
+    exc: BaseException, *, provider: str | None = None, now: _dt.datetime | None = None
+) -> Failure:
+    """Classify any exception. ``provider`` names the provider when the class cannot."""
+    try:
+        return classify_exception(exc, provider=provider, now=_now(now))
+    except Exception as err:  # classification must never raise
+        return _internal_error("exception", err, exception=type(exc).__name__)
+
+
+def check_response(
+    status: int | None,
+    headers: object = None,
+    body: object = None,
+    *,
+    provider: str | None = None,
+    now: _dt.datetime | None = None,
+) -> Failure | None:
+    """The failure a response shows, or ``None`` for a clean success."""
+    try:
+        ev = read_evidence(status, headers, body, provider=provider)
+        if not ev.has_error_shape and (status is None or status < 400):
+            for check in _SUCCESS_CHECKS:
+                code = check(ev.parsed)
+                if code:
+                    return Failure(
+                        code=code,
+                        message=ev.message if ev.message != ev.body_text.strip() else "",
+                        provider=provider or ev.family,
+                        status=status,
+                        details={"source": "success_body"},
+                    )
+            if status is not None:
+                return None
+        return build_failure(ev, now=_now(now))
+    except Exception as err:
+        return _internal_error("response", err, status=status)
+
+
+def classify_response(
+    status: int | None,
+    headers: object = None,
+    body: object = None,
+    *,
+    provider: str | None = None,
+    now: _dt.datetime | None = None,
+) -> Failure:
+    """Classify a raw HTTP response (``headers`` any mapping, ``body`` str / bytes / JSON).
+
+    A response that shows no failure at all classifies as ``ERR_UNKNOWN`` with
+    ``details.source == "no_failure_found"``; use ``check_response`` to tell.
+    """
+    found = check_response(status, headers, body, provider=provider, now=now)
+    if found is not None:
+        return found
+    return Failure(
+        code="ERR_UNKNOWN",
+        message="the response shows no failure",
+        provider=provider,
+        status=status,
+        details={"source": "no_failure_found"},
+    )
+
+
+def check_output(
+    text: str | bytes,
+    *,
+    agent: str,
+    exit_code: int | None = None,
+    now: _dt.datetime | None = None,
+) -> Failure | None:
+    """The failure an agent CLI's output shows, or ``None`` when the run succeeded."""
+    try:
+        if isinstance(text, bytes):
+            text = text.decode("utf-8", errors="replace")
+        name = agent_name(agent)
+        if name is None:
+            return _generic_output(text, agent, exit_code, _now(now))
+        found = AGENTS[name](text, exit_code, _now(now))
+        if found is None and exit_code is not None and exit_code != 0:
+            return _exit_failure(text, name, exit_code)
+        return found
+    except Exception as err:
+        return _internal_error("agent output", err, agent=agent, exit_code=exit_code)
+
+
+def _exit_failure(text: str, agent: str, exit_code: int) -> Failure:
+    code = {124: "ERR_TIMEOUT", 130: "ERR_CANCELLED", -2: "ERR_CANCELLED"}.get(
+        exit_code, "ERR_AGENT_FAILED"
+    )
+    message = text.strip()[-1000:] or f"{agent} exited with code {exit_code}"
+    return with_agent(Failure(code=code, message=message, details={"source": "exit_code"}), agent, exit_code)
+
+
+def _generic_output(text: str, agent: str, exit_code: int | None, now: _dt.datetime) -> Failure | None:
+    from backstay.classify.agents._common import from_text
+
+    if exit_code == 0:
+        return None
+    return from_text(text.strip()[-4000:], agent=agent, family=None, now=now, exit_code=exit_code)
+
+
+def classify_output(
+    text: str | bytes,
+    *,
+    agent: str,
+    exit_code: int | None = None,
+    now: _dt.datetime | None = None,
+) -> Failure:
+    """Classify an agent CLI's output: ``agent`` is one of ``AGENT_NAMES``; ``text`` its
+    JSON result, JSONL stream or plain text. Output that shows no failure classifies as
+    ``ERR_UNKNOWN`` with ``details.source == "no_failure_found"``; use ``check_output``."""
+    found = check_output(text, agent=agent, exit_code=exit_code, now=now)
+    if found is not None:
+        return found
+    return with_agent(
+        Failure(
+            code="ERR_UNKNOWN",
+            message="the output shows no failure",
+            details={"source": "no_failure_found"},
+        ),
+        agent,
+        exit_code,
+    )

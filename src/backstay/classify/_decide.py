@@ -1,0 +1,216 @@
+"""The ordered decision from evidence to one ``ERR_*`` code, and the ``Failure`` built from it.
+
+Order of evidence (first decisive wins):
+
+1. provider-level signals that override everything: a Claude subscription window that
+   says ``rejected``; Google quota ids (per-day vs per-minute) and zero quotas;
+2. specific structured codes (``insufficient_quota``, ``details.error_code``,
+   ``API_KEY_INVALID``, ``context_length_exceeded`` …);
+3. message patterns, gated by status;
+4. generic structured types (``rate_limit_error``, ``INVALID_ARGUMENT`` …);
+5. the status carried in the body (Gemini ``error.code``, AI-SDK ``statusCode``) when the
+   HTTP status is missing or 2xx, then the HTTP status;
+6. a leftover error inside a 200 stream is a transient stream error.
+
+``x-should-retry`` then adjusts retryability: ``false`` always wins; ``true`` only turns
+a status-only client error into a retryable one, never a quota, context or auth failure.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+from collections.abc import Mapping
+from typing import Any, Final
+
+from backstay.classify import anthropic, gemini, openai
+from backstay.classify._evidence import Evidence
+from backstay.classify._patterns import match_message
+from backstay.classify._waits import (
+    next_pacific_midnight,
+    parse_datetime,
+    reset_wait_from_headers,
+    resets_at_from_message,
+    retry_after_from_headers,
+    wait_from_message,
+)
+from backstay.taxonomy import CODES, Failure, FailureKind
+
+_SPECIFIC: Final[Mapping[str, str]] = {
+    **{k.lower(): v for k, v in gemini.SPECIFIC.items()},
+    **openai.SPECIFIC,
+    **anthropic.SPECIFIC,
+}
+_GENERIC: Final[Mapping[str, str]] = {**gemini.GENERIC, **openai.GENERIC, **anthropic.GENERIC}
+
+_STATUS: Final[Mapping[int, str]] = {
+    400: "ERR_HTTP_400_BAD_REQUEST",
+    401: "ERR_HTTP_401_UNAUTHORIZED",
+    402: "ERR_HTTP_402_PAYMENT_REQUIRED",
+    403: "ERR_HTTP_403_FORBIDDEN",
+    404: "ERR_HTTP_404_NOT_FOUND",
+    408: "ERR_HTTP_408_REQUEST_TIMEOUT",
+    409: "ERR_HTTP_409_CONFLICT",
+    413: "ERR_HTTP_413_REQUEST_TOO_LARGE",
+    422: "ERR_HTTP_422_UNPROCESSABLE",
+    429: "ERR_HTTP_429_RATE_LIMITED",
+    499: "ERR_HTTP_499_CLIENT_CLOSED",
+    500: "ERR_HTTP_500_INTERNAL",
+    502: "ERR_HTTP_502_BAD_GATEWAY",
+    503: "ERR_HTTP_503_UNAVAILABLE",
+    504: "ERR_HTTP_504_GATEWAY_TIMEOUT",
+    529: "ERR_HTTP_529_OVERLOADED",
+}
+
+# Inside a 200 stream the status-named codes would lie; use their stream twins.
+_IN_STREAM: Final[Mapping[str, str]] = {
+    "ERR_HTTP_429_RATE_LIMITED": "ERR_LLM_RATE_LIMITED",
+    "ERR_HTTP_529_OVERLOADED": "ERR_LLM_OVERLOADED",
+    "ERR_HTTP_500_INTERNAL": "ERR_LLM_STREAM_ERROR",
+    "ERR_HTTP_5XX": "ERR_LLM_STREAM_ERROR",
+}
+
+_NO_RETRY: Final[Mapping[FailureKind, str]] = {
+    FailureKind.RATE_LIMIT: "ERR_RATE_LIMIT_NO_RETRY",
+    FailureKind.SERVER_ERROR: "ERR_SERVER_ERROR_NO_RETRY",
+    FailureKind.TIMEOUT: "ERR_TIMEOUT_NO_RETRY",
+    FailureKind.UNKNOWN: "ERR_UNKNOWN_NO_RETRY",
+}
+
+_WEAK_TEXT: Final = frozenset({"ERR_LLM_RATE_LIMITED", "ERR_LLM_OVERLOADED"})
+_QUOTA_SIGNALS: Final = frozenset({"resource_exhausted", "rate_limit_exceeded"})
+
+
+def status_code(status: int | None) -> str | None:
+    """The code the HTTP status alone gives, or ``None`` below 400."""
+    if status is None or status < 400:
+        return None
+    if status in _STATUS:
+        return _STATUS[status]
+    if status < 500:
+        return "ERR_HTTP_4XX"
+    if status < 600:
+        return "ERR_HTTP_5XX"
+    return None
+
+
+def _effective_status(ev: Evidence) -> int | None:
+    if (ev.status is None or ev.in_stream) and ev.body_status and ev.body_status >= 400:
+        return ev.body_status
+    return ev.status
+
+
+def _provider_signal(ev: Evidence) -> str | None:
+    if ev.family in (None, "anthropic") and anthropic.subscription_limited(ev.headers):
+        return "ERR_LLM_USAGE_LIMIT"
+    google_quota = (
+        ev.quota_ids
+        or ev.quota_values
+        or (
+            ev.family in (None, "gemini")
+            and (_QUOTA_SIGNALS.intersection(ev.codes) or _effective_status(ev) == 429)
+        )
+    )
+    if google_quota:
+        return gemini.quota_code(ev.quota_ids, ev.quota_values, ev.message)
+    return None
+
+
+def decide(ev: Evidence) -> tuple[str, str]:
+    """``(code, source)`` where ``source`` names the evidence that decided."""
+    code = _provider_signal(ev)
+    if code:
+        return code, "provider_signal"
+    for value in ev.codes:
+        if value in _SPECIFIC:
+            return _SPECIFIC[value], "structured_code"
+    status = _effective_status(ev)
+    for text in (ev.message, ev.extra.get("raw") or ""):
+        code = match_message(text, status, ev.family)
+        if code:
+            by_status = status_code(status)
+            if code in _WEAK_TEXT and by_status and CODES[by_status].kind is CODES[code].kind:
+                return by_status, "status"  # the words only confirm what the status says
+            return code, "message"
+    for value in ev.codes:
+        if value in _GENERIC:
+            return _GENERIC[value], "structured_type"
+    code = status_code(status)
+    if code:
+        return code, "status"
+    if ev.has_error_shape:
+        return "ERR_LLM_STREAM_ERROR" if ev.in_stream else "ERR_UNKNOWN", "error_shape"
+    return "ERR_UNKNOWN", "nothing"
+
+
+def _apply_should_retry(ev: Evidence, code: str, source: str) -> str:
+    flag = ev.headers.get("x-should-retry", "").strip().lower()
+    info = CODES[code]
+    if flag == "false" and info.retryable:
+        return _NO_RETRY.get(info.kind, code)
+    if flag == "true" and not info.retryable:
+        generic = source in ("status", "structured_type", "error_shape", "nothing")
+        if generic and info.kind in (FailureKind.INVALID_REQUEST, FailureKind.UNKNOWN):
+            return "ERR_PROVIDER_RETRY_REQUESTED"
+    return code
+
+
+def _waits(
+    ev: Evidence, code: str, now: _dt.datetime
+) -> tuple[float | None, _dt.datetime | None]:
+    kind = CODES[code].kind
+    if kind is FailureKind.QUOTA_EXHAUSTED:
+        resets_at = parse_datetime(ev.headers.get("anthropic-ratelimit-unified-reset"))
+        resets_at = resets_at or resets_at_from_message(ev.message, now)
+        if resets_at is None and code == "ERR_LLM_DAILY_QUOTA" and ev.family == "gemini":
+            resets_at = next_pacific_midnight(now)
+        if resets_at is None:
+            return None, None
+        return max(0.0, (resets_at - now).total_seconds()), resets_at
+    wait = retry_after_from_headers(ev.headers, now)
+    if wait is None:
+        wait = ev.retry_delay_s
+    if wait is None and kind is FailureKind.RATE_LIMIT:
+        wait = reset_wait_from_headers(ev.headers, now)
+    if wait is None:
+        wait = wait_from_message(ev.message)
+    return wait, None
+
+
+def _details(ev: Evidence, source: str) -> dict[str, Any]:
+    details: dict[str, Any] = {"source": source}
+    for key, value in (
+        ("error_type", ev.err_type),
+        ("error_code", ev.err_code),
+        ("google_status", ev.google_status),
+        ("reasons", list(ev.reasons) or None),
+        ("quota_ids", list(ev.quota_ids[:6]) or None),
+        ("request_id", ev.headers.get("request-id") or ev.headers.get("x-request-id")),
+        ("should_retry", ev.headers.get("x-should-retry")),
+    ):
+        if value:
+            details[key] = value
+    if ev.in_stream:
+        details["in_stream"] = True
+    if source in ("nothing", "error_shape") and ev.body_text:
+        details["body_excerpt"] = ev.body_text[:500]
+    return details
+
+
+def build_failure(ev: Evidence, *, now: _dt.datetime | None = None) -> Failure:
+    """The ``Failure`` the evidence supports. Never raises for any evidence."""
+    now = now or _dt.datetime.now(_dt.UTC)
+    code, source = decide(ev)
+    if ev.in_stream:
+        code = _IN_STREAM.get(code, code)
+    code = _apply_should_retry(ev, code, source)
+    retry_after_s, resets_at = _waits(ev, code, now)
+    status = ev.status if ev.status is not None else ev.body_status
+    return Failure(
+        code=code,
+        message=ev.message or CODES[code].description,
+        retry_after_s=retry_after_s,
+        resets_at=resets_at,
+        provider=ev.provider or ev.family,
+        status=status,
+        details=_details(ev, source),
+    )

@@ -1,0 +1,211 @@
+"""Evidence: everything a response says about a failure, read out of any provider's shape.
+
+One reader serves every provider because gateways mix shapes (an OpenAI-shaped body in
+front of an Anthropic model, a Google body behind an OpenAI-compatible URL). Provider
+modules then decide what the fields mean.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from typing import Any
+
+from backstay.classify._http import as_int, as_str, normalize_headers, parse_body
+from backstay.classify._waits import google_retry_delay
+
+_PROVIDER_ALIASES = {
+    "anthropic": "anthropic",
+    "claude": "anthropic",
+    "bedrock": "anthropic",
+    "openai": "openai",
+    "azure": "openai",
+    "azure-openai": "openai",
+    "azure_openai": "openai",
+    "openai-compatible": "openai",
+    "gemini": "gemini",
+    "google": "gemini",
+    "google-genai": "gemini",
+    "vertex": "gemini",
+    "vertexai": "gemini",
+}
+
+
+def provider_family(provider: str | None) -> str | None:
+    """``anthropic`` / ``openai`` / ``gemini`` for a provider name or alias, else ``None``."""
+    if not provider:
+        return None
+    return _PROVIDER_ALIASES.get(provider.strip().lower())
+
+
+@dataclasses.dataclass(slots=True, kw_only=True)
+class Evidence:
+    """What one response (or stream event, or exception) says. Internal to ``classify``."""
+
+    provider: str | None
+    family: str | None
+    status: int | None
+    headers: dict[str, str]
+    err_type: str | None = None
+    err_code: str | None = None
+    google_status: str | None = None
+    body_status: int | None = None
+    reasons: tuple[str, ...] = ()
+    quota_ids: tuple[str, ...] = ()
+    quota_values: tuple[str, ...] = ()
+    retry_delay_s: float | None = None
+    message: str = ""
+    body_text: str = ""
+    parsed: Any = None
+    has_error_shape: bool = False
+    extra: dict[str, Any] = dataclasses.field(default_factory=dict)
+
+    @property
+    def in_stream(self) -> bool:
+        """An error delivered inside a successful (200) response or stream."""
+        return self.status is not None and 200 <= self.status < 300
+
+    @property
+    def codes(self) -> tuple[str, ...]:
+        """Every structured code and type, lower-cased, for table look-ups."""
+        found = [self.err_code, self.err_type, self.google_status, *self.reasons]
+        found.extend(self.extra.get("inner_codes", ()))
+        return tuple(c.lower() for c in found if c)
+
+
+def _google_details(ev: Evidence, details: object) -> None:
+    if not isinstance(details, list):
+        return
+    reasons: list[str] = []
+    quota_ids: list[str] = []
+    quota_values: list[str] = []
+    for item in details:
+        if not isinstance(item, Mapping):
+            continue
+        kind = str(item.get("@type", ""))
+        if kind.endswith("ErrorInfo"):
+            reason = as_str(item.get("reason"))
+            if reason:
+                reasons.append(reason)
+            metadata = item.get("metadata")
+            if isinstance(metadata, Mapping):
+                for key in ("quota_limit", "quota_metric", "quota_location"):
+                    value = as_str(metadata.get(key))
+                    if value:
+                        quota_ids.append(value)
+                value = metadata.get("quota_limit_value")
+                if value is not None:
+                    quota_values.append(str(value))
+        elif kind.endswith("QuotaFailure"):
+            for violation in item.get("violations") or ():
+                if not isinstance(violation, Mapping):
+                    continue
+                for key in ("quotaId", "quotaMetric", "subject"):
+                    value = as_str(violation.get(key))
+                    if value:
+                        quota_ids.append(value)
+                if violation.get("quotaValue") is not None:
+                    quota_values.append(str(violation.get("quotaValue")))
+        elif kind.endswith("RetryInfo"):
+            ev.retry_delay_s = google_retry_delay(item.get("retryDelay"))
+    ev.reasons = tuple(reasons)
+    ev.quota_ids = tuple(quota_ids)
+    ev.quota_values = tuple(quota_values)
+
+
+def _read_error_object(ev: Evidence, error: Mapping[str, Any]) -> None:
+    ev.has_error_shape = True
+    ev.message = as_str(error.get("message")) or ev.message
+    ev.err_type = as_str(error.get("type")) or ev.err_type
+    code = error.get("code")
+    if isinstance(code, str):
+        ev.err_code = as_str(code)
+    else:
+        ev.body_status = as_int(code)
+    ev.google_status = as_str(error.get("status")) or ev.google_status
+    details = error.get("details")
+    if isinstance(details, Mapping):
+        ev.err_code = as_str(details.get("error_code")) or ev.err_code
+    else:
+        _google_details(ev, details)
+    inner = error.get("innererror") or error.get("inner_error")
+    if isinstance(inner, Mapping):
+        ev.extra["inner_codes"] = tuple(
+            c for c in (as_str(inner.get("code")), as_str(inner.get("type"))) if c
+        )
+    metadata = error.get("metadata")
+    if isinstance(metadata, Mapping) and isinstance(metadata.get("raw"), str):
+        ev.extra["raw"] = metadata["raw"]
+
+
+def _unwrap(parsed: Any) -> Any:
+    if isinstance(parsed, list) and parsed and isinstance(parsed[0], Mapping):
+        return parsed[0]  # Gemini's non-SSE stream returns a JSON array
+    return parsed
+
+
+def read_evidence(
+    status: int | None,
+    headers: object,
+    body: object,
+    *,
+    provider: str | None,
+    message: str | None = None,
+) -> Evidence:
+    """Gather evidence from a raw response. Never raises."""
+    parsed, text = parse_body(body)
+    parsed = _unwrap(parsed)
+    ev = Evidence(
+        provider=provider,
+        family=provider_family(provider),
+        status=status,
+        headers=normalize_headers(headers),
+        body_text=text,
+        parsed=parsed,
+        message=message or "",
+    )
+    if isinstance(parsed, Mapping):
+        _read_mapping(ev, parsed)
+    if not ev.message:
+        ev.message = text.strip()[:2000]
+    if ev.family is None:
+        ev.family = _guess_family(ev)
+    return ev
+
+
+def _read_mapping(ev: Evidence, parsed: Mapping[str, Any]) -> None:
+    error = parsed.get("error")
+    if isinstance(error, Mapping):
+        _read_error_object(ev, error)
+    elif isinstance(error, str):  # {"error": "message"} and {"type": "error", "error": "…"}
+        ev.has_error_shape = True
+        ev.message = error
+    response = parsed.get("response")
+    if isinstance(response, Mapping) and isinstance(response.get("error"), Mapping):
+        _read_error_object(ev, response["error"])  # Responses API ``response.failed``
+    if not ev.has_error_shape and parsed.get("type") == "error":
+        _read_error_object(ev, parsed)  # Responses API stream error with top-level fields
+        ev.err_type = None if ev.err_type == "error" else ev.err_type
+    if not ev.has_error_shape and ("message" in parsed and ("code" in parsed or "type" in parsed)):
+        _read_error_object(ev, parsed)  # the inner error dict (openai SDK's ``e.body``)
+    data = parsed.get("data")
+    if not ev.has_error_shape and isinstance(data, Mapping) and "statusCode" in data:
+        ev.has_error_shape = True  # AI-SDK shape used by opencode
+        ev.message = as_str(data.get("message")) or ev.message
+        ev.body_status = as_int(data.get("statusCode"))
+
+
+def _guess_family(ev: Evidence) -> str | None:
+    headers = ev.headers
+    if any(k.startswith("anthropic-") for k in headers) or "request-id" in headers:
+        return "anthropic"
+    if any(k.startswith("x-ratelimit-") for k in headers) or "openai-processing-ms" in headers:
+        return "openai"
+    if ev.google_status or ev.reasons or ev.quota_ids:
+        return "gemini"
+    parsed = ev.parsed
+    if isinstance(parsed, Mapping) and parsed.get("type") == "error" and ev.err_type:
+        return "anthropic"
+    if ev.err_type and ev.err_type.endswith("_error") and ev.err_type != "server_error":
+        return "anthropic"
+    return None

@@ -1,0 +1,170 @@
+"""Reading raw HTTP material without ever raising: headers of any shape, bodies of any type."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+_MAX_BODY_CHARS = 200_000
+
+
+def normalize_headers(headers: object) -> dict[str, str]:
+    """Lower-cased name → value for any mapping, header object or sequence of pairs.
+
+    Repeated headers keep their first value. Anything unreadable gives ``{}``.
+    """
+    if headers is None:
+        return {}
+    out: dict[str, str] = {}
+    try:
+        items: Iterable[Any]
+        if hasattr(headers, "multi_items"):  # httpx.Headers
+            items = headers.multi_items()
+        elif isinstance(headers, Mapping) or hasattr(headers, "items"):
+            items = headers.items()
+        else:
+            items = headers  # type: ignore[assignment]
+        for pair in items:
+            name, value = pair
+            if isinstance(name, bytes):
+                name = name.decode("latin-1")
+            if isinstance(value, bytes):
+                value = value.decode("latin-1")
+            key = str(name).strip().lower()
+            if key and key not in out:
+                out[key] = str(value).strip()
+    except Exception:
+        return out
+    return out
+
+
+def _sse_error_data(text: str) -> Any | None:
+    """The JSON of the first error-like ``data:`` line of an SSE transcript, if any."""
+    fallback: Any | None = None
+    event = ""
+    for raw in text.splitlines():
+        line = raw.strip()
+        if line.startswith("event:"):
+            event = line[6:].strip()
+            continue
+        if not line.startswith("data:"):
+            continue
+        try:
+            data = json.loads(line[5:].strip())
+        except ValueError:
+            continue
+        is_error = event == "error" or (
+            isinstance(data, Mapping)
+            and ("error" in data or data.get("type") in ("error", "response.failed"))
+        )
+        if is_error:
+            return data
+        fallback = data
+    return fallback
+
+
+def parse_body(body: object) -> tuple[Any | None, str]:
+    """``(parsed JSON or None, text)`` for a str / bytes / parsed JSON / None body."""
+    if body is None:
+        return None, ""
+    if isinstance(body, (bytes, bytearray, memoryview)):
+        try:
+            body = bytes(body)[: _MAX_BODY_CHARS * 4].decode("utf-8", errors="replace")
+        except Exception:
+            return None, ""
+    if isinstance(body, str):
+        text = body[:_MAX_BODY_CHARS]
+        stripped = text.strip()
+        if not stripped:
+            return None, ""
+        if stripped[0] in "{[":
+            try:
+                return json.loads(stripped), text
+            except ValueError:
+                pass
+        if stripped.startswith(("event:", "data:")):
+            data = _sse_error_data(stripped)
+            if data is not None:
+                return data, text
+        embedded = find_embedded_json(stripped)
+        return embedded, text
+    if isinstance(body, (Mapping, list)):
+        try:
+            text = json.dumps(body, default=str)[:_MAX_BODY_CHARS]
+        except Exception:
+            text = str(body)[:_MAX_BODY_CHARS]
+        return body, text
+    try:
+        return None, str(body)[:_MAX_BODY_CHARS]
+    except Exception:
+        return None, ""
+
+
+def find_embedded_json(text: str) -> Any | None:
+    """The first JSON object with an ``error`` key embedded in free text, or ``None``.
+
+    Agent CLIs and SDK messages wrap provider bodies: ``Error code: 429 - {'error': …}``,
+    ``[API Error: {"error": …}]``. Python-repr dicts are tried as JSON after quote swapping.
+    """
+    start = text.find("{")
+    tries = 0
+    while start != -1 and tries < 8:
+        tries += 1
+        depth = 0
+        in_str: str | None = None
+        escaped = False
+        for i in range(start, min(len(text), start + _MAX_BODY_CHARS)):
+            ch = text[i]
+            if in_str:
+                if escaped:
+                    escaped = False
+                elif ch == "\\":
+                    escaped = True
+                elif ch == in_str:
+                    in_str = None
+                continue
+            if ch in "\"'":
+                in_str = ch
+            elif ch == "{":
+                depth += 1
+            elif ch == "}":
+                depth -= 1
+                if depth == 0:
+                    parsed = _loads_lenient(text[start : i + 1])
+                    if isinstance(parsed, Mapping) and ("error" in parsed or "type" in parsed):
+                        return parsed
+                    break
+        start = text.find("{", start + 1)
+    return None
+
+
+def _loads_lenient(fragment: str) -> Any | None:
+    try:
+        return json.loads(fragment)
+    except ValueError:
+        pass
+    try:
+        import ast
+
+        value = ast.literal_eval(fragment)
+    except (ValueError, SyntaxError, MemoryError, RecursionError):
+        return None
+    return value if isinstance(value, Mapping) else None
+
+
+def as_int(value: object) -> int | None:
+    """An int from an int or a numeric string; ``None`` otherwise (bools excluded)."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, str) and value.strip().isdigit():
+        return int(value.strip())
+    return None
+
+
+def as_str(value: object) -> str | None:
+    if isinstance(value, str) and value.strip():
+        return value.strip()
+    return None

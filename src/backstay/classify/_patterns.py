@@ -1,0 +1,183 @@
+"""Message patterns: the second line of evidence, after structured codes.
+
+Each pattern is gated by the statuses it can honestly appear with, so a 400 whose echoed
+prompt mentions "rate limit" is not read as a rate limit. ``None`` (no status: exception
+text, agent output) and 2xx (errors inside a stream) pass every gate.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import Callable
+
+StatusGate = Callable[[int | None], bool]
+
+
+def _any(status: int | None) -> bool:
+    return True
+
+
+def _not_5xx(status: int | None) -> bool:
+    return status is None or status < 500
+
+
+def _client(status: int | None) -> bool:
+    return status is None or status < 300 or 400 <= status < 500
+
+
+def _not_4xx_request(status: int | None) -> bool:
+    """Rate-limit and overload words are believed on 429, 5xx, stream errors and text."""
+    return status is None or status < 300 or status in (408, 429) or status >= 500
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Pattern:
+    code: str
+    regex: re.Pattern[str]
+    gate: StatusGate
+    families: frozenset[str] | None = None  # None: every provider
+
+    def matches(self, message: str, status: int | None, family: str | None) -> bool:
+        if self.families is not None and family is not None and family not in self.families:
+            return False
+        return self.gate(status) and self.regex.search(message) is not None
+
+
+def _p(code: str, pattern: str, gate: StatusGate = _any, families: str | None = None) -> Pattern:
+    fams = frozenset(families.split(",")) if families else None
+    return Pattern(code, re.compile(pattern, re.IGNORECASE), gate, fams)
+
+
+# Order matters: the first match wins. Specific conditions before generic ones.
+PATTERNS: tuple[Pattern, ...] = (
+    # Quota, credit and spend: waiting seconds never helps.
+    _p("ERR_LLM_CREDIT_BALANCE", r"credit balance (is )?too low|insufficient (credit|balance|funds)"),
+    _p(
+        "ERR_LLM_SPEND_LIMIT",
+        r"spend(ing)? limit|(workspace|organization|specified) (api )?usage limits?|"
+        r"you will regain access|budget (has been )?exceeded|monthly (usage|spend) (limit|cap)",
+        _not_5xx,
+    ),
+    _p(
+        "ERR_LLM_USAGE_LIMIT",
+        r"usage limit reached|hit your (usage )?limit|weekly (usage )?limit|5-hour limit|"
+        r"upgrade to (continue|increase)|out of (extra )?usage",
+        _not_5xx,
+    ),
+    _p("ERR_LLM_DAILY_QUOTA", r"exhausted your daily quota|daily (request |token )?(quota|limit)", _not_5xx),
+    _p(
+        "ERR_LLM_QUOTA_EXHAUSTED",
+        r"exceeded your current quota|insufficient_quota|quota exceeded\. check your plan|"
+        r"check your plan and billing|billing (details|hard limit)|payment required",
+        _not_5xx,
+        "openai,anthropic",
+    ),
+    # Context overflow.
+    _p(
+        "ERR_LLM_CONTEXT_LENGTH",
+        r"prompt is too long|prompt_too_long|context[ _]length|context[_ ]window|"
+        r"maximum context|input token count.{0,40}exceeds|exceeds? the (model's )?(maximum )?"
+        r"(context|token limit)|max(imum)? (number of )?tokens allowed|"
+        r"input length and .?max_tokens.? exceed|ran out of room in the model|"
+        r"has hit a token limit|too many (input )?tokens|reduce the length of the messages|"
+        r"input is too long|tokens? exceed(s|ed)? .{0,30}limit",
+        _client,
+    ),
+    # Content policy.
+    _p(
+        "ERR_LLM_CONTENT_FILTER",
+        r"content (filtering|management) policy|content[_ ]filter|content_policy_violation|"
+        r"responsibleaipolicyviolation|safety system|usage polic(y|ies)|"
+        r"flagged as potentially violating|violat\w+ (our|the) (content|usage) polic|"
+        r"blocked (due to|by) safety|prohibited content|invalid_prompt",
+        _client,
+    ),
+    # A request that can never fit a per-minute budget (OpenAI "Request too large for …").
+    _p("ERR_LLM_REQUEST_TOO_LARGE", r"request too large for|too large for .{0,40}per min", _any),
+    # Auth.
+    _p(
+        "ERR_AUTH_INVALID_KEY",
+        r"invalid (x-)?api[ _-]?key|incorrect api key|api key not valid|api_key_invalid|"
+        r"invalid authentication|invalid bearer token|api key (is )?(expired|revoked|disabled)",
+        _client,
+    ),
+    _p(
+        "ERR_AUTH_MISSING_CREDENTIALS",
+        r"not logged in|missing (environment variable|api key|credentials)|"
+        r"no api key (was )?(provided|found)|must specify the \w+_api_key|please run /login|"
+        r"could not resolve authentication method|api key is required",
+        _client,
+    ),
+    _p(
+        "ERR_AUTH_REGION_UNSUPPORTED",
+        r"(country|region|territory|location) (is )?not supported|unsupported_country|"
+        r"user location is not supported|not available in your (country|region)",
+        _client,
+    ),
+    _p("ERR_LLM_MODEL_NOT_FOUND", r"model[_ ]not[_ ]found|model .{1,80} (does not exist|not found)", _client),
+    # Transport trouble reported as text (agent CLIs, wrapped exceptions).
+    _p("ERR_REQUEST_CORRUPTED", r"could not parse the json body of your request", _any),
+    _p(
+        "ERR_STREAM_STALLED",
+        r"idle timeout waiting for sse|stream (stalled|idle)|no (data|chunk) received (for|in)",
+    ),
+    # Rate limits and overload, believed only where the status allows.
+    _p(
+        "ERR_LLM_RAMP_LIMIT",
+        r"ramp(ing)?[_ ]limit|slow_down|ramped up too (fast|quickly)",
+        _not_4xx_request,
+    ),
+    _p(
+        "ERR_LLM_RATE_LIMITED",
+        r"rate[ _-]?limit|too many requests|resource has been exhausted|"
+        r"requests per (min|minute|second)|tokens per min|\b429\b|resource_exhausted",
+        _not_4xx_request,
+    ),
+    _p("ERR_LLM_OVERLOADED", r"overloaded|high demand|over capacity|capacity constraints", _not_4xx_request),
+)
+
+
+def match_message(message: str, status: int | None, family: str | None) -> str | None:
+    """The code of the first pattern that matches, or ``None``."""
+    if not message:
+        return None
+    for pattern in PATTERNS:
+        if pattern.matches(message, status, family):
+            return pattern.code
+    return None
+
+
+# Transport words: used for exception text and agent output, never for HTTP bodies.
+TRANSPORT_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
+    (code, re.compile(rx, re.IGNORECASE))
+    for code, rx in (
+        ("ERR_SSL_CERTIFICATE", r"certificate verify failed|certificate_verify_failed|self[- ]signed"),
+        ("ERR_SSL_ERROR", r"\bssl\b|\btls\b|handshake"),
+        (
+            "ERR_DNS_FAILURE",
+            r"name or service not known|nodename nor servname|getaddrinfo|enotfound|"
+            r"temporary failure in name resolution|failed to resolve|name resolution|no address associated",
+        ),
+        ("ERR_CONNECTION_REFUSED", r"connection refused|econnrefused|errno 111\b|actively refused"),
+        ("ERR_CONNECTION_RESET", r"connection reset|econnreset|broken pipe|epipe|errno 104\b"),
+        ("ERR_NETWORK_UNREACHABLE", r"network is unreachable|no route to host|enetunreach|ehostunreach"),
+        (
+            "ERR_CONNECTION_CLOSED",
+            r"server disconnected|remote end closed|connection (was )?closed|socket hang up|"
+            r"incomplete (chunked )?read|premature(ly)? (end|close)|stream disconnected|"
+            r"peer closed connection|connection aborted",
+        ),
+        ("ERR_PROXY_ERROR", r"proxy error|proxyerror|tunnel connection failed"),
+        ("ERR_CONNECT_TIMEOUT", r"connect(ion)? time(d)? ?out|connecttimeout"),
+        ("ERR_TIMEOUT", r"timed out|time ?out|deadline exceeded|etimedout"),
+        ("ERR_NETWORK", r"unable to connect|fetch failed|network error|connection error|econnaborted"),
+    )
+)
+
+
+def match_transport(text: str) -> str | None:
+    for code, regex in TRANSPORT_PATTERNS:
+        if regex.search(text):
+            return code
+    return None

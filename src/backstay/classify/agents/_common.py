@@ -1,0 +1,112 @@
+"""What every agent CLI classifier shares: reading JSON output, and text → ``Failure``."""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as _dt
+import json
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from backstay.classify._decide import build_failure
+from backstay.classify._evidence import read_evidence
+from backstay.classify._patterns import match_transport
+from backstay.taxonomy import Failure
+
+_MAX_OBJECTS = 50_000
+
+
+def json_objects(text: str) -> list[dict[str, Any]]:
+    """The JSON objects in ``text``: the whole text as one object, or one per line (JSONL)."""
+    stripped = text.strip()
+    if not stripped:
+        return []
+    if stripped.startswith("{"):
+        try:
+            whole = json.loads(stripped)
+        except ValueError:
+            pass
+        else:
+            return [whole] if isinstance(whole, dict) else []
+    found: list[dict[str, Any]] = []
+    for line in stripped.splitlines():
+        line = line.strip()
+        if not line.startswith("{"):
+            continue
+        try:
+            value = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(value, dict):
+            found.append(value)
+            if len(found) >= _MAX_OBJECTS:
+                break
+    return found
+
+
+_STATUS_IN_TEXT = (
+    re.compile(r"API Error:?\s*(?:Repeated\s+)?(\d{3})\b"),
+    re.compile(r"(?i)request rejected \((\d{3})\)"),
+    re.compile(r"(?i)(?:last |unexpected )status:?\s*(\d{3})\b"),
+    re.compile(r"(?i)error code:?\s*(\d{3})\b"),
+    re.compile(r"(?i)\bstatus(?:Code| code)?[\"':= ]+(\d{3})\b"),
+)
+
+
+def status_from_text(text: str) -> int | None:
+    """An HTTP status an agent wrote into its message, if it wrote one."""
+    for pattern in _STATUS_IN_TEXT:
+        match = pattern.search(text)
+        if match:
+            status = int(match.group(1))
+            if 400 <= status < 600:
+                return status
+    return None
+
+
+def from_text(
+    message: str,
+    *,
+    agent: str,
+    family: str | None,
+    status: int | None = None,
+    headers: Mapping[str, str] | None = None,
+    body: object = None,
+    now: _dt.datetime,
+    exit_code: int | None = None,
+) -> Failure:
+    """Classify an agent's error text (with any provider body it embeds).
+
+    When neither provider evidence, a status, nor transport words decide, the agent
+    failed for a reason we cannot name: ``ERR_AGENT_FAILED``.
+    """
+    ev = read_evidence(status, headers, body if body is not None else message, provider=family)
+    if not ev.message or (body is None and not ev.has_error_shape):
+        ev.message = message
+    elif message != ev.message:
+        ev.extra.setdefault("raw", message)  # the agent's own words around the provider body
+    failure = build_failure(ev, now=now)
+    source = failure.details.get("source")
+    if source in ("nothing", "error_shape"):
+        code = match_transport(message) or "ERR_AGENT_FAILED"
+        failure = Failure(code=code, message=message, provider=family, details={"source": source})
+    return with_agent(failure, agent, exit_code)
+
+
+def with_agent(failure: Failure, agent: str, exit_code: int | None) -> Failure:
+    """``failure`` with the agent and its exit code recorded in ``details``."""
+    details = {**failure.details, "agent": agent}
+    if exit_code is not None:
+        details["exit_code"] = exit_code
+    return dataclasses.replace(failure, details=details)
+
+
+def coded(
+    code: str, message: str, *, agent: str, family: str | None, exit_code: int | None
+) -> Failure:
+    return with_agent(
+        Failure(code=code, message=message, provider=family, details={"source": "agent_field"}),
+        agent,
+        exit_code,
+    )

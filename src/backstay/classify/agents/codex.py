@@ -1,0 +1,57 @@
+"""Codex CLI (``codex exec --json``).
+
+The final error is ``turn.failed.error.message`` (else the last ``error`` event that is not
+a "Reconnecting…" notice). Codex writes its own phrases around provider text:
+"exceeded retry limit, last status: 429 …", "unexpected status 401 Unauthorized: …",
+"Quota exceeded. Check your plan and billing details.", "Codex ran out of room in the
+model's context window.", "stream disconnected before completion: …" and, for a 500 with no
+status at all, "We're currently experiencing high demand …".
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+from typing import Any
+
+from backstay.classify.agents._common import from_text, json_objects, status_from_text
+from backstay.taxonomy import Failure
+
+AGENT = "codex"
+_FAMILY = "openai"
+
+
+def _message(event: dict[str, Any]) -> str:
+    error = event.get("error")
+    if isinstance(error, dict) and isinstance(error.get("message"), str):
+        return str(error["message"])
+    message = event.get("message")
+    return message if isinstance(message, str) else ""
+
+
+def check(text: str, exit_code: int | None, now: _dt.datetime) -> Failure | None:
+    objects = json_objects(text)
+    failed = [o for o in objects if o.get("type") == "turn.failed"]
+    errors = [
+        o
+        for o in objects
+        if o.get("type") == "error" and not _message(o).startswith("Reconnecting")
+    ]
+    completed = any(o.get("type") == "turn.completed" for o in objects)
+    if failed:
+        message = _message(failed[-1])
+    elif errors:
+        message = _message(errors[-1])
+    elif completed or exit_code == 0:
+        return None
+    else:
+        message = text.strip()[-4000:]
+    if not message:
+        return None
+    return from_text(
+        message,
+        agent=AGENT,
+        family=_FAMILY,
+        status=status_from_text(message),
+        now=now,
+        exit_code=exit_code,
+    )

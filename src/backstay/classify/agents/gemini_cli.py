@@ -1,0 +1,72 @@
+"""Gemini CLI (``gemini -p --output-format json|stream-json``).
+
+Its exit code is the HTTP status modulo 256 (429 → 173, 500 → 244, 400 → 144) and small
+codes for its own fatal errors (41 auth, 42 input, 52 config, 53 turn limit, 130 cancelled).
+In json mode the error goes to stderr as ``{"error": {"type", "message", "code"}}``; in
+stream-json mode stdout ends with a ``result`` whose message often embeds the raw provider
+body (``[API Error: {...}]``), which is read as a Gemini response.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+from collections.abc import Mapping
+from typing import Any
+
+from backstay.classify._http import as_int
+from backstay.classify.agents._common import coded, from_text, json_objects, status_from_text
+from backstay.taxonomy import Failure
+
+AGENT = "gemini-cli"
+_FAMILY = "gemini"
+
+_FATAL_EXIT = {
+    41: "ERR_AGENT_CONFIG",
+    42: "ERR_REQUEST_INVALID",
+    44: "ERR_SECURITY_VIOLATION",
+    52: "ERR_AGENT_CONFIG",
+    53: "ERR_LIMIT_MAX_TURNS",
+    130: "ERR_CANCELLED",
+}
+_HTTP_STATUSES = (400, 401, 403, 404, 408, 409, 413, 429, 499, 500, 502, 503, 504, 529)
+_STATUS_BY_EXIT = {s & 0xFF: s for s in _HTTP_STATUSES}
+
+
+def _error_of(objects: list[dict[str, Any]]) -> Mapping[str, Any] | None:
+    for obj in reversed(objects):
+        error = obj.get("error")
+        if isinstance(error, Mapping) and (obj.get("type") in (None, "result", "error")):
+            return error
+    return None
+
+
+def check(text: str, exit_code: int | None, now: _dt.datetime) -> Failure | None:
+    objects = json_objects(text)
+    error = _error_of(objects)
+    if error is None:
+        ok = any(o.get("status") == "success" or "response" in o for o in objects)
+        if exit_code == 0 or (exit_code is None and ok):
+            return None
+        message = text.strip()[-4000:]
+        status = None
+    else:
+        message = str(error.get("message") or "")
+        status = as_int(error.get("code"))
+    status = status or status_from_text(message)
+    if status is None and exit_code in _FATAL_EXIT:
+        found = from_text(message, agent=AGENT, family=_FAMILY, now=now, exit_code=exit_code)
+        if found.code != "ERR_AGENT_FAILED":
+            return found
+        return coded(
+            _FATAL_EXIT[exit_code], message, agent=AGENT, family=_FAMILY, exit_code=exit_code
+        )
+    if status is None and exit_code is not None:
+        status = _STATUS_BY_EXIT.get(exit_code)
+    return from_text(
+        message or f"gemini exited with {exit_code}",
+        agent=AGENT,
+        family=_FAMILY,
+        status=status,
+        now=now,
+        exit_code=exit_code,
+    )

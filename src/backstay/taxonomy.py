@@ -1,0 +1,510 @@
+"""The closed failure taxonomy: what went wrong out there, in one provider-neutral shape.
+
+``FailureKind`` is the closed set of kinds; every ``ERR_*`` code belongs to exactly one
+kind and has exactly one retryability, so the same code always decides the same way.
+``Failure`` is the frozen value every classifier returns. Its message and details are
+redacted on construction, so a ``Failure`` can be logged, stored or printed as it is.
+
+These are descriptions of failures, not exceptions: backstay's own exceptions live in
+``backstay.errors``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as _dt
+import enum
+import json
+from collections.abc import Mapping
+from typing import Any, Final
+
+from backstay.redact import redact, redact_mapping
+
+__all__ = [
+    "CODES",
+    "KINDS",
+    "Action",
+    "CodeInfo",
+    "ErrorCategory",
+    "Failure",
+    "FailureKind",
+    "KindInfo",
+    "code_info",
+]
+
+
+class FailureKind(enum.StrEnum):
+    """The closed set of failure kinds. Members never change meaning."""
+
+    NETWORK = "network"
+    TIMEOUT = "timeout"
+    RATE_LIMIT = "rate_limit"
+    SERVER_ERROR = "server_error"
+    CONTEXT_LIMIT = "context_limit"
+    CONTENT_POLICY = "content_policy"
+    QUOTA_EXHAUSTED = "quota_exhausted"
+    AUTH = "auth"
+    INVALID_REQUEST = "invalid_request"
+    OUTPUT_INVALID = "output_invalid"
+    LIMIT_EXCEEDED = "limit_exceeded"
+    SECURITY_VIOLATION = "security_violation"
+    CANCELLED = "cancelled"
+    UNKNOWN = "unknown"
+
+
+class Action(enum.StrEnum):
+    """What the engine does by default with a failure of a kind."""
+
+    RETRY_BACKOFF = "retry_backoff"
+    WAIT_AND_RETRY = "wait_and_retry"
+    RETRY_WITH_FEEDBACK = "retry_with_feedback"
+    RETRY_ONCE = "retry_once"
+    FAIL = "fail"
+    FAIL_AND_ESCALATE = "fail_and_escalate"
+    FAIL_WITH_PARTIAL = "fail_with_partial"
+    PAUSE_AND_ESCALATE = "pause_and_escalate"
+    ABORT_AND_ESCALATE = "abort_and_escalate"
+    CANCEL = "cancel"
+
+
+class ErrorCategory(enum.StrEnum):
+    """The ``category`` of the skill error contract (``Failure.to_error_info``)."""
+
+    TRANSIENT = "TRANSIENT"
+    RATE_LIMIT = "RATE_LIMIT"
+    CLIENT_ERROR = "CLIENT_ERROR"
+    SERVER_ERROR = "SERVER_ERROR"
+    AUTH_FAIL = "AUTH_FAIL"
+    NETWORK = "NETWORK"
+    VALIDATION = "VALIDATION"
+    RESOURCE = "RESOURCE"
+    TIMEOUT = "TIMEOUT"
+    PERMANENT = "PERMANENT"
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class KindInfo:
+    """The defaults that belong to a kind."""
+
+    kind: FailureKind
+    retryable: bool
+    action: Action
+    summary: str
+    category: ErrorCategory
+    adapter_error_type: str
+
+
+def _k(
+    kind: FailureKind,
+    retryable: bool,
+    action: Action,
+    category: ErrorCategory,
+    adapter_error_type: str,
+    summary: str,
+) -> KindInfo:
+    return KindInfo(
+        kind=kind,
+        retryable=retryable,
+        action=action,
+        summary=summary,
+        category=category,
+        adapter_error_type=adapter_error_type,
+    )
+
+
+_K = FailureKind
+_A = Action
+_C = ErrorCategory
+
+KINDS: Final[Mapping[FailureKind, KindInfo]] = {
+    info.kind: info
+    for info in (
+        _k(_K.NETWORK, True, _A.RETRY_BACKOFF, _C.NETWORK, "network", "retry with backoff"),
+        _k(
+            _K.TIMEOUT,
+            True,
+            _A.RETRY_BACKOFF,
+            _C.TIMEOUT,
+            "timeout",
+            "retry with backoff (an adapter may lengthen its timeout)",
+        ),
+        _k(
+            _K.RATE_LIMIT,
+            True,
+            _A.WAIT_AND_RETRY,
+            _C.RATE_LIMIT,
+            "rate_limit",
+            "wait for Retry-After / the reset, then retry",
+        ),
+        _k(
+            _K.SERVER_ERROR,
+            True,
+            _A.RETRY_BACKOFF,
+            _C.SERVER_ERROR,
+            "network",
+            "retry with backoff",
+        ),
+        _k(
+            _K.CONTEXT_LIMIT,
+            False,
+            _A.FAIL,
+            _C.RESOURCE,
+            "context_limit",
+            'fail: "context_limit exceeded"',
+        ),
+        _k(
+            _K.CONTENT_POLICY,
+            False,
+            _A.FAIL_AND_ESCALATE,
+            _C.PERMANENT,
+            "content_policy",
+            "fail and escalate to a human",
+        ),
+        _k(
+            _K.QUOTA_EXHAUSTED,
+            False,
+            _A.PAUSE_AND_ESCALATE,
+            _C.RESOURCE,
+            "quota_exhausted",
+            "pause and escalate; resumable at resets_at when known",
+        ),
+        _k(_K.AUTH, False, _A.FAIL_AND_ESCALATE, _C.AUTH_FAIL, "unknown", "fail and escalate"),
+        _k(_K.INVALID_REQUEST, False, _A.FAIL, _C.CLIENT_ERROR, "unknown", "fail"),
+        _k(
+            _K.OUTPUT_INVALID,
+            True,
+            _A.RETRY_WITH_FEEDBACK,
+            _C.VALIDATION,
+            "unknown",
+            "retry with correction feedback, then fail",
+        ),
+        _k(
+            _K.LIMIT_EXCEEDED,
+            False,
+            _A.FAIL_WITH_PARTIAL,
+            _C.RESOURCE,
+            "unknown",
+            "fail with partial results",
+        ),
+        _k(
+            _K.SECURITY_VIOLATION,
+            False,
+            _A.ABORT_AND_ESCALATE,
+            _C.PERMANENT,
+            "unknown",
+            "abort and escalate",
+        ),
+        _k(
+            _K.CANCELLED,
+            False,
+            _A.CANCEL,
+            _C.PERMANENT,
+            "unknown",
+            "cancelled; never counted as a failure",
+        ),
+        _k(_K.UNKNOWN, True, _A.RETRY_ONCE, _C.TRANSIENT, "unknown", "retry once, then fail"),
+    )
+}
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class CodeInfo:
+    """One stable ``ERR_*`` code: its kind, its retryability and what it means."""
+
+    code: str
+    kind: FailureKind
+    retryable: bool
+    description: str
+
+
+def _codes(kind: FailureKind, *rows: tuple[str, str]) -> list[CodeInfo]:
+    retryable = KINDS[kind].retryable
+    return [CodeInfo(code=c, kind=kind, retryable=retryable, description=d) for c, d in rows]
+
+
+def _override(code: str, kind: FailureKind, retryable: bool, description: str) -> CodeInfo:
+    return CodeInfo(code=code, kind=kind, retryable=retryable, description=description)
+
+
+_ALL_CODES: list[CodeInfo] = [
+    *_codes(
+        _K.NETWORK,
+        ("ERR_CONNECTION_REFUSED", "nothing listens at the address (ECONNREFUSED)"),
+        ("ERR_CONNECTION_RESET", "the peer reset the connection (ECONNRESET, broken pipe)"),
+        ("ERR_CONNECTION_CLOSED", "the server closed the connection before a full response"),
+        ("ERR_DNS_FAILURE", "the host name did not resolve"),
+        ("ERR_SSL_ERROR", "the TLS handshake or session failed"),
+        ("ERR_SSL_CERTIFICATE", "the server certificate did not verify"),
+        ("ERR_NETWORK_UNREACHABLE", "no route to the host or network"),
+        ("ERR_PROXY_ERROR", "the proxy refused or failed the connection"),
+        ("ERR_REQUEST_CORRUPTED", "the provider could not parse a request body we sent intact"),
+        ("ERR_NETWORK", "another transport failure"),
+    ),
+    *_codes(
+        _K.TIMEOUT,
+        ("ERR_TIMEOUT", "the operation timed out"),
+        ("ERR_CONNECT_TIMEOUT", "connecting timed out (the request was surely not sent)"),
+        ("ERR_READ_TIMEOUT", "no response arrived in time (the server may have acted)"),
+        ("ERR_WRITE_TIMEOUT", "sending the request timed out"),
+        ("ERR_POOL_TIMEOUT", "no connection from the pool became free in time"),
+        ("ERR_HTTP_408_REQUEST_TIMEOUT", "HTTP 408: the server timed out waiting for us"),
+        ("ERR_HTTP_504_GATEWAY_TIMEOUT", "HTTP 504 or a provider timeout_error"),
+        ("ERR_STREAM_STALLED", "a stream started, then stopped sending"),
+    ),
+    *_codes(
+        _K.RATE_LIMIT,
+        ("ERR_HTTP_429_RATE_LIMITED", "HTTP 429: a per-minute request or token limit"),
+        ("ERR_LLM_RATE_LIMITED", "a rate limit reported outside an HTTP 429 (stream, agent)"),
+        ("ERR_LLM_RAMP_LIMIT", "traffic ramped up too fast; retry at a lower rate"),
+    ),
+    *_codes(
+        _K.SERVER_ERROR,
+        ("ERR_HTTP_500_INTERNAL", "HTTP 500 internal server error"),
+        ("ERR_HTTP_502_BAD_GATEWAY", "HTTP 502 bad gateway"),
+        ("ERR_HTTP_503_UNAVAILABLE", "HTTP 503 service unavailable"),
+        ("ERR_HTTP_529_OVERLOADED", "HTTP 529: the provider is overloaded"),
+        ("ERR_HTTP_5XX", "another HTTP 5xx status"),
+        ("ERR_LLM_OVERLOADED", "the provider reported overload outside a 529 (stream, agent)"),
+        ("ERR_LLM_STREAM_ERROR", "a transient server error inside a 200 stream"),
+        (
+            "ERR_PROVIDER_RETRY_REQUESTED",
+            "the provider asked for a retry (x-should-retry: true) of an error it would "
+            "otherwise not be retried",
+        ),
+    ),
+    *_codes(
+        _K.CONTEXT_LIMIT,
+        ("ERR_LLM_CONTEXT_LENGTH", "the prompt does not fit the model's context window"),
+    ),
+    *_codes(
+        _K.CONTENT_POLICY,
+        ("ERR_LLM_CONTENT_FILTER", "input or output was blocked by a content filter"),
+        ("ERR_LLM_REFUSAL", "the model refused (stop_reason refusal)"),
+    ),
+    *_codes(
+        _K.QUOTA_EXHAUSTED,
+        ("ERR_LLM_QUOTA_EXHAUSTED", "the account's quota is used up"),
+        ("ERR_LLM_CREDIT_BALANCE", "the prepaid credit balance is too low"),
+        ("ERR_LLM_SPEND_LIMIT", "an organisation, project or workspace spend limit was reached"),
+        ("ERR_LLM_DAILY_QUOTA", "a per-day quota is used up until its reset"),
+        ("ERR_LLM_USAGE_LIMIT", "a subscription usage window (5-hour, weekly) is used up"),
+        ("ERR_LLM_QUOTA_ZERO", "the quota for this model or tier is zero (not enabled)"),
+        ("ERR_HTTP_402_PAYMENT_REQUIRED", "HTTP 402: billing must be fixed first"),
+    ),
+    *_codes(
+        _K.AUTH,
+        ("ERR_HTTP_401_UNAUTHORIZED", "HTTP 401: the credentials were not accepted"),
+        ("ERR_HTTP_403_FORBIDDEN", "HTTP 403: the credentials lack permission"),
+        ("ERR_AUTH_INVALID_KEY", "the API key is invalid"),
+        ("ERR_AUTH_MISSING_CREDENTIALS", "no credentials were given"),
+        ("ERR_AUTH_REGION_UNSUPPORTED", "the account or region may not use this service"),
+    ),
+    *_codes(
+        _K.INVALID_REQUEST,
+        ("ERR_HTTP_400_BAD_REQUEST", "HTTP 400: the request is malformed or invalid"),
+        ("ERR_HTTP_404_NOT_FOUND", "HTTP 404: no such endpoint or resource"),
+        ("ERR_HTTP_409_CONFLICT", "HTTP 409: resolve the conflict before retrying"),
+        ("ERR_HTTP_413_REQUEST_TOO_LARGE", "HTTP 413: the request exceeds a byte limit"),
+        ("ERR_HTTP_422_UNPROCESSABLE", "HTTP 422: the request is well-formed but invalid"),
+        ("ERR_HTTP_4XX", "another HTTP 4xx status"),
+        ("ERR_LLM_MODEL_NOT_FOUND", "the model does not exist or is not available"),
+        ("ERR_LLM_REQUEST_TOO_LARGE", "one request exceeds a whole per-minute budget"),
+        ("ERR_INVALID_URL", "the URL or scheme is invalid"),
+        ("ERR_REQUEST_INVALID", "the request could not be built or sent as given"),
+        ("ERR_AGENT_CONFIG", "the agent CLI rejected its configuration before any request"),
+    ),
+    *_codes(
+        _K.OUTPUT_INVALID,
+        ("ERR_OUTPUT_INVALID", "the output did not validate"),
+        ("ERR_OUTPUT_TRUNCATED", "the output stopped at the token limit before completing"),
+    ),
+    *_codes(
+        _K.LIMIT_EXCEEDED,
+        ("ERR_LIMIT_EXCEEDED", "one of our own execution limits was reached"),
+        ("ERR_LIMIT_MAX_TURNS", "the agent reached its maximum number of turns"),
+        ("ERR_LIMIT_BUDGET", "the run reached its cost budget"),
+    ),
+    *_codes(
+        _K.SECURITY_VIOLATION,
+        ("ERR_SECURITY_VIOLATION", "the agent tried something its sandbox forbids"),
+    ),
+    *_codes(
+        _K.CANCELLED,
+        ("ERR_CANCELLED", "the operation was cancelled"),
+        ("ERR_HTTP_499_CLIENT_CLOSED", "HTTP 499: the client closed the request"),
+    ),
+    *_codes(
+        _K.UNKNOWN,
+        ("ERR_UNKNOWN", "nothing recognisable"),
+        ("ERR_RESPONSE_MALFORMED", "the response could not be read as the provider's format"),
+        ("ERR_AGENT_FAILED", "the agent CLI failed without a recognisable reason"),
+    ),
+    # Where the provider says explicitly not to retry, it wins over the kind's default.
+    _override(
+        "ERR_RATE_LIMIT_NO_RETRY",
+        _K.RATE_LIMIT,
+        False,
+        "a rate limit the provider marked not retryable (x-should-retry: false)",
+    ),
+    _override(
+        "ERR_SERVER_ERROR_NO_RETRY",
+        _K.SERVER_ERROR,
+        False,
+        "a server error the provider marked not retryable (x-should-retry: false)",
+    ),
+    _override(
+        "ERR_TIMEOUT_NO_RETRY",
+        _K.TIMEOUT,
+        False,
+        "a timeout the provider marked not retryable (x-should-retry: false)",
+    ),
+    _override(
+        "ERR_UNKNOWN_NO_RETRY",
+        _K.UNKNOWN,
+        False,
+        "an unrecognised error the provider marked not retryable (x-should-retry: false)",
+    ),
+]
+
+CODES: Final[Mapping[str, CodeInfo]] = {info.code: info for info in _ALL_CODES}
+
+_MAX_DETAIL_ITEMS: Final = 32
+_MAX_DETAIL_TEXT: Final = 2000
+_MAX_MESSAGE: Final = 4000
+
+
+def code_info(code: str) -> CodeInfo:
+    """The registered description of ``code``; raises ``KeyError`` for an unknown code."""
+    return CODES[code]
+
+
+def _trim_details(details: Mapping[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in list(details.items())[:_MAX_DETAIL_ITEMS]:
+        if isinstance(value, str) and len(value) > _MAX_DETAIL_TEXT:
+            value = value[:_MAX_DETAIL_TEXT] + "…"
+        out[str(key)] = value
+    return redact_mapping(out)
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class Failure:
+    """One classified failure. Frozen; ``message`` and ``details`` are redacted on creation.
+
+    ``kind`` and ``retryable`` always follow from ``code`` (see ``CODES``), so they are not
+    constructor arguments; an unregistered code raises ``ValueError``.
+    """
+
+    code: str
+    kind: FailureKind = dataclasses.field(init=False)
+    message: str = ""
+    retry_after_s: float | None = None
+    resets_at: _dt.datetime | None = None
+    provider: str | None = None
+    status: int | None = None
+    details: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        info = CODES.get(self.code)
+        if info is None:
+            raise ValueError(f"Failure: unknown code {self.code!r} (see backstay.CODES)")
+        object.__setattr__(self, "kind", info.kind)
+        if self.retry_after_s is not None and not self.retry_after_s >= 0:
+            raise ValueError(f"Failure.retry_after_s must be >= 0, got {self.retry_after_s!r}")
+        if self.resets_at is not None and self.resets_at.tzinfo is None:
+            raise ValueError("Failure.resets_at must be timezone-aware")
+        message = redact(self.message)
+        if len(message) > _MAX_MESSAGE:
+            message = message[:_MAX_MESSAGE] + "…"
+        object.__setattr__(self, "message", message)
+        object.__setattr__(self, "details", _trim_details(self.details))
+
+    @property
+    def retryable(self) -> bool:
+        """Whether this failure may be retried at all; decided by ``code`` alone."""
+        return CODES[self.code].retryable
+
+    @property
+    def action(self) -> Action:
+        """The engine's default action for this failure."""
+        if not self.retryable and KINDS[self.kind].retryable:
+            return Action.FAIL
+        return KINDS[self.kind].action
+
+    @property
+    def category(self) -> ErrorCategory:
+        return KINDS[self.kind].category
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready mapping with every field (``resets_at`` as ISO-8601)."""
+        return {
+            "kind": str(self.kind),
+            "code": self.code,
+            "retryable": self.retryable,
+            "action": str(self.action),
+            "retry_after_s": self.retry_after_s,
+            "resets_at": self.resets_at.isoformat() if self.resets_at else None,
+            "provider": self.provider,
+            "status": self.status,
+            "message": self.message,
+            "details": dict(self.details),
+        }
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), sort_keys=True, default=str)
+
+    def to_error_info(self) -> dict[str, Any]:
+        """The skill error contract: ``{code, message, category, retryable, details,
+        retry_after_ms, upstream_status, provider}``. ``resets_at`` travels in ``details``."""
+        details = dict(self.details)
+        if self.resets_at is not None:
+            details["resets_at"] = self.resets_at.isoformat()
+        return {
+            "code": self.code,
+            "message": self.message,
+            "category": str(self.category),
+            "retryable": self.retryable,
+            "details": details,
+            "retry_after_ms": (
+                None if self.retry_after_s is None else round(self.retry_after_s * 1000)
+            ),
+            "upstream_status": self.status,
+            "provider": self.provider,
+        }
+
+    @classmethod
+    def from_error_info(cls, info: Mapping[str, Any]) -> Failure:
+        """The inverse of ``to_error_info``."""
+        details = dict(info.get("details") or {})
+        resets_raw = details.pop("resets_at", None)
+        resets_at = _dt.datetime.fromisoformat(resets_raw) if resets_raw else None
+        ms = info.get("retry_after_ms")
+        return cls(
+            code=str(info["code"]),
+            message=str(info.get("message") or ""),
+            retry_after_s=None if ms is None else float(ms) / 1000.0,
+            resets_at=resets_at,
+            provider=info.get("provider"),
+            status=info.get("upstream_status"),
+            details=details,
+        )
+
+    def to_adapter_error(self) -> dict[str, Any]:
+        """The adapter reliability contract: ``{error_type, message, retry_after_seconds,
+        raw_error}``. ``raw_error`` is the full ``to_error_info`` mapping, so nothing is lost."""
+        return {
+            "error_type": KINDS[self.kind].adapter_error_type,
+            "message": self.message,
+            "retry_after_seconds": self.retry_after_s,
+            "raw_error": self.to_error_info(),
+        }
+
+    @classmethod
+    def from_adapter_error(cls, error: Mapping[str, Any]) -> Failure:
+        """The inverse of ``to_adapter_error``."""
+        return cls.from_error_info(error["raw_error"])
+
+    def __str__(self) -> str:
+        where = f" [{self.provider}]" if self.provider else ""
+        status = f" HTTP {self.status}" if self.status is not None else ""
+        return f"{self.kind}/{self.code}{where}{status}: {self.message}"
