@@ -94,14 +94,9 @@ class KindInfo:
     adapter_error_type: str
 
 
-def _k(
-    kind: FailureKind,
-    retryable: bool,
-    action: Action,
-    category: ErrorCategory,
-    adapter_error_type: str,
-    summary: str,
-) -> KindInfo:
+def _k(*row: Any) -> KindInfo:
+    """One row of the kind table: kind, retryable, action, category, adapter type, summary."""
+    kind, retryable, action, category, adapter_error_type, summary = row
     return KindInfo(
         kind=kind,
         retryable=retryable,
@@ -381,10 +376,10 @@ def code_info(code: str) -> CodeInfo:
 def _trim_details(details: Mapping[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for key, value in list(details.items())[:_MAX_DETAIL_ITEMS]:
-        if isinstance(value, str) and len(value) > _MAX_DETAIL_TEXT:
-            value = value[:_MAX_DETAIL_TEXT] + "…"
-        out[str(key)] = value
-    return redact_mapping(out)
+        long_text = isinstance(value, str) and len(value) > _MAX_DETAIL_TEXT
+        out[str(key)] = value[:_MAX_DETAIL_TEXT] + "…" if long_text else value
+    redacted: dict[str, Any] = redact_mapping(out)
+    return redacted
 
 
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)

@@ -22,7 +22,7 @@ from backstay.classify import anthropic, gemini, openai
 from backstay.classify._decide import build_failure
 from backstay.classify._evidence import read_evidence
 from backstay.classify.agents import AGENTS, agent_name
-from backstay.classify.agents._common import with_agent
+from backstay.classify.agents._common import from_text, with_agent
 from backstay.classify.exceptions import classify_exception
 from backstay.taxonomy import Failure
 
@@ -131,11 +131,11 @@ def check_output(
         if name is None:
             return _generic_output(text, agent, exit_code, _now(now))
         found = AGENTS[name](text, exit_code, _now(now))
-        if found is None and exit_code is not None and exit_code != 0:
-            return _exit_failure(text, name, exit_code)
-        return found
     except Exception as err:
         return _internal_error("agent output", err, agent=agent, exit_code=exit_code)
+    if found is None and exit_code is not None and exit_code != 0:
+        return _exit_failure(text, name, exit_code)
+    return found
 
 
 def _exit_failure(text: str, agent: str, exit_code: int) -> Failure:
@@ -143,12 +143,14 @@ def _exit_failure(text: str, agent: str, exit_code: int) -> Failure:
         exit_code, "ERR_AGENT_FAILED"
     )
     message = text.strip()[-1000:] or f"{agent} exited with code {exit_code}"
-    return with_agent(Failure(code=code, message=message, details={"source": "exit_code"}), agent, exit_code)
+    return with_agent(
+        Failure(code=code, message=message, details={"source": "exit_code"}), agent, exit_code
+    )
 
 
-def _generic_output(text: str, agent: str, exit_code: int | None, now: _dt.datetime) -> Failure | None:
-    from backstay.classify.agents._common import from_text
-
+def _generic_output(
+    text: str, agent: str, exit_code: int | None, now: _dt.datetime
+) -> Failure | None:
     if exit_code == 0:
         return None
     return from_text(text.strip()[-4000:], agent=agent, family=None, now=now, exit_code=exit_code)

@@ -154,9 +154,7 @@ def _apply_should_retry(ev: Evidence, code: str, source: str) -> str:
     return code
 
 
-def _waits(
-    ev: Evidence, code: str, now: _dt.datetime
-) -> tuple[float | None, _dt.datetime | None]:
+def _waits(ev: Evidence, code: str, now: _dt.datetime) -> tuple[float | None, _dt.datetime | None]:
     kind = CODES[code].kind
     if kind is FailureKind.QUOTA_EXHAUSTED:
         resets_at = parse_datetime(ev.headers.get("anthropic-ratelimit-unified-reset"))
@@ -178,17 +176,16 @@ def _waits(
 
 def _details(ev: Evidence, source: str) -> dict[str, Any]:
     details: dict[str, Any] = {"source": source}
-    for key, value in (
-        ("error_type", ev.err_type),
-        ("error_code", ev.err_code),
-        ("google_status", ev.google_status),
-        ("reasons", list(ev.reasons) or None),
-        ("quota_ids", list(ev.quota_ids[:6]) or None),
-        ("request_id", ev.headers.get("request-id") or ev.headers.get("x-request-id")),
-        ("should_retry", ev.headers.get("x-should-retry")),
-    ):
-        if value:
-            details[key] = value
+    candidates = {
+        "error_type": ev.err_type,
+        "error_code": ev.err_code,
+        "google_status": ev.google_status,
+        "reasons": list(ev.reasons),
+        "quota_ids": list(ev.quota_ids[:6]),
+        "request_id": ev.headers.get("request-id") or ev.headers.get("x-request-id"),
+        "should_retry": ev.headers.get("x-should-retry"),
+    }
+    details.update({key: value for key, value in candidates.items() if value})
     if ev.in_stream:
         details["in_stream"] = True
     if source in ("nothing", "error_shape") and ev.body_text:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import json
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -145,8 +146,6 @@ def _loads_lenient(fragment: str) -> Any | None:
     except ValueError:
         pass
     try:
-        import ast
-
         value = ast.literal_eval(fragment)
     except (ValueError, SyntaxError, MemoryError, RecursionError):
         return None

@@ -52,7 +52,10 @@ def _p(code: str, pattern: str, gate: StatusGate = _any, families: str | None = 
 # Order matters: the first match wins. Specific conditions before generic ones.
 PATTERNS: tuple[Pattern, ...] = (
     # Quota, credit and spend: waiting seconds never helps.
-    _p("ERR_LLM_CREDIT_BALANCE", r"credit balance (is )?too low|insufficient (credit|balance|funds)"),
+    _p(
+        "ERR_LLM_CREDIT_BALANCE",
+        r"credit balance (is )?too low|insufficient (credit|balance|funds)",
+    ),
     _p(
         "ERR_LLM_SPEND_LIMIT",
         r"spend(ing)? limit|(workspace|organization|specified) (api )?usage limits?|"
@@ -65,7 +68,11 @@ PATTERNS: tuple[Pattern, ...] = (
         r"upgrade to (continue|increase)|out of (extra )?usage",
         _not_5xx,
     ),
-    _p("ERR_LLM_DAILY_QUOTA", r"exhausted your daily quota|daily (request |token )?(quota|limit)", _not_5xx),
+    _p(
+        "ERR_LLM_DAILY_QUOTA",
+        r"exhausted your daily quota|daily (request |token )?(quota|limit)",
+        _not_5xx,
+    ),
     _p(
         "ERR_LLM_QUOTA_EXHAUSTED",
         r"exceeded your current quota|insufficient_quota|quota exceeded\. check your plan|"
@@ -115,7 +122,11 @@ PATTERNS: tuple[Pattern, ...] = (
         r"user location is not supported|not available in your (country|region)",
         _client,
     ),
-    _p("ERR_LLM_MODEL_NOT_FOUND", r"model[_ ]not[_ ]found|model .{1,80} (does not exist|not found)", _client),
+    _p(
+        "ERR_LLM_MODEL_NOT_FOUND",
+        r"model[_ ]not[_ ]found|model .{1,80} (does not exist|not found)",
+        _client,
+    ),
     # Transport trouble reported as text (agent CLIs, wrapped exceptions).
     _p("ERR_REQUEST_CORRUPTED", r"could not parse the json body of your request", _any),
     _p(
@@ -134,7 +145,11 @@ PATTERNS: tuple[Pattern, ...] = (
         r"requests per (min|minute|second)|tokens per min|\b429\b|resource_exhausted",
         _not_4xx_request,
     ),
-    _p("ERR_LLM_OVERLOADED", r"overloaded|high demand|over capacity|capacity constraints", _not_4xx_request),
+    _p(
+        "ERR_LLM_OVERLOADED",
+        r"overloaded|high demand|over capacity|capacity constraints",
+        _not_4xx_request,
+    ),
 )
 
 
@@ -152,16 +167,23 @@ def match_message(message: str, status: int | None, family: str | None) -> str |
 TRANSPORT_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
     (code, re.compile(rx, re.IGNORECASE))
     for code, rx in (
-        ("ERR_SSL_CERTIFICATE", r"certificate verify failed|certificate_verify_failed|self[- ]signed"),
+        (
+            "ERR_SSL_CERTIFICATE",
+            r"certificate verify failed|certificate_verify_failed|self[- ]signed",
+        ),
         ("ERR_SSL_ERROR", r"\bssl\b|\btls\b|handshake"),
         (
             "ERR_DNS_FAILURE",
             r"name or service not known|nodename nor servname|getaddrinfo|enotfound|"
-            r"temporary failure in name resolution|failed to resolve|name resolution|no address associated",
+            r"temporary failure in name resolution|failed to resolve|name resolution|"
+            r"no address associated",
         ),
         ("ERR_CONNECTION_REFUSED", r"connection refused|econnrefused|errno 111\b|actively refused"),
         ("ERR_CONNECTION_RESET", r"connection reset|econnreset|broken pipe|epipe|errno 104\b"),
-        ("ERR_NETWORK_UNREACHABLE", r"network is unreachable|no route to host|enetunreach|ehostunreach"),
+        (
+            "ERR_NETWORK_UNREACHABLE",
+            r"network is unreachable|no route to host|enetunreach|ehostunreach",
+        ),
         (
             "ERR_CONNECTION_CLOSED",
             r"server disconnected|remote end closed|connection (was )?closed|socket hang up|"
@@ -171,7 +193,10 @@ TRANSPORT_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
         ("ERR_PROXY_ERROR", r"proxy error|proxyerror|tunnel connection failed"),
         ("ERR_CONNECT_TIMEOUT", r"connect(ion)? time(d)? ?out|connecttimeout"),
         ("ERR_TIMEOUT", r"timed out|time ?out|deadline exceeded|etimedout"),
-        ("ERR_NETWORK", r"unable to connect|fetch failed|network error|connection error|econnaborted"),
+        (
+            "ERR_NETWORK",
+            r"unable to connect|fetch failed|network error|connection error|econnaborted",
+        ),
     )
 )
 

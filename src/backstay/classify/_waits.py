@@ -14,6 +14,7 @@ import email.utils
 import math
 import re
 from collections.abc import Mapping
+from zoneinfo import ZoneInfo
 
 _UTC = _dt.UTC
 # Waits beyond this are not waits but nonsense (the anthropic SDK clamps at ~49.7 days).
@@ -116,12 +117,12 @@ def reset_wait_from_headers(headers: Mapping[str, str], now: _dt.datetime) -> fl
             candidates.append((_exhausted(headers, "x-ratelimit-", dim, "openai"), seconds))
         when = parse_datetime(headers.get(f"anthropic-ratelimit-{dim}-reset"))
         if when is not None:
-            exhausted = _exhausted(headers, "anthropic-ratelimit-", dim, "anthropic")
-            candidates.append((exhausted, _seconds_until(when, now)))
+            spent = _exhausted(headers, "anthropic-ratelimit-", dim, "anthropic")
+            candidates.append((spent, _seconds_until(when, now)))
     if not candidates:
         return None
     exhausted = [s for flag, s in candidates if flag]
-    return max(exhausted or [s for _, s in candidates])
+    return max(exhausted or [s for _flag, s in candidates])
 
 
 _MESSAGE_WAITS = (
@@ -161,10 +162,10 @@ _CLOCK_RESET = re.compile(
 )
 
 
-def _next_wall_clock(hour: int, minute: int, tz_name: str, now: _dt.datetime) -> _dt.datetime | None:
+def _next_wall_clock(
+    hour: int, minute: int, tz_name: str, now: _dt.datetime
+) -> _dt.datetime | None:
     try:
-        from zoneinfo import ZoneInfo
-
         zone = ZoneInfo(tz_name)
     except Exception:
         return None

@@ -169,9 +169,8 @@ def _chain(exc: BaseException) -> Iterator[BaseException]:
                 continue
             if isinstance(value, BaseException):
                 todo.append(value)
-        for arg in getattr(current, "args", ())[:3]:
-            if isinstance(arg, BaseException):
-                todo.append(arg)
+        args = getattr(current, "args", ())[:3]
+        todo.extend(arg for arg in args if isinstance(arg, BaseException))
 
 
 def _specific_code(exc: BaseException) -> str | None:

@@ -30,8 +30,8 @@ def json_objects(text: str) -> list[dict[str, Any]]:
         else:
             return [whole] if isinstance(whole, dict) else []
     found: list[dict[str, Any]] = []
-    for line in stripped.splitlines():
-        line = line.strip()
+    for raw in stripped.splitlines():
+        line = raw.strip()
         if not line.startswith("{"):
             continue
         try:

@@ -57,7 +57,7 @@ def check(text: str, exit_code: int | None, now: _dt.datetime) -> Failure | None
         return from_text(message, agent=AGENT, family=None, now=now, exit_code=exit_code)
     match = errors[-1]
     line_start = text.rfind("\n", 0, match.start()) + 1
-    message = text[line_start : line_start + 4000].split("\n\n")[0].strip()
+    message = text[line_start : line_start + 4000].split("\n\n", maxsplit=1)[0].strip()
     # Every litellm class on the line: "litellm.BadRequestError: litellm.ContentPolicy…".
     classes = [m.group(1) for m in _LITELLM.finditer(message.splitlines()[0])]
     for name in reversed(classes):

@@ -1,0 +1,38 @@
+"""The typer application and the entry point (``backstay = backstay.cli:main``)."""
+
+from __future__ import annotations
+
+import typer
+
+from backstay import __version__
+from backstay.cli import explain
+
+app = typer.Typer(
+    name="backstay",
+    help="Keep AI agents standing when their providers fail.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"backstay {__version__}")
+        raise typer.Exit(0)
+
+
+@app.callback()
+def _root(
+    version: bool = typer.Option(
+        False, "--version", callback=_version, is_eager=True, help="Print the version and exit."
+    ),
+) -> None:
+    """Keep AI agents standing when their providers fail."""
+
+
+app.command("explain")(explain.explain)
+
+
+def main() -> None:
+    app()
