@@ -1,0 +1,147 @@
+"""``backstay explain`` and ``backstay --version``."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from backstay import __version__
+from backstay.cli import app
+
+runner = CliRunner()
+
+ANTHROPIC_429 = json.dumps(
+    {"type": "error", "error": {"type": "rate_limit_error", "message": "Rate limited"}}
+)
+
+
+def _json(args: list[str]) -> dict[str, object]:
+    result = runner.invoke(app, [*args, "--json"])
+    assert result.exit_code == 0, result.output
+    data: dict[str, object] = json.loads(result.stdout)
+    return data
+
+
+def test_version_prints_the_package_version() -> None:
+    result = runner.invoke(app, ["--version"])
+    assert result.exit_code == 0
+    assert result.stdout.strip() == f"backstay {__version__}"
+
+
+def test_explain_a_response_with_retry_after() -> None:
+    data = _json(
+        [
+            "explain",
+            "--provider",
+            "anthropic",
+            "--status",
+            "429",
+            "--header",
+            "retry-after: 30",
+            "--body",
+            ANTHROPIC_429,
+        ]
+    )
+    assert data["kind"] == "rate_limit"
+    assert data["retry_after_s"] == 30.0
+    assert data["action"] == "wait_and_retry"
+
+
+def test_explain_reads_the_body_from_a_file(tmp_path: Path) -> None:
+    body = tmp_path / "body.json"
+    body.write_text(
+        json.dumps({"error": {"message": "You exceeded your current quota", "code": "insufficient_quota"}})
+    )
+    data = _json(["explain", "--provider", "openai", "--status", "429", "--body", f"@{body}"])
+    assert data["kind"] == "quota_exhausted"
+    assert data["retryable"] is False
+
+
+def test_explain_an_exception_by_name() -> None:
+    data = _json(["explain", "--exception", "httpx.ReadTimeout"])
+    assert data["code"] == "ERR_READ_TIMEOUT"
+
+
+def test_explain_an_exception_that_is_not_installed_by_its_name() -> None:
+    data = _json(["explain", "--exception", "somesdk.errors.ConnectTimeout: took too long"])
+    assert data["kind"] == "timeout"
+
+
+def test_explain_agent_output_from_a_file(tmp_path: Path) -> None:
+    out = tmp_path / "out.json"
+    out.write_text(
+        json.dumps(
+            {
+                "type": "result",
+                "subtype": "success",
+                "is_error": True,
+                "api_error_status": 529,
+                "result": "API Error: 529 Overloaded",
+            }
+        )
+    )
+    data = _json(["explain", "--agent", "claude-code", "--output", f"@{out}", "--exit-code", "1"])
+    assert data["kind"] == "server_error"
+    assert data["details"] == {"source": "status", "agent": "claude-code", "exit_code": 1}
+
+
+def test_explain_prints_a_readable_table() -> None:
+    result = runner.invoke(app, ["explain", "--status", "529", "--provider", "anthropic"])
+    assert result.exit_code == 0
+    assert "server_error" in result.stdout
+    assert "retry_backoff" in result.stdout
+
+
+def test_explain_examples_classify_every_built_in_example() -> None:
+    result = runner.invoke(app, ["explain", "--examples", "--json"])
+    assert result.exit_code == 0
+    rows = json.loads(result.stdout)
+    kinds = {row["example"]: row["failure"]["kind"] for row in rows}
+    assert kinds["openai-quota"] == "quota_exhausted"
+    assert kinds["gemini-per-day"] == "quota_exhausted"
+    assert kinds["gemini-per-minute"] == "rate_limit"
+    assert kinds["anthropic-stream-overload"] == "server_error"
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["explain"], "give a response"),
+        (["explain", "--body", "@/no/such/file"], "--body: no such file"),
+        (["explain", "--agent", "nope", "--output", "x"], "unknown agent 'nope'"),
+        (["explain", "--agent", "aider"], "--agent and --output go together"),
+        (["explain", "--header", "no-colon", "--status", "500"], "expected 'Name: value'"),
+        (["explain", "--exception", "x", "--body", "{}"], "choose one of"),
+        (["explain", "--exception", "NotABuiltin"], "not a built-in exception"),
+        (["explain", "--exception", "bad name!"], "dotted class name"),
+    ],
+)
+def test_bad_arguments_exit_2_with_a_clear_message(args: list[str], message: str) -> None:
+    result = runner.invoke(app, args)
+    assert result.exit_code == 2
+    assert message in result.stderr
+    assert "Traceback" not in result.output
+
+
+def test_a_non_numeric_status_exits_2() -> None:
+    result = runner.invoke(app, ["explain", "--status", "abc"])
+    assert result.exit_code == 2
+
+
+def test_the_installed_console_script_runs() -> None:
+    exe = shutil.which("backstay") or str(Path(sys.executable).with_name("backstay"))
+    proc = subprocess.run(
+        [exe, "explain", "--status", "503", "--json"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["code"] == "ERR_HTTP_503_UNAVAILABLE"
