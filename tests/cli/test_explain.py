@@ -56,7 +56,9 @@ def test_explain_a_response_with_retry_after() -> None:
 def test_explain_reads_the_body_from_a_file(tmp_path: Path) -> None:
     body = tmp_path / "body.json"
     body.write_text(
-        json.dumps({"error": {"message": "You exceeded your current quota", "code": "insufficient_quota"}})
+        json.dumps(
+            {"error": {"message": "You exceeded your current quota", "code": "insufficient_quota"}}
+        )
     )
     data = _json(["explain", "--provider", "openai", "--status", "429", "--body", f"@{body}"])
     assert data["kind"] == "quota_exhausted"
