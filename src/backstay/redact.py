@@ -71,27 +71,50 @@ _PATTERNS: Final[tuple[tuple[re.Pattern[str], str], ...]] = (
     ),
 )
 
-_lock = threading.Lock()
-_registered: set[str] = set()
+class _SecretValues:
+    """Secret values from the environment and the registry, longest first.
+
+    The environment is rescanned only when it changed: comparing the raw mapping with a
+    snapshot is far cheaper than decoding and matching every variable on each call.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._registered: set[str] = set()
+        self._snapshot: dict[object, object] | None = None
+        self._env_values: tuple[str, ...] = ()
+        self._cache: tuple[str, ...] | None = None
+
+    def register(self, value: str) -> None:
+        with self._lock:
+            self._registered.add(value)
+            self._cache = None
+
+    def current(self) -> tuple[str, ...]:
+        raw = getattr(os.environ, "_data", None)
+        with self._lock:
+            if not isinstance(raw, dict) or raw != self._snapshot:
+                self._env_values = tuple(
+                    value
+                    for name, value in os.environ.items()
+                    if len(value) >= _MIN_ENV_SECRET_LEN and _SECRET_ENV_NAME.search(name)
+                )
+                self._snapshot = dict(raw) if isinstance(raw, dict) else None
+                self._cache = None
+            if self._cache is None:
+                found = set(self._env_values) | self._registered
+                # Longest first, so a secret that contains another is removed whole.
+                self._cache = tuple(sorted(found, key=len, reverse=True))
+            return self._cache
+
+
+_secrets = _SecretValues()
 
 
 def register_secret(value: str) -> None:
     """Make ``redact`` remove ``value`` from every text from now on (short values are ignored)."""
     if isinstance(value, str) and len(value) >= _MIN_SECRET_LEN:
-        with _lock:
-            _registered.add(value)
-
-
-def _env_secrets() -> list[str]:
-    found = [
-        value
-        for name, value in os.environ.items()
-        if len(value) >= _MIN_ENV_SECRET_LEN and _SECRET_ENV_NAME.search(name)
-    ]
-    with _lock:
-        found.extend(_registered)
-    # Longest first, so a secret that contains another is removed whole.
-    return sorted(set(found), key=len, reverse=True)
+        _secrets.register(value)
 
 
 def redact(text: object) -> str:
@@ -100,7 +123,7 @@ def redact(text: object) -> str:
         out = text if isinstance(text, str) else str(text)
     except Exception:  # a broken __str__ must not break the caller's error path
         return f"<unprintable {type(text).__name__}>"
-    for secret in _env_secrets():
+    for secret in _secrets.current():
         if secret in out:
             out = out.replace(secret, REDACTED)
     for pattern, replacement in _PATTERNS:

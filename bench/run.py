@@ -1,0 +1,126 @@
+"""Benchmarks: classification accuracy and cost, against the official SDKs' own retry rule.
+
+Peers, measured in the same run:
+* ``openai SDK`` / ``anthropic SDK``: the client's ``_should_retry(response)``, the decision
+  the SDK takes for every error response (status and ``x-should-retry``; body never read),
+  and ``_make_status_error_from_response``, the work the SDK already does per error.
+
+Run with ``make bench``. Prints one table; ratios are backstay / peer.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import timeit
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import anthropic
+import httpx
+import openai
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+import backstay
+from corpus import CASES
+
+REPEAT = 5
+
+
+def _response_factory(client: object) -> Callable[..., Any]:
+    """Responses of the httpx flavour this SDK version uses (httpx or httpx2)."""
+    module = sys.modules[type(client).__mro__[1].__module__]
+    httpx_mod = getattr(module, "httpx2", None) or getattr(module, "httpx", None) or httpx
+    request = httpx_mod.Request("POST", "http://127.0.0.1:9/v1/messages")
+
+    def build(status: int, headers: dict[str, str], body: bytes) -> Any:
+        return httpx_mod.Response(status, headers=headers, content=body, request=request)
+
+    return build
+
+
+def _best_us(fn: Callable[[], object], number: int) -> float:
+    return min(timeit.repeat(fn, number=number, repeat=REPEAT)) / number * 1e6
+
+
+def main() -> None:
+    oai = openai.OpenAI(api_key="sk-bench-0000000000000000", base_url="http://127.0.0.1:9/v1")
+    ant = anthropic.Anthropic(api_key="sk-ant-bench-000000000000", base_url="http://127.0.0.1:9")
+    oresp, aresp = _response_factory(oai), _response_factory(ant)
+
+    right = {
+        "backstay kind": 0,
+        "backstay retry": 0,
+        "openai SDK retry": 0,
+        "anthropic SDK retry": 0,
+    }
+    misses: list[str] = []
+    for case in CASES:
+        failure = backstay.classify_response(
+            case.status, case.headers, case.body, provider=case.provider
+        )
+        right["backstay kind"] += failure.kind == case.kind
+        right["backstay retry"] += failure.retryable == case.retryable
+        if (failure.kind, failure.retryable) != (case.kind, case.retryable):
+            misses.append(f"{case.name}: {failure.kind}/{failure.retryable}")
+        o = oresp(case.status, case.headers, case.body.encode())
+        a = aresp(case.status, case.headers, case.body.encode())
+        right["openai SDK retry"] += oai._should_retry(o) == case.retryable
+        right["anthropic SDK retry"] += ant._should_retry(a) == case.retryable
+
+    n = len(CASES)
+    print(f"Accuracy on {n} labelled provider failures (bench/corpus.py)")
+    for name, count in right.items():
+        print(f"  {name:<22} {count:>3}/{n}  ({count / n:.0%})")
+    ratio = right["backstay retry"] / max(1, right["openai SDK retry"])
+    print(f"  retry decisions right, backstay / openai SDK: {ratio:.2f}x")
+    if misses:
+        print("  backstay misses: " + ", ".join(misses))
+
+    case = CASES[0]
+    body = case.body.encode()
+    resp = oresp(429, case.headers, body)
+    sdk_error = oai._make_status_error_from_response(resp)
+    claude = json.dumps(
+        {
+            "type": "result",
+            "subtype": "success",
+            "is_error": True,
+            "api_error_status": 429,
+            "result": "API Error: Request rejected (429) · Rate limited",
+        }
+    )
+    conn = httpx.ConnectError("[Errno 111] Connection refused")
+    conn.__cause__ = ConnectionRefusedError(111, "Connection refused")
+
+    rows = [
+        (
+            "classify_response (429 JSON)",
+            lambda: backstay.classify_response(429, case.headers, case.body, provider="anthropic"),
+            5_000,
+        ),
+        ("classify(SDK RateLimitError)", lambda: backstay.classify(sdk_error), 5_000),
+        ("classify(httpx.ConnectError)", lambda: backstay.classify(conn), 5_000),
+        (
+            "classify_output(claude-code)",
+            lambda: backstay.classify_output(claude, agent="claude-code", exit_code=1),
+            5_000,
+        ),
+    ]
+    peer_build = _best_us(
+        lambda: oai._make_status_error_from_response(oresp(429, case.headers, body)), 5_000
+    )
+    peer_decide = _best_us(lambda: oai._should_retry(resp), 20_000)
+    print()
+    print("Cost per call (best of 5, µs); peer = openai SDK building its error from the response")
+    print(f"  {'openai SDK _make_status_error_from_response':<44} {peer_build:8.2f}")
+    print(f"  {'openai SDK _should_retry':<44} {peer_decide:8.2f}")
+    for name, fn, number in rows:
+        us = _best_us(fn, number)
+        print(f"  {name:<44} {us:8.2f}   {us / peer_build:5.2f}x the SDK's error construction")
+
+
+if __name__ == "__main__":
+    main()
