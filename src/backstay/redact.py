@@ -71,6 +71,7 @@ _PATTERNS: Final[tuple[tuple[re.Pattern[str], str], ...]] = (
     ),
 )
 
+
 class _SecretValues:
     """Secret values from the environment and the registry, longest first.
 
