@@ -48,7 +48,7 @@ def _internal_error(where: str, exc: Exception, **details: object) -> Failure:
     return Failure(
         code="ERR_UNKNOWN",
         message=f"backstay could not read this {where}",
-        details={"source": "classifier_error", "error": repr(exc)[:300], **details},
+        details={"source": "classifier_error", "error": type(exc).__name__, **details},
     )
 
 

@@ -11,7 +11,7 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
-from backstay.classify._http import as_int, as_str, normalize_headers, parse_body
+from backstay.classify._http import as_int, as_list, as_str, normalize_headers, parse_body
 from backstay.classify._waits import google_retry_delay
 
 _PROVIDER_ALIASES = {
@@ -97,7 +97,7 @@ def _google_details(ev: Evidence, details: object) -> None:
                 if value is not None:
                     quota_values.append(str(value))
         elif kind.endswith("QuotaFailure"):
-            for violation in item.get("violations") or ():
+            for violation in as_list(item.get("violations")):
                 if not isinstance(violation, Mapping):
                     continue
                 for key in ("quotaId", "quotaMetric", "subject"):
@@ -113,8 +113,18 @@ def _google_details(ev: Evidence, details: object) -> None:
     ev.quota_values = tuple(quota_values)
 
 
-def _read_error_object(ev: Evidence, error: Mapping[str, Any]) -> None:
+def _nested_body(message: str | None) -> Mapping[str, Any] | None:
+    """A provider body serialised into another error's message (agents and gateways do this)."""
+    if not message or not message.lstrip().startswith("{"):
+        return None
+    parsed, _text = parse_body(message)
+    parsed = _unwrap(parsed)
+    return parsed if isinstance(parsed, Mapping) and "error" in parsed else None
+
+
+def _read_error_object(ev: Evidence, error: Mapping[str, Any], depth: int = 0) -> None:
     ev.has_error_shape = True
+    nested = _nested_body(as_str(error.get("message"))) if depth < 3 else None
     ev.message = as_str(error.get("message")) or ev.message
     ev.err_type = as_str(error.get("type")) or ev.err_type
     code = error.get("code")
@@ -136,6 +146,8 @@ def _read_error_object(ev: Evidence, error: Mapping[str, Any]) -> None:
     metadata = error.get("metadata")
     if isinstance(metadata, Mapping) and isinstance(metadata.get("raw"), str):
         ev.extra["raw"] = metadata["raw"]
+    if nested is not None and isinstance(nested.get("error"), Mapping):
+        _read_error_object(ev, nested["error"], depth + 1)  # the inner body is the real one
 
 
 def _unwrap(parsed: Any) -> Any:

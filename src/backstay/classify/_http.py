@@ -163,6 +163,11 @@ def as_int(value: object) -> int | None:
     return None
 
 
+def as_list(value: object) -> list[Any]:
+    """``value`` if it is a list, else ``[]``: bodies put anything anywhere."""
+    return value if isinstance(value, list) else []
+
+
 def as_str(value: object) -> str | None:
     if isinstance(value, str) and value.strip():
         return value.strip()

@@ -54,7 +54,9 @@ PATTERNS: tuple[Pattern, ...] = (
     # Quota, credit and spend: waiting seconds never helps.
     _p(
         "ERR_LLM_CREDIT_BALANCE",
-        r"credit balance (is )?too low|insufficient (credit|balance|funds)",
+        r"credit balance (is )?too low|insufficient (credit|balance|funds)|"
+        r"(prepayment|prepaid) credits (are |have been )?(depleted|exhausted)|credits are depleted",
+        _not_5xx,
     ),
     _p(
         "ERR_LLM_SPEND_LIMIT",
@@ -64,8 +66,9 @@ PATTERNS: tuple[Pattern, ...] = (
     ),
     _p(
         "ERR_LLM_USAGE_LIMIT",
-        r"usage limit reached|hit your (usage )?limit|weekly (usage )?limit|5-hour limit|"
-        r"upgrade to (continue|increase)|out of (extra )?usage",
+        r"usage limit reached|hit your (\w+ )?limit|(weekly|session) (usage )?limit|5-hour limit|"
+        r"upgrade to (continue|increase)|out of (extra )?usage|"
+        r"(extra usage|usage credits) (is |are )?required",
         _not_5xx,
     ),
     _p(
@@ -124,7 +127,7 @@ PATTERNS: tuple[Pattern, ...] = (
     ),
     _p(
         "ERR_LLM_MODEL_NOT_FOUND",
-        r"model[_ ]not[_ ]found|model .{1,80} (does not exist|not found)",
+        r"model[_ ]not[_ ]found|\bmodels?[ /`'\"].{0,100}?(does not exist|is not found|not found)",
         _client,
     ),
     # Transport trouble reported as text (agent CLIs, wrapped exceptions).
@@ -191,7 +194,10 @@ TRANSPORT_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
             r"peer closed connection|connection aborted",
         ),
         ("ERR_PROXY_ERROR", r"proxy error|proxyerror|tunnel connection failed"),
-        ("ERR_CONNECT_TIMEOUT", r"connect(ion)? time(d)? ?out|connecttimeout"),
+        (
+            "ERR_CONNECT_TIMEOUT",
+            r"connect ?timeout|timed out while connecting|connect\(\) timed out",
+        ),
         ("ERR_TIMEOUT", r"timed out|time ?out|deadline exceeded|etimedout"),
         (
             "ERR_NETWORK",

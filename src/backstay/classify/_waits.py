@@ -158,21 +158,41 @@ _REGAIN = re.compile(
 )
 _EPOCH_SUFFIX = re.compile(r"\|\s*(\d{10,13})\s*$", re.MULTILINE)
 _CLOCK_RESET = re.compile(
-    r"(?i)\bresets?\s+(?:at\s+)?(\d{1,2})(?::(\d{2}))?\s*(am|pm)?\s*\(([A-Za-z_]+(?:/[A-Za-z_\-+0-9]+)*)\)"
+    r"(?i)\bresets?\s+(?:at\s+|on\s+)?"
+    r"(?:(jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?\s+(\d{1,2}),?\s+(?:at\s+)?)?"
+    r"(\d{1,2})(?::(\d{2}))?\s*(am|pm)?\s*\(([A-Za-z_]+(?:/[A-Za-z_\-+0-9]+)*)\)"
 )
+_MONTHS = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")
 
 
 def _next_wall_clock(
-    hour: int, minute: int, tz_name: str, now: _dt.datetime
+    hour: int,
+    minute: int,
+    tz_name: str,
+    now: _dt.datetime,
+    month_day: tuple[int, int] | None = None,
 ) -> _dt.datetime | None:
+    """The next time after ``now`` that the wall clock in ``tz_name`` shows ``hour:minute``
+    (on ``month_day`` if given)."""
     try:
         zone = ZoneInfo(tz_name)
     except Exception:
         return None
     local_now = now.astimezone(zone)
-    candidate = local_now.replace(hour=hour, minute=minute, second=0, microsecond=0)
-    if candidate <= local_now:
-        candidate += _dt.timedelta(days=1)
+    try:
+        if month_day is None:
+            candidate = local_now.replace(hour=hour, minute=minute, second=0, microsecond=0)
+            if candidate <= local_now:
+                candidate += _dt.timedelta(days=1)
+        else:
+            month, day = month_day
+            candidate = local_now.replace(
+                month=month, day=day, hour=hour, minute=minute, second=0, microsecond=0
+            )
+            if candidate <= local_now - _dt.timedelta(days=1):
+                candidate = candidate.replace(year=candidate.year + 1)
+    except ValueError:  # Feb 30 and the like
+        return None
     return candidate.astimezone(_UTC)
 
 
@@ -189,15 +209,15 @@ def resets_at_from_message(message: str, now: _dt.datetime) -> _dt.datetime | No
             return when
     match = _CLOCK_RESET.search(message)
     if match:
-        hour = int(match.group(1))
-        minute = int(match.group(2) or 0)
-        meridiem = (match.group(3) or "").lower()
-        if meridiem == "pm" and hour < 12:
+        month_name, day, hour_s, minute_s, meridiem, zone = match.groups()
+        hour, minute = int(hour_s), int(minute_s or 0)
+        if (meridiem or "").lower() == "pm" and hour < 12:
             hour += 12
-        elif meridiem == "am" and hour == 12:
+        elif (meridiem or "").lower() == "am" and hour == 12:
             hour = 0
+        month_day = (_MONTHS.index(month_name.lower()[:3]) + 1, int(day)) if month_name else None
         if 0 <= hour < 24 and 0 <= minute < 60:
-            return _next_wall_clock(hour, minute, match.group(4), now)
+            return _next_wall_clock(hour, minute, zone, now, month_day)
     match = _REGAIN.search(message)
     if match:
         time_part = match.group(2) or "00:00"

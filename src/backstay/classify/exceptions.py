@@ -66,6 +66,7 @@ _BY_NAME: Final[dict[str, str]] = {
     "ClientConnectionResetError": "ERR_CONNECTION_RESET",
     "BrokenPipeError": "ERR_CONNECTION_RESET",
     "ConnectionAbortedError": "ERR_CONNECTION_CLOSED",
+    "RemoteDisconnected": "ERR_CONNECTION_CLOSED",
     "RemoteProtocolError": "ERR_CONNECTION_CLOSED",
     "ServerDisconnectedError": "ERR_CONNECTION_CLOSED",
     "ChunkedEncodingError": "ERR_CONNECTION_CLOSED",
@@ -163,25 +164,34 @@ def _chain(exc: BaseException) -> Iterator[BaseException]:
         seen.add(id(current))
         yield current
         for attr in ("__cause__", "__context__", "reason", "os_error", "last_attempt"):
-            try:
-                value = getattr(current, attr, None)
-            except Exception:
-                continue
+            value = _attr(current, attr)
             if isinstance(value, BaseException):
                 todo.append(value)
-        args = getattr(current, "args", ())[:3]
-        todo.extend(arg for arg in args if isinstance(arg, BaseException))
+        args = _attr(current, "args")
+        if isinstance(args, tuple):
+            todo.extend(arg for arg in args[:3] if isinstance(arg, BaseException))
 
 
-def _specific_code(exc: BaseException) -> str | None:
-    """The most telling transport code anywhere in the chain."""
-    for item in _chain(exc):
+def _errno_code(exc: BaseException) -> str | None:
+    err = _attr(exc, "errno")
+    return _ERRNO.get(err) if isinstance(err, int) else None
+
+
+def _deep_code(exc: BaseException) -> str | None:
+    """The transport code of the deepest cause below ``exc`` that names one: the OS error
+    under a library's wrappers knows best what happened."""
+    found: str | None = None
+    for item in list(_chain(exc))[1:]:
         code = _mro_code(item)
         if code and code not in _GENERIC and CODES[code].kind in _TRANSPORT_KINDS:
-            return code
-        err = getattr(item, "errno", None)
-        if isinstance(err, int) and err in _ERRNO:
-            return _ERRNO[err]
+            found = code
+        else:
+            found = _errno_code(item) or found
+    return found
+
+
+def _text_code(exc: BaseException) -> str | None:
+    """Transport words in the messages of the chain: the weakest evidence."""
     for item in _chain(exc):
         code = match_transport(_safe_str(item))
         if code:
@@ -249,7 +259,7 @@ def classify_exception(
 ) -> Failure:
     """Classify any exception. Never raises."""
     now = now or _dt.datetime.now(_dt.UTC)
-    attached = getattr(exc, "failure", None)
+    attached = _attr(exc, "failure")
     if isinstance(attached, Failure):
         return attached
     if isinstance(exc, BaseExceptionGroup) and exc.exceptions:
@@ -259,13 +269,20 @@ def classify_exception(
     code = _mro_code(exc)
     if code == _RESPONSE or (code is None and _attr(exc, "status_code") is not None):
         return _response_failure(exc, provider, now)
-    if code in _GENERIC:
-        # A generic transport class: the cause chain usually knows more.
-        refined = _specific_code(exc)
-        if refined and (code == "ERR_NETWORK" or CODES[refined].kind is FailureKind.TIMEOUT):
+    if code is not None and CODES[code].kind in _TRANSPORT_KINDS:
+        # Library wrappers hide the real cause: the chain below usually knows more.
+        refined = _deep_code(exc) or _errno_code(exc)
+        if refined is None and code in _GENERIC:
+            refined = _text_code(exc)
+        if refined and (code == "ERR_NETWORK" or CODES[refined].kind is CODES[code].kind):
             code = refined
     if code is None:
-        code = _specific_code(exc) or match_message(_safe_str(exc), None, None)
+        code = (
+            _errno_code(exc)
+            or _deep_code(exc)
+            or _text_code(exc)
+            or match_message(_safe_str(exc), None, None)
+        )
     return Failure(
         code=code or "ERR_UNKNOWN",
         message=_safe_str(exc) or type(exc).__name__,

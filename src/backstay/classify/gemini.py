@@ -13,6 +13,8 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
+from backstay.classify._http import as_list
+
 SPECIFIC: Final[Mapping[str, str]] = {
     "api_key_invalid": "ERR_AUTH_INVALID_KEY",
     "api_key_expired": "ERR_AUTH_INVALID_KEY",
@@ -82,7 +84,7 @@ def success_code(parsed: Any) -> str | None:
     feedback = parsed.get("promptFeedback")
     if isinstance(feedback, Mapping) and feedback.get("blockReason"):
         return "ERR_LLM_CONTENT_FILTER"
-    for candidate in parsed.get("candidates") or ():
+    for candidate in as_list(parsed.get("candidates")):
         if not isinstance(candidate, Mapping):
             continue
         reason = candidate.get("finishReason")

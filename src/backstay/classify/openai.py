@@ -11,6 +11,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
+from backstay.classify._http import as_list
+
 SPECIFIC: Final[Mapping[str, str]] = {
     "insufficient_quota": "ERR_LLM_QUOTA_EXHAUSTED",
     "credit_balance_exhausted": "ERR_LLM_CREDIT_BALANCE",
@@ -49,7 +51,7 @@ def success_code(parsed: Any) -> str | None:
     """The failure hidden in a successful Chat Completions or Responses body, if any."""
     if not isinstance(parsed, Mapping):
         return None
-    for choice in parsed.get("choices") or ():
+    for choice in as_list(parsed.get("choices")):
         if not isinstance(choice, Mapping):
             continue
         if choice.get("finish_reason") == "content_filter":

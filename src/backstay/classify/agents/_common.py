@@ -17,31 +17,31 @@ from backstay.taxonomy import Failure
 _MAX_OBJECTS = 50_000
 
 
+_DECODER = json.JSONDecoder()
+
+
 def json_objects(text: str) -> list[dict[str, Any]]:
-    """The JSON objects in ``text``: the whole text as one object, or one per line (JSONL)."""
-    stripped = text.strip()
-    if not stripped:
-        return []
-    if stripped.startswith("{"):
-        try:
-            whole = json.loads(stripped)
-        except ValueError:
-            pass
-        else:
-            return [whole] if isinstance(whole, dict) else []
+    """The JSON objects in ``text``: one whole object, JSON lines, or pretty-printed objects
+    that start on their own line among other output (warnings before a stderr JSON error)."""
     found: list[dict[str, Any]] = []
-    for raw in stripped.splitlines():
-        line = raw.strip()
-        if not line.startswith("{"):
+    pos = 0
+    length = len(text)
+    while pos < length and len(found) < _MAX_OBJECTS:
+        start = text.find("{", pos)
+        if start == -1:
+            break
+        line_start = text.rfind("\n", 0, start) + 1
+        if text[line_start:start].strip():
+            pos = start + 1  # a brace inside a line of prose is not a JSON document
             continue
         try:
-            value = json.loads(line)
+            value, end = _DECODER.raw_decode(text, start)
         except ValueError:
+            pos = start + 1
             continue
         if isinstance(value, dict):
             found.append(value)
-            if len(found) >= _MAX_OBJECTS:
-                break
+        pos = end
     return found
 
 

@@ -16,7 +16,7 @@ from backstay.taxonomy import Failure
 
 AGENT = "aider"
 
-_LITELLM = re.compile(r"litellm\.([A-Z]\w*(?:Error|Exception|Timeout))\b")
+_LITELLM = re.compile(r"litellm\.([A-Z]\w*(?:Error|Exception)|Timeout)\b")
 _ANSWERED = re.compile(r"^Tokens: .* sent", re.MULTILINE)
 _TOKEN_LIMIT = re.compile(r"has hit a token limit", re.IGNORECASE)
 

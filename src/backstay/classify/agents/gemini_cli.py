@@ -1,7 +1,8 @@
 """Gemini CLI (``gemini -p --output-format json|stream-json``).
 
 Its exit code is the HTTP status modulo 256 (429 → 173, 500 → 244, 400 → 144) and small
-codes for its own fatal errors (41 auth, 42 input, 52 config, 53 turn limit, 130 cancelled).
+codes for its own fatal errors (41 auth, 42 input, 44 sandbox setup, 52 config, 53 turn limit,
+130 cancelled), which in json mode it also writes into ``error.code``.
 In json mode the error goes to stderr as ``{"error": {"type", "message", "code"}}``; in
 stream-json mode stdout ends with a ``result`` whose message often embeds the raw provider
 body (``[API Error: {...}]``), which is read as a Gemini response.
@@ -23,7 +24,7 @@ _FAMILY = "gemini"
 _FATAL_EXIT = {
     41: "ERR_AGENT_CONFIG",
     42: "ERR_REQUEST_INVALID",
-    44: "ERR_SECURITY_VIOLATION",
+    44: "ERR_AGENT_CONFIG",
     52: "ERR_AGENT_CONFIG",
     53: "ERR_LIMIT_MAX_TURNS",
     130: "ERR_CANCELLED",
@@ -52,6 +53,10 @@ def check(text: str, exit_code: int | None, now: _dt.datetime) -> Failure | None
     else:
         message = str(error.get("message") or "")
         status = as_int(error.get("code"))
+        if status is not None and not 400 <= status < 600:
+            # The CLI's own exit code, written into the JSON: not an HTTP status.
+            exit_code = status if exit_code is None else exit_code
+            status = None
     status = status or status_from_text(message)
     if status is None and exit_code in _FATAL_EXIT:
         found = from_text(message, agent=AGENT, family=_FAMILY, now=now, exit_code=exit_code)

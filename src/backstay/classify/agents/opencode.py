@@ -21,6 +21,7 @@ _NAMES = {
     "ProviderAuthError": "ERR_HTTP_401_UNAUTHORIZED",
     "MessageOutputLengthError": "ERR_OUTPUT_TRUNCATED",
     "MessageAbortedError": "ERR_CANCELLED",
+    "StructuredOutputError": "ERR_OUTPUT_INVALID",
 }
 
 

@@ -1,0 +1,417 @@
+"""Gemini CLI (``gemini -p --output-format json|stream-json``) output → ``Failure``.
+
+In json mode the error goes to stderr as ``{"error": {"type", "message", "code"}}`` and
+the exit code is the HTTP status & 0xFF (429 → 173, 500 → 244, 503 → 247, 400 → 144);
+the CLI's own fatal errors exit with small codes and put that exit code in ``code``.
+Each case names its source in the comment above it; "probe" marks text observed by running
+Gemini CLI 0.61.0 non-interactively against a local fake provider.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import json
+from typing import Any
+
+import pytest
+
+from backstay import Failure, FailureKind, check_output, classify_output
+
+AGENT = "gemini-cli"
+UTC = dt.UTC
+NOW = dt.datetime(2026, 2, 1, 10, 5, 4, tzinfo=UTC)
+
+RETRYABLE_KINDS = frozenset(
+    {"network", "timeout", "rate_limit", "server_error", "output_invalid", "unknown"}
+)
+
+# Printed to stderr on every run (probe); carries no evidence either way.
+NOISE = (
+    "Warning: 256-color support not detected. Using a terminal with at least 256-color "
+    "support is recommended for a better visual experience.\n"
+    "Ripgrep is not available. Falling back to GrepTool.\n"
+)
+
+
+def _stderr_json(message: str, code: int, error_type: str = "Error", *, noise: bool = True) -> str:
+    """What json mode writes to stderr: the noise (when the terminal lacks 256 colours or
+    ripgrep is missing), then one error object, indented as JsonFormatter prints it."""
+    error = {"type": error_type, "message": message, "code": code}
+    body = json.dumps({"session_id": "f7e662af", "error": error}, indent=2) + "\n"
+    return (NOISE if noise else "") + body
+
+
+def _google(code: int, status: str, message: str, details: list[Any] | None = None) -> str:
+    """A raw google.rpc.Status body, as the CLI passes it on in ``message``."""
+    error: dict[str, Any] = {"code": code, "message": message, "status": status}
+    if details:
+        error["details"] = details
+    return json.dumps({"error": error}, indent=2)
+
+
+def _api_error(inner: str, code: int, status_text: str) -> str:
+    """The ``[API Error: {...}]`` text: the SDK's wrapper around the raw body."""
+    outer = {"error": {"message": inner, "code": code, "status": status_text}}
+    return f"[API Error: {json.dumps(outer)}]"
+
+
+def _stream_result(message: str) -> str:
+    """stream-json: init, the user message, then a result with status error."""
+    events = [
+        {"type": "init", "timestamp": "2026-02-01T10:05:00.000Z", "session_id": "f7e662af"},
+        {"type": "message", "role": "user", "content": "fix the failing test"},
+        {
+            "type": "result",
+            "timestamp": "2026-02-01T10:05:04.684Z",
+            "status": "error",
+            "error": {"type": "unknown", "message": message},
+            "stats": {"total_tokens": 0, "input_tokens": 0, "output_tokens": 0},
+        },
+    ]
+    return "\n".join(json.dumps(e) for e in events) + "\n"
+
+
+_API_KEY_INVALID = _google(
+    400,
+    "INVALID_ARGUMENT",
+    "API key not valid. Please pass a valid API key.",
+    [
+        {
+            "@type": "type.googleapis.com/google.rpc.ErrorInfo",
+            "reason": "API_KEY_INVALID",
+            "domain": "googleapis.com",
+            "metadata": {"service": "generativelanguage.googleapis.com"},
+        },
+        {
+            "@type": "type.googleapis.com/google.rpc.LocalizedMessage",
+            "locale": "en-US",
+            "message": "API key not valid. Please pass a valid API key.",
+        },
+    ],
+)
+
+_PER_DAY_QUOTA = _google(
+    429,
+    "RESOURCE_EXHAUSTED",
+    "You exceeded your current quota, please check your plan and billing details. For more "
+    "information on this error, head to: https://ai.google.dev/gemini-api/docs/rate-limits.",
+    [
+        {
+            "@type": "type.googleapis.com/google.rpc.QuotaFailure",
+            "violations": [
+                {
+                    "quotaMetric": "generativelanguage.googleapis.com/"
+                    "generate_content_free_tier_requests",
+                    "quotaId": "GenerateRequestsPerDayPerProjectPerModel-FreeTier",
+                    "quotaDimensions": {"location": "global", "model": "gemini-2.5-pro"},
+                    "quotaValue": "100",
+                }
+            ],
+        },
+        {"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": "35s"},
+    ],
+)
+
+# Google's per-day quotas reset at midnight Pacific: 2026-02-02 00:00 PST.
+NEXT_PACIFIC_MIDNIGHT = dt.datetime(2026, 2, 2, 8, 0, tzinfo=UTC)
+
+
+@dataclasses.dataclass(frozen=True)
+class Case:
+    id: str
+    text: str
+    exit_code: int | None
+    kind: str
+    code: str | None = None
+    resets_at: dt.datetime | None = None
+
+
+CASES = [
+    # probe (429: rc 173, stderr JSON)
+    Case(
+        "json_429",
+        _stderr_json("Resource has been exhausted (e.g. check quota).", 429),
+        173,
+        "rate_limit",
+        "ERR_HTTP_429_RATE_LIMITED",
+    ),
+    # probe: rc = 429 & 0xFF, nothing else on stderr but the usual noise
+    Case("exit_173_without_json", NOISE, 173, "rate_limit", "ERR_HTTP_429_RATE_LIMITED"),
+    # probe (500: raw provider JSON in message)
+    Case(
+        "json_500",
+        _stderr_json(_google(500, "INTERNAL", "Internal error encountered."), 500),
+        244,
+        "server_error",
+        "ERR_HTTP_500_INTERNAL",
+    ),
+    Case("exit_244_without_json", NOISE, 244, "server_error", "ERR_HTTP_500_INTERNAL"),
+    # probe (503); the provider text is from VectifyAI/OpenKB#164
+    Case(
+        "json_503",
+        _stderr_json(
+            "This model is currently experiencing high demand. Spikes in demand are usually "
+            "temporary. Please try again later.",
+            503,
+        ),
+        247,
+        "server_error",
+        "ERR_HTTP_503_UNAVAILABLE",
+    ),
+    Case("exit_247_without_json", NOISE, 247, "server_error", "ERR_HTTP_503_UNAVAILABLE"),
+    # probe (400 API_KEY_INVALID); google-gemini/gemini-cli#25198
+    Case(
+        "json_400_api_key_invalid",
+        _stderr_json(_API_KEY_INVALID, 400),
+        144,
+        "auth",
+        "ERR_AUTH_INVALID_KEY",
+    ),
+    # probe (400 token overflow)
+    Case(
+        "json_400_token_overflow",
+        _stderr_json(
+            _google(
+                400,
+                "INVALID_ARGUMENT",
+                "The input token count (1238476) exceeds the maximum number of tokens "
+                "allowed (1048576).",
+            ),
+            400,
+        ),
+        144,
+        "context_limit",
+        "ERR_LLM_CONTEXT_LENGTH",
+    ),
+    Case("exit_144_without_json", NOISE, 144, "invalid_request", "ERR_HTTP_400_BAD_REQUEST"),
+    # probe (429 QuotaFailure PerDay); google-gemini/gemini-cli#18050, #15677
+    Case(
+        "json_daily_quota",
+        _stderr_json("You have exhausted your daily quota on this model.", 429),
+        173,
+        "quota_exhausted",
+        "ERR_LLM_DAILY_QUOTA",
+        resets_at=NEXT_PACIFIC_MIDNIGHT,
+    ),
+    # google-gemini/gemini-cli#5119 (per-day QuotaFailure inside "[API Error: …]")
+    Case(
+        "stream_api_error_per_day_quota",
+        _stream_result(_api_error(_PER_DAY_QUOTA, 429, "Too Many Requests")),
+        173,
+        "quota_exhausted",
+        "ERR_LLM_DAILY_QUOTA",
+        resets_at=NEXT_PACIFIC_MIDNIGHT,
+    ),
+    # google-gemini/gemini-cli#2020 (per-minute 429 inside "[API Error: …]")
+    Case(
+        "stream_api_error_429",
+        _stream_result(
+            _api_error(
+                _google(
+                    429, "RESOURCE_EXHAUSTED", "Resource has been exhausted (e.g. check quota)."
+                ),
+                429,
+                "Too Many Requests",
+            )
+        ),
+        173,
+        "rate_limit",
+        "ERR_HTTP_429_RATE_LIMITED",
+    ),
+    # google-gemini/gemini-cli#4690 (stream-json, key rejected)
+    Case(
+        "stream_api_error_api_key_invalid",
+        _stream_result(_api_error(_API_KEY_INVALID, 400, "Bad Request")),
+        144,
+        "auth",
+        "ERR_AUTH_INVALID_KEY",
+    ),
+    # probe (hang: "fetch failed sending request" after ~65 s)
+    Case(
+        "stream_fetch_failed",
+        _stream_result(
+            "[API Error: exception TypeError: fetch failed sending request for "
+            "http://127.0.0.1:41877/v1beta/models/gemini-2.5-flash:streamGenerateContent"
+            "?alt=sse]"
+        ),
+        1,
+        "network",
+    ),
+    # probe (no key: exit 41); google-gemini/gemini-cli validateNonInterActiveAuth.ts puts
+    # the exit code 41 into the JSON "code"
+    Case(
+        "json_41_missing_api_key",
+        _stderr_json(
+            "When using Gemini API, you must specify the GEMINI_API_KEY environment "
+            "variable.\nUpdate your environment and try again (no reload needed if using .env)!",
+            41,
+        ),
+        41,
+        "auth",
+        "ERR_AUTH_MISSING_CREDENTIALS",
+    ),
+    # probe (auth type not set up: exit 41, before any request)
+    Case(
+        "json_41_invalid_auth_method",
+        _stderr_json("Invalid auth method selected.", 41),
+        41,
+        "invalid_request",
+        "ERR_AGENT_CONFIG",
+    ),
+    # the same on a terminal without the noise: stderr is the JSON alone, and its "code"
+    # is the exit code 41, not an HTTP status
+    Case(
+        "json_41_invalid_auth_method_alone",
+        _stderr_json("Invalid auth method selected.", 41, noise=False),
+        41,
+        "invalid_request",
+        "ERR_AGENT_CONFIG",
+    ),
+    # packages/cli/src/utils/errors.ts handleMaxTurnsExceededError (json mode, code 53)
+    Case(
+        "json_53_max_session_turns",
+        _stderr_json(
+            "Reached max session turns for this session. Increase the number of turns by "
+            "specifying maxSessionTurns in settings.json.",
+            53,
+            "FatalTurnLimitedError",
+            noise=False,
+        ),
+        53,
+        "limit_exceeded",
+        "ERR_LIMIT_MAX_TURNS",
+    ),
+    # packages/cli/src/utils/errors.ts handleCancellationError (json mode, code 130)
+    Case(
+        "json_130_cancelled",
+        _stderr_json("Operation cancelled.", 130, "FatalCancellationError", noise=False),
+        130,
+        "cancelled",
+        "ERR_CANCELLED",
+    ),
+]
+
+# The CLI's own fatal exits in text mode (google-gemini/gemini-cli
+# packages/core/src/utils/errors.ts: FatalError subclasses), each with a message the
+# CLI's source raises with it.
+FATAL_EXITS = [
+    # FatalAuthenticationError (41): validateNonInterActiveAuth.ts, probe
+    Case(
+        "exit_41_auth", "Invalid auth method selected.\n", 41, "invalid_request", "ERR_AGENT_CONFIG"
+    ),
+    # FatalInputError (42): nonInteractiveCli.ts
+    Case(
+        "exit_42_input",
+        "Exiting due to an error processing the @ command.\n",
+        42,
+        "invalid_request",
+        "ERR_REQUEST_INVALID",
+    ),
+    # FatalSandboxError (44): config/sandboxConfig.ts, a sandbox that cannot be set up
+    Case(
+        "exit_44_sandbox",
+        "Missing sandbox command 'docker' (from GEMINI_SANDBOX)\n",
+        44,
+        "invalid_request",
+        "ERR_AGENT_CONFIG",
+    ),
+    # FatalConfigError (52): config/settings.ts
+    Case(
+        "exit_52_config",
+        "Error in /root/.gemini/settings.json: Unexpected token } in JSON at position 212\n"
+        "Please fix the configuration file(s) and try again.\n",
+        52,
+        "invalid_request",
+        "ERR_AGENT_CONFIG",
+    ),
+    # FatalTurnLimitedError (53): utils/errors.ts handleMaxTurnsExceededError
+    Case(
+        "exit_53_turn_limit",
+        "Reached max session turns for this session. Increase the number of turns by "
+        "specifying maxSessionTurns in settings.json.\n",
+        53,
+        "limit_exceeded",
+        "ERR_LIMIT_MAX_TURNS",
+    ),
+    # FatalCancellationError (130): utils/errors.ts handleCancellationError
+    Case("exit_130_cancelled", "Operation cancelled.\n", 130, "cancelled", "ERR_CANCELLED"),
+]
+
+PARAMS = [pytest.param(c, id=c.id) for c in CASES + FATAL_EXITS]
+
+
+def _classify(case: Case) -> Failure:
+    return classify_output(case.text, agent=AGENT, exit_code=case.exit_code, now=NOW)
+
+
+@pytest.mark.parametrize("case", PARAMS)
+def test_kind(case: Case) -> None:
+    assert _classify(case).kind == FailureKind(case.kind)
+
+
+@pytest.mark.parametrize("case", PARAMS)
+def test_retryable_follows_kind(case: Case) -> None:
+    assert _classify(case).retryable is (case.kind in RETRYABLE_KINDS)
+
+
+@pytest.mark.parametrize("case", [p for p in PARAMS if p.values[0].code])
+def test_code(case: Case) -> None:
+    assert _classify(case).code == case.code
+
+
+@pytest.mark.parametrize("case", PARAMS)
+def test_agent_recorded(case: Case) -> None:
+    assert _classify(case).details["agent"] == AGENT
+
+
+@pytest.mark.parametrize("case", [p for p in PARAMS if p.values[0].resets_at])
+def test_resets_at(case: Case) -> None:
+    assert _classify(case).resets_at == case.resets_at
+
+
+@pytest.mark.parametrize("case", PARAMS)
+def test_check_output_reports_failure(case: Case) -> None:
+    assert check_output(case.text, agent=AGENT, exit_code=case.exit_code, now=NOW) is not None
+
+
+def test_exit_code_is_recorded() -> None:
+    found = classify_output(NOISE, agent=AGENT, exit_code=173, now=NOW)
+    assert found.details["exit_code"] == 173
+
+
+# --- success: check_output returns None ------------------------------------------------
+
+JSON_SUCCESS = json.dumps(
+    {
+        "session_id": "f7e662af",
+        "response": "The test now passes.",
+        "stats": {"models": {"gemini-2.5-flash": {"api": {"totalRequests": 1}}}},
+    }
+)
+STREAM_SUCCESS = "\n".join(
+    json.dumps(e)
+    for e in (
+        {"type": "init", "timestamp": "2026-02-01T10:05:00.000Z", "session_id": "f7e662af"},
+        {"type": "message", "role": "assistant", "content": "The test now passes."},
+        {
+            "type": "result",
+            "timestamp": "2026-02-01T10:05:04.684Z",
+            "status": "success",
+            "stats": {"total_tokens": 812, "input_tokens": 790, "output_tokens": 22},
+        },
+    )
+)
+
+SUCCESSES = [
+    # probe: json mode, stdout holds the response, stderr only noise
+    pytest.param(JSON_SUCCESS, 0, id="json_success_rc0"),
+    pytest.param(JSON_SUCCESS, None, id="json_success_no_exit_code"),
+    pytest.param(STREAM_SUCCESS, 0, id="stream_success_rc0"),
+    pytest.param(STREAM_SUCCESS, None, id="stream_success_no_exit_code"),
+]
+
+
+@pytest.mark.parametrize(("text", "exit_code"), SUCCESSES)
+def test_success_is_none(text: str, exit_code: int | None) -> None:
+    assert check_output(text, agent=AGENT, exit_code=exit_code, now=NOW) is None
