@@ -35,15 +35,22 @@ _SECRET_KEY = re.compile(
     r"x-api-key|x-goog-api-key)$|^key$"
 )
 
+# A token starts after a non-alphanumeric character, or right after a URL (%3D) or JSON
+# (\u0022) escape, where a key glued to encoded text would otherwise slip through.
+_START = r"(?:(?<![A-Za-z0-9])|(?<=%[0-9A-Fa-f]{2})|(?<=\\u[0-9A-Fa-f]{4}))"
+
 # Order matters: whole tokens first, then header/field values that may wrap them.
 _PATTERNS: Final[tuple[tuple[re.Pattern[str], str], ...]] = (
     # Anthropic (sk-ant-api03-…, sk-ant-oat01-…), OpenAI (sk-…, sk-proj-…, sk-svcacct-…).
-    (re.compile(r"\bsk-(?:ant-)?[A-Za-z0-9_\-]{12,}"), REDACTED),
+    (re.compile(_START + r"sk-(?:ant-)?[A-Za-z0-9_\-]{12,}"), REDACTED),
     # Google API keys and OAuth access tokens.
-    (re.compile(r"\bAIza[0-9A-Za-z_\-]{20,}"), REDACTED),
-    (re.compile(r"\bya29\.[0-9A-Za-z_\-.]{10,}"), REDACTED),
+    (re.compile(_START + r"AIza[0-9A-Za-z_\-]{20,}"), REDACTED),
+    (re.compile(_START + r"ya29\.[0-9A-Za-z_\-.]{10,}"), REDACTED),
     # GitHub and Slack-style tokens, JWTs.
-    (re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{20,}|xox[abpr]-[A-Za-z0-9\-]{10,})"), REDACTED),
+    (
+        re.compile(_START + r"(?:gh[pousr]_[A-Za-z0-9]{20,}|xox[abpr]-[A-Za-z0-9\-]{10,})"),
+        REDACTED,
+    ),
     (re.compile(r"\beyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{4,}"), REDACTED),
     # Bearer / Basic credentials wherever they appear.
     (re.compile(r"(?i)\b(bearer|basic)\s+[A-Za-z0-9._~+/=\-]{6,}"), r"\1 " + REDACTED),

@@ -374,11 +374,12 @@ def code_info(code: str) -> CodeInfo:
 
 
 def _trim_details(details: Mapping[str, Any]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for key, value in list(details.items())[:_MAX_DETAIL_ITEMS]:
-        long_text = isinstance(value, str) and len(value) > _MAX_DETAIL_TEXT
-        out[str(key)] = value[:_MAX_DETAIL_TEXT] + "…" if long_text else value
-    redacted: dict[str, Any] = redact_mapping(out)
+    """Redacted first, then trimmed: a cut must never leave half a secret behind."""
+    kept = dict(list(details.items())[:_MAX_DETAIL_ITEMS])
+    redacted: dict[str, Any] = redact_mapping(kept)
+    for key, value in redacted.items():
+        if isinstance(value, str) and len(value) > _MAX_DETAIL_TEXT:
+            redacted[key] = value[:_MAX_DETAIL_TEXT] + "…"
     return redacted
 
 

@@ -159,6 +159,9 @@ def _waits(ev: Evidence, code: str, now: _dt.datetime) -> tuple[float | None, _d
     if kind is FailureKind.QUOTA_EXHAUSTED:
         resets_at = parse_datetime(ev.headers.get("anthropic-ratelimit-unified-reset"))
         resets_at = resets_at or resets_at_from_message(ev.message, now)
+        if resets_at is None and code == "ERR_LLM_USAGE_LIMIT":
+            wait = wait_from_message(ev.message)  # "try again in 4 days 10 hours"
+            resets_at = None if wait is None else now + _dt.timedelta(seconds=wait)
         if resets_at is None and code == "ERR_LLM_DAILY_QUOTA" and ev.family == "gemini":
             resets_at = next_pacific_midnight(now)
         if resets_at is None:

@@ -73,7 +73,8 @@ PATTERNS: tuple[Pattern, ...] = (
     ),
     _p(
         "ERR_LLM_DAILY_QUOTA",
-        r"exhausted your daily quota|daily (request |token )?(quota|limit)",
+        r"exhausted your daily quota|daily (request |token )?(quota|limit)|"
+        r"quota.{0,120}\bper[ _]?day\b",
         _not_5xx,
     ),
     _p(

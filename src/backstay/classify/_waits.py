@@ -125,31 +125,30 @@ def reset_wait_from_headers(headers: Mapping[str, str], now: _dt.datetime) -> fl
     return max(exhausted or [s for _flag, s in candidates])
 
 
-_MESSAGE_WAITS = (
-    # OpenAI / Codex: "Please try again in 34.337s", "try again in 6m0s", "in 20ms".
-    re.compile(r"(?i)\btry again in\s+((?:\d+(?:\.\d+)?\s*(?:h|ms|m|s)\s*)+)"),
-    # Gemini: "Please retry in 35.412345s."
-    re.compile(r"(?i)\bretry in\s+((?:\d+(?:\.\d+)?\s*(?:h|ms|m|s)\s*)+)"),
+_UNIT_WORD = (
+    r"(?:ms|milliseconds?|d|days?|h|hrs?|hours?|m|mins?|minutes?|s|secs?|seconds?)(?![a-z])"
 )
-_MESSAGE_WAIT_WORDS = re.compile(
-    r"(?i)\b(?:try again|retry)\s+(?:in|after)\s+(\d+(?:\.\d+)?)\s*"
-    r"(seconds?|secs?|minutes?|mins?|hours?|hrs?)\b"
-)
-_WORD_UNIT = {"s": 1.0, "m": 60.0, "h": 3600.0}
+_DURATION_TEXT = rf"(?:\d+(?:\.\d+)?\s*{_UNIT_WORD}[\s,]*(?:and\s+)?)+"
+# "Please try again in 34.337s", "try again in 6m0s", "Please retry in 35.4s",
+# "retry after 6 seconds", "try again in 4 days 10 hours 5 minutes".
+_MESSAGE_WAIT = re.compile(rf"(?i)\b(?:try again|retry)\s+(?:in|after)\s+({_DURATION_TEXT})")
+_DURATION_PART = re.compile(rf"(?i)(\d+(?:\.\d+)?)\s*({_UNIT_WORD})")
+
+
+def _unit_seconds(unit: str) -> float:
+    unit = unit.lower()
+    if unit == "ms" or unit.startswith("milli"):
+        return 1e-3
+    return {"d": 86400.0, "h": 3600.0, "m": 60.0, "s": 1.0}[unit[0]]
 
 
 def wait_from_message(message: str) -> float | None:
     """A wait written in an error message, in seconds."""
-    for pattern in _MESSAGE_WAITS:
-        match = pattern.search(message)
-        if match:
-            seconds = parse_go_duration(match.group(1).replace(" ", ""))
-            if seconds is not None:
-                return seconds
-    match = _MESSAGE_WAIT_WORDS.search(message)
-    if match:
-        return _finite(float(match.group(1)) * _WORD_UNIT[match.group(2)[0].lower()])
-    return None
+    match = _MESSAGE_WAIT.search(message)
+    if match is None:
+        return None
+    parts = _DURATION_PART.findall(match.group(1))
+    return _finite(sum(float(n) * _unit_seconds(u) for n, u in parts)) if parts else None
 
 
 _REGAIN = re.compile(
