@@ -21,10 +21,11 @@ import datetime as _dt
 from backstay.classify import anthropic, gemini, openai
 from backstay.classify._decide import build_failure
 from backstay.classify._evidence import read_evidence
+from backstay.classify._http import parse_body, sse_events
 from backstay.classify.agents import AGENTS, agent_name
 from backstay.classify.agents._common import from_text, with_agent
 from backstay.classify.exceptions import classify_exception
-from backstay.taxonomy import Failure
+from backstay.taxonomy import CODES, Failure
 
 __all__ = [
     "AGENT_NAMES",
@@ -38,6 +39,21 @@ __all__ = [
 AGENT_NAMES: tuple[str, ...] = tuple(AGENTS)
 
 _SUCCESS_CHECKS = (anthropic.success_code, openai.success_code, gemini.success_code)
+
+
+def _success_parts(body: object, parsed: object) -> list[object]:
+    """The pieces a successful body may hide a failure in: every SSE event or stream chunk."""
+    if isinstance(body, list):
+        return body
+    if isinstance(body, (bytes, bytearray)):
+        body = bytes(body).decode("utf-8", errors="replace")
+    if isinstance(body, str) and body.lstrip().startswith(("event:", "data:")):
+        return [data for _event, data in sse_events(body)]
+    if isinstance(body, str) and body.lstrip().startswith("["):
+        whole, _text = parse_body(body)
+        if isinstance(whole, list):
+            return whole
+    return [parsed]
 
 
 def _now(now: _dt.datetime | None) -> _dt.datetime:
@@ -75,11 +91,11 @@ def check_response(
         ev = read_evidence(status, headers, body, provider=provider)
         if not ev.has_error_shape and (status is None or status < 400):
             for check in _SUCCESS_CHECKS:
-                code = check(ev.parsed)
+                code = next(filter(None, map(check, _success_parts(body, ev.parsed))), None)
                 if code:
                     return Failure(
                         code=code,
-                        message=ev.message if ev.message != ev.body_text.strip() else "",
+                        message=CODES[code].description,
                         provider=provider or ev.family,
                         status=status,
                         details={"source": "success_body"},

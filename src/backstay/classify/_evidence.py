@@ -151,8 +151,12 @@ def _read_error_object(ev: Evidence, error: Mapping[str, Any], depth: int = 0) -
 
 
 def _unwrap(parsed: Any) -> Any:
+    """Gemini's non-SSE stream is a JSON array of chunks: the first erroring one counts."""
     if isinstance(parsed, list) and parsed and isinstance(parsed[0], Mapping):
-        return parsed[0]  # Gemini's non-SSE stream returns a JSON array
+        for item in parsed:
+            if isinstance(item, Mapping) and "error" in item:
+                return item
+        return parsed[0]
     return parsed
 
 

@@ -40,29 +40,41 @@ def normalize_headers(headers: object) -> dict[str, str]:
     return out
 
 
-def _sse_error_data(text: str) -> Any | None:
-    """The JSON of the first error-like ``data:`` line of an SSE transcript, if any."""
-    fallback: Any | None = None
+_MAX_SSE_EVENTS = 10_000
+
+
+def sse_events(text: str) -> list[tuple[str, Any]]:
+    """``(event name, parsed data)`` for each JSON ``data:`` line of an SSE transcript."""
+    events: list[tuple[str, Any]] = []
     event = ""
     for raw in text.splitlines():
         line = raw.strip()
         if line.startswith("event:"):
             event = line[6:].strip()
-            continue
-        if not line.startswith("data:"):
-            continue
-        try:
-            data = json.loads(line[5:].strip())
-        except ValueError:
-            continue
-        is_error = event == "error" or (
-            isinstance(data, Mapping)
-            and ("error" in data or data.get("type") in ("error", "response.failed"))
-        )
-        if is_error:
+        elif line.startswith("data:"):
+            try:
+                events.append((event, json.loads(line[5:].strip())))
+            except ValueError:
+                continue
+            if len(events) >= _MAX_SSE_EVENTS:
+                break
+    return events
+
+
+def _is_error_event(event: str, data: Any) -> bool:
+    return event == "error" or (
+        isinstance(data, Mapping)
+        and ("error" in data or data.get("type") in ("error", "response.failed"))
+    )
+
+
+def _sse_error_data(text: str) -> Any | None:
+    """The data of the first error event of an SSE transcript, else of its last event."""
+    events = sse_events(text)
+    for event, data in events:
+        if _is_error_event(event, data):
             return data
-        fallback = data
-    return fallback
+    return events[-1][1] if events else None
 
 
 def parse_body(body: object) -> tuple[Any | None, str]:
