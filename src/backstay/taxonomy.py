@@ -293,6 +293,7 @@ _ALL_CODES: list[CodeInfo] = [
         ("ERR_AUTH_INVALID_KEY", "the API key is invalid"),
         ("ERR_AUTH_MISSING_CREDENTIALS", "no credentials were given"),
         ("ERR_AUTH_REGION_UNSUPPORTED", "the account or region may not use this service"),
+        ("ERR_AUTH_ACCOUNT_DISABLED", "the organisation or account is disabled or suspended"),
     ),
     *_codes(
         _K.INVALID_REQUEST,

@@ -21,6 +21,7 @@ from __future__ import annotations
 import datetime as _dt
 from collections.abc import Mapping
 from typing import Any, Final
+from urllib.parse import unquote
 
 from backstay.classify import anthropic, gemini, openai
 from backstay.classify._evidence import Evidence
@@ -77,6 +78,8 @@ _NO_RETRY: Final[Mapping[FailureKind, str]] = {
 }
 
 _WEAK_TEXT: Final = frozenset({"ERR_LLM_RATE_LIMITED", "ERR_LLM_OVERLOADED"})
+# A wait at most this long is a rate-limit window, whatever the words say (see _within_horizon).
+QUOTA_HORIZON_S: Final = 3600.0
 _QUOTA_SIGNALS: Final = frozenset({"resource_exhausted", "rate_limit_exceeded"})
 
 
@@ -94,7 +97,10 @@ def status_code(status: int | None) -> str | None:
 
 
 def _effective_status(ev: Evidence) -> int | None:
-    if (ev.status is None or ev.in_stream) and ev.body_status and ev.body_status >= 400:
+    """The HTTP status, unless the body carries a truer one: inside a stream, without a
+    status, or from the upstream provider under a gateway's relabelled error."""
+    trusted = ev.status is None or ev.in_stream or ev.extra.get("inner_status")
+    if trusted and ev.body_status and ev.body_status >= 400:
         return ev.body_status
     return ev.status
 
@@ -115,6 +121,36 @@ def _provider_signal(ev: Evidence) -> str | None:
     return None
 
 
+def _within_horizon(ev: Evidence, code: str, now: _dt.datetime) -> bool:
+    """A quota named only by words, whose own wait is short, is a rate limit after all.
+
+    "You have exhausted your capacity … Your quota will reset after 27s" is a window that
+    passes while we wait; the same words with "after 4h28m20s" are a quota to pause on.
+    """
+    if CODES[code].kind is not FailureKind.QUOTA_EXHAUSTED:
+        return False
+    wait = retry_after_from_headers(ev.headers, now)
+    if wait is None:
+        wait = wait_from_message(ev.message)
+    return wait is not None and wait <= QUOTA_HORIZON_S
+
+
+def _texts(ev: Evidence) -> list[str]:
+    """The message, the gateway's raw text, and their URL-decoded forms."""
+    texts = [t for t in (ev.message, ev.extra.get("raw")) if isinstance(t, str) and t]
+    texts += [unquote(t) for t in texts if "%" in t and unquote(t) != t]
+    return texts
+
+
+def _refines(generic: str, by_status: str) -> bool:
+    """Whether a generic body type may speak over the status: within the same kind, or a
+    rate limit reported with a 5xx (Google's 503 RESOURCE_EXHAUSTED)."""
+    generic_kind, status_kind = CODES[generic].kind, CODES[by_status].kind
+    if generic_kind is status_kind:
+        return True
+    return generic_kind is FailureKind.RATE_LIMIT and status_kind is FailureKind.SERVER_ERROR
+
+
 def decide(ev: Evidence) -> tuple[str, str]:
     """``(code, source)`` where ``source`` names the evidence that decided."""
     code = _provider_signal(ev)
@@ -124,17 +160,21 @@ def decide(ev: Evidence) -> tuple[str, str]:
         if value in _SPECIFIC:
             return _SPECIFIC[value], "structured_code"
     status = _effective_status(ev)
-    for text in (ev.message, ev.extra.get("raw") or ""):
+    for text in _texts(ev):
         code = match_message(text, status, ev.family)
         if code:
             by_status = status_code(status)
             if code in _WEAK_TEXT and by_status and CODES[by_status].kind is CODES[code].kind:
                 return by_status, "status"  # the words only confirm what the status says
             return code, "message"
+    by_status = status_code(status)
     for value in ev.codes:
         if value in _GENERIC:
-            return _GENERIC[value], "structured_type"
-    code = status_code(status)
+            generic = _GENERIC[value]
+            if by_status and not _refines(generic, by_status):
+                return by_status, "status"  # a generic type never overrules the status class
+            return generic, "structured_type"
+    code = by_status
     if code:
         return code, "status"
     if ev.has_error_shape:
@@ -154,14 +194,19 @@ def _apply_should_retry(ev: Evidence, code: str, source: str) -> str:
     return code
 
 
-def _waits(ev: Evidence, code: str, now: _dt.datetime) -> tuple[float | None, _dt.datetime | None]:
+def _waits(
+    ev: Evidence, code: str, source: str, now: _dt.datetime
+) -> tuple[float | None, _dt.datetime | None]:
     kind = CODES[code].kind
     if kind is FailureKind.QUOTA_EXHAUSTED:
         resets_at = parse_datetime(ev.headers.get("anthropic-ratelimit-unified-reset"))
         resets_at = resets_at or resets_at_from_message(ev.message, now)
-        if resets_at is None and code == "ERR_LLM_USAGE_LIMIT":
-            wait = wait_from_message(ev.message)  # "try again in 4 days 10 hours"
+        if resets_at is None and source != "provider_signal":
+            # "try again in 4 days 10 hours"; never Google's short hint on a per-day quota
+            wait = wait_from_message(ev.message)
             resets_at = None if wait is None else now + _dt.timedelta(seconds=wait)
+        if resets_at is None and ev.headers.get("x-ratelimit-reset", "").isdigit():
+            resets_at = parse_datetime(ev.headers["x-ratelimit-reset"])  # epoch (OpenRouter)
         if resets_at is None and code == "ERR_LLM_DAILY_QUOTA" and ev.family == "gemini":
             resets_at = next_pacific_midnight(now)
         if resets_at is None:
@@ -200,10 +245,14 @@ def build_failure(ev: Evidence, *, now: _dt.datetime | None = None) -> Failure:
     """The ``Failure`` the evidence supports. Never raises for any evidence."""
     now = now or _dt.datetime.now(_dt.UTC)
     code, source = decide(ev)
+    if source == "message" and _within_horizon(ev, code, now):
+        code, source = status_code(_effective_status(ev)) or "ERR_LLM_RATE_LIMITED", "message_wait"
+        if CODES[code].kind is not FailureKind.RATE_LIMIT:
+            code = "ERR_LLM_RATE_LIMITED"
     if ev.in_stream:
         code = _IN_STREAM.get(code, code)
     code = _apply_should_retry(ev, code, source)
-    retry_after_s, resets_at = _waits(ev, code, now)
+    retry_after_s, resets_at = _waits(ev, code, source, now)
     status = ev.status if ev.status is not None else ev.body_status
     return Failure(
         code=code,

@@ -11,7 +11,14 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
-from backstay.classify._http import as_int, as_list, as_str, normalize_headers, parse_body
+from backstay.classify._http import (
+    as_int,
+    as_list,
+    as_str,
+    find_embedded_json,
+    normalize_headers,
+    parse_body,
+)
 from backstay.classify._waits import google_retry_delay
 
 _PROVIDER_ALIASES = {
@@ -113,25 +120,35 @@ def _google_details(ev: Evidence, details: object) -> None:
     ev.quota_values = tuple(quota_values)
 
 
-def _nested_body(message: str | None) -> Mapping[str, Any] | None:
-    """A provider body serialised into another error's message (agents and gateways do this)."""
-    if not message or not message.lstrip().startswith("{"):
+def _nested_error(message: str | None) -> Mapping[str, Any] | None:
+    """The provider error a gateway or agent serialised into another error's message,
+    anywhere in it (``ConnectionError: {"error": {…}}``)."""
+    if not message or "{" not in message:
         return None
-    parsed, _text = parse_body(message)
-    parsed = _unwrap(parsed)
-    return parsed if isinstance(parsed, Mapping) and "error" in parsed else None
+    parsed = find_embedded_json(message)
+    if not isinstance(parsed, Mapping):
+        return None
+    inner = parsed.get("error")
+    if isinstance(inner, Mapping):
+        return inner
+    if "message" in parsed and ("code" in parsed or "type" in parsed):
+        return parsed
+    return None
 
 
 def _read_error_object(ev: Evidence, error: Mapping[str, Any], depth: int = 0) -> None:
     ev.has_error_shape = True
-    nested = _nested_body(as_str(error.get("message"))) if depth < 3 else None
+    nested = _nested_error(as_str(error.get("message"))) if depth < 3 else None
     ev.message = as_str(error.get("message")) or ev.message
-    ev.err_type = as_str(error.get("type")) or ev.err_type
+    ev.err_type = as_str(error.get("type")) or as_str(error.get("error_type")) or ev.err_type
+    ev.err_code = as_str(error.get("error_code")) or ev.err_code
     code = error.get("code")
-    if isinstance(code, str):
+    if isinstance(code, str) and not code.strip().isdigit():
         ev.err_code = as_str(code)
-    else:
+    elif as_int(code) is not None:
         ev.body_status = as_int(code)
+        if depth:
+            ev.extra["inner_status"] = True  # the real provider's status, under a gateway's
     ev.google_status = as_str(error.get("status")) or ev.google_status
     details = error.get("details")
     if isinstance(details, Mapping):
@@ -144,10 +161,14 @@ def _read_error_object(ev: Evidence, error: Mapping[str, Any], depth: int = 0) -
             c for c in (as_str(inner.get("code")), as_str(inner.get("type"))) if c
         )
     metadata = error.get("metadata")
-    if isinstance(metadata, Mapping) and isinstance(metadata.get("raw"), str):
-        ev.extra["raw"] = metadata["raw"]
-    if nested is not None and isinstance(nested.get("error"), Mapping):
-        _read_error_object(ev, nested["error"], depth + 1)  # the inner body is the real one
+    if isinstance(metadata, Mapping):
+        if isinstance(metadata.get("raw"), str):
+            ev.extra["raw"] = metadata["raw"]
+        # Gateways (OpenRouter) pass the upstream rate-limit headers inside the body.
+        for name, value in normalize_headers(metadata.get("headers")).items():
+            ev.headers.setdefault(name, value)
+    if nested is not None:
+        _read_error_object(ev, nested, depth + 1)  # the inner error is the real one
 
 
 def _unwrap(parsed: Any) -> Any:
@@ -202,7 +223,10 @@ def _read_mapping(ev: Evidence, parsed: Mapping[str, Any]) -> None:
     if not ev.has_error_shape and parsed.get("type") == "error":
         _read_error_object(ev, parsed)  # Responses API stream error with top-level fields
         ev.err_type = None if ev.err_type == "error" else ev.err_type
-    if not ev.has_error_shape and ("message" in parsed and ("code" in parsed or "type" in parsed)):
+    flat_error = "error_type" in parsed or "error_code" in parsed
+    if not ev.has_error_shape and (
+        flat_error or ("message" in parsed and ("code" in parsed or "type" in parsed))
+    ):
         _read_error_object(ev, parsed)  # the inner error dict (openai SDK's ``e.body``)
     data = parsed.get("data")
     if not ev.has_error_shape and isinstance(data, Mapping) and "statusCode" in data:

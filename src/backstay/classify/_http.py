@@ -114,6 +114,9 @@ def parse_body(body: object) -> tuple[Any | None, str]:
         return None, ""
 
 
+_ERROR_KEYS = frozenset({"error", "type", "error_type", "error_code"})
+
+
 def find_embedded_json(text: str) -> Any | None:
     """The first JSON object with an ``error`` key embedded in free text, or ``None``.
 
@@ -145,7 +148,7 @@ def find_embedded_json(text: str) -> Any | None:
                 depth -= 1
                 if depth == 0:
                     parsed = _loads_lenient(text[start : i + 1])
-                    if isinstance(parsed, Mapping) and ("error" in parsed or "type" in parsed):
+                    if isinstance(parsed, Mapping) and _ERROR_KEYS.intersection(parsed):
                         return parsed
                     break
         start = text.find("{", start + 1)

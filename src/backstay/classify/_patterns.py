@@ -26,6 +26,16 @@ def _client(status: int | None) -> bool:
     return status is None or status < 300 or 400 <= status < 500
 
 
+def _overflow(status: int | None) -> bool:
+    """Context overflows come as 400/413/422 (never 429: "too many tokens" there is a
+    throttle), inside streams, or as text."""
+    return status is None or status < 300 or status in (400, 413, 422)
+
+
+def _policy(status: int | None) -> bool:
+    return status is None or status < 300 or status in (400, 403, 422, 451)
+
+
 def _not_4xx_request(status: int | None) -> bool:
     """Rate-limit and overload words are believed on 429, 5xx, stream errors and text."""
     return status is None or status < 300 or status in (408, 429) or status >= 500
@@ -61,20 +71,28 @@ PATTERNS: tuple[Pattern, ...] = (
     _p(
         "ERR_LLM_SPEND_LIMIT",
         r"spend(ing)? limit|(workspace|organization|specified) (api )?usage limits?|"
-        r"you will regain access|budget (has been )?exceeded|monthly (usage|spend) (limit|cap)",
+        r"you will regain access|monthly (usage |spend |key )?(limit|cap|budget)|"
+        r"key limit exceeded|enable overages|add \d* ?credits|purchase (more )?credits|"
+        r"subscribe to (continue|\w+)|(max |key |team |user )?budget (has been )?exceeded|"
+        r"budget_exceeded",
         _not_5xx,
     ),
     _p(
         "ERR_LLM_USAGE_LIMIT",
-        r"usage limit reached|hit your (\w+ )?limit|(weekly|session) (usage )?limit|5-hour limit|"
+        r"usage limit reached|"
+        r"(hit|reached) your (?![\w .'-]{0,40}?\brate limit)[\w .'-]{0,40}?limit|"
+        r"(weekly|session) (usage )?limit|5-hour limit|"
         r"upgrade to (continue|increase)|out of (extra )?usage|"
-        r"(extra usage|usage credits) (is |are )?required",
+        r"(extra usage|usage credits) (is |are )?required|free[ _-]?usage (limit|exceeded)|"
+        r"exhausted your (capacity|quota)|quota will reset|"
+        r"\b(individual|daily|weekly|monthly) quota (reached|exceeded|exhausted)",
         _not_5xx,
     ),
     _p(
         "ERR_LLM_DAILY_QUOTA",
         r"exhausted your daily quota|daily (request |token )?(quota|limit)|"
-        r"quota.{0,120}\bper[ _]?day\b",
+        r"quota.{0,120}\bper[ _-]?day\b|\b(limit_)?(rpd|tpd)\b|(requests|tokens) per day|"
+        r"\bper[ _-]day\b",
         _not_5xx,
     ),
     _p(
@@ -92,8 +110,9 @@ PATTERNS: tuple[Pattern, ...] = (
         r"(context|token limit)|max(imum)? (number of )?tokens allowed|"
         r"input length and .?max_tokens.? exceed|ran out of room in the model|"
         r"has hit a token limit|too many (input )?tokens|reduce the length of the messages|"
-        r"input is too long|tokens? exceed(s|ed)? .{0,30}limit",
-        _client,
+        r"input is too long|tokens? exceed(s|ed)? .{0,30}limit|"
+        r"exceeds? (the )?(available )?context size|\bn_ctx|exceed_context_size",
+        _overflow,
     ),
     # Content policy.
     _p(
@@ -101,8 +120,10 @@ PATTERNS: tuple[Pattern, ...] = (
         r"content (filtering|management) policy|content[_ ]filter|content_policy_violation|"
         r"responsibleaipolicyviolation|safety system|usage polic(y|ies)|"
         r"flagged as potentially violating|violat\w+ (our|the) (content|usage) polic|"
-        r"blocked (due to|by) safety|prohibited content|invalid_prompt",
-        _client,
+        r"blocked (due to|by) safety|prohibited content|invalid_prompt|safeguards|"
+        r"safety (measures|filters?)|flagged (this|the|your) (message|content|request|prompt)|"
+        r"(content|message|request|prompt) (was|has been) flagged|flagged for (possible|potential)",
+        _policy,
     ),
     # A request that can never fit a per-minute budget (OpenAI "Request too large for …").
     _p("ERR_LLM_REQUEST_TOO_LARGE", r"request too large for|too large for .{0,40}per min", _any),
@@ -121,6 +142,12 @@ PATTERNS: tuple[Pattern, ...] = (
         _client,
     ),
     _p(
+        "ERR_AUTH_ACCOUNT_DISABLED",
+        r"(organi[sz]ation|account|workspace|project) (has been |is |was )?"
+        r"(disabled|suspended|deactivated|banned|terminated)",
+        _client,
+    ),
+    _p(
         "ERR_AUTH_REGION_UNSUPPORTED",
         r"(country|region|territory|location) (is )?not supported|unsupported_country|"
         r"user location is not supported|not available in your (country|region)",
@@ -135,7 +162,12 @@ PATTERNS: tuple[Pattern, ...] = (
     _p("ERR_REQUEST_CORRUPTED", r"could not parse the json body of your request", _any),
     _p(
         "ERR_STREAM_STALLED",
-        r"idle timeout waiting for sse|stream (stalled|idle)|no (data|chunk) received (for|in)",
+        r"idle timeout waiting for sse|(stream|response|request) (stalled|idle)|"
+        r"stalled mid-?stream|no (data|chunk) received (for|in)",
+    ),
+    _p(
+        "ERR_OUTPUT_INVALID",
+        r"invalid chunk|missing finish reason|stream ended (unexpectedly|with an invalid)",
     ),
     # Rate limits and overload, believed only where the status allows.
     _p(
@@ -151,7 +183,7 @@ PATTERNS: tuple[Pattern, ...] = (
     ),
     _p(
         "ERR_LLM_OVERLOADED",
-        r"overloaded|high demand|over capacity|capacity constraints",
+        r"overloaded|high demand|(over|at) capacity|capacity constraints|no capacity available",
         _not_4xx_request,
     ),
 )

@@ -21,7 +21,9 @@ SPECIFIC: Final[Mapping[str, str]] = {
     "organization_usage_limit_exceeded": "ERR_LLM_SPEND_LIMIT",
     "billing_hard_limit_reached": "ERR_LLM_SPEND_LIMIT",
     "billing_not_active": "ERR_LLM_QUOTA_EXHAUSTED",
+    "budget_exceeded": "ERR_LLM_SPEND_LIMIT",  # LiteLLM proxy key / team budgets
     "context_length_exceeded": "ERR_LLM_CONTEXT_LENGTH",
+    "exceed_context_size_error": "ERR_LLM_CONTEXT_LENGTH",  # llama.cpp server
     "string_above_max_length": "ERR_HTTP_400_BAD_REQUEST",
     "content_policy_violation": "ERR_LLM_CONTENT_FILTER",
     "content_filter": "ERR_LLM_CONTENT_FILTER",
