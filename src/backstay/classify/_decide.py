@@ -19,6 +19,7 @@ a status-only client error into a retryable one, never a quota, context or auth 
 from __future__ import annotations
 
 import datetime as _dt
+import re
 from collections.abc import Mapping
 from typing import Any, Final
 from urllib.parse import unquote
@@ -135,10 +136,17 @@ def _within_horizon(ev: Evidence, code: str, now: _dt.datetime) -> bool:
     return wait is not None and wait <= QUOTA_HORIZON_S
 
 
+_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
+
+
 def _texts(ev: Evidence) -> list[str]:
-    """The message, the gateway's raw text, and their URL-decoded forms."""
+    """The message, the gateway's raw text, their URL-decoded forms, and the structured
+    codes as words (``grace_daily_limit_reached``, ``FreeUsageLimitError``)."""
     texts = [t for t in (ev.message, ev.extra.get("raw")) if isinstance(t, str) and t]
     texts += [unquote(t) for t in texts if "%" in t and unquote(t) != t]
+    codes = [c for c in (ev.err_code, ev.err_type, *ev.reasons) if c]
+    if codes:
+        texts.append(" ".join(_CAMEL.sub(" ", c).replace("_", " ") for c in codes))
     return texts
 
 
@@ -160,13 +168,12 @@ def decide(ev: Evidence) -> tuple[str, str]:
         if value in _SPECIFIC:
             return _SPECIFIC[value], "structured_code"
     status = _effective_status(ev)
-    for text in _texts(ev):
-        code = match_message(text, status, ev.family)
-        if code:
-            by_status = status_code(status)
-            if code in _WEAK_TEXT and by_status and CODES[by_status].kind is CODES[code].kind:
-                return by_status, "status"  # the words only confirm what the status says
-            return code, "message"
+    code = match_message(_texts(ev), status, ev.family)
+    if code:
+        by_status = status_code(status)
+        if code in _WEAK_TEXT and by_status and CODES[by_status].kind is CODES[code].kind:
+            return by_status, "status"  # the words only confirm what the status says
+        return code, "message"
     by_status = status_code(status)
     for value in ev.codes:
         if value in _GENERIC:

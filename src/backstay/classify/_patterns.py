@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 StatusGate = Callable[[int | None], bool]
 
@@ -66,6 +66,12 @@ PATTERNS: tuple[Pattern, ...] = (
         "ERR_LLM_CREDIT_BALANCE",
         r"credit balance (is )?too low|insufficient (credit|balance|funds)|"
         r"(prepayment|prepaid) credits (are |have been )?(depleted|exhausted)|credits are depleted",
+        _not_5xx,
+    ),
+    # A budget the run itself was given (agent harness, rollout) is our own limit.
+    _p(
+        "ERR_LIMIT_BUDGET",
+        r"(token|rollout|run|step|cost|turn) budget (has been |is )?(exhausted|exceeded|reached)",
         _not_5xx,
     ),
     _p(
@@ -189,12 +195,14 @@ PATTERNS: tuple[Pattern, ...] = (
 )
 
 
-def match_message(message: str, status: int | None, family: str | None) -> str | None:
-    """The code of the first pattern that matches, or ``None``."""
-    if not message:
-        return None
+def match_message(
+    message: str | Sequence[str], status: int | None, family: str | None
+) -> str | None:
+    """The code of the first pattern (in priority order) that matches any of the texts."""
+    texts = [message] if isinstance(message, str) else list(message)
+    texts = [t for t in texts if t]
     for pattern in PATTERNS:
-        if pattern.matches(message, status, family):
+        if any(pattern.matches(text, status, family) for text in texts):
             return pattern.code
     return None
 

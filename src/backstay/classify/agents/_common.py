@@ -20,11 +20,12 @@ _MAX_OBJECTS = 50_000
 _DECODER = json.JSONDecoder()
 
 
-def json_objects(text: str) -> list[dict[str, Any]]:
-    """The JSON objects in ``text``: one whole object, JSON lines, or pretty-printed objects
-    that start on their own line among other output (warnings before a stderr JSON error)."""
+def _scan(text: str) -> tuple[list[dict[str, Any]], str]:
+    """JSON objects that start a line (one whole object, JSON lines, or pretty-printed
+    objects among other output), and the text outside them."""
     found: list[dict[str, Any]] = []
-    pos = 0
+    outside: list[str] = []
+    pos = last = 0
     length = len(text)
     while pos < length and len(found) < _MAX_OBJECTS:
         start = text.find("{", pos)
@@ -41,8 +42,47 @@ def json_objects(text: str) -> list[dict[str, Any]]:
             continue
         if isinstance(value, dict):
             found.append(value)
+            outside.append(text[last:start])
+            last = end
         pos = end
-    return found
+    outside.append(text[last:])
+    return found, "".join(outside)
+
+
+def json_objects(text: str) -> list[dict[str, Any]]:
+    """The JSON objects in ``text`` (see ``_scan``)."""
+    return _scan(text)[0]
+
+
+def outside_json(text: str) -> str:
+    """The text around the JSON objects: in a JSON stream mode, what the CLI printed on its
+    own (stderr, crash reports), as opposed to the transcript of the agent's work."""
+    return _scan(text)[1].strip()
+
+
+def no_error_event(
+    agent: str, text: str, family: str | None, *, exit_code: int | None, now: _dt.datetime
+) -> Failure:
+    """A JSON-stream run that failed without an error event: only text the CLI printed
+    outside the stream counts as evidence, never the agent's own transcript (which may
+    discuss rate limits or logins as its subject matter)."""
+    message = outside_json(text)[-4000:]
+    if not message:
+        return coded(
+            "ERR_AGENT_FAILED",
+            f"{agent} exited with {exit_code} without an error event",
+            agent=agent,
+            family=family,
+            exit_code=exit_code,
+        )
+    return from_text(
+        message,
+        agent=agent,
+        family=family,
+        status=status_from_text(message),
+        now=now,
+        exit_code=exit_code,
+    )
 
 
 _STATUS_IN_TEXT = (

@@ -13,7 +13,13 @@ import datetime as _dt
 from typing import Any
 
 from backstay.classify._http import as_int
-from backstay.classify.agents._common import coded, from_text, json_objects, status_from_text
+from backstay.classify.agents._common import (
+    coded,
+    from_text,
+    json_objects,
+    no_error_event,
+    status_from_text,
+)
 from backstay.taxonomy import Failure
 
 AGENT = "claude-code"
@@ -43,16 +49,22 @@ def _result_text(result: dict[str, Any]) -> str:
 
 def check(text: str, exit_code: int | None, now: _dt.datetime) -> Failure | None:
     objects = json_objects(text)
-    results = [o for o in objects if o.get("type") == "result"]
+    # The final result; harness logs sometimes keep it without its "type".
+    results = [
+        o for o in objects if o.get("type") == "result" or ("type" not in o and "subtype" in o)
+    ]
     retries = [o for o in objects if o.get("type") == "system" and o.get("subtype") == "api_retry"]
     if results:
         result = results[-1]
         subtype = str(result.get("subtype") or "")
-        is_error = result.get("is_error") is True or subtype.startswith("error")
+        refused = "refusal" in subtype or bool(result.get("api_refusal_category"))
+        is_error = result.get("is_error") is True or subtype.startswith("error") or refused
         if not is_error:
             return None
-        message = _result_text(result) or subtype
+        message = _result_text(result) or str(result.get("api_refusal_explanation") or subtype)
         code = _SUBTYPES.get(subtype) or _TERMINAL.get(str(result.get("terminal_reason") or ""))
+        if code is None and refused:
+            code = "ERR_LLM_REFUSAL"  # model_refusal_no_fallback and its kin
         if code:
             return coded(code, message, agent=AGENT, family=_FAMILY, exit_code=exit_code)
         status = as_int(result.get("api_error_status")) or status_from_text(message)
@@ -63,6 +75,8 @@ def check(text: str, exit_code: int | None, now: _dt.datetime) -> Failure | None
         )
     if exit_code == 0:
         return None  # plain-text mode exits 1 on every error: exit 0 is an answer
+    if objects:
+        return no_error_event(AGENT, text, _FAMILY, exit_code=exit_code, now=now)
     message = text.strip()[-4000:]
     return from_text(
         message,

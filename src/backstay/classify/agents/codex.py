@@ -13,7 +13,12 @@ from __future__ import annotations
 import datetime as _dt
 from typing import Any
 
-from backstay.classify.agents._common import from_text, json_objects, status_from_text
+from backstay.classify.agents._common import (
+    from_text,
+    json_objects,
+    no_error_event,
+    status_from_text,
+)
 from backstay.taxonomy import Failure
 
 AGENT = "codex"
@@ -43,6 +48,8 @@ def check(text: str, exit_code: int | None, now: _dt.datetime) -> Failure | None
         message = _message(errors[-1])
     elif completed or exit_code == 0:
         return None
+    elif objects:
+        return no_error_event(AGENT, text, _FAMILY, exit_code=exit_code, now=now)
     else:
         message = text.strip()[-4000:]
     if not message:

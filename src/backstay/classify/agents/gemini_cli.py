@@ -15,7 +15,13 @@ from collections.abc import Mapping
 from typing import Any
 
 from backstay.classify._http import as_int
-from backstay.classify.agents._common import coded, from_text, json_objects, status_from_text
+from backstay.classify.agents._common import (
+    coded,
+    from_text,
+    json_objects,
+    outside_json,
+    status_from_text,
+)
 from backstay.taxonomy import Failure
 
 AGENT = "gemini-cli"
@@ -48,7 +54,8 @@ def check(text: str, exit_code: int | None, now: _dt.datetime) -> Failure | None
         ok = any(o.get("status") == "success" or "response" in o for o in objects)
         if exit_code == 0 or (exit_code is None and ok):
             return None
-        message = text.strip()[-4000:]
+        # In stream-json mode only what the CLI printed outside the stream is evidence.
+        message = (outside_json(text) if objects else text.strip())[-4000:]
         status = None
     else:
         message = str(error.get("message") or "")

@@ -9,9 +9,16 @@ from __future__ import annotations
 
 import datetime as _dt
 from collections.abc import Mapping
+from typing import Any
 
 from backstay.classify._http import as_int
-from backstay.classify.agents._common import coded, from_text, json_objects, status_from_text
+from backstay.classify.agents._common import (
+    coded,
+    from_text,
+    json_objects,
+    no_error_event,
+    status_from_text,
+)
 from backstay.taxonomy import Failure
 
 AGENT = "opencode"
@@ -25,14 +32,33 @@ _NAMES = {
 }
 
 
+def _last_finish_reason(objects: list[dict[str, Any]]) -> str | None:
+    for obj in reversed(objects):
+        if obj.get("type") == "step_finish":
+            part = obj.get("part")
+            reason = part.get("reason") if isinstance(part, Mapping) else obj.get("reason")
+            return reason if isinstance(reason, str) else None
+    return None
+
+
 def check(text: str, exit_code: int | None, now: _dt.datetime) -> Failure | None:
     objects = json_objects(text)
     errors = [
         o for o in objects if o.get("type") == "error" and isinstance(o.get("error"), Mapping)
     ]
     if not errors:
+        if _last_finish_reason(objects) in ("content-filter", "content_filter"):
+            return coded(
+                "ERR_LLM_CONTENT_FILTER",
+                "the last step finished on the provider's content filter",
+                agent=AGENT,
+                family=None,
+                exit_code=exit_code,
+            )
         if exit_code == 0 or (exit_code is None and objects):
             return None
+        if objects:
+            return no_error_event(AGENT, text, None, exit_code=exit_code, now=now)
         message = text.strip()[-4000:]
         return from_text(
             message,
