@@ -13,15 +13,12 @@ import dataclasses
 import datetime as dt
 
 import pytest
+from tests.classify.expect import AgentCase, assert_output_case
 
-from backstay import Failure, FailureKind, check_output, classify_output
+from backstay import check_output
 
 AGENT = "aider"
 NOW = dt.datetime(2026, 3, 1, 12, 0, tzinfo=dt.UTC)
-
-RETRYABLE_KINDS = frozenset(
-    {"network", "timeout", "rate_limit", "server_error", "output_invalid", "unknown"}
-)
 
 HEADER = (
     "Aider v0.86.2\n"
@@ -52,11 +49,9 @@ def _error(line: str, advice: str | None = None, *, retries: int = 0) -> str:
 
 
 @dataclasses.dataclass(frozen=True)
-class Case:
-    id: str
-    text: str
-    kind: str
-    code: str | None = None
+class Case(AgentCase):
+    # Aider's exit code is always 0 (probe); it carries nothing.
+    exit_code: int | None = 0
 
 
 CASES = [
@@ -205,38 +200,9 @@ CASES = [
 PARAMS = [pytest.param(c, id=c.id) for c in CASES]
 
 
-def _classify(case: Case) -> Failure:
-    # Aider's exit code is always 0 (probe); it carries nothing.
-    return classify_output(case.text, agent=AGENT, exit_code=0, now=NOW)
-
-
 @pytest.mark.parametrize("case", PARAMS)
-def test_kind(case: Case) -> None:
-    assert _classify(case).kind == FailureKind(case.kind)
-
-
-@pytest.mark.parametrize("case", PARAMS)
-def test_retryable_follows_kind(case: Case) -> None:
-    assert _classify(case).retryable is (case.kind in RETRYABLE_KINDS)
-
-
-@pytest.mark.parametrize("case", [p for p in PARAMS if p.values[0].code])
-def test_code(case: Case) -> None:
-    assert _classify(case).code == case.code
-
-
-@pytest.mark.parametrize("case", PARAMS)
-def test_agent_recorded(case: Case) -> None:
-    assert _classify(case).details["agent"] == AGENT
-
-
-@pytest.mark.parametrize("case", PARAMS)
-def test_failure_found_at_exit_zero(case: Case) -> None:
-    assert check_output(case.text, agent=AGENT, exit_code=0, now=NOW) is not None
-
-
-@pytest.mark.parametrize("case", PARAMS)
-def test_failure_found_without_exit_code(case: Case) -> None:
+def test_output_classifies_as_documented(case: Case) -> None:
+    assert_output_case(case, agent=AGENT, now=NOW)  # classified and found at exit code 0
     assert check_output(case.text, agent=AGENT, exit_code=None, now=NOW) is not None
 
 

@@ -13,16 +13,13 @@ import json
 from typing import Any
 
 import pytest
+from tests.classify.expect import AgentCase, assert_output_case
 
-from backstay import Failure, FailureKind, check_output, classify_output
+from backstay import FailureKind, check_output, classify_output
 
 AGENT = "claude-code"
 UTC = dt.UTC
 NOW = dt.datetime(2026, 4, 23, 1, 0, tzinfo=UTC)
-
-RETRYABLE_KINDS = frozenset(
-    {"network", "timeout", "rate_limit", "server_error", "output_invalid", "unknown"}
-)
 
 
 def _result(
@@ -99,14 +96,7 @@ def _stream(*events: dict[str, Any]) -> str:
 
 
 @dataclasses.dataclass(frozen=True)
-class Case:
-    id: str
-    text: str
-    kind: str
-    code: str | None = None
-    exit_code: int | None = 1
-    retry_after_s: float | None = None
-    resets_at: dt.datetime | None = None
+class Case(AgentCase):
     now: dt.datetime = NOW
 
 
@@ -362,38 +352,9 @@ CASES = [
 PARAMS = [pytest.param(c, id=c.id) for c in CASES]
 
 
-def _classify(case: Case) -> Failure:
-    return classify_output(case.text, agent=AGENT, exit_code=case.exit_code, now=case.now)
-
-
 @pytest.mark.parametrize("case", PARAMS)
-def test_kind(case: Case) -> None:
-    assert _classify(case).kind == FailureKind(case.kind)
-
-
-@pytest.mark.parametrize("case", PARAMS)
-def test_retryable_follows_kind(case: Case) -> None:
-    assert _classify(case).retryable is (case.kind in RETRYABLE_KINDS)
-
-
-@pytest.mark.parametrize("case", [p for p in PARAMS if p.values[0].code])
-def test_code(case: Case) -> None:
-    assert _classify(case).code == case.code
-
-
-@pytest.mark.parametrize("case", PARAMS)
-def test_agent_recorded(case: Case) -> None:
-    assert _classify(case).details["agent"] == AGENT
-
-
-@pytest.mark.parametrize("case", [p for p in PARAMS if p.values[0].resets_at])
-def test_resets_at(case: Case) -> None:
-    assert _classify(case).resets_at == case.resets_at
-
-
-@pytest.mark.parametrize("case", PARAMS)
-def test_check_output_reports_failure(case: Case) -> None:
-    assert check_output(case.text, agent=AGENT, exit_code=case.exit_code, now=case.now) is not None
+def test_output_classifies_as_documented(case: Case) -> None:
+    assert_output_case(case, agent=AGENT, now=case.now)
 
 
 def test_success_subtype_with_is_error_is_a_failure() -> None:

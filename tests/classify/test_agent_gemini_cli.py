@@ -9,22 +9,19 @@ Gemini CLI 0.61.0 non-interactively against a local fake provider.
 
 from __future__ import annotations
 
-import dataclasses
 import datetime as dt
 import json
 from typing import Any
 
 import pytest
+from tests.classify.expect import AgentCase as Case
+from tests.classify.expect import assert_output_case
 
-from backstay import Failure, FailureKind, check_output, classify_output
+from backstay import check_output, classify_output
 
 AGENT = "gemini-cli"
 UTC = dt.UTC
 NOW = dt.datetime(2026, 2, 1, 10, 5, 4, tzinfo=UTC)
-
-RETRYABLE_KINDS = frozenset(
-    {"network", "timeout", "rate_limit", "server_error", "output_invalid", "unknown"}
-)
 
 # Printed to stderr on every run (probe); carries no evidence either way.
 NOISE = (
@@ -117,36 +114,26 @@ _PER_DAY_QUOTA = _google(
 NEXT_PACIFIC_MIDNIGHT = dt.datetime(2026, 2, 2, 8, 0, tzinfo=UTC)
 
 
-@dataclasses.dataclass(frozen=True)
-class Case:
-    id: str
-    text: str
-    exit_code: int | None
-    kind: str
-    code: str | None = None
-    resets_at: dt.datetime | None = None
-
-
 CASES = [
     # probe (429: rc 173, stderr JSON)
     Case(
         "json_429",
         _stderr_json("Resource has been exhausted (e.g. check quota).", 429),
-        173,
         "rate_limit",
         "ERR_HTTP_429_RATE_LIMITED",
+        exit_code=173,
     ),
     # probe: rc = 429 & 0xFF, nothing else on stderr but the usual noise
-    Case("exit_173_without_json", NOISE, 173, "rate_limit", "ERR_HTTP_429_RATE_LIMITED"),
+    Case("exit_173_without_json", NOISE, "rate_limit", "ERR_HTTP_429_RATE_LIMITED", exit_code=173),
     # probe (500: raw provider JSON in message)
     Case(
         "json_500",
         _stderr_json(_google(500, "INTERNAL", "Internal error encountered."), 500),
-        244,
         "server_error",
         "ERR_HTTP_500_INTERNAL",
+        exit_code=244,
     ),
-    Case("exit_244_without_json", NOISE, 244, "server_error", "ERR_HTTP_500_INTERNAL"),
+    Case("exit_244_without_json", NOISE, "server_error", "ERR_HTTP_500_INTERNAL", exit_code=244),
     # probe (503); the provider text is from VectifyAI/OpenKB#164
     Case(
         "json_503",
@@ -155,18 +142,18 @@ CASES = [
             "temporary. Please try again later.",
             503,
         ),
-        247,
         "server_error",
         "ERR_HTTP_503_UNAVAILABLE",
+        exit_code=247,
     ),
-    Case("exit_247_without_json", NOISE, 247, "server_error", "ERR_HTTP_503_UNAVAILABLE"),
+    Case("exit_247_without_json", NOISE, "server_error", "ERR_HTTP_503_UNAVAILABLE", exit_code=247),
     # probe (400 API_KEY_INVALID); google-gemini/gemini-cli#25198
     Case(
         "json_400_api_key_invalid",
         _stderr_json(_API_KEY_INVALID, 400),
-        144,
         "auth",
         "ERR_AUTH_INVALID_KEY",
+        exit_code=144,
     ),
     # probe (400 token overflow)
     Case(
@@ -180,27 +167,29 @@ CASES = [
             ),
             400,
         ),
-        144,
         "context_limit",
         "ERR_LLM_CONTEXT_LENGTH",
+        exit_code=144,
     ),
-    Case("exit_144_without_json", NOISE, 144, "invalid_request", "ERR_HTTP_400_BAD_REQUEST"),
+    Case(
+        "exit_144_without_json", NOISE, "invalid_request", "ERR_HTTP_400_BAD_REQUEST", exit_code=144
+    ),
     # probe (429 QuotaFailure PerDay); google-gemini/gemini-cli#18050, #15677
     Case(
         "json_daily_quota",
         _stderr_json("You have exhausted your daily quota on this model.", 429),
-        173,
         "quota_exhausted",
         "ERR_LLM_DAILY_QUOTA",
+        exit_code=173,
         resets_at=NEXT_PACIFIC_MIDNIGHT,
     ),
     # google-gemini/gemini-cli#5119 (per-day QuotaFailure inside "[API Error: …]")
     Case(
         "stream_api_error_per_day_quota",
         _stream_result(_api_error(_PER_DAY_QUOTA, 429, "Too Many Requests")),
-        173,
         "quota_exhausted",
         "ERR_LLM_DAILY_QUOTA",
+        exit_code=173,
         resets_at=NEXT_PACIFIC_MIDNIGHT,
     ),
     # google-gemini/gemini-cli#2020 (per-minute 429 inside "[API Error: …]")
@@ -215,17 +204,17 @@ CASES = [
                 "Too Many Requests",
             )
         ),
-        173,
         "rate_limit",
         "ERR_HTTP_429_RATE_LIMITED",
+        exit_code=173,
     ),
     # google-gemini/gemini-cli#4690 (stream-json, key rejected)
     Case(
         "stream_api_error_api_key_invalid",
         _stream_result(_api_error(_API_KEY_INVALID, 400, "Bad Request")),
-        144,
         "auth",
         "ERR_AUTH_INVALID_KEY",
+        exit_code=144,
     ),
     # probe (hang: "fetch failed sending request" after ~65 s)
     Case(
@@ -235,8 +224,8 @@ CASES = [
             "http://127.0.0.1:41877/v1beta/models/gemini-2.5-flash:streamGenerateContent"
             "?alt=sse]"
         ),
-        1,
         "network",
+        exit_code=1,
     ),
     # probe (no key: exit 41); google-gemini/gemini-cli validateNonInterActiveAuth.ts puts
     # the exit code 41 into the JSON "code"
@@ -247,26 +236,26 @@ CASES = [
             "variable.\nUpdate your environment and try again (no reload needed if using .env)!",
             41,
         ),
-        41,
         "auth",
         "ERR_AUTH_MISSING_CREDENTIALS",
+        exit_code=41,
     ),
     # probe (auth type not set up: exit 41, before any request)
     Case(
         "json_41_invalid_auth_method",
         _stderr_json("Invalid auth method selected.", 41),
-        41,
         "invalid_request",
         "ERR_AGENT_CONFIG",
+        exit_code=41,
     ),
     # the same on a terminal without the noise: stderr is the JSON alone, and its "code"
     # is the exit code 41, not an HTTP status
     Case(
         "json_41_invalid_auth_method_alone",
         _stderr_json("Invalid auth method selected.", 41, noise=False),
-        41,
         "invalid_request",
         "ERR_AGENT_CONFIG",
+        exit_code=41,
     ),
     # packages/cli/src/utils/errors.ts handleMaxTurnsExceededError (json mode, code 53)
     Case(
@@ -278,17 +267,17 @@ CASES = [
             "FatalTurnLimitedError",
             noise=False,
         ),
-        53,
         "limit_exceeded",
         "ERR_LIMIT_MAX_TURNS",
+        exit_code=53,
     ),
     # packages/cli/src/utils/errors.ts handleCancellationError (json mode, code 130)
     Case(
         "json_130_cancelled",
         _stderr_json("Operation cancelled.", 130, "FatalCancellationError", noise=False),
-        130,
         "cancelled",
         "ERR_CANCELLED",
+        exit_code=130,
     ),
 ]
 
@@ -298,81 +287,58 @@ CASES = [
 FATAL_EXITS = [
     # FatalAuthenticationError (41): validateNonInterActiveAuth.ts, probe
     Case(
-        "exit_41_auth", "Invalid auth method selected.\n", 41, "invalid_request", "ERR_AGENT_CONFIG"
+        "exit_41_auth",
+        "Invalid auth method selected.\n",
+        "invalid_request",
+        "ERR_AGENT_CONFIG",
+        exit_code=41,
     ),
     # FatalInputError (42): nonInteractiveCli.ts
     Case(
         "exit_42_input",
         "Exiting due to an error processing the @ command.\n",
-        42,
         "invalid_request",
         "ERR_REQUEST_INVALID",
+        exit_code=42,
     ),
     # FatalSandboxError (44): config/sandboxConfig.ts, a sandbox that cannot be set up
     Case(
         "exit_44_sandbox",
         "Missing sandbox command 'docker' (from GEMINI_SANDBOX)\n",
-        44,
         "invalid_request",
         "ERR_AGENT_CONFIG",
+        exit_code=44,
     ),
     # FatalConfigError (52): config/settings.ts
     Case(
         "exit_52_config",
         "Error in /root/.gemini/settings.json: Unexpected token } in JSON at position 212\n"
         "Please fix the configuration file(s) and try again.\n",
-        52,
         "invalid_request",
         "ERR_AGENT_CONFIG",
+        exit_code=52,
     ),
     # FatalTurnLimitedError (53): utils/errors.ts handleMaxTurnsExceededError
     Case(
         "exit_53_turn_limit",
         "Reached max session turns for this session. Increase the number of turns by "
         "specifying maxSessionTurns in settings.json.\n",
-        53,
         "limit_exceeded",
         "ERR_LIMIT_MAX_TURNS",
+        exit_code=53,
     ),
     # FatalCancellationError (130): utils/errors.ts handleCancellationError
-    Case("exit_130_cancelled", "Operation cancelled.\n", 130, "cancelled", "ERR_CANCELLED"),
+    Case(
+        "exit_130_cancelled", "Operation cancelled.\n", "cancelled", "ERR_CANCELLED", exit_code=130
+    ),
 ]
 
 PARAMS = [pytest.param(c, id=c.id) for c in CASES + FATAL_EXITS]
 
 
-def _classify(case: Case) -> Failure:
-    return classify_output(case.text, agent=AGENT, exit_code=case.exit_code, now=NOW)
-
-
 @pytest.mark.parametrize("case", PARAMS)
-def test_kind(case: Case) -> None:
-    assert _classify(case).kind == FailureKind(case.kind)
-
-
-@pytest.mark.parametrize("case", PARAMS)
-def test_retryable_follows_kind(case: Case) -> None:
-    assert _classify(case).retryable is (case.kind in RETRYABLE_KINDS)
-
-
-@pytest.mark.parametrize("case", [p for p in PARAMS if p.values[0].code])
-def test_code(case: Case) -> None:
-    assert _classify(case).code == case.code
-
-
-@pytest.mark.parametrize("case", PARAMS)
-def test_agent_recorded(case: Case) -> None:
-    assert _classify(case).details["agent"] == AGENT
-
-
-@pytest.mark.parametrize("case", [p for p in PARAMS if p.values[0].resets_at])
-def test_resets_at(case: Case) -> None:
-    assert _classify(case).resets_at == case.resets_at
-
-
-@pytest.mark.parametrize("case", PARAMS)
-def test_check_output_reports_failure(case: Case) -> None:
-    assert check_output(case.text, agent=AGENT, exit_code=case.exit_code, now=NOW) is not None
+def test_output_classifies_as_documented(case: Case) -> None:
+    assert_output_case(case, agent=AGENT, now=NOW)
 
 
 def test_exit_code_is_recorded() -> None:

@@ -10,21 +10,18 @@ against a local fake provider.
 
 from __future__ import annotations
 
-import dataclasses
 import datetime as dt
 import json
 from typing import Any
 
 import pytest
+from tests.classify.expect import AgentCase as Case
+from tests.classify.expect import assert_output_case
 
-from backstay import Failure, FailureKind, check_output, classify_output
+from backstay import check_output, classify_output
 
 AGENT = "opencode"
 NOW = dt.datetime(2026, 9, 8, 12, 0, tzinfo=dt.UTC)
-
-RETRYABLE_KINDS = frozenset(
-    {"network", "timeout", "rate_limit", "server_error", "output_invalid", "unknown"}
-)
 
 SESSION = "ses_f7eaf57b4ffeRoCprFrTfUsZZJ"
 
@@ -47,16 +44,6 @@ def _openai_body(message: str, error_type: str, code: str | None) -> str:
     return json.dumps(
         {"error": {"message": message, "type": error_type, "param": None, "code": code}}
     )
-
-
-@dataclasses.dataclass(frozen=True)
-class Case:
-    id: str
-    text: str
-    kind: str
-    code: str | None = None
-    exit_code: int | None = 1
-    retry_after_s: float | None = None
 
 
 CASES = [
@@ -245,43 +232,15 @@ CASES = [
 PARAMS = [pytest.param(c, id=c.id) for c in CASES]
 
 
-def _classify(case: Case) -> Failure:
-    return classify_output(case.text, agent=AGENT, exit_code=case.exit_code, now=NOW)
-
-
 @pytest.mark.parametrize("case", PARAMS)
-def test_kind(case: Case) -> None:
-    assert _classify(case).kind == FailureKind(case.kind)
-
-
-@pytest.mark.parametrize("case", PARAMS)
-def test_retryable_follows_kind(case: Case) -> None:
-    assert _classify(case).retryable is (case.kind in RETRYABLE_KINDS)
-
-
-@pytest.mark.parametrize("case", [p for p in PARAMS if p.values[0].code])
-def test_code(case: Case) -> None:
-    assert _classify(case).code == case.code
-
-
-@pytest.mark.parametrize("case", PARAMS)
-def test_agent_recorded(case: Case) -> None:
-    assert _classify(case).details["agent"] == AGENT
-
-
-@pytest.mark.parametrize("case", [p for p in PARAMS if p.values[0].retry_after_s is not None])
-def test_retry_after(case: Case) -> None:
-    assert _classify(case).retry_after_s == pytest.approx(case.retry_after_s)
-
-
-@pytest.mark.parametrize("case", PARAMS)
-def test_check_output_reports_failure(case: Case) -> None:
-    assert check_output(case.text, agent=AGENT, exit_code=case.exit_code, now=NOW) is not None
+def test_output_classifies_as_documented(case: Case) -> None:
+    assert_output_case(case, agent=AGENT, now=NOW)
 
 
 def test_status_code_recorded() -> None:
     case = next(c for c in CASES if c.id == "api_error_401_not_retryable")
-    assert _classify(case).status == 401
+    failure = classify_output(case.text, agent=AGENT, exit_code=case.exit_code, now=NOW)
+    assert failure.status == 401
 
 
 # --- success: check_output returns None ------------------------------------------------

@@ -560,16 +560,6 @@ BUILTIN_CASES = [
 ]
 
 
-@pytest.mark.parametrize(_CASE_ARGS, BUILTIN_CASES)
-def test_builtin_failure_classifies_to_its_code(
-    loopback: Loopback,
-    produce: Produce,
-    raises: type[BaseException],
-    expected: Expected,
-) -> None:
-    _check(produce(loopback), raises, expected)
-
-
 # --------------------------------------------------------------------------- httpx / httpcore
 
 
@@ -803,16 +793,6 @@ HTTPX_CASES = [
 ]
 
 
-@pytest.mark.parametrize(_CASE_ARGS, HTTPX_CASES)
-def test_httpx_failure_classifies_to_its_code(
-    loopback: Loopback,
-    produce: Produce,
-    raises: type[BaseException],
-    expected: Expected,
-) -> None:
-    _check(produce(loopback), raises, expected)
-
-
 # --------------------------------------------------------------------------- requests / urllib3
 
 
@@ -1028,16 +1008,6 @@ REQUESTS_CASES = [
 ]
 
 
-@pytest.mark.parametrize(_CASE_ARGS, REQUESTS_CASES)
-def test_requests_failure_classifies_to_its_code(
-    loopback: Loopback,
-    produce: Produce,
-    raises: type[BaseException],
-    expected: Expected,
-) -> None:
-    _check(produce(loopback), raises, expected)
-
-
 def test_requests_connect_timeout_is_a_timeout_although_it_is_a_connection_error(
     loopback: Loopback,
 ) -> None:
@@ -1236,16 +1206,6 @@ AIOHTTP_CASES = [
 ]
 
 
-@pytest.mark.parametrize(_CASE_ARGS, AIOHTTP_CASES)
-def test_aiohttp_failure_classifies_to_its_code(
-    loopback: Loopback,
-    produce: Produce,
-    raises: type[BaseException],
-    expected: Expected,
-) -> None:
-    _check(produce(loopback), raises, expected)
-
-
 # --------------------------------------------------------------------------- SDKs
 
 _MESSAGES = [{"role": "user", "content": "hi"}]
@@ -1369,16 +1329,6 @@ SDK_CASES = [
 ]
 
 
-@pytest.mark.parametrize(_CASE_ARGS, SDK_CASES)
-def test_sdk_failure_classifies_to_its_code(
-    loopback: Loopback,
-    produce: Produce,
-    raises: type[BaseException],
-    expected: Expected,
-) -> None:
-    _check(produce(loopback), raises, expected)
-
-
 @pytest.mark.parametrize("sdk", [anthropic, openai], ids=["anthropic", "openai"])
 def test_sdk_api_timeout_error_is_a_timeout_although_it_is_a_connection_error(sdk: Any) -> None:
     assert issubclass(sdk.APITimeoutError, sdk.APIConnectionError)
@@ -1401,6 +1351,21 @@ def test_sdk_failure_names_the_sdk_provider(
     loopback: Loopback, produce: Produce, provider: str
 ) -> None:
     assert classify(produce(loopback)).provider == provider
+
+
+# --------------------------------------------------------------------------- every library
+
+_TABLES = (BUILTIN_CASES, HTTPX_CASES, REQUESTS_CASES, AIOHTTP_CASES, SDK_CASES)
+
+
+@pytest.mark.parametrize(_CASE_ARGS, [case for table in _TABLES for case in table])
+def test_failure_classifies_to_its_code(
+    loopback: Loopback,
+    produce: Produce,
+    raises: type[BaseException],
+    expected: Expected,
+) -> None:
+    _check(produce(loopback), raises, expected)
 
 
 @pytest.mark.parametrize(
@@ -1428,8 +1393,7 @@ def test_transport_failure_records_the_exception_class(loopback: Loopback) -> No
 
 
 def test_every_expected_code_in_these_tables_is_registered() -> None:
-    tables = (BUILTIN_CASES, HTTPX_CASES, REQUESTS_CASES, AIOHTTP_CASES, SDK_CASES)
-    for table in tables:
+    for table in _TABLES:
         for case in table:
             _, _, (code, kind, retryable) = case.values
             assert CODES[code].kind is kind, case.id

@@ -16,12 +16,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.classify.expect import RETRYABLE_KINDS as RETRYABLE
 
 from backstay import CODES, check_output, classify_response
 
 DATA = Path(__file__).with_name("data")
 DEFAULT_NOW = dt.datetime(2026, 9, 20, 12, 0, tzinfo=dt.UTC)
-RETRYABLE = {"network", "timeout", "rate_limit", "server_error", "output_invalid", "unknown"}
 
 
 def _load(name: str) -> list[dict[str, Any]]:
