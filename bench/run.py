@@ -45,6 +45,36 @@ def _best_us(fn: Callable[[], object], number: int) -> float:
     return min(timeit.repeat(fn, number=number, repeat=REPEAT)) / number * 1e6
 
 
+FIELD = Path(__file__).parents[1] / "tests" / "classify" / "data" / "field_provider_responses.json"
+
+
+def _field_accuracy(oai: Any, ant: Any, oresp: Any, aresp: Any) -> None:
+    """The same comparison on the field cases gathered from public threads (not ambiguous)."""
+    cases = [
+        c
+        for c in json.loads(FIELD.read_text(encoding="utf-8"))
+        if not c["ambiguous"] and isinstance(c["status"], int)  # the SDKs need a response
+    ]
+    right = {"backstay retry": 0, "openai SDK retry": 0, "anthropic SDK retry": 0}
+    for case in cases:
+        body = case["body"] if isinstance(case["body"], str) else json.dumps(case["body"])
+        failure = backstay.classify_response(
+            case["status"], case["headers"], body, provider=case["provider"]
+        )
+        expected = case["expected_retryable"]
+        right["backstay retry"] += failure.retryable is expected
+        o = oresp(case["status"], case["headers"], body.encode())
+        a = aresp(case["status"], case["headers"], body.encode())
+        right["openai SDK retry"] += oai._should_retry(o) is expected
+        right["anthropic SDK retry"] += ant._should_retry(a) is expected
+    n = len(cases)
+    print(f"\nRetry decisions on {n} field cases (tests/classify/data, gathered separately)")
+    for name, count in right.items():
+        print(f"  {name:<22} {count:>3}/{n}  ({count / n:.0%})")
+    ratio = right["backstay retry"] / max(1, right["openai SDK retry"])
+    print(f"  retry decisions right, backstay / openai SDK: {ratio:.2f}x")
+
+
 def main() -> None:
     oai = openai.OpenAI(api_key="sk-bench-0000000000000000", base_url="http://127.0.0.1:9/v1")
     ant = anthropic.Anthropic(api_key="sk-ant-bench-000000000000", base_url="http://127.0.0.1:9")
@@ -78,6 +108,7 @@ def main() -> None:
     print(f"  retry decisions right, backstay / openai SDK: {ratio:.2f}x")
     if misses:
         print("  backstay misses: " + ", ".join(misses))
+    _field_accuracy(oai, ant, oresp, aresp)
 
     case = CASES[0]
     body = case.body.encode()
