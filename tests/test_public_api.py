@@ -12,6 +12,7 @@ MODULES = (
     "backstay",
     "backstay.classify",
     "backstay.errors",
+    "backstay.failure",
     "backstay.outcome",
     "backstay.redact",
     "backstay.taxonomy",

@@ -16,6 +16,7 @@ from backstay.classify import (
     classify_response,
 )
 from backstay.errors import BackstayError, ConfigError
+from backstay.failure import Failure
 from backstay.outcome import StructuredOutcome
 from backstay.redact import redact, redact_mapping, register_secret
 from backstay.taxonomy import (
@@ -24,7 +25,6 @@ from backstay.taxonomy import (
     Action,
     CodeInfo,
     ErrorCategory,
-    Failure,
     FailureKind,
     KindInfo,
     code_info,

@@ -6,7 +6,7 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any, Generic, TypeVar
 
-from backstay.taxonomy import Failure
+from backstay.failure import Failure
 
 __all__ = ["StructuredOutcome"]
 

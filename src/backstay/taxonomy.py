@@ -1,9 +1,8 @@
 """The closed failure taxonomy: what went wrong out there, in one provider-neutral shape.
 
 ``FailureKind`` is the closed set of kinds; every ``ERR_*`` code belongs to exactly one
-kind and has exactly one retryability, so the same code always decides the same way.
-``Failure`` is the frozen value every classifier returns. Its message and details are
-redacted on construction, so a ``Failure`` can be logged, stored or printed as it is.
+kind and has exactly one retryability, so the same code always decides the same way. The
+value built from them, ``Failure``, lives in ``backstay.failure``.
 
 These are descriptions of failures, not exceptions: backstay's own exceptions live in
 ``backstay.errors``.
@@ -12,13 +11,9 @@ These are descriptions of failures, not exceptions: backstay's own exceptions li
 from __future__ import annotations
 
 import dataclasses
-import datetime as _dt
 import enum
-import json
 from collections.abc import Mapping
 from typing import Any, Final
-
-from backstay.redact import redact, redact_mapping
 
 __all__ = [
     "CODES",
@@ -26,7 +21,6 @@ __all__ = [
     "Action",
     "CodeInfo",
     "ErrorCategory",
-    "Failure",
     "FailureKind",
     "KindInfo",
     "code_info",
@@ -364,144 +358,7 @@ _ALL_CODES: list[CodeInfo] = [
 
 CODES: Final[Mapping[str, CodeInfo]] = {info.code: info for info in _ALL_CODES}
 
-_MAX_DETAIL_ITEMS: Final = 32
-_MAX_DETAIL_TEXT: Final = 2000
-_MAX_MESSAGE: Final = 4000
-
 
 def code_info(code: str) -> CodeInfo:
     """The registered description of ``code``; raises ``KeyError`` for an unknown code."""
     return CODES[code]
-
-
-def _trim_details(details: Mapping[str, Any]) -> dict[str, Any]:
-    """Redacted first, then trimmed: a cut must never leave half a secret behind."""
-    kept = dict(list(details.items())[:_MAX_DETAIL_ITEMS])
-    redacted: dict[str, Any] = redact_mapping(kept)
-    for key, value in redacted.items():
-        if isinstance(value, str) and len(value) > _MAX_DETAIL_TEXT:
-            redacted[key] = value[:_MAX_DETAIL_TEXT] + "…"
-    return redacted
-
-
-@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
-class Failure:
-    """One classified failure. Frozen; ``message`` and ``details`` are redacted on creation.
-
-    ``kind`` and ``retryable`` always follow from ``code`` (see ``CODES``), so they are not
-    constructor arguments; an unregistered code raises ``ValueError``.
-    """
-
-    code: str
-    kind: FailureKind = dataclasses.field(init=False)
-    message: str = ""
-    retry_after_s: float | None = None
-    resets_at: _dt.datetime | None = None
-    provider: str | None = None
-    status: int | None = None
-    details: Mapping[str, Any] = dataclasses.field(default_factory=dict)
-
-    def __post_init__(self) -> None:
-        info = CODES.get(self.code)
-        if info is None:
-            raise ValueError(f"Failure: unknown code {self.code!r} (see backstay.CODES)")
-        object.__setattr__(self, "kind", info.kind)
-        if self.retry_after_s is not None and not self.retry_after_s >= 0:
-            raise ValueError(f"Failure.retry_after_s must be >= 0, got {self.retry_after_s!r}")
-        if self.resets_at is not None and self.resets_at.tzinfo is None:
-            raise ValueError("Failure.resets_at must be timezone-aware")
-        message = redact(self.message)
-        if len(message) > _MAX_MESSAGE:
-            message = message[:_MAX_MESSAGE] + "…"
-        object.__setattr__(self, "message", message)
-        object.__setattr__(self, "details", _trim_details(self.details))
-
-    @property
-    def retryable(self) -> bool:
-        """Whether this failure may be retried at all; decided by ``code`` alone."""
-        return CODES[self.code].retryable
-
-    @property
-    def action(self) -> Action:
-        """The engine's default action for this failure."""
-        if not self.retryable and KINDS[self.kind].retryable:
-            return Action.FAIL
-        return KINDS[self.kind].action
-
-    @property
-    def category(self) -> ErrorCategory:
-        return KINDS[self.kind].category
-
-    def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready mapping with every field (``resets_at`` as ISO-8601)."""
-        return {
-            "kind": str(self.kind),
-            "code": self.code,
-            "retryable": self.retryable,
-            "action": str(self.action),
-            "retry_after_s": self.retry_after_s,
-            "resets_at": self.resets_at.isoformat() if self.resets_at else None,
-            "provider": self.provider,
-            "status": self.status,
-            "message": self.message,
-            "details": dict(self.details),
-        }
-
-    def to_json(self) -> str:
-        return json.dumps(self.to_dict(), sort_keys=True, default=str)
-
-    def to_error_info(self) -> dict[str, Any]:
-        """The skill error contract: ``{code, message, category, retryable, details,
-        retry_after_ms, upstream_status, provider}``. ``resets_at`` travels in ``details``."""
-        details = dict(self.details)
-        if self.resets_at is not None:
-            details["resets_at"] = self.resets_at.isoformat()
-        return {
-            "code": self.code,
-            "message": self.message,
-            "category": str(self.category),
-            "retryable": self.retryable,
-            "details": details,
-            "retry_after_ms": (
-                None if self.retry_after_s is None else round(self.retry_after_s * 1000)
-            ),
-            "upstream_status": self.status,
-            "provider": self.provider,
-        }
-
-    @classmethod
-    def from_error_info(cls, info: Mapping[str, Any]) -> Failure:
-        """The inverse of ``to_error_info``."""
-        details = dict(info.get("details") or {})
-        resets_raw = details.pop("resets_at", None)
-        resets_at = _dt.datetime.fromisoformat(resets_raw) if resets_raw else None
-        ms = info.get("retry_after_ms")
-        return cls(
-            code=str(info["code"]),
-            message=str(info.get("message") or ""),
-            retry_after_s=None if ms is None else float(ms) / 1000.0,
-            resets_at=resets_at,
-            provider=info.get("provider"),
-            status=info.get("upstream_status"),
-            details=details,
-        )
-
-    def to_adapter_error(self) -> dict[str, Any]:
-        """The adapter reliability contract: ``{error_type, message, retry_after_seconds,
-        raw_error}``. ``raw_error`` is the full ``to_error_info`` mapping, so nothing is lost."""
-        return {
-            "error_type": KINDS[self.kind].adapter_error_type,
-            "message": self.message,
-            "retry_after_seconds": self.retry_after_s,
-            "raw_error": self.to_error_info(),
-        }
-
-    @classmethod
-    def from_adapter_error(cls, error: Mapping[str, Any]) -> Failure:
-        """The inverse of ``to_adapter_error``."""
-        return cls.from_error_info(error["raw_error"])
-
-    def __str__(self) -> str:
-        where = f" [{self.provider}]" if self.provider else ""
-        status = f" HTTP {self.status}" if self.status is not None else ""
-        return f"{self.kind}/{self.code}{where}{status}: {self.message}"

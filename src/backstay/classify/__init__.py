@@ -25,7 +25,8 @@ from backstay.classify._http import parse_body, sse_events
 from backstay.classify.agents import AGENTS, agent_name
 from backstay.classify.agents._common import from_text, with_agent
 from backstay.classify.exceptions import classify_exception
-from backstay.taxonomy import CODES, Failure
+from backstay.failure import Failure
+from backstay.taxonomy import CODES
 
 __all__ = [
     "AGENT_NAMES",

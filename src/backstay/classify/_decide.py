@@ -35,7 +35,8 @@ from backstay.classify._waits import (
     retry_after_from_headers,
     wait_from_message,
 )
-from backstay.taxonomy import CODES, Failure, FailureKind
+from backstay.failure import Failure
+from backstay.taxonomy import CODES, FailureKind
 
 _SPECIFIC: Final[Mapping[str, str]] = {
     **{k.lower(): v for k, v in gemini.SPECIFIC.items()},

@@ -19,7 +19,8 @@ from backstay.classify._decide import build_failure
 from backstay.classify._evidence import read_evidence
 from backstay.classify._http import as_int
 from backstay.classify._patterns import match_message, match_transport
-from backstay.taxonomy import CODES, Failure, FailureKind
+from backstay.failure import Failure
+from backstay.taxonomy import CODES, FailureKind
 
 _RESPONSE: Final = "response"  # the exception carries an HTTP response: read it
 

@@ -7,7 +7,7 @@ import json
 from collections.abc import Callable
 
 from backstay.classify import classify, classify_output, classify_response
-from backstay.taxonomy import Failure
+from backstay.failure import Failure
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

@@ -16,7 +16,7 @@ from backstay.classify.agents import agent_name
 from backstay.cli._examples import EXAMPLES, Example
 from backstay.cli._input import build_exception, parse_headers, read_value
 from backstay.errors import ConfigError
-from backstay.taxonomy import Failure
+from backstay.failure import Failure
 
 USAGE_ERROR = 2
 

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from typing import Final
 
 from backstay.classify.agents import aider, claude_code, codex, gemini_cli, opencode
-from backstay.taxonomy import Failure
+from backstay.failure import Failure
 
 Checker = Callable[[str, "int | None", _dt.datetime], "Failure | None"]
 

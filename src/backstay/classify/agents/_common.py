@@ -12,7 +12,7 @@ from typing import Any
 from backstay.classify._decide import build_failure
 from backstay.classify._evidence import read_evidence
 from backstay.classify._patterns import match_transport
-from backstay.taxonomy import Failure
+from backstay.failure import Failure
 
 _MAX_OBJECTS = 50_000
 

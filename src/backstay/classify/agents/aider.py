@@ -12,7 +12,7 @@ import datetime as _dt
 import re
 
 from backstay.classify.agents._common import coded, from_text
-from backstay.taxonomy import Failure
+from backstay.failure import Failure
 
 AGENT = "aider"
 

@@ -20,7 +20,7 @@ from backstay.classify.agents._common import (
     no_error_event,
     status_from_text,
 )
-from backstay.taxonomy import Failure
+from backstay.failure import Failure
 
 AGENT = "claude-code"
 _FAMILY = "anthropic"

@@ -19,7 +19,7 @@ from backstay.classify.agents._common import (
     no_error_event,
     status_from_text,
 )
-from backstay.taxonomy import Failure
+from backstay.failure import Failure
 
 AGENT = "codex"
 _FAMILY = "openai"

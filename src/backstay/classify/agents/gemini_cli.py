@@ -22,7 +22,7 @@ from backstay.classify.agents._common import (
     outside_json,
     status_from_text,
 )
-from backstay.taxonomy import Failure
+from backstay.failure import Failure
 
 AGENT = "gemini-cli"
 _FAMILY = "gemini"
