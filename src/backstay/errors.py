@@ -3,15 +3,27 @@
 ::
 
     BackstayError
-    └── ConfigError (also a ValueError)   bad settings or arguments, named with where they are
+    ├── ConfigError (also a ValueError)   bad settings or arguments, named with where they are
+    └── Rejected                          backstay refused to run the call at all
+        ├── CircuitOpen                   the circuit is open; retry_after_s says until when
+        ├── RetryBudgetExhausted          retries would exceed the operation's retry budget
+        └── DeadlineExceeded              the deadline cannot fit the next wait
 
-Caller exceptions are never wrapped: when backstay gives up, the original exception
-propagates.
+Caller exceptions are never wrapped: when retries run out, the original exception
+propagates with its ``Failure`` attached (``exc.failure`` and a note). ``Rejected``
+errors are raised only when backstay itself decides not to call.
 """
 
 from __future__ import annotations
 
-__all__ = ["BackstayError", "ConfigError"]
+__all__ = [
+    "BackstayError",
+    "CircuitOpen",
+    "ConfigError",
+    "DeadlineExceeded",
+    "Rejected",
+    "RetryBudgetExhausted",
+]
 
 
 class BackstayError(Exception):
@@ -23,4 +35,39 @@ class ConfigError(BackstayError, ValueError):
 
     def __init__(self, message: str, *, where: str | None = None) -> None:
         self.where = where
+        self.reason = message
         super().__init__(f"{where}: {message}" if where else message)
+
+
+class Rejected(BackstayError):
+    """backstay refused to make the call. ``retry_after_s`` says when trying again may work."""
+
+    def __init__(self, message: str, *, retry_after_s: float | None = None) -> None:
+        self.retry_after_s = retry_after_s
+        super().__init__(message)
+
+
+class CircuitOpen(Rejected):
+    """The circuit ``name`` is open (or its half-open probes are all taken)."""
+
+    def __init__(self, name: str, *, retry_after_s: float | None) -> None:
+        self.name = name
+        wait = "" if retry_after_s is None else f"; next probe in {retry_after_s:.3f} s"
+        super().__init__(f"circuit {name!r} is open{wait}", retry_after_s=retry_after_s)
+
+
+class RetryBudgetExhausted(Rejected):
+    """Retrying now would exceed the retry budget of ``name``: fail fast, join no storm."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        super().__init__(f"retry budget {name!r} is spent")
+
+
+class DeadlineExceeded(Rejected):
+    """The call's deadline cannot fit the next attempt or wait."""
+
+    def __init__(self, deadline_s: float, *, needed_s: float) -> None:
+        self.deadline_s = deadline_s
+        self.needed_s = needed_s
+        super().__init__(f"deadline of {deadline_s:.3f} s cannot fit a wait of {needed_s:.3f} s")

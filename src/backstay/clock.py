@@ -1,0 +1,64 @@
+"""Time and randomness, injected: every decision takes ``now`` and a random draw as inputs.
+
+``Clock`` is what drivers use to read time and to sleep; ``SYSTEM_CLOCK`` is the real one,
+``backstay.testing.FakeClock`` a manual one whose sleeps return at once. ``seeded_unit``
+gives reproducible jitter: the same seed, key and attempt give the same draw.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as _dt
+import hashlib
+import random
+import time
+from typing import Final, Protocol, runtime_checkable
+
+__all__ = ["SYSTEM_CLOCK", "Clock", "SystemClock", "seeded_unit"]
+
+
+@runtime_checkable
+class Clock(Protocol):
+    """Monotonic time for durations, wall time for resets, and sleeping."""
+
+    def monotonic(self) -> float: ...
+
+    def now(self) -> _dt.datetime: ...
+
+    def sleep(self, seconds: float) -> None: ...
+
+    async def asleep(self, seconds: float) -> None: ...
+
+
+class SystemClock:
+    """The real clock. Sleeps are cancellable (asyncio) and interruptible (threads)."""
+
+    __slots__ = ()
+
+    def monotonic(self) -> float:
+        return time.monotonic()
+
+    def now(self) -> _dt.datetime:
+        return _dt.datetime.now(_dt.UTC)
+
+    def sleep(self, seconds: float) -> None:
+        time.sleep(seconds)
+
+    async def asleep(self, seconds: float) -> None:
+        await asyncio.sleep(seconds)
+
+
+SYSTEM_CLOCK: Final = SystemClock()
+
+_SCALE: Final = float(1 << 53)
+
+
+def seeded_unit(seed: int | str, key: str, attempt: int) -> float:
+    """A uniform draw in [0, 1) fixed by ``(seed, key, attempt)``: reproducible jitter."""
+    digest = hashlib.blake2b(f"{seed}\x1f{key}\x1f{attempt}".encode(), digest_size=8).digest()
+    return (int.from_bytes(digest, "big") >> 11) / _SCALE
+
+
+def unseeded_unit() -> float:
+    """A uniform draw in [0, 1) from the process's random source."""
+    return random.random()  # noqa: S311 - jitter, not cryptography

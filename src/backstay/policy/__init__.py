@@ -1,0 +1,29 @@
+"""Pure decision logic: backoff, retry policies, and the protocols of breakers, budgets and
+rate limiters. Nothing here does I/O or reads a clock."""
+
+from __future__ import annotations
+
+from backstay.policy.backoff import Backoff, JitterMode, next_delay
+from backstay.policy.builtin import AGENT_DISPATCH, AGGRESSIVE, BUILTIN_POLICIES, NO_RETRY, STANDARD
+from backstay.policy.protocols import CircuitBreakerLike, Permit, RateLimiterLike, RetryBudgetLike
+from backstay.policy.retry import GiveUpReason, KindOverride, RetryDecision, RetryPolicy, decide
+
+__all__ = [
+    "AGENT_DISPATCH",
+    "AGGRESSIVE",
+    "BUILTIN_POLICIES",
+    "NO_RETRY",
+    "STANDARD",
+    "Backoff",
+    "CircuitBreakerLike",
+    "GiveUpReason",
+    "JitterMode",
+    "KindOverride",
+    "Permit",
+    "RateLimiterLike",
+    "RetryBudgetLike",
+    "RetryDecision",
+    "RetryPolicy",
+    "decide",
+    "next_delay",
+]

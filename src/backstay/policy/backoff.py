@@ -1,0 +1,83 @@
+"""Backoff: the next delay as a pure function of (shape, attempt, previous delay, a draw).
+
+Shapes (``n`` is the retry number, from 1):
+
+* ``constant``: ``initial``
+* ``linear``: ``initial · n``
+* ``exponential``: ``initial · multiplier^(n−1)``
+
+then capped at ``max_delay_s``, then jittered:
+
+* ``none``: as computed
+* ``proportional``: ``d · (1 + jitter · (2u − 1))``: ± ``jitter`` around ``d``
+* ``full``: ``u · d`` (AWS "full jitter")
+* ``decorrelated``: ``min(cap, initial + u · (3 · previous − initial))`` (AWS), stateful
+  through ``previous``
+
+and capped again. ``u`` is a uniform draw in [0, 1) supplied by the caller (seeded or not).
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+
+__all__ = ["Backoff", "JitterMode", "next_delay"]
+
+
+class Backoff(enum.StrEnum):
+    CONSTANT = "constant"
+    LINEAR = "linear"
+    EXPONENTIAL = "exponential"
+
+
+class JitterMode(enum.StrEnum):
+    NONE = "none"
+    PROPORTIONAL = "proportional"
+    FULL = "full"
+    DECORRELATED = "decorrelated"
+
+
+# 2.0 ** 1100 overflows; long before that the cap applies, so stop growing early.
+_MAX_EXPONENT = 1000
+
+
+def base_delay(
+    backoff: Backoff, retry: int, *, initial_s: float, multiplier: float, max_s: float
+) -> float:
+    """The un-jittered delay before retry number ``retry`` (from 1), capped at ``max_s``."""
+    if backoff is Backoff.CONSTANT:
+        delay = initial_s
+    elif backoff is Backoff.LINEAR:
+        delay = initial_s * retry
+    else:
+        exponent = min(retry - 1, _MAX_EXPONENT)
+        try:
+            delay = initial_s * multiplier**exponent
+        except OverflowError:
+            delay = math.inf
+    return min(delay, max_s)
+
+
+def next_delay(
+    backoff: Backoff,
+    retry: int,
+    *,
+    initial_s: float,
+    multiplier: float,
+    max_s: float,
+    jitter: float,
+    jitter_mode: JitterMode,
+    previous_s: float | None,
+    draw: float,
+) -> float:
+    """The delay before retry number ``retry`` (from 1); ``draw`` is uniform in [0, 1)."""
+    if jitter_mode is JitterMode.DECORRELATED:
+        prev = initial_s if previous_s is None else max(previous_s, initial_s)
+        return min(max_s, initial_s + draw * (3.0 * prev - initial_s))
+    delay = base_delay(backoff, retry, initial_s=initial_s, multiplier=multiplier, max_s=max_s)
+    if jitter_mode is JitterMode.FULL:
+        return draw * delay
+    if jitter_mode is JitterMode.PROPORTIONAL and jitter > 0.0:
+        return min(max_s, max(0.0, delay * (1.0 + jitter * (2.0 * draw - 1.0))))
+    return delay

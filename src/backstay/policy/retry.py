@@ -1,0 +1,310 @@
+"""``RetryPolicy``: what to retry, how often, how long to wait — and the pure decision.
+
+A policy is frozen, validated on construction (``ConfigError`` names the field and the
+reason), serialisable to and from plain dicts, and derived from another with
+``policy.derive(**changes)``. ``decide()`` turns (policy, failure, attempt, elapsed time,
+previous delay, a random draw) into a ``RetryDecision``; it does no I/O and reads no clock.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Iterable, Mapping
+from typing import Any, Final
+
+from backstay.errors import ConfigError
+from backstay.failure import Failure
+from backstay.policy.backoff import Backoff, JitterMode, next_delay
+from backstay.taxonomy import CODES, FailureKind
+
+__all__ = ["GiveUpReason", "KindOverride", "RetryDecision", "RetryPolicy", "decide"]
+
+DEFAULT_MAX_ATTEMPTS: Final = 3
+DEFAULT_INITIAL_DELAY_S: Final = 0.1
+DEFAULT_MAX_DELAY_S: Final = 5.0
+DEFAULT_MULTIPLIER: Final = 2.0
+DEFAULT_JITTER: Final = 0.1
+DEFAULT_MAX_RETRY_AFTER_S: Final = 60.0
+# Timers fire early and clocks drift: wait a little past what the provider asked.
+RETRY_AFTER_MARGIN_S: Final = 0.05
+# ``unknown`` failures are retried once unless a policy says otherwise.
+UNKNOWN_MAX_ATTEMPTS: Final = 2
+
+
+def _where(policy: str, name: str) -> str:
+    return f"policy {policy!r}: {name}"
+
+
+def _number(value: object, *, where: str, minimum: float = 0.0, integer: bool = False) -> None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ConfigError(f"must be a number, got {value!r}", where=where)
+    if integer and not isinstance(value, int):
+        raise ConfigError(f"must be a whole number, got {value!r}", where=where)
+    if math.isnan(value) or math.isinf(value):
+        raise ConfigError(f"must be finite, got {value!r}", where=where)
+    if value < minimum:
+        raise ConfigError(f"must be >= {minimum:g}, got {value!r}", where=where)
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class KindOverride:
+    """Per-kind settings; ``None`` inherits the policy's value. ``max_attempts`` caps."""
+
+    max_attempts: int | None = None
+    initial_delay_s: float | None = None
+    max_delay_s: float | None = None
+    multiplier: float | None = None
+
+    def validate(self, where: str) -> None:
+        if self.max_attempts is not None:
+            _number(self.max_attempts, where=f"{where}.max_attempts", minimum=1, integer=True)
+        for name in ("initial_delay_s", "max_delay_s"):
+            value = getattr(self, name)
+            if value is not None:
+                _number(value, where=f"{where}.{name}")
+        if self.multiplier is not None:
+            _number(self.multiplier, where=f"{where}.multiplier", minimum=1.0)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {k: v for k, v in dataclasses.asdict(self).items() if v is not None}
+
+
+def _kinds_or_codes(values: Iterable[str], where: str) -> frozenset[str]:
+    out: set[str] = set()
+    for value in values:
+        text = str(value)
+        if text not in CODES and text not in FailureKind.__members__.values():
+            raise ConfigError(f"{text!r} is neither a failure kind nor an ERR_* code", where=where)
+        out.add(text)
+    return frozenset(out)
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class RetryPolicy:
+    """How a call is retried. Immutable; build variants with ``derive``."""
+
+    name: str = "custom"
+    max_attempts: int = DEFAULT_MAX_ATTEMPTS
+    backoff: Backoff = Backoff.EXPONENTIAL
+    initial_delay_s: float = DEFAULT_INITIAL_DELAY_S
+    max_delay_s: float = DEFAULT_MAX_DELAY_S
+    multiplier: float = DEFAULT_MULTIPLIER
+    jitter: float = DEFAULT_JITTER
+    jitter_mode: JitterMode = JitterMode.PROPORTIONAL
+    retry_on: frozenset[str] = frozenset()
+    never_retry_on: frozenset[str] = frozenset()
+    per_kind: Mapping[FailureKind, KindOverride] = dataclasses.field(default_factory=dict)
+    max_retry_after_s: float = DEFAULT_MAX_RETRY_AFTER_S
+    deadline_s: float | None = None
+    seed: int | None = None
+
+    def __post_init__(self) -> None:
+        name = self.name
+        if not isinstance(name, str) or not name:
+            raise ConfigError("must be a non-empty string", where="policy name")
+        set_ = object.__setattr__
+        try:
+            set_(self, "backoff", Backoff(self.backoff))
+        except ValueError:
+            choices = ", ".join(b.value for b in Backoff)
+            raise ConfigError(
+                f"must be one of {choices}, got {self.backoff!r}", where=_where(name, "backoff")
+            ) from None
+        try:
+            set_(self, "jitter_mode", JitterMode(self.jitter_mode))
+        except ValueError:
+            choices = ", ".join(j.value for j in JitterMode)
+            raise ConfigError(
+                f"must be one of {choices}, got {self.jitter_mode!r}",
+                where=_where(name, "jitter_mode"),
+            ) from None
+        _number(self.max_attempts, where=_where(name, "max_attempts"), minimum=1, integer=True)
+        _number(self.initial_delay_s, where=_where(name, "initial_delay_s"))
+        _number(self.max_delay_s, where=_where(name, "max_delay_s"))
+        if self.max_delay_s < self.initial_delay_s:
+            raise ConfigError(
+                f"must be >= initial_delay_s ({self.initial_delay_s:g}), got {self.max_delay_s:g}",
+                where=_where(name, "max_delay_s"),
+            )
+        _number(self.multiplier, where=_where(name, "multiplier"), minimum=1.0)
+        _number(self.jitter, where=_where(name, "jitter"))
+        if self.jitter > 1.0:
+            raise ConfigError(
+                f"is a fraction in [0, 1], got {self.jitter!r}", where=_where(name, "jitter")
+            )
+        _number(self.max_retry_after_s, where=_where(name, "max_retry_after_s"))
+        if self.deadline_s is not None:
+            _number(self.deadline_s, where=_where(name, "deadline_s"))
+        if self.seed is not None and (
+            isinstance(self.seed, bool) or not isinstance(self.seed, int)
+        ):
+            raise ConfigError(f"must be an integer, got {self.seed!r}", where=_where(name, "seed"))
+        set_(self, "retry_on", _kinds_or_codes(self.retry_on, _where(name, "retry_on")))
+        set_(
+            self,
+            "never_retry_on",
+            _kinds_or_codes(self.never_retry_on, _where(name, "never_retry_on")),
+        )
+        set_(self, "per_kind", self._checked_per_kind())
+
+    def _checked_per_kind(self) -> dict[FailureKind, KindOverride]:
+        out: dict[FailureKind, KindOverride] = {}
+        for key, value in dict(self.per_kind).items():
+            where = _where(self.name, f"per_kind.{key}")
+            try:
+                kind = FailureKind(key)
+            except ValueError:
+                raise ConfigError(f"{key!r} is not a failure kind", where=where) from None
+            override = value if isinstance(value, KindOverride) else _override_from(value, where)
+            override.validate(where)
+            out[kind] = override
+        return out
+
+    def derive(self, **changes: Any) -> RetryPolicy:
+        """A new policy: this one with ``changes`` applied (validated again)."""
+        return dataclasses.replace(self, **changes)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain data: the inverse of ``from_dict``."""
+        return {
+            "name": self.name,
+            "max_attempts": self.max_attempts,
+            "backoff": str(self.backoff),
+            "initial_delay_s": self.initial_delay_s,
+            "max_delay_s": self.max_delay_s,
+            "multiplier": self.multiplier,
+            "jitter": self.jitter,
+            "jitter_mode": str(self.jitter_mode),
+            "retry_on": sorted(self.retry_on),
+            "never_retry_on": sorted(self.never_retry_on),
+            "per_kind": {str(k): v.to_dict() for k, v in sorted(self.per_kind.items())},
+            "max_retry_after_s": self.max_retry_after_s,
+            "deadline_s": self.deadline_s,
+            "seed": self.seed,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any], *, name: str | None = None) -> RetryPolicy:
+        """A policy from plain data; unknown keys are a ``ConfigError``."""
+        policy_name = str(name or data.get("name") or "custom")
+        fields = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(data) - fields)
+        if unknown:
+            raise ConfigError(
+                f"unknown key(s) {', '.join(unknown)}; known: {', '.join(sorted(fields))}",
+                where=f"policy {policy_name!r}",
+            )
+        values = dict(data)
+        values["name"] = policy_name
+        for key in ("retry_on", "never_retry_on"):
+            if key in values:
+                raw = values[key]
+                if isinstance(raw, str) or not isinstance(raw, Iterable):
+                    raise ConfigError("must be a list", where=_where(policy_name, key))
+                values[key] = frozenset(str(v) for v in raw)
+        if "per_kind" in values and not isinstance(values["per_kind"], Mapping):
+            raise ConfigError("must be a mapping", where=_where(policy_name, "per_kind"))
+        return cls(**values)
+
+
+def _override_from(value: object, where: str) -> KindOverride:
+    if not isinstance(value, Mapping):
+        raise ConfigError("must be a mapping", where=where)
+    fields = {f.name for f in dataclasses.fields(KindOverride)}
+    unknown = sorted(set(value) - fields)
+    if unknown:
+        raise ConfigError(
+            f"unknown key(s) {', '.join(map(str, unknown))}; known: {', '.join(sorted(fields))}",
+            where=where,
+        )
+    return KindOverride(**value)
+
+
+class GiveUpReason:
+    """Why ``decide`` stopped retrying (stable strings, used in events)."""
+
+    NOT_RETRYABLE: Final = "not_retryable"
+    ATTEMPTS_EXHAUSTED: Final = "attempts_exhausted"
+    RETRY_AFTER_TOO_LONG: Final = "retry_after_exceeds_max"
+    DEADLINE: Final = "deadline"
+    CANCELLED: Final = "cancelled"
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class RetryDecision:
+    """``retry`` with ``delay_s``, or give up for ``reason``."""
+
+    retry: bool
+    delay_s: float = 0.0
+    reason: str | None = None
+
+
+_CANCELLED: Final = RetryDecision(False, reason=GiveUpReason.CANCELLED)
+_NOT_RETRYABLE: Final = RetryDecision(False, reason=GiveUpReason.NOT_RETRYABLE)
+_EXHAUSTED: Final = RetryDecision(False, reason=GiveUpReason.ATTEMPTS_EXHAUSTED)
+
+
+def _retry_allowed(policy: RetryPolicy, failure: Failure) -> bool:
+    kind, code = str(failure.kind), failure.code
+    if kind in policy.never_retry_on or code in policy.never_retry_on:
+        return False
+    if policy.retry_on:
+        return kind in policy.retry_on or code in policy.retry_on
+    return failure.retryable
+
+
+def attempt_limit(policy: RetryPolicy, kind: FailureKind) -> int:
+    """How many attempts ``policy`` allows for failures of ``kind``."""
+    override = policy.per_kind.get(kind)
+    if override is not None and override.max_attempts is not None:
+        return min(policy.max_attempts, override.max_attempts)
+    if kind is FailureKind.UNKNOWN:
+        return min(policy.max_attempts, UNKNOWN_MAX_ATTEMPTS)
+    return policy.max_attempts
+
+
+def decide(
+    policy: RetryPolicy,
+    failure: Failure,
+    *,
+    attempt: int,
+    elapsed_s: float,
+    previous_delay_s: float | None,
+    draw: float,
+) -> RetryDecision:
+    """What to do after attempt number ``attempt`` (from 1) failed with ``failure``."""
+    kind = failure.kind
+    if kind is FailureKind.CANCELLED:
+        return _CANCELLED
+    if not _retry_allowed(policy, failure):
+        return _NOT_RETRYABLE
+    if attempt >= attempt_limit(policy, kind):
+        return _EXHAUSTED
+    override = policy.per_kind.get(kind)
+    initial = policy.initial_delay_s
+    maximum = policy.max_delay_s
+    multiplier = policy.multiplier
+    if override is not None:
+        initial = initial if override.initial_delay_s is None else override.initial_delay_s
+        maximum = maximum if override.max_delay_s is None else override.max_delay_s
+        multiplier = multiplier if override.multiplier is None else override.multiplier
+    delay = next_delay(
+        policy.backoff,
+        attempt,
+        initial_s=initial,
+        multiplier=multiplier,
+        max_s=max(maximum, initial),
+        jitter=policy.jitter,
+        jitter_mode=policy.jitter_mode,
+        previous_s=previous_delay_s,
+        draw=draw,
+    )
+    hint = failure.retry_after_s
+    if hint is not None and hint > 0.0:
+        if hint > policy.max_retry_after_s:
+            return RetryDecision(False, delay_s=hint, reason=GiveUpReason.RETRY_AFTER_TOO_LONG)
+        delay = max(delay, hint + RETRY_AFTER_MARGIN_S)
+    if policy.deadline_s is not None and elapsed_s + delay > policy.deadline_s:
+        return RetryDecision(False, delay_s=delay, reason=GiveUpReason.DEADLINE)
+    return RetryDecision(True, delay_s=delay)
