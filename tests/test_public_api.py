@@ -11,11 +11,14 @@ SNAPSHOT = Path(__file__).with_name("public_api.txt")
 MODULES = (
     "backstay",
     "backstay.classify",
+    "backstay.clock",
     "backstay.errors",
     "backstay.failure",
     "backstay.outcome",
+    "backstay.policy",
     "backstay.redact",
     "backstay.taxonomy",
+    "backstay.testing",
 )
 
 
