@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from importlib.metadata import PackageNotFoundError, version
 
+from backstay.call import Attempt, aattempts, acall, attempts, call, retry
 from backstay.classify import (
     AGENT_NAMES,
     check_output,
@@ -15,9 +16,17 @@ from backstay.classify import (
     classify_output,
     classify_response,
 )
-from backstay.errors import BackstayError, ConfigError
+from backstay.errors import (
+    BackstayError,
+    CircuitOpen,
+    ConfigError,
+    DeadlineExceeded,
+    Rejected,
+    RetryBudgetExhausted,
+)
 from backstay.failure import Failure
 from backstay.outcome import StructuredOutcome
+from backstay.policy import Backoff, JitterMode, KindOverride, RetryPolicy
 from backstay.redact import redact, redact_mapping, register_secret
 from backstay.taxonomy import (
     CODES,
@@ -40,15 +49,28 @@ __all__ = [
     "CODES",
     "KINDS",
     "Action",
+    "Attempt",
+    "Backoff",
     "BackstayError",
+    "CircuitOpen",
     "CodeInfo",
     "ConfigError",
+    "DeadlineExceeded",
     "ErrorCategory",
     "Failure",
     "FailureKind",
+    "JitterMode",
     "KindInfo",
+    "KindOverride",
+    "Rejected",
+    "RetryBudgetExhausted",
+    "RetryPolicy",
     "StructuredOutcome",
     "__version__",
+    "aattempts",
+    "acall",
+    "attempts",
+    "call",
     "check_output",
     "check_response",
     "classify",
@@ -58,4 +80,5 @@ __all__ = [
     "redact",
     "redact_mapping",
     "register_secret",
+    "retry",
 ]

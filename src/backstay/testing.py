@@ -8,10 +8,63 @@
 
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
+import logging
 import threading
+from collections.abc import Iterator
 
-__all__ = ["FakeClock"]
+from backstay._attempts import test_mode
+from backstay.observe.events import Event
+from backstay.observe.sinks import BUS
+
+__all__ = ["CapturedEvents", "FakeClock", "capture_events", "testing_mode"]
+
+DEFAULT_TEST_ATTEMPTS = 3
+
+
+@contextlib.contextmanager
+def testing_mode(*, attempts: int | None = DEFAULT_TEST_ATTEMPTS) -> Iterator[None]:
+    """Inside the block every retry delay is zero (no sleep at all) and calls make at most
+    ``attempts`` attempts (``None``: as the policy says). Not for concurrent test threads
+    that expect different modes: the switch is process-wide, like the clock it replaces."""
+    previous = (test_mode.active, test_mode.max_attempts)
+    test_mode.active, test_mode.max_attempts = True, attempts
+    try:
+        yield
+    finally:
+        test_mode.active, test_mode.max_attempts = previous
+
+
+# pytest collects module-level names starting with "test"; this one is a helper.
+testing_mode.__test__ = False  # type: ignore[attr-defined]
+
+
+class CapturedEvents(list[Event]):
+    """The events emitted inside ``capture_events()``, in order."""
+
+    min_level: int = logging.DEBUG
+
+    def emit(self, event: Event) -> None:
+        self.append(event)
+
+    def named(self, name: str) -> list[Event]:
+        return [e for e in self if e.name == name]
+
+    @property
+    def names(self) -> list[str]:
+        return [e.name for e in self]
+
+
+@contextlib.contextmanager
+def capture_events() -> Iterator[CapturedEvents]:
+    """Collect every event (all levels) emitted while the block runs."""
+    sink = CapturedEvents()
+    BUS.add(sink)
+    try:
+        yield sink
+    finally:
+        BUS.remove(sink)
 
 
 class FakeClock:

@@ -1,0 +1,235 @@
+"""The per-call state every retry driver shares: one object per call, nothing shared.
+
+``CallState`` walks one logical call through its attempts: before each attempt it asks the
+rate limiter how long to wait and the breaker for a permit; after a failure it classifies
+the exception, reports it, asks the policy (``backstay.policy.decide``) and the retry
+budget, and either returns the delay to sleep or re-raises the original exception with its
+``Failure`` attached. The sync, async and block drivers in ``backstay.call`` only sleep
+and call.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+from typing import NoReturn
+
+from backstay.classify import classify
+from backstay.clock import Clock, seeded_unit, unseeded_unit
+from backstay.errors import DeadlineExceeded, RetryBudgetExhausted
+from backstay.failure import Failure
+from backstay.observe.events import (
+    AttemptFailed,
+    AttemptStarted,
+    CallSucceeded,
+    GaveUp,
+    RateLimited,
+    RetryScheduled,
+)
+from backstay.observe.sinks import BUS
+from backstay.policy.protocols import CircuitBreakerLike, Permit, RateLimiterLike, RetryBudgetLike
+from backstay.policy.retry import RetryPolicy, decide
+
+__all__ = ["CallState", "TestMode", "attach_failure", "test_mode"]
+
+_NOTE_PREFIX = "backstay: "
+
+
+@dataclasses.dataclass(slots=True)
+class TestMode:
+    """``backstay.testing.testing_mode`` switches this on: no delays, capped attempts."""
+
+    active: bool = False
+    max_attempts: int | None = None
+
+
+test_mode = TestMode()
+
+
+def attach_failure(exc: BaseException, failure: Failure) -> None:
+    """Put ``failure`` on ``exc`` (``exc.failure`` and one note), without wrapping it."""
+    with contextlib.suppress(AttributeError, TypeError):  # slotted or frozen exception types
+        exc.failure = failure  # type: ignore[attr-defined]
+    notes = getattr(exc, "__notes__", ())
+    if not any(isinstance(n, str) and n.startswith(_NOTE_PREFIX) for n in notes):
+        exc.add_note(f"{_NOTE_PREFIX}{failure.kind}/{failure.code}: {failure.message[:200]}")
+
+
+class CallState:
+    """One logical call: attempt counter, timing, the open permit, the previous delay."""
+
+    __slots__ = (
+        "attempt",
+        "breaker",
+        "budget",
+        "clock",
+        "limiter",
+        "operation",
+        "permit",
+        "policy",
+        "previous_delay",
+        "started",
+    )
+
+    def __init__(
+        self,
+        policy: RetryPolicy,
+        clock: Clock,
+        *,
+        operation: str | None,
+        breaker: CircuitBreakerLike | None,
+        budget: RetryBudgetLike | None,
+        limiter: RateLimiterLike | None,
+    ) -> None:
+        self.policy = policy
+        self.clock = clock
+        self.operation = operation
+        self.breaker = breaker
+        self.budget = budget
+        self.limiter = limiter
+        self.attempt = 0
+        self.permit: Permit | None = None
+        self.previous_delay: float | None = None
+        self.started = clock.monotonic()
+        if budget is not None:
+            budget.record_call()
+
+    def elapsed(self) -> float:
+        return self.clock.monotonic() - self.started
+
+    def limiter_wait(self) -> float:
+        """Seconds to wait before the next attempt because of the rate limiter (0: none)."""
+        if self.limiter is None:
+            return 0.0
+        wait = self.limiter.reserve()
+        if wait <= 0.0:
+            return 0.0
+        deadline = self.policy.deadline_s
+        if deadline is not None and self.elapsed() + wait > deadline:
+            raise DeadlineExceeded(deadline, needed_s=wait)
+        if BUS.wants(RateLimited.level):
+            BUS.emit(
+                RateLimited(
+                    operation=self.operation,
+                    policy=self.policy.name,
+                    attempt=self.attempt + 1,
+                    wait_s=wait,
+                    limiter=self.limiter.name,
+                )
+            )
+        return wait if not test_mode.active else 0.0
+
+    def start_attempt(self) -> None:
+        """Count the attempt and take a breaker permit (``CircuitOpen`` propagates)."""
+        self.attempt += 1
+        if self.breaker is not None:
+            self.permit = self.breaker.acquire()
+        if BUS.wants(AttemptStarted.level):
+            BUS.emit(
+                AttemptStarted(
+                    operation=self.operation, policy=self.policy.name, attempt=self.attempt
+                )
+            )
+
+    def succeeded(self) -> None:
+        if self.permit is not None:
+            self.permit.success()
+            self.permit = None
+        if BUS.wants(CallSucceeded.level):
+            BUS.emit(
+                CallSucceeded(
+                    operation=self.operation,
+                    policy=self.policy.name,
+                    attempts=self.attempt,
+                    elapsed_s=self.elapsed(),
+                )
+            )
+
+    def cancelled(self) -> None:
+        """A ``BaseException`` that is not an ``Exception``: neither success nor failure."""
+        if self.permit is not None:
+            self.permit.release()
+            self.permit = None
+
+    def failed(self, exc: Exception) -> float:
+        """The delay before the next attempt; re-raises ``exc`` when the call gives up."""
+        failure = classify(exc)
+        if self.permit is not None:
+            self.permit.failure(failure)
+            self.permit = None
+        if self.limiter is not None:
+            self.limiter.observe(failure)
+        policy = self.policy
+        draw = (
+            unseeded_unit()
+            if policy.seed is None
+            else seeded_unit(policy.seed, policy.name, self.attempt)
+        )
+        elapsed = self.elapsed()
+        decision = decide(
+            policy,
+            failure,
+            attempt=self.attempt,
+            elapsed_s=elapsed,
+            previous_delay_s=self.previous_delay,
+            draw=draw,
+        )
+        retry = decision.retry
+        reason = decision.reason or ""
+        cap = test_mode.max_attempts if test_mode.active else None
+        if retry and cap is not None and self.attempt >= cap:
+            retry, reason = False, "testing_mode_attempts"
+        if BUS.wants(AttemptFailed.level):
+            BUS.emit(
+                AttemptFailed(
+                    operation=self.operation,
+                    policy=policy.name,
+                    attempt=self.attempt,
+                    failure=failure,
+                    delay_s=decision.delay_s if retry else None,
+                    elapsed_s=elapsed,
+                )
+            )
+        if not retry:
+            self._give_up(exc, failure, reason, elapsed)
+        if self.budget is not None and not self.budget.try_spend_retry():
+            attach_failure(exc, failure)
+            raise RetryBudgetExhausted(self.budget.name) from exc
+        delay = 0.0 if test_mode.active else decision.delay_s
+        self.previous_delay = decision.delay_s
+        if BUS.wants(RetryScheduled.level):
+            BUS.emit(
+                RetryScheduled(
+                    operation=self.operation,
+                    policy=policy.name,
+                    attempt=self.attempt,
+                    delay_s=delay,
+                    failure=failure,
+                )
+            )
+        if failure.retry_after_s and BUS.wants(RateLimited.level):
+            BUS.emit(
+                RateLimited(
+                    operation=self.operation,
+                    policy=policy.name,
+                    attempt=self.attempt,
+                    wait_s=delay,
+                    failure=failure,
+                )
+            )
+        return delay
+
+    def _give_up(self, exc: Exception, failure: Failure, reason: str, elapsed: float) -> NoReturn:
+        attach_failure(exc, failure)
+        if BUS.wants(GaveUp.level):
+            BUS.emit(
+                GaveUp(
+                    operation=self.operation,
+                    policy=self.policy.name,
+                    attempts=self.attempt,
+                    reason=reason,
+                    failure=failure,
+                    elapsed_s=elapsed,
+                )
+            )
+        raise exc

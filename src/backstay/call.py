@@ -1,0 +1,366 @@
+"""The retry drivers: ``call`` / ``acall``, the ``@retry`` decorator, and the block forms
+``attempts`` / ``aattempts`` — thin loops over ``CallState`` and the pure policy core.
+
+* The first attempt runs inline; all retry machinery is built only after a failure, so a
+  call that succeeds pays for one ``try``.
+* Only ``Exception`` is classified and retried. ``CancelledError``, ``KeyboardInterrupt``
+  and ``SystemExit`` propagate at once, are never counted as failures, and release any
+  breaker permit; a cancelled backoff sleep stops at once.
+* A zero delay means no sleep call at all.
+* When the call gives up, the ORIGINAL exception propagates with its ``Failure`` attached
+  (``exc.failure`` and a note); ``RetryBudgetExhausted`` / ``CircuitOpen`` are raised only
+  when backstay itself refuses to call.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import inspect
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from typing import Any, NamedTuple, ParamSpec, TypeVar, overload
+
+from backstay._attempts import CallState, test_mode
+from backstay.clock import SYSTEM_CLOCK, Clock
+from backstay.errors import ConfigError
+from backstay.observe.events import AttemptStarted
+from backstay.observe.sinks import BUS
+from backstay.policy.builtin import BUILTIN_POLICIES, STANDARD
+from backstay.policy.protocols import CircuitBreakerLike, RateLimiterLike, RetryBudgetLike
+from backstay.policy.retry import RetryPolicy
+
+__all__ = ["Attempt", "aattempts", "acall", "attempts", "call", "retry"]
+
+P = ParamSpec("P")
+T = TypeVar("T")
+
+PolicySpec = RetryPolicy | str | None
+
+_policy_lookup: Callable[[str], RetryPolicy] = BUILTIN_POLICIES.__getitem__
+_operation_lookup: Callable[[str], RetryPolicy] = lambda _op: STANDARD  # noqa: E731
+
+
+def set_policy_source(
+    by_name: Callable[[str], RetryPolicy], by_operation: Callable[[str], RetryPolicy]
+) -> None:
+    """Where policy names and operation types are looked up (the configured registry)."""
+    global _policy_lookup, _operation_lookup
+    _policy_lookup, _operation_lookup = by_name, by_operation
+
+
+def resolve_policy(policy: PolicySpec, operation: str | None) -> RetryPolicy:
+    """A policy object from a policy, a policy name, or an operation type."""
+    if isinstance(policy, RetryPolicy):
+        return policy
+    if isinstance(policy, str):
+        try:
+            return _policy_lookup(policy)
+        except KeyError:
+            raise ConfigError(f"no policy named {policy!r}", where="policy") from None
+    if policy is not None:
+        raise ConfigError(f"expected a RetryPolicy or a name, got {policy!r}", where="policy")
+    if operation is not None:
+        return _operation_lookup(operation)
+    return _policy_lookup("standard")
+
+
+class _Options(NamedTuple):
+    """What a driver needs besides the function: resolved once per call or decoration."""
+
+    policy: RetryPolicy
+    operation: str | None
+    breaker: CircuitBreakerLike | None
+    budget: RetryBudgetLike | None
+    limiter: RateLimiterLike | None
+    clock: Clock | None
+
+
+def _plain(breaker: object | None, budget: object | None, limiter: object | None) -> bool:
+    """Nothing to consult before the first attempt: it may run inline."""
+    return (
+        breaker is None
+        and budget is None
+        and limiter is None
+        and not test_mode.active
+        and not BUS.wants(AttemptStarted.level)
+    )
+
+
+def call(
+    fn: Callable[..., T],
+    *args: Any,
+    policy: PolicySpec = None,
+    operation: str | None = None,
+    breaker: CircuitBreakerLike | None = None,
+    budget: RetryBudgetLike | None = None,
+    limiter: RateLimiterLike | None = None,
+    clock: Clock | None = None,
+    **kwargs: Any,
+) -> T:
+    """Call ``fn(*args, **kwargs)`` under ``policy`` (or the one for ``operation``)."""
+    opts = _Options(resolve_policy(policy, operation), operation, breaker, budget, limiter, clock)
+    return _run(fn, args, kwargs, opts)
+
+
+def _run(fn: Callable[..., T], args: Any, kwargs: Any, opts: _Options) -> T:
+    pol, operation, breaker, budget, limiter = opts[:5]
+    clk = opts.clock or SYSTEM_CLOCK
+    state: CallState | None = None
+    if _plain(breaker, budget, limiter):
+        started = clk.monotonic()
+        try:
+            return fn(*args, **kwargs)
+        except Exception as exc:
+            state = CallState(
+                pol, clk, operation=operation, breaker=None, budget=None, limiter=None
+            )
+            state.started = started
+            state.attempt = 1
+            delay = state.failed(exc)
+        if delay > 0.0:
+            clk.sleep(delay)
+    if state is None:
+        state = CallState(
+            pol, clk, operation=operation, breaker=breaker, budget=budget, limiter=limiter
+        )
+    while True:
+        wait = state.limiter_wait()
+        if wait > 0.0:
+            clk.sleep(wait)
+        state.start_attempt()
+        try:
+            result = fn(*args, **kwargs)
+        except Exception as exc:
+            delay = state.failed(exc)
+        except BaseException:
+            state.cancelled()
+            raise
+        else:
+            state.succeeded()
+            return result
+        if delay > 0.0:
+            clk.sleep(delay)
+
+
+async def acall(
+    fn: Callable[..., Awaitable[T]],
+    *args: Any,
+    policy: PolicySpec = None,
+    operation: str | None = None,
+    breaker: CircuitBreakerLike | None = None,
+    budget: RetryBudgetLike | None = None,
+    limiter: RateLimiterLike | None = None,
+    clock: Clock | None = None,
+    **kwargs: Any,
+) -> T:
+    """Await ``fn(*args, **kwargs)`` under ``policy``; the policy's deadline bounds each
+    attempt (an attempt still running at the deadline is cancelled and counts as a
+    timeout)."""
+    opts = _Options(resolve_policy(policy, operation), operation, breaker, budget, limiter, clock)
+    return await _arun(fn, args, kwargs, opts)
+
+
+async def _arun(fn: Callable[..., Awaitable[T]], args: Any, kwargs: Any, opts: _Options) -> T:
+    pol, operation, breaker, budget, limiter = opts[:5]
+    clk = opts.clock or SYSTEM_CLOCK
+    state: CallState | None = None
+    if _plain(breaker, budget, limiter) and pol.deadline_s is None:
+        started = clk.monotonic()
+        try:
+            return await fn(*args, **kwargs)
+        except Exception as exc:
+            state = CallState(
+                pol, clk, operation=operation, breaker=None, budget=None, limiter=None
+            )
+            state.started = started
+            state.attempt = 1
+            delay = state.failed(exc)
+        if delay > 0.0:
+            await clk.asleep(delay)
+    if state is None:
+        state = CallState(
+            pol, clk, operation=operation, breaker=breaker, budget=budget, limiter=limiter
+        )
+    while True:
+        wait = state.limiter_wait()
+        if wait > 0.0:
+            await clk.asleep(wait)
+        state.start_attempt()
+        try:
+            if pol.deadline_s is None:
+                result = await fn(*args, **kwargs)
+            else:
+                remaining = max(0.0, pol.deadline_s - state.elapsed())
+                async with asyncio.timeout(remaining):
+                    result = await fn(*args, **kwargs)
+        except Exception as exc:
+            delay = state.failed(exc)
+        except BaseException:
+            state.cancelled()
+            raise
+        else:
+            state.succeeded()
+            return result
+        if delay > 0.0:
+            await clk.asleep(delay)
+
+
+@overload
+def retry(fn: Callable[P, T], /) -> Callable[P, T]: ...
+
+
+@overload
+def retry(
+    *,
+    policy: PolicySpec = None,
+    operation: str | None = None,
+    breaker: CircuitBreakerLike | None = None,
+    budget: RetryBudgetLike | None = None,
+    limiter: RateLimiterLike | None = None,
+    clock: Clock | None = None,
+) -> Callable[[Callable[P, T]], Callable[P, T]]: ...
+
+
+def retry(
+    fn: Callable[P, T] | None = None,
+    /,
+    *,
+    policy: PolicySpec = None,
+    operation: str | None = None,
+    breaker: CircuitBreakerLike | None = None,
+    budget: RetryBudgetLike | None = None,
+    limiter: RateLimiterLike | None = None,
+    clock: Clock | None = None,
+) -> Callable[P, T] | Callable[[Callable[P, T]], Callable[P, T]]:
+    """Decorate a sync or async function so every call runs under the policy.
+
+    The policy is resolved once, at decoration; the wrapper keeps the signature.
+    """
+    opts = _Options(resolve_policy(policy, operation), operation, breaker, budget, limiter, clock)
+
+    def decorate(func: Callable[P, T]) -> Callable[P, T]:
+        if inspect.iscoroutinefunction(func):
+
+            @functools.wraps(func)
+            async def async_wrapper(*args: P.args, **kwargs: P.kwargs) -> Any:
+                return await _arun(func, args, kwargs, opts)
+
+            return async_wrapper  # type: ignore[return-value]
+
+        @functools.wraps(func)
+        def wrapper(*args: P.args, **kwargs: P.kwargs) -> T:
+            return _run(func, args, kwargs, opts)
+
+        return wrapper
+
+    return decorate(fn) if fn is not None else decorate
+
+
+class Attempt:
+    """One attempt of a block (``with attempt:``): classifies what the block raises."""
+
+    __slots__ = ("_state", "delay", "done", "number")
+
+    def __init__(self, state: CallState) -> None:
+        self._state = state
+        self.number = state.attempt
+        self.delay = 0.0
+        self.done = False
+
+    def __enter__(self) -> Attempt:
+        return self
+
+    def __exit__(self, exc_type: object, exc: BaseException | None, tb: object) -> bool:
+        if exc is None:
+            self._state.succeeded()
+            self.done = True
+            return False
+        if not isinstance(exc, Exception):
+            self._state.cancelled()
+            return False
+        self.delay = self._state.failed(exc)  # re-raises when the block gives up
+        return True  # swallowed: the loop sleeps and runs the block again
+
+
+def _block_state(
+    *,
+    policy: PolicySpec,
+    operation: str | None,
+    breaker: CircuitBreakerLike | None,
+    budget: RetryBudgetLike | None,
+    limiter: RateLimiterLike | None,
+    clock: Clock | None,
+) -> tuple[CallState, Clock]:
+    clk = clock or SYSTEM_CLOCK
+    pol = resolve_policy(policy, operation)
+    state = CallState(
+        pol, clk, operation=operation, breaker=breaker, budget=budget, limiter=limiter
+    )
+    return state, clk
+
+
+def attempts(
+    *,
+    policy: PolicySpec = None,
+    operation: str | None = None,
+    breaker: CircuitBreakerLike | None = None,
+    budget: RetryBudgetLike | None = None,
+    limiter: RateLimiterLike | None = None,
+    clock: Clock | None = None,
+) -> Iterator[Attempt]:
+    """Retry a block that is not a function::
+
+    for attempt in backstay.attempts(policy="standard"):
+        with attempt:
+            do_something()
+    """
+    state, clk = _block_state(
+        policy=policy,
+        operation=operation,
+        breaker=breaker,
+        budget=budget,
+        limiter=limiter,
+        clock=clock,
+    )
+    while True:
+        wait = state.limiter_wait()
+        if wait > 0.0:
+            clk.sleep(wait)
+        state.start_attempt()
+        attempt = Attempt(state)
+        yield attempt
+        if attempt.done:
+            return
+        if attempt.delay > 0.0:
+            clk.sleep(attempt.delay)
+
+
+async def aattempts(
+    *,
+    policy: PolicySpec = None,
+    operation: str | None = None,
+    breaker: CircuitBreakerLike | None = None,
+    budget: RetryBudgetLike | None = None,
+    limiter: RateLimiterLike | None = None,
+    clock: Clock | None = None,
+) -> AsyncIterator[Attempt]:
+    """``attempts`` for async code: ``async for attempt in aattempts(): with attempt: …``."""
+    state, clk = _block_state(
+        policy=policy,
+        operation=operation,
+        breaker=breaker,
+        budget=budget,
+        limiter=limiter,
+        clock=clock,
+    )
+    while True:
+        wait = state.limiter_wait()
+        if wait > 0.0:
+            await clk.asleep(wait)
+        state.start_attempt()
+        attempt = Attempt(state)
+        yield attempt
+        if attempt.done:
+            return
+        if attempt.delay > 0.0:
+            await clk.asleep(attempt.delay)

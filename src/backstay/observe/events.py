@@ -1,0 +1,97 @@
+"""Events: frozen, past-tense facts that core code emits to sinks.
+
+Each event class has a stable ``name`` (``retry.attempt_failed``, ``task.retrying`` …) and a
+``level`` (logging levels): sinks declare the lowest level they want, and the driver builds
+an event only when some sink wants its level, so a quiet success costs nothing.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from typing import Any, ClassVar
+
+from backstay.failure import Failure
+
+__all__ = [
+    "AttemptFailed",
+    "AttemptStarted",
+    "CallSucceeded",
+    "Event",
+    "GaveUp",
+    "RateLimited",
+    "RetryScheduled",
+]
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class Event:
+    """Base of every event: ``operation`` and ``policy`` name where it happened."""
+
+    name: ClassVar[str] = "event"
+    level: ClassVar[int] = logging.INFO
+    operation: str | None = None
+    policy: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready fields, ``event`` first; a ``Failure`` becomes its ``to_dict``."""
+        out: dict[str, Any] = {"event": self.name}
+        for field in dataclasses.fields(self):
+            value = getattr(self, field.name)
+            out[field.name] = value.to_dict() if isinstance(value, Failure) else value
+        return out
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class AttemptStarted(Event):
+    name: ClassVar[str] = "retry.attempt_started"
+    level: ClassVar[int] = logging.DEBUG
+    attempt: int
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class AttemptFailed(Event):
+    name: ClassVar[str] = "retry.attempt_failed"
+    attempt: int
+    failure: Failure
+    delay_s: float | None
+    elapsed_s: float
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class RetryScheduled(Event):
+    """The adapter reliability contract calls this ``task.retrying``."""
+
+    name: ClassVar[str] = "task.retrying"
+    attempt: int
+    delay_s: float
+    failure: Failure
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class RateLimited(Event):
+    """A wait imposed by a rate limit (the provider's or a client-side bucket)."""
+
+    name: ClassVar[str] = "adapter.rate_limited"
+    attempt: int
+    wait_s: float
+    limiter: str | None = None
+    failure: Failure | None = None
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class GaveUp(Event):
+    name: ClassVar[str] = "retry.gave_up"
+    level: ClassVar[int] = logging.WARNING
+    attempts: int
+    reason: str
+    failure: Failure
+    elapsed_s: float
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class CallSucceeded(Event):
+    name: ClassVar[str] = "retry.succeeded"
+    level: ClassVar[int] = logging.DEBUG
+    attempts: int
+    elapsed_s: float

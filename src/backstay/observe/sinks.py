@@ -1,0 +1,90 @@
+"""Sinks receive events. The bus holds them; the standard-logging sink (JSON lines on the
+``backstay`` logger, INFO and up) is installed by default.
+
+Adding or removing a sink replaces the bus's tuple (copy on write), so emitting never takes
+a lock and never sees a half-updated list. A sink that raises is reported once to the
+``backstay`` logger and never breaks the caller's call.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+from typing import Protocol, runtime_checkable
+
+from backstay.observe.events import Event
+from backstay.redact import redact
+
+__all__ = ["EventBus", "LoggingSink", "Sink", "add_sink", "remove_sink"]
+
+_log = logging.getLogger("backstay")
+# A library logs nothing unless the application configures logging (no "last resort"
+# printing of warnings to stderr).
+_log.addHandler(logging.NullHandler())
+
+
+@runtime_checkable
+class Sink(Protocol):
+    """Anything with ``min_level`` and ``emit(event)``."""
+
+    min_level: int
+
+    def emit(self, event: Event) -> None: ...
+
+
+class LoggingSink:
+    """Each event as one JSON object on a standard logger, at the event's level."""
+
+    def __init__(self, logger: logging.Logger | None = None, *, min_level: int = logging.INFO):
+        self.logger = logger or _log
+        self.min_level = min_level
+
+    def emit(self, event: Event) -> None:
+        if self.logger.isEnabledFor(event.level):
+            text = json.dumps(event.to_dict(), sort_keys=True, default=str)
+            self.logger.log(event.level, redact(text))
+
+
+class EventBus:
+    """The sinks, and the lowest level any of them wants (``min_level``)."""
+
+    def __init__(self, sinks: tuple[Sink, ...] = ()) -> None:
+        self._lock = threading.Lock()
+        self.sinks: tuple[Sink, ...] = sinks
+        self.min_level = min((s.min_level for s in sinks), default=logging.CRITICAL + 1)
+
+    def wants(self, level: int) -> bool:
+        return level >= self.min_level
+
+    def add(self, sink: Sink) -> None:
+        with self._lock:
+            self._set((*self.sinks, sink))
+
+    def remove(self, sink: Sink) -> None:
+        with self._lock:
+            self._set(tuple(s for s in self.sinks if s is not sink))
+
+    def _set(self, sinks: tuple[Sink, ...]) -> None:
+        self.sinks = sinks
+        self.min_level = min((s.min_level for s in sinks), default=logging.CRITICAL + 1)
+
+    def emit(self, event: Event) -> None:
+        for sink in self.sinks:
+            if event.level >= sink.min_level:
+                try:
+                    sink.emit(event)
+                except Exception:  # a broken sink must not break the call it observes
+                    _log.exception("backstay: sink %r failed on %s", sink, event.name)
+
+
+BUS = EventBus((LoggingSink(),))
+
+
+def add_sink(sink: Sink) -> None:
+    """Send every event at or above ``sink.min_level`` to ``sink`` from now on."""
+    BUS.add(sink)
+
+
+def remove_sink(sink: Sink) -> None:
+    BUS.remove(sink)
