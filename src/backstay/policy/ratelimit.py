@@ -1,0 +1,249 @@
+"""Client-side rate limits: callers of one provider wait their turn instead of failing.
+
+A ``RateLimiter`` holds up to two ``TokenBucket``\\ s — requests and tokens per minute —
+and a block. Before each attempt the retry driver calls ``reserve(tokens)``: the limiter
+takes one request and ``tokens`` tokens and returns how long to wait. Because a
+reservation holds even while its caller waits, concurrent callers queue in order rather
+than all going at once.
+
+It learns the provider's limits from two sources:
+
+* ``observe(failure)``: a ``rate_limit`` failure with ``retry_after_s`` (or ``resets_at``)
+  blocks every caller of the limiter until then, capped at ``max_block_s``; without a
+  wait it empties the buckets. Every caller waits instead of each finding the limit by
+  failing, and after the block they resume at the refill rate, not in a herd.
+* ``update_from_headers(headers)``: the provider's rate-limit headers. A ``limit`` sizes a
+  bucket (a configured rate is a ceiling the headers can only lower; without one, the
+  headers' limit is adopted, read as per minute); ``remaining`` lowers the level, never
+  raises it; an exhausted dimension with a ``reset`` blocks until the reset.
+
+Reservations already handed out are not recalled by a block: their callers learn of it
+from their own failure, and re-reserve before their next attempt.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import threading
+from typing import Final
+
+from backstay.classify._http import normalize_headers
+from backstay.clock import SYSTEM_CLOCK, Clock
+from backstay.errors import ConfigError
+from backstay.failure import Failure
+from backstay.policy._checks import check_name, check_number
+from backstay.policy._limit_headers import REQUESTS, TOKENS, HeaderLimit, read_limits
+from backstay.policy.bucket import TokenBucket
+from backstay.taxonomy import FailureKind
+
+__all__ = ["LimiterSnapshot", "RateLimitSettings", "RateLimiter"]
+
+# Providers may enforce a per-minute limit over shorter spans (Anthropic: 60 RPM "may be
+# enforced as 1 request per second"), so a bucket holds a sixth of a minute, not a minute.
+DEFAULT_BURST_S: Final = 10.0
+# The longest a rate-limit hint may block every caller: a larger hint is read as this.
+DEFAULT_MAX_BLOCK_S: Final = 600.0
+_MINUTE_S: Final = 60.0
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class RateLimitSettings:
+    """One limiter's limits. ``None``: not limited on that dimension until headers say so.
+
+    A bucket refills at ``per_minute / 60`` per second and holds ``burst_s`` seconds of
+    refill (at least one unit).
+    """
+
+    requests_per_minute: float | None = None
+    tokens_per_minute: float | None = None
+    burst_s: float = DEFAULT_BURST_S
+    max_block_s: float = DEFAULT_MAX_BLOCK_S
+
+    def __post_init__(self) -> None:
+        for name in ("requests_per_minute", "tokens_per_minute"):
+            value = getattr(self, name)
+            if value is not None:
+                check_number(value, where=f"RateLimitSettings.{name}", above=True)
+        check_number(self.burst_s, where="RateLimitSettings.burst_s", above=True)
+        check_number(self.max_block_s, where="RateLimitSettings.max_block_s")
+
+    def bucket(self, per_minute: float, now: float) -> TokenBucket:
+        """A full bucket for ``per_minute`` at ``now``, shaped by these settings."""
+        refill = per_minute / _MINUTE_S
+        return TokenBucket.full(
+            capacity=max(1.0, refill * self.burst_s), refill_per_s=refill, now=now
+        )
+
+
+DEFAULT_RATE_LIMIT_SETTINGS: Final = RateLimitSettings()
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class LimiterSnapshot:
+    """A limiter at monotonic time ``at``: its buckets brought forward to ``at``."""
+
+    at: float
+    blocked_for_s: float
+    requests: TokenBucket | None
+    tokens: TokenBucket | None
+
+
+class RateLimiter:
+    """Requests and tokens per minute shared by every caller that holds it. Thread-safe.
+
+    Implements ``RateLimiterLike``. ``requests_per_minute`` and ``tokens_per_minute`` may
+    both be ``None``: the limiter then only honours rate-limit failures and headers.
+    """
+
+    __slots__ = ("_blocked_until", "_clock", "_lock", "_requests", "_tokens", "name", "settings")
+
+    def __init__(
+        self,
+        name: str,
+        *,
+        requests_per_minute: float | None = None,
+        tokens_per_minute: float | None = None,
+        burst_s: float = DEFAULT_BURST_S,
+        max_block_s: float = DEFAULT_MAX_BLOCK_S,
+        clock: Clock | None = None,
+    ) -> None:
+        check_name(name, where="RateLimiter.name")
+        settings = RateLimitSettings(
+            requests_per_minute=requests_per_minute,
+            tokens_per_minute=tokens_per_minute,
+            burst_s=burst_s,
+            max_block_s=max_block_s,
+        )
+        self.name = name
+        self.settings = settings
+        self._clock = clock or SYSTEM_CLOCK
+        self._lock = threading.Lock()
+        self._blocked_until = -math.inf
+        now = self._clock.monotonic()
+        rpm, tpm = settings.requests_per_minute, settings.tokens_per_minute
+        self._requests = None if rpm is None else settings.bucket(rpm, now)
+        self._tokens = None if tpm is None else settings.bucket(tpm, now)
+
+    @classmethod
+    def from_settings(
+        cls, name: str, settings: RateLimitSettings, *, clock: Clock | None = None
+    ) -> RateLimiter:
+        if not isinstance(settings, RateLimitSettings):
+            raise ConfigError(
+                f"must be a RateLimitSettings, got {type(settings).__name__}",
+                where="RateLimiter.settings",
+            )
+        return cls(
+            name,
+            requests_per_minute=settings.requests_per_minute,
+            tokens_per_minute=settings.tokens_per_minute,
+            burst_s=settings.burst_s,
+            max_block_s=settings.max_block_s,
+            clock=clock,
+        )
+
+    def reserve(self, tokens: float = 1.0) -> float:
+        """Reserve one request and ``tokens`` tokens; the seconds to wait before the attempt.
+
+        The reservation is made whatever the wait: later callers queue behind it. Pass the
+        expected token count of the request (prompt and output) to pace by tokens.
+        """
+        check_number(tokens, where="tokens")
+        with self._lock:
+            now = self._clock.monotonic()
+            wait = max(0.0, self._blocked_until - now)
+            if self._requests is not None:
+                self._requests, waited = self._requests.take(now, 1.0)
+                wait = max(wait, waited)
+            if self._tokens is not None:
+                self._tokens, waited = self._tokens.take(now, tokens)
+                wait = max(wait, waited)
+            return wait
+
+    def observe(self, failure: Failure) -> None:
+        """Learn from a failure: a rate limit blocks every caller until its wait is over."""
+        if failure.kind is not FailureKind.RATE_LIMIT:
+            return
+        wait = failure.retry_after_s
+        if wait is None and failure.resets_at is not None:
+            wait = max(0.0, (failure.resets_at - self._clock.now()).total_seconds())
+        self.block_for(wait or 0.0)
+
+    def block_for(self, seconds: float) -> None:
+        """Block every caller for ``seconds`` (capped at ``max_block_s``) and empty the
+        buckets, so that callers resume at the refill rate afterwards."""
+        check_number(seconds, where="seconds")
+        seconds = min(seconds, self.settings.max_block_s)
+        with self._lock:
+            now = self._clock.monotonic()
+            until = now + seconds
+            self._blocked_until = max(self._blocked_until, until)
+            if self._requests is not None:
+                self._requests = self._requests.blocked(now, until)
+            if self._tokens is not None:
+                self._tokens = self._tokens.blocked(now, until)
+
+    def update_from_headers(self, headers: object) -> None:
+        """Feed the provider's rate-limit headers (any header shape; unreadable ones are
+        ignored): Anthropic ``anthropic-ratelimit-*`` and OpenAI ``x-ratelimit-*``."""
+        limits = read_limits(normalize_headers(headers), self._clock.now())
+        if not limits:
+            return
+        settings = self.settings
+        with self._lock:
+            now = self._clock.monotonic()
+            if REQUESTS in limits:
+                self._requests = self._learn(
+                    self._requests, settings.requests_per_minute, limits[REQUESTS], now
+                )
+            if TOKENS in limits:
+                self._tokens = self._learn(
+                    self._tokens, settings.tokens_per_minute, limits[TOKENS], now
+                )
+
+    def _learn(
+        self,
+        bucket: TokenBucket | None,
+        configured: float | None,
+        seen: HeaderLimit,
+        now: float,
+    ) -> TokenBucket | None:
+        """One dimension's bucket after the headers ``seen`` at ``now``. Holds the lock."""
+        per_minute = configured
+        if seen.limit is not None and seen.limit > 0.0:
+            per_minute = seen.limit if per_minute is None else min(per_minute, seen.limit)
+        if per_minute is not None:
+            shape = self.settings.bucket(per_minute, now)
+            if bucket is None:
+                bucket = shape.blocked(now, self._blocked_until) if self._blocked(now) else shape
+            elif (bucket.capacity, bucket.refill_per_s) != (shape.capacity, shape.refill_per_s):
+                bucket = bucket.resized(
+                    now, capacity=shape.capacity, refill_per_s=shape.refill_per_s
+                )
+            if seen.remaining is not None:
+                bucket = bucket.capped(now, seen.remaining)
+        if seen.exhausted and seen.reset_s is not None:
+            until = now + min(seen.reset_s, self.settings.max_block_s)
+            if bucket is None:
+                self._blocked_until = max(self._blocked_until, until)
+            else:
+                bucket = bucket.blocked(now, until)
+        return bucket
+
+    def _blocked(self, now: float) -> bool:
+        return self._blocked_until > now
+
+    def snapshot(self) -> LimiterSnapshot:
+        """The block and both buckets now (for reports and tests)."""
+        with self._lock:
+            now = self._clock.monotonic()
+            return LimiterSnapshot(
+                at=now,
+                blocked_for_s=max(0.0, self._blocked_until - now),
+                requests=None if self._requests is None else self._requests.refilled(now),
+                tokens=None if self._tokens is None else self._tokens.refilled(now),
+            )
+
+    def __repr__(self) -> str:
+        return f"RateLimiter({self.name!r}, settings={self.settings!r})"
