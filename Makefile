@@ -33,7 +33,13 @@ pytest: $(STAMP)
 
 test: lint pytest
 
-bench: $(STAMP)
+BENCH_STAMP := $(VENV)/.installed-bench
+
+$(BENCH_STAMP): pyproject.toml | $(VENV)/bin/python
+	$(BIN)/python -m pip install --quiet -e '.[test,bench]'
+	@touch $@ $(STAMP) $(DEMO_STAMP)
+
+bench: $(BENCH_STAMP)
 	$(BIN)/python bench/run.py
 
 clean:

@@ -5,7 +5,11 @@ Peers, measured in the same run:
   the SDK takes for every error response (status and ``x-should-retry``; body never read),
   and ``_make_status_error_from_response``, the work the SDK already does per error.
 
-Run with ``make bench``. Prints one table; ratios are backstay / peer.
+Then the retry frameworks (``retry.py``, ``async_retry.py``): backstay's retry drivers
+against tenacity, stamina and backoff in the same process — success-path overhead, cost per
+retry, 10,000 concurrent retried calls — and memory per policy and policy lookup.
+
+Run with ``make bench``. Prints one table per section; ratios are backstay / peer.
 """
 
 from __future__ import annotations
@@ -23,7 +27,9 @@ import openai
 
 sys.path.insert(0, str(Path(__file__).parent))
 
+import async_retry
 import backstay
+import retry
 from corpus import CASES
 
 REPEAT = 5
@@ -151,6 +157,9 @@ def main() -> None:
     for name, fn, number in rows:
         us = _best_us(fn, number)
         print(f"  {name:<44} {us:8.2f}   {us / peer_build:5.2f}x the SDK's error construction")
+
+    retry.report()
+    async_retry.report()
 
 
 if __name__ == "__main__":

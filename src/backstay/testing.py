@@ -45,6 +45,9 @@ class CapturedEvents(list[Event]):
 
     min_level: int = logging.DEBUG
 
+    def accepts(self, level: int) -> bool:
+        return True
+
     def emit(self, event: Event) -> None:
         self.append(event)
 

@@ -26,9 +26,14 @@ _log.addHandler(logging.NullHandler())
 
 @runtime_checkable
 class Sink(Protocol):
-    """Anything with ``min_level`` and ``emit(event)``."""
+    """Anything with ``min_level``, ``accepts(level)`` and ``emit(event)``.
+
+    ``min_level`` is fixed; ``accepts`` may change its answer at any time (a logger's level).
+    """
 
     min_level: int
+
+    def accepts(self, level: int) -> bool: ...
 
     def emit(self, event: Event) -> None: ...
 
@@ -39,6 +44,9 @@ class LoggingSink:
     def __init__(self, logger: logging.Logger | None = None, *, min_level: int = logging.INFO):
         self.logger = logger or _log
         self.min_level = min_level
+
+    def accepts(self, level: int) -> bool:
+        return self.logger.isEnabledFor(level)
 
     def emit(self, event: Event) -> None:
         if self.logger.isEnabledFor(event.level):
@@ -55,7 +63,10 @@ class EventBus:
         self.min_level = min((s.min_level for s in sinks), default=logging.CRITICAL + 1)
 
     def wants(self, level: int) -> bool:
-        return level >= self.min_level
+        """Whether any sink would take an event of ``level``: build it only then."""
+        if level < self.min_level:
+            return False
+        return any(level >= s.min_level and s.accepts(level) for s in self.sinks)
 
     def add(self, sink: Sink) -> None:
         with self._lock:

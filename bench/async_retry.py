@@ -1,0 +1,245 @@
+"""Retry-framework benchmarks, async side: success path and cost per retry of backstay's
+``acall`` / ``@retry`` against tenacity, stamina and backoff, and 10,000 concurrent calls
+that each fail once and are retried after a 1 ms backoff, all in one event loop.
+
+The peers are configured as in ``retry.py`` (3 attempts, retry on ``ConnectionError``, no
+logging hooks); see its docstring for what "sleep excluded" means.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import inspect
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import backoff
+import stamina
+import tenacity
+
+import backstay
+from retry import (
+    ATTEMPTS,
+    POLICY,
+    REPEAT,
+    SUCCESS_TARGET_US,
+    Row,
+    backoff_retry,
+    no_sleep,
+    print_table,
+    quiet_stamina,
+    ratio,
+    retry_section,
+    stamina_retry,
+    success_section,
+    tenacity_retry,
+)
+
+# backstay allows async a little more than sync on the success path (1 µs is printed too).
+ASYNC_SUCCESS_TARGET_US = 1.5
+FANOUT = 10_000
+FANOUT_DELAY_S = 0.001
+FANOUT_REPEAT = 3
+
+
+def abest_us(runner: asyncio.Runner, expr: str, env: dict[str, Any], number: int) -> float:
+    """Best of ``REPEAT`` runs of ``await expr`` in a loop, in µs per await (gc off, as in
+    timeit)."""
+    namespace = dict(env)
+    source = f"async def _bench(n):\n    for _ in range(n):\n        await {expr}\n"
+    exec(source, namespace)  # noqa: S102 - a fixed template over our own expressions
+    bench = namespace["_bench"]
+    best = float("inf")
+    gc_was_on = gc.isenabled()
+    gc.disable()
+    try:
+        for _ in range(REPEAT):
+            start = time.perf_counter()
+            runner.run(bench(number))
+            best = min(best, time.perf_counter() - start)
+    finally:
+        if gc_was_on:
+            gc.enable()
+    return best / number * 1e6
+
+
+async def aok() -> int:
+    return 1
+
+
+class AFlaky:
+    """Fails with ``ConnectionError`` on attempts 1 and 2 of every 3, succeeds on the 3rd."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    async def __call__(self) -> int:
+        self.calls += 1
+        if self.calls % ATTEMPTS:
+            raise ConnectionError("[Errno 104] Connection reset by peer")
+        return 1
+
+
+async def ahand_loop(fn: Callable[[], Awaitable[Any]]) -> Any:
+    """The floor: a hand-written async loop, no policy, classification or events."""
+    for attempt in range(ATTEMPTS):
+        try:
+            return await fn()
+        except ConnectionError:
+            if attempt == ATTEMPTS - 1:
+                raise
+    return None
+
+
+def _as_coroutine_function(fn: Callable[[], Awaitable[int]]) -> Callable[[], Awaitable[int]]:
+    """Decorators check ``iscoroutinefunction``: hand them a real ``async def``."""
+
+    async def target() -> int:
+        return await fn()
+
+    return target
+
+
+def _async_candidates(fn: Callable[[], Awaitable[int]]) -> dict[str, tuple[str, dict[str, Any]]]:
+    target = fn if inspect.iscoroutinefunction(fn) else _as_coroutine_function(fn)
+    wrapped = {
+        "bare await": ("fn()", {}),
+        "hand-written loop (floor)": ("loop(fn)", {"loop": ahand_loop}),
+        "backstay @retry": ("w()", {"w": backstay.retry(policy=POLICY)(target)}),
+        "await backstay.acall(fn, policy=…)": (
+            "acall(fn, policy=p)",
+            {"acall": backstay.acall, "p": POLICY},
+        ),
+        "tenacity @retry": ("w()", {"w": tenacity_retry()(target)}),
+        "stamina @retry": ("w()", {"w": stamina_retry()(target)}),
+        "backoff @on_exception": ("w()", {"w": backoff_retry()(target)}),
+    }
+    return {name: (stmt, {"fn": target, **env}) for name, (stmt, env) in wrapped.items()}
+
+
+def async_success(runner: asyncio.Runner) -> dict[str, float]:
+    out: dict[str, float] = {}
+    for name, (expr, env) in _async_candidates(aok).items():
+        number = 20_000 if name.startswith(("bare", "hand", "backstay", "await")) else 5_000
+        out[name] = abest_us(runner, expr, env, number)
+    return out
+
+
+def async_retry(runner: asyncio.Runner) -> dict[str, float]:
+    out: dict[str, float] = {}
+    flaky = AFlaky()
+    for name, (expr, env) in _async_candidates(flaky).items():
+        if name == "bare await":
+            continue
+        with no_sleep():
+            before = flaky.calls
+            namespace = dict(env)
+            exec(f"async def _once():\n    return await {expr}\n", namespace)  # noqa: S102
+            assert runner.run(namespace["_once"]()) == 1, name
+            assert flaky.calls - before == ATTEMPTS, f"{name}: {flaky.calls - before} attempts"
+            number = 5_000 if name.startswith("hand") else 1_000
+            out[name] = abest_us(runner, expr, env, number)
+    return out
+
+
+# -- 10,000 concurrent calls ---------------------------------------------------------------
+
+
+FANOUT_POLICY = backstay.RetryPolicy(
+    name="fanout",
+    max_attempts=ATTEMPTS,
+    initial_delay_s=FANOUT_DELAY_S,
+    max_delay_s=FANOUT_DELAY_S,
+    jitter_mode="none",
+)
+
+
+def _fanout_wrappers() -> dict[str, Callable[[Callable[[int], Awaitable[int]]], Any]]:
+    """Each contender's way to call ``fn(i)`` with up to 3 attempts and a 1 ms wait."""
+
+    def via_acall(fn: Callable[[int], Awaitable[int]]) -> Any:
+        return lambda i: backstay.acall(fn, i, policy=FANOUT_POLICY)
+
+    return {
+        "await backstay.acall(fn, i, policy=…)": via_acall,
+        "backstay @retry": backstay.retry(policy=FANOUT_POLICY),
+        "tenacity @retry (wait_fixed 1 ms)": tenacity.retry(
+            stop=tenacity.stop_after_attempt(ATTEMPTS),
+            wait=tenacity.wait_fixed(FANOUT_DELAY_S),
+            retry=tenacity.retry_if_exception_type(ConnectionError),
+            reraise=True,
+        ),
+        "stamina @retry (wait 1 ms, no jitter)": stamina.retry(
+            on=ConnectionError,
+            attempts=ATTEMPTS,
+            timeout=None,
+            wait_initial=FANOUT_DELAY_S,
+            wait_max=FANOUT_DELAY_S,
+            wait_jitter=0,
+        ),
+        "backoff @on_exception (constant 1 ms)": backoff.on_exception(
+            backoff.constant,
+            ConnectionError,
+            max_tries=ATTEMPTS,
+            interval=FANOUT_DELAY_S,
+            jitter=None,
+            logger=None,
+        ),
+    }
+
+
+async def _fanout_once(wrap: Callable[[Callable[[int], Awaitable[int]]], Any]) -> float:
+    """Seconds for ``FANOUT`` concurrent calls, each failing once; checks every result."""
+    calls = [0] * FANOUT
+
+    async def flaky(i: int) -> int:
+        calls[i] += 1
+        if calls[i] == 1:
+            raise ConnectionError("[Errno 104] Connection reset by peer")
+        return i
+
+    run = wrap(flaky)
+    start = time.perf_counter()
+    results = await asyncio.gather(*(run(i) for i in range(FANOUT)))
+    elapsed = time.perf_counter() - start
+    assert results == list(range(FANOUT)), "a concurrent call returned a wrong result"
+    assert all(n == 2 for n in calls), "a concurrent call was not attempted exactly twice"
+    return elapsed
+
+
+def fanout_section(runner: asyncio.Runner) -> None:
+    rows: list[Row] = []
+    times: dict[str, float] = {}
+    for name, wrap in _fanout_wrappers().items():
+        times[name] = min(runner.run(_fanout_once(wrap)) for _ in range(FANOUT_REPEAT)) * 1e3
+    ours = times["await backstay.acall(fn, i, policy=…)"]
+    for name, ms in times.items():
+        per_call = ms * 1e3 / FANOUT
+        note = f"{per_call:6.1f} µs/call, all {FANOUT:,} correct"
+        if not name.startswith(("await backstay", "backstay")):
+            note += f"   acall/this {ratio(ours, ms)}"
+        rows.append(Row(name, ms, unit="ms", note=note))
+    print_table(
+        f"{FANOUT:,} concurrent calls, each fails once, retried after "
+        f"{FANOUT_DELAY_S * 1e3:g} ms (one event loop, best of {FANOUT_REPEAT}, wall ms)",
+        rows,
+    )
+
+
+def report() -> None:
+    """Print the async success, retry and fan-out tables."""
+    quiet_stamina()
+    print("\n== Retry frameworks, async (best of 5, µs per await, one event loop) ==")
+    with asyncio.Runner() as runner:
+        success = async_success(runner)
+        success_section("Success path, async", success, SUCCESS_TARGET_US, ASYNC_SUCCESS_TARGET_US)
+        failing = async_retry(runner)
+        retry_section(
+            f"Fails twice then succeeds, async (sleep excluded; per retry = (call - success) "
+            f"/ {ATTEMPTS - 1})",
+            success,
+            failing,
+        )
+        fanout_section(runner)
