@@ -5,7 +5,7 @@ from __future__ import annotations
 import typer
 
 from backstay import __version__
-from backstay.cli import explain
+from backstay.cli import config, explain
 
 app = typer.Typer(
     name="backstay",
@@ -32,6 +32,7 @@ def _root(
 
 
 app.command("explain")(explain.explain)
+app.add_typer(config.app, name="config")
 
 
 def main() -> None:

@@ -1,0 +1,200 @@
+"""``load_config``: find the file, read it, apply the overrides, check everything once.
+
+The file is ``path`` if given, else the one ``BACKSTAY_CONFIG`` names, else
+``backstay.yaml`` in the working directory if there is one (no file: built-in defaults).
+Then ``BACKSTAY__*`` environment variables, then ``--set`` items, each overriding what came
+before. This module is the only one in backstay that reads the environment.
+"""
+
+from __future__ import annotations
+
+import os
+import pathlib
+import warnings
+from collections.abc import Iterable, Mapping
+from types import MappingProxyType
+from typing import Any, Final
+
+from backstay.config._document import Document
+from backstay.config._model import BackstayConfig, EffectiveValue
+from backstay.config._overrides import apply_env, apply_sets
+from backstay.config._paths import Path, format_path
+from backstay.config._policies import Policies, build_policies, flatten
+from backstay.config._sections import (
+    mapping,
+    operation_policies,
+    policy_name,
+    rate_limits,
+    section,
+    unknown_key,
+)
+from backstay.config._source import DEFAULT, Source, SourceKind
+from backstay.config._spec import BUDGET_FIELDS, CIRCUIT_BREAKER_FIELDS, RETRY_SECTION, TOP_LEVEL
+from backstay.config._yaml import read_yaml
+from backstay.policy.registry import DEFAULT_POLICY_NAME, OperationType, PolicyRegistry
+
+CONFIG_ENV_VAR: Final = "BACKSTAY_CONFIG"
+DEFAULT_CONFIG_FILE: Final = "backstay.yaml"
+MAX_FILE_BYTES: Final = 10 * 1024 * 1024
+_NO_FILE: Final = "configuration"
+_ABSENT: Final = object()
+_FALLBACK: Final = Source(SourceKind.DEFAULT, "default_policy (no policy of its own)")
+
+
+def _locate(
+    path: str | os.PathLike[str] | None, environ: Mapping[str, str]
+) -> tuple[pathlib.Path | None, str]:
+    """The file to read (``None``: none) and, if it was named, by whom."""
+    if path is not None:
+        return pathlib.Path(path), ""
+    named = environ.get(CONFIG_ENV_VAR, "").strip()
+    if named:
+        return pathlib.Path(named), f" (named by {CONFIG_ENV_VAR})"
+    default = pathlib.Path(DEFAULT_CONFIG_FILE)
+    return (default, "") if default.is_file() else (None, "")
+
+
+def _read(file: pathlib.Path, doc: Document, named_by: str) -> Any:
+    try:
+        if file.is_dir():
+            doc.problem((), f"is a directory, not a file{named_by}")
+            return None
+        if not file.is_file():
+            doc.problem((), f"no such file{named_by}")
+            return None
+        if file.stat().st_size > MAX_FILE_BYTES:
+            doc.problem((), f"larger than {MAX_FILE_BYTES // (1024 * 1024)} MiB")
+            return None
+        text = file.read_bytes().decode("utf-8")
+    except OSError as err:
+        doc.problem((), f"cannot be read: {err.strerror or err}")
+        return None
+    except UnicodeDecodeError as err:
+        doc.problem((), f"is not UTF-8 text (byte {err.start})")
+        return None
+    return read_yaml(text, doc)
+
+
+def _root(doc: Document, data: Any) -> None:
+    if data is None:
+        return
+    if not isinstance(data, dict):
+        doc.problem((), f"must be a mapping with a 'retry' section, got {type(data).__name__}")
+        return
+    doc.data = data
+
+
+def _effective(
+    doc: Document,
+    registry: PolicyRegistry,
+    policies: Policies,
+    sections: Mapping[str, Mapping[str, Any]],
+) -> dict[str, EffectiveValue]:
+    out: dict[str, EffectiveValue] = {}
+
+    def add(path: Path, value: Any, source: Source) -> None:
+        key = format_path(path)
+        out[key] = EffectiveValue(key, value, source)
+
+    default_path = ("retry", "default_policy")
+    given = _retry(doc).get("default_policy", _ABSENT)
+    default_source = doc.source_of(default_path) if given == registry.default_policy else None
+    add(default_path, registry.default_policy, default_source or DEFAULT)
+    for name in registry.names():
+        settings = registry.describe(name)["settings"]
+        sources = policies.sources.get(name, {})
+        for path, value in flatten(settings).items():
+            add(("retry", "policies", name, *path), value, sources.get(path, DEFAULT))
+    for op in OperationType:
+        path = ("retry", "operation_policies", op.value)
+        if op.value in registry.operation_policies:
+            source = doc.source_of(path) or DEFAULT
+            add(path, registry.operation_policies[op.value], source)
+        else:
+            add(path, registry.default_policy, _FALLBACK)
+    for name, values in sections.items():
+        for path, value in flatten(values).items():
+            full = ("retry", name, *path)
+            add(full, value, doc.source_of(full) or DEFAULT)
+    return out
+
+
+def _retry(doc: Document) -> dict[str, Any]:
+    retry = doc.data.get("retry")
+    return retry if isinstance(retry, dict) else {}
+
+
+def _build(doc: Document, file: pathlib.Path | None) -> BackstayConfig:
+    for key in doc.data:
+        if key not in TOP_LEVEL:
+            unknown_key(doc, (), key, list(TOP_LEVEL))
+    retry = mapping(doc, ("retry",), doc.data.get("retry"), "retry settings") or {}
+    for key in retry:
+        if key not in RETRY_SECTION:
+            unknown_key(doc, ("retry",), key, list(RETRY_SECTION))
+    policies = build_policies(doc, retry.get("policies"))
+    known = policies.declared | set(policies.built)
+    default = DEFAULT_POLICY_NAME
+    if "default_policy" in retry:
+        checked = policy_name(doc, ("retry", "default_policy"), retry["default_policy"], known)
+        if checked is not None and checked in policies.built:
+            default = checked
+    operations = operation_policies(
+        doc, ("retry", "operation_policies"), retry.get("operation_policies"), known
+    )
+    registry = PolicyRegistry(
+        policies.built.values(),
+        default_policy=default,
+        operation_policies={op: n for op, n in operations.items() if n in policies.built},
+        builtins=False,
+    )
+    breaker = section(
+        doc, ("retry", "circuit_breaker"), retry.get("circuit_breaker"), CIRCUIT_BREAKER_FIELDS
+    )
+    budget = section(doc, ("retry", "budget"), retry.get("budget"), BUDGET_FIELDS)
+    limits = rate_limits(doc, ("retry", "rate_limits"), retry.get("rate_limits"))
+    sections = {"circuit_breaker": breaker, "budget": budget, "rate_limits": limits}
+    return BackstayConfig(
+        file=file,
+        registry=registry,
+        circuit_breaker=breaker,
+        budget=budget,
+        rate_limits=limits,
+        effective=MappingProxyType(_effective(doc, registry, policies, sections)),
+        problems=tuple(doc.rendered_problems()),
+    )
+
+
+def load_config(
+    path: str | os.PathLike[str] | None = None,
+    *,
+    overrides: Iterable[str] = (),
+    environ: Mapping[str, str] | None = None,
+    strict: bool = True,
+) -> BackstayConfig:
+    """Load, override and check the configuration, once.
+
+    ``overrides`` are ``KEY=VALUE`` items as given to ``--set``; ``environ`` defaults to
+    the process environment (pass ``{}`` to ignore it). With ``strict`` (the default) any
+    problem raises one ``ConfigError`` naming every problem with its file and line (or
+    variable, or ``--set``) and key path. With ``strict=False`` each problem is warned
+    about instead and the value in question falls back to its default.
+    """
+    env = os.environ if environ is None else environ
+    file, named_by = _locate(path, env)
+    doc = Document(name=_NO_FILE if file is None else str(file))
+    if file is not None:
+        _root(doc, _read(file, doc, named_by))
+    apply_env(doc, env)
+    apply_sets(doc, overrides)
+    config = _build(doc, file)
+    if doc.problems:
+        if strict:
+            raise doc.error()
+        warnings.warn(
+            "backstay configuration: using defaults in place of what is wrong:\n"
+            + "\n".join(f"  {line}" for line in config.problems),
+            UserWarning,
+            stacklevel=2,
+        )
+    return config

@@ -1,0 +1,76 @@
+"""``BackstayConfig``: the loaded, validated, frozen configuration and where every effective
+value came from."""
+
+from __future__ import annotations
+
+import dataclasses
+import pathlib
+from collections.abc import Mapping
+from typing import Any
+
+from backstay.config._source import Source
+from backstay.policy.registry import PolicyRegistry
+from backstay.policy.retry import RetryPolicy
+
+__all__ = ["BackstayConfig", "EffectiveValue"]
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class EffectiveValue:
+    """One effective setting: its dotted ``key``, its ``value`` and its ``source``."""
+
+    key: str
+    value: Any
+    source: Source
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "value": self.value,
+            "source": str(self.source),
+            "origin": str(self.source.kind),
+        }
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class BackstayConfig:
+    """The effective configuration: file, then ``BACKSTAY__*`` variables, then ``--set``.
+
+    ``registry`` holds every policy (built-ins included), the default and the operation
+    mapping. ``circuit_breaker``, ``budget`` and ``rate_limits`` are the validated settings
+    of those sections, as read-only mappings of the documented keys (only the keys given).
+    ``effective`` maps every dotted key to its value and source; ``problems`` lists what a
+    lenient load (``strict=False``) ignored.
+    """
+
+    file: pathlib.Path | None
+    registry: PolicyRegistry
+    circuit_breaker: Mapping[str, Any]
+    budget: Mapping[str, Any]
+    rate_limits: Mapping[str, Mapping[str, Any]]
+    effective: Mapping[str, EffectiveValue]
+    problems: tuple[str, ...] = ()
+
+    @property
+    def default_policy(self) -> str:
+        return self.registry.default_policy
+
+    @property
+    def operation_policies(self) -> Mapping[str, str]:
+        return self.registry.operation_policies
+
+    def policy(self, name: str) -> RetryPolicy:
+        """The policy called ``name`` (``ConfigError`` if there is none)."""
+        return self.registry.get(name)
+
+    def source_of(self, key: str) -> Source:
+        """Where the effective value of ``key`` (``retry.policies.standard.max_attempts``)
+        came from; ``KeyError`` for a key that has no value."""
+        return self.effective[key].source
+
+    def to_dict(self) -> dict[str, Any]:
+        """Every effective value with its source, as plain data (``config show --json``)."""
+        return {
+            "file": None if self.file is None else str(self.file),
+            "values": {key: value.to_dict() for key, value in self.effective.items()},
+            "problems": list(self.problems),
+        }

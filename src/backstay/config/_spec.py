@@ -1,0 +1,179 @@
+"""The keys of ``backstay.yaml``: every section, every setting, its type and its limits.
+
+These tables are the single description of the file: the loader checks input against
+them, ``backstay config schema`` renders them as JSON Schema, and docs/config.md lists
+them. Cross-field rules (``max_delay_s >= initial_delay_s`` …) stay with the objects that
+own them (``RetryPolicy``), which the loader builds afterwards.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Final
+
+from backstay.config._fields import Field
+from backstay.policy.backoff import Backoff, JitterMode
+from backstay.policy.registry import OperationType
+from backstay.taxonomy import FailureKind
+
+# Policy names are addressed by --set paths and BACKSTAY__ variables: no dots, no spaces.
+POLICY_NAME_PATTERN: Final = r"^[A-Za-z][A-Za-z0-9_-]*$"
+# "provider" or "provider/model"; a model name may hold dots, colons and slashes.
+RATE_LIMIT_KEY_PATTERN: Final = r"^[A-Za-z0-9][A-Za-z0-9_.-]*(/\S+)?$"
+
+TOP_LEVEL: Final[Mapping[str, str]] = {
+    "retry": "Retry policies, which operation uses which, and the shared guards.",
+}
+
+RETRY_SECTION: Final[Mapping[str, str]] = {
+    "default_policy": "The policy for operations without one of their own (default: standard).",
+    "policies": "Named retry policies. A policy named like a built-in one starts from it; "
+    "`extends` starts from another.",
+    "operation_policies": "Operation type → policy name.",
+    "circuit_breaker": "When a circuit opens and how it recovers.",
+    "budget": "The retry budget: how many retries the calls may add in all.",
+    "rate_limits": "Client-side rate limits per provider or provider/model.",
+}
+
+OPERATION_TYPES: Final[tuple[str, ...]] = tuple(op.value for op in OperationType)
+
+POLICY_FIELDS: Final[Mapping[str, Field]] = {
+    "extends": Field(
+        type="string",
+        help="Another policy (from this file or built in) whose settings this one starts from.",
+    ),
+    "max_attempts": Field(
+        type="integer", minimum=1, help="Attempts in all, the first one included."
+    ),
+    "backoff": Field(
+        type="string",
+        choices=tuple(b.value for b in Backoff),
+        help="How the delay grows from one retry to the next.",
+    ),
+    "initial_delay_s": Field(type="number", minimum=0, help="Delay before the first retry (s)."),
+    "max_delay_s": Field(
+        type="number",
+        minimum=0,
+        help="Cap on any one delay (s); at least `initial_delay_s`.",
+    ),
+    "multiplier": Field(type="number", minimum=1, help="Growth factor of exponential backoff."),
+    "jitter": Field(
+        type="number", minimum=0, maximum=1, help="Random spread, as a fraction of the delay."
+    ),
+    "jitter_mode": Field(
+        type="string",
+        choices=tuple(j.value for j in JitterMode),
+        help="How the random spread is drawn.",
+    ),
+    "retry_on": Field(
+        type="kinds_or_codes",
+        help="Retry only these failure kinds or ERR_* codes (empty: every retryable failure).",
+    ),
+    "never_retry_on": Field(
+        type="kinds_or_codes",
+        help="Never retry these failure kinds or ERR_* codes, retryable or not.",
+    ),
+    "max_retry_after_s": Field(
+        type="number",
+        minimum=0,
+        help="Longest Retry-After wait honoured (s); a longer one gives up at once.",
+    ),
+    "deadline_s": Field(
+        type="number",
+        minimum=0,
+        nullable=True,
+        help="Time allowed for the call, all attempts and waits included (s); null: none.",
+    ),
+    "seed": Field(type="integer", nullable=True, help="Seed of the jitter draws (null: unseeded)."),
+}
+
+PER_KIND_HELP: Final = (
+    "Per failure kind: `max_attempts` caps the policy's, the delays and the multiplier "
+    "replace the policy's for that kind."
+)
+
+KIND_OVERRIDE_FIELDS: Final[Mapping[str, Field]] = {
+    "max_attempts": Field(
+        type="integer", minimum=1, help="Attempts in all for this kind (caps the policy's)."
+    ),
+    "initial_delay_s": Field(type="number", minimum=0, help="Delay before the first retry (s)."),
+    "max_delay_s": Field(type="number", minimum=0, help="Cap on any one delay (s)."),
+    "multiplier": Field(type="number", minimum=1, help="Growth factor of exponential backoff."),
+}
+
+KIND_NAMES: Final[tuple[str, ...]] = tuple(kind.value for kind in FailureKind)
+
+CIRCUIT_BREAKER_FIELDS: Final[Mapping[str, Field]] = {
+    "failure_threshold": Field(
+        type="integer",
+        minimum=1,
+        nullable=True,
+        help="Consecutive counted failures that open the circuit (null: rule off).",
+    ),
+    "failure_rate": Field(
+        type="number",
+        minimum=0,
+        exclusive_minimum=True,
+        maximum=1,
+        nullable=True,
+        help="Share of counted failures in the window that opens the circuit, in (0, 1] "
+        "(null: rule off).",
+    ),
+    "window_size": Field(
+        type="integer", minimum=1, help="Calls in the failure-rate window (count window)."
+    ),
+    "window_s": Field(
+        type="number",
+        minimum=0,
+        exclusive_minimum=True,
+        help="Length of the failure-rate window (time window, s).",
+    ),
+    "min_calls": Field(
+        type="integer",
+        minimum=1,
+        help="Calls the window must hold before the failure rate can open the circuit.",
+    ),
+    "open_duration_s": Field(
+        type="number", minimum=0, help="How long the circuit stays open before probing (s)."
+    ),
+    "half_open_max_probes": Field(
+        type="integer", minimum=1, help="Calls let through at once while half-open."
+    ),
+    "success_threshold": Field(
+        type="integer", minimum=1, help="Probe successes that close the circuit again."
+    ),
+    "counted_kinds": Field(
+        type="kinds",
+        excluded=(FailureKind.CANCELLED.value,),
+        help="Failure kinds that count towards opening (cancelled never counts).",
+    ),
+}
+
+BUDGET_FIELDS: Final[Mapping[str, Field]] = {
+    "ratio": Field(
+        type="number",
+        minimum=0,
+        maximum=1,
+        help="Retries allowed as a fraction of calls in the window (0.1: one retry per ten calls).",
+    ),
+    "min_retries_per_s": Field(
+        type="number",
+        minimum=0,
+        help="Retries per second allowed whatever the ratio (keeps low traffic retrying).",
+    ),
+    "window_s": Field(
+        type="number",
+        minimum=0,
+        exclusive_minimum=True,
+        help="How long a call counts towards the ratio (s).",
+    ),
+}
+
+RATE_LIMIT_FIELDS: Final[Mapping[str, Field]] = {
+    "requests_per_minute": Field(
+        type="number", minimum=0, exclusive_minimum=True, help="Requests per minute."
+    ),
+    "tokens_per_minute": Field(
+        type="number", minimum=0, exclusive_minimum=True, help="Tokens per minute."
+    ),
+}
