@@ -12,6 +12,8 @@ MODULES = (
     "backstay",
     "backstay.classify",
     "backstay.clock",
+    "backstay.config",
+    "backstay.breaker",
     "backstay.call",
     "backstay.errors",
     "backstay.failure",

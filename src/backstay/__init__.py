@@ -7,7 +7,15 @@ from __future__ import annotations
 
 from importlib.metadata import PackageNotFoundError, version
 
-from backstay.call import Attempt, aattempts, acall, attempts, call, retry
+from backstay.breaker import (
+    BreakerRegistry,
+    BreakerSettings,
+    CircuitBreaker,
+    CircuitState,
+    MemoryBreakerStore,
+    SQLiteBreakerStore,
+)
+from backstay.call import Attempt, aattempts, acall, attempts, call, retry, use_registry
 from backstay.classify import (
     AGENT_NAMES,
     check_output,
@@ -16,6 +24,7 @@ from backstay.classify import (
     classify_output,
     classify_response,
 )
+from backstay.config import BackstayConfig, configure, load_config
 from backstay.errors import (
     BackstayError,
     CircuitOpen,
@@ -27,6 +36,10 @@ from backstay.errors import (
 from backstay.failure import Failure
 from backstay.outcome import StructuredOutcome
 from backstay.policy import Backoff, JitterMode, KindOverride, RetryPolicy
+from backstay.policy.budget import BudgetSettings, RetryBudget
+from backstay.policy.limiters import RateLimiterRegistry
+from backstay.policy.ratelimit import RateLimiter, RateLimitSettings
+from backstay.policy.registry import OperationType, PolicyRegistry
 from backstay.redact import redact, redact_mapping, register_secret
 from backstay.taxonomy import (
     CODES,
@@ -51,8 +64,14 @@ __all__ = [
     "Action",
     "Attempt",
     "Backoff",
+    "BackstayConfig",
     "BackstayError",
+    "BreakerRegistry",
+    "BreakerSettings",
+    "BudgetSettings",
+    "CircuitBreaker",
     "CircuitOpen",
+    "CircuitState",
     "CodeInfo",
     "ConfigError",
     "DeadlineExceeded",
@@ -62,9 +81,17 @@ __all__ = [
     "JitterMode",
     "KindInfo",
     "KindOverride",
+    "MemoryBreakerStore",
+    "OperationType",
+    "PolicyRegistry",
+    "RateLimitSettings",
+    "RateLimiter",
+    "RateLimiterRegistry",
     "Rejected",
+    "RetryBudget",
     "RetryBudgetExhausted",
     "RetryPolicy",
+    "SQLiteBreakerStore",
     "StructuredOutcome",
     "__version__",
     "aattempts",
@@ -77,8 +104,11 @@ __all__ = [
     "classify_output",
     "classify_response",
     "code_info",
+    "configure",
+    "load_config",
     "redact",
     "redact_mapping",
     "register_secret",
     "retry",
+    "use_registry",
 ]

@@ -27,9 +27,10 @@ from backstay.observe.events import AttemptStarted
 from backstay.observe.sinks import BUS
 from backstay.policy.builtin import BUILTIN_POLICIES, STANDARD
 from backstay.policy.protocols import CircuitBreakerLike, RateLimiterLike, RetryBudgetLike
+from backstay.policy.registry import PolicyRegistry
 from backstay.policy.retry import RetryPolicy
 
-__all__ = ["Attempt", "aattempts", "acall", "attempts", "call", "retry"]
+__all__ = ["Attempt", "aattempts", "acall", "attempts", "call", "retry", "use_registry"]
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -46,6 +47,12 @@ def set_policy_source(
     """Where policy names and operation types are looked up (the configured registry)."""
     global _policy_lookup, _operation_lookup
     _policy_lookup, _operation_lookup = by_name, by_operation
+
+
+def use_registry(registry: PolicyRegistry) -> None:
+    """Resolve policy names and operation types in ``registry`` from now on (process-wide);
+    ``backstay.configure()`` does this with the configured registry."""
+    set_policy_source(registry.get, registry.for_operation)
 
 
 def resolve_policy(policy: PolicySpec, operation: str | None) -> RetryPolicy:

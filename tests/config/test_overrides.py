@@ -49,12 +49,12 @@ def test_values_are_read_as_yaml() -> None:
         overrides=[
             "retry.policies.standard.retry_on=[timeout, network]",
             "retry.policies.standard.deadline_s=",
-            "retry.circuit_breaker.failure_rate=0.25",
+            "retry.circuit_breaker.failure_rate_threshold=0.25",
         ],
     )
     assert config.policy("standard").retry_on == {"timeout", "network"}
     assert config.policy("standard").deadline_s is None
-    assert config.circuit_breaker["failure_rate"] == 0.25
+    assert config.circuit_breaker["failure_rate_threshold"] == 0.25
 
 
 def test_a_quoted_key_part_may_hold_dots() -> None:
@@ -81,7 +81,7 @@ def test_an_unknown_key_from_a_variable_is_named() -> None:
     found = problems(None, environ={"BACKSTAY__RETRY__BUDGET__RATE": "1"})
     assert found == [
         "BACKSTAY__RETRY__BUDGET__RATE: retry.budget.rate: unknown key (did you mean "
-        "'ratio'?); known: ratio, min_retries_per_s, window_s"
+        "'ratio'?); known: ratio, min_retries_per_s, window_s, buckets"
     ]
 
 

@@ -52,18 +52,25 @@ def test_a_kind_override_has_every_kind_override_field() -> None:
 def test_the_sections_list_the_documented_keys() -> None:
     assert list(RETRY["circuit_breaker"]["properties"]) == [
         "failure_threshold",
-        "failure_rate",
-        "window_size",
+        "failure_rate_threshold",
+        "window_kind",
+        "window_calls",
         "window_s",
-        "min_calls",
+        "minimum_calls",
         "open_duration_s",
         "half_open_max_probes",
         "success_threshold",
+        "probe_timeout_s",
         "counted_kinds",
     ]
-    assert list(RETRY["budget"]["properties"]) == ["ratio", "min_retries_per_s", "window_s"]
+    assert list(RETRY["budget"]["properties"]) == [
+        "ratio",
+        "min_retries_per_s",
+        "window_s",
+        "buckets",
+    ]
     limits = RETRY["rate_limits"]["additionalProperties"]["properties"]
-    assert list(limits) == ["requests_per_minute", "tokens_per_minute"]
+    assert list(limits) == ["requests_per_minute", "tokens_per_minute", "burst_s", "max_block_s"]
     assert list(CIRCUIT_BREAKER_FIELDS) == list(RETRY["circuit_breaker"]["properties"])
     assert list(BUDGET_FIELDS) == list(RETRY["budget"]["properties"])
 

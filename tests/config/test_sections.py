@@ -65,9 +65,9 @@ def test_an_unknown_operation_type_is_named(tmp_path: Path) -> None:
     ("line", "expected"),
     [
         ("failure_threshold: 0", "failure_threshold: must be >= 1, got 0"),
-        ("failure_rate: 0", "failure_rate: must be > 0, got 0"),
-        ("failure_rate: 50", "failure_rate: must be <= 1, got 50"),
-        ("window_size: 2.5", "window_size: must be a whole number, got 2.5"),
+        ("failure_rate_threshold: 0", "failure_rate_threshold: must be > 0, got 0"),
+        ("failure_rate_threshold: 50", "failure_rate_threshold: must be <= 1, got 50"),
+        ("window_calls: 2.5", "window_calls: must be a whole number, got 2.5"),
         ("window_s: 0", "window_s: must be > 0, got 0"),
         ("open_duration_s: -1", "open_duration_s: must be >= 0, got -1"),
         ("half_open_max_probes: 0", "half_open_max_probes: must be >= 1, got 0"),

@@ -39,6 +39,7 @@ from backstay.breaker.store import BreakerStore, TransitionFn
 from backstay.clock import SYSTEM_CLOCK, Clock
 from backstay.errors import CircuitOpen, ConfigError
 from backstay.failure import Failure
+from backstay.observe.sinks import BUS
 from backstay.policy.protocols import Permit
 
 __all__ = ["CircuitBreaker", "EventCallback"]
@@ -48,6 +49,11 @@ EventCallback = Callable[[object], None]
 DEFAULT_SETTINGS: Final = BreakerSettings()
 _CLOSED: Final = CircuitState.CLOSED
 _log = logging.getLogger("backstay.breaker")
+_EVENT_LEVEL: Final = {
+    CircuitState.OPEN: CircuitOpened.level,
+    CircuitState.HALF_OPEN: CircuitHalfOpened.level,
+    CircuitState.CLOSED: CircuitClosed.level,
+}
 
 
 class _ClosedPermit:
@@ -211,11 +217,14 @@ class CircuitBreaker:
 
     def _emit(self, change: Transition) -> None:
         callback = self._on_event
-        if callback is None:
+        if callback is None and not BUS.wants(_EVENT_LEVEL[change.to_state]):
             return
         event = self._event(change)
         try:
-            callback(event)
+            if callback is None:
+                BUS.emit(event)
+            else:
+                callback(event)
         except Exception:  # noqa: BLE001 - a failing sink must not fail the call it observes
             _log.exception("breaker %r: on_event failed for %s", self.name, event.name)
 

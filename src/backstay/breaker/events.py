@@ -1,22 +1,25 @@
 """The events a circuit breaker emits, one per change of state.
 
-Frozen values with a stable dotted ``name``; a breaker hands them to its ``on_event``
-callback after the change is stored, outside any lock. ``at`` is wall-clock time (UTC).
+Frozen ``backstay.observe`` events with a stable dotted ``name``; a breaker hands them to
+its ``on_event`` callback (by default, the event bus and its sinks) after the change is
+stored, outside any lock. ``at`` is wall-clock time (UTC).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import datetime as _dt
+import logging
 from typing import ClassVar
 
 from backstay.breaker.record import CircuitState
+from backstay.observe.events import Event
 
 __all__ = ["BreakerEvent", "CircuitClosed", "CircuitHalfOpened", "CircuitOpened"]
 
 
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
-class CircuitOpened:
+class CircuitOpened(Event):
     """The circuit ``breaker`` opened: callers fail fast for ``open_duration_s``.
 
     ``reason`` is ``consecutive_failures``, ``failure_rate`` or ``probe_failed``; the counts
@@ -24,6 +27,7 @@ class CircuitOpened:
     """
 
     name: ClassVar[str] = "circuit.opened"
+    level: ClassVar[int] = logging.WARNING
     breaker: str
     at: _dt.datetime
     from_state: CircuitState
@@ -35,7 +39,7 @@ class CircuitOpened:
 
 
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
-class CircuitHalfOpened:
+class CircuitHalfOpened(Event):
     """The circuit ``breaker`` admits up to ``max_probes`` probe calls.
 
     ``reason`` is ``open_duration_elapsed``, or ``probes_expired`` when a round of probes
@@ -50,7 +54,7 @@ class CircuitHalfOpened:
 
 
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
-class CircuitClosed:
+class CircuitClosed(Event):
     """The circuit ``breaker`` closed: ``probes_succeeded`` (with ``successes``) or ``reset``."""
 
     name: ClassVar[str] = "circuit.closed"

@@ -10,6 +10,7 @@ documented in docs/config.md; ``config_schema()`` is its JSON Schema.
 
 from __future__ import annotations
 
+from backstay.config._configure import configure
 from backstay.config._load import CONFIG_ENV_VAR, DEFAULT_CONFIG_FILE, load_config
 from backstay.config._model import BackstayConfig, EffectiveValue
 from backstay.config._overrides import ENV_PREFIX
@@ -25,5 +26,6 @@ __all__ = [
     "Source",
     "SourceKind",
     "config_schema",
+    "configure",
     "load_config",
 ]

@@ -8,9 +8,15 @@ import pathlib
 from collections.abc import Mapping
 from typing import Any
 
+from backstay.breaker.settings import BreakerSettings
+from backstay.clock import Clock
 from backstay.config._source import Source
+from backstay.policy.budget import BudgetSettings
+from backstay.policy.limiters import RateLimiterRegistry
+from backstay.policy.ratelimit import RateLimitSettings
 from backstay.policy.registry import PolicyRegistry
 from backstay.policy.retry import RetryPolicy
+from backstay.taxonomy import FailureKind
 
 __all__ = ["BackstayConfig", "EffectiveValue"]
 
@@ -66,6 +72,22 @@ class BackstayConfig:
         """Where the effective value of ``key`` (``retry.policies.standard.max_attempts``)
         came from; ``KeyError`` for a key that has no value."""
         return self.effective[key].source
+
+    def breaker_settings(self) -> BreakerSettings:
+        """The ``circuit_breaker`` section as settings (defaults for keys not given)."""
+        values = dict(self.circuit_breaker)
+        if "counted_kinds" in values:
+            values["counted_kinds"] = frozenset(FailureKind(k) for k in values["counted_kinds"])
+        return BreakerSettings(**values)
+
+    def budget_settings(self) -> BudgetSettings:
+        """The ``budget`` section as settings (defaults for keys not given)."""
+        return BudgetSettings(**self.budget)
+
+    def rate_limiters(self, *, clock: Clock | None = None) -> RateLimiterRegistry:
+        """A limiter registry with one entry per ``rate_limits`` key."""
+        limits = {key: RateLimitSettings(**dict(v)) for key, v in self.rate_limits.items()}
+        return RateLimiterRegistry(limits, clock=clock)
 
     def to_dict(self) -> dict[str, Any]:
         """Every effective value with its source, as plain data (``config show --json``)."""

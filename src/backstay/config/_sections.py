@@ -82,7 +82,7 @@ def rate_limits(doc: Document, path: Path, raw: object) -> Mapping[str, Mapping[
             continue
         limits = check_fields(doc, (*path, key), value, RATE_LIMIT_FIELDS, "limits")
         if value is None or (isinstance(value, dict) and not value):
-            doc.problem((*path, key), f"give {' or '.join(RATE_LIMIT_FIELDS)}, or both")
+            doc.problem((*path, key), "give requests_per_minute or tokens_per_minute, or both")
         if limits:
             out[key] = MappingProxyType(limits)
     return MappingProxyType(out)

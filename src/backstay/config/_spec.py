@@ -110,7 +110,7 @@ CIRCUIT_BREAKER_FIELDS: Final[Mapping[str, Field]] = {
         nullable=True,
         help="Consecutive counted failures that open the circuit (null: rule off).",
     ),
-    "failure_rate": Field(
+    "failure_rate_threshold": Field(
         type="number",
         minimum=0,
         exclusive_minimum=True,
@@ -119,8 +119,16 @@ CIRCUIT_BREAKER_FIELDS: Final[Mapping[str, Field]] = {
         help="Share of counted failures in the window that opens the circuit, in (0, 1] "
         "(null: rule off).",
     ),
-    "window_size": Field(
-        type="integer", minimum=1, help="Calls in the failure-rate window (count window)."
+    "window_kind": Field(
+        type="string",
+        choices=("count", "time"),
+        help="The failure-rate window: the last window_calls calls, or the last window_s seconds.",
+    ),
+    "window_calls": Field(
+        type="integer",
+        minimum=1,
+        maximum=1000,
+        help="Calls in the failure-rate window (count window).",
     ),
     "window_s": Field(
         type="number",
@@ -128,7 +136,7 @@ CIRCUIT_BREAKER_FIELDS: Final[Mapping[str, Field]] = {
         exclusive_minimum=True,
         help="Length of the failure-rate window (time window, s).",
     ),
-    "min_calls": Field(
+    "minimum_calls": Field(
         type="integer",
         minimum=1,
         help="Calls the window must hold before the failure rate can open the circuit.",
@@ -141,6 +149,12 @@ CIRCUIT_BREAKER_FIELDS: Final[Mapping[str, Field]] = {
     ),
     "success_threshold": Field(
         type="integer", minimum=1, help="Probe successes that close the circuit again."
+    ),
+    "probe_timeout_s": Field(
+        type="number",
+        minimum=0,
+        exclusive_minimum=True,
+        help="A probe that never reports frees its slot after this long (s).",
     ),
     "counted_kinds": Field(
         type="kinds",
@@ -167,6 +181,12 @@ BUDGET_FIELDS: Final[Mapping[str, Field]] = {
         exclusive_minimum=True,
         help="How long a call counts towards the ratio (s).",
     ),
+    "buckets": Field(
+        type="integer",
+        minimum=1,
+        maximum=1000,
+        help="Buckets the window is counted in (finer: smoother expiry).",
+    ),
 }
 
 RATE_LIMIT_FIELDS: Final[Mapping[str, Field]] = {
@@ -175,5 +195,16 @@ RATE_LIMIT_FIELDS: Final[Mapping[str, Field]] = {
     ),
     "tokens_per_minute": Field(
         type="number", minimum=0, exclusive_minimum=True, help="Tokens per minute."
+    ),
+    "burst_s": Field(
+        type="number",
+        minimum=0,
+        exclusive_minimum=True,
+        help="Seconds of refill a bucket holds (how big a burst may be).",
+    ),
+    "max_block_s": Field(
+        type="number",
+        minimum=0,
+        help="The longest a provider's wait may block every caller of the limiter (s).",
     ),
 }

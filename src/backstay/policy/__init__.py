@@ -4,8 +4,13 @@ rate limiters. Nothing here does I/O or reads a clock."""
 from __future__ import annotations
 
 from backstay.policy.backoff import Backoff, JitterMode, next_delay
+from backstay.policy.bucket import TokenBucket
+from backstay.policy.budget import BudgetSettings, RetryBudget
 from backstay.policy.builtin import AGENT_DISPATCH, AGGRESSIVE, BUILTIN_POLICIES, NO_RETRY, STANDARD
+from backstay.policy.limiters import RateLimiterRegistry
 from backstay.policy.protocols import CircuitBreakerLike, Permit, RateLimiterLike, RetryBudgetLike
+from backstay.policy.ratelimit import RateLimiter, RateLimitSettings
+from backstay.policy.registry import OperationType, PolicyRegistry
 from backstay.policy.retry import GiveUpReason, KindOverride, RetryDecision, RetryPolicy, decide
 
 __all__ = [
@@ -15,15 +20,23 @@ __all__ = [
     "NO_RETRY",
     "STANDARD",
     "Backoff",
+    "BudgetSettings",
     "CircuitBreakerLike",
     "GiveUpReason",
     "JitterMode",
     "KindOverride",
+    "OperationType",
     "Permit",
+    "PolicyRegistry",
+    "RateLimitSettings",
+    "RateLimiter",
     "RateLimiterLike",
+    "RateLimiterRegistry",
+    "RetryBudget",
     "RetryBudgetLike",
     "RetryDecision",
     "RetryPolicy",
+    "TokenBucket",
     "decide",
     "next_delay",
 ]
