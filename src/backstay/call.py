@@ -18,16 +18,15 @@ import asyncio
 import functools
 import inspect
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
-from typing import Any, NamedTuple, ParamSpec, TypeVar, overload
+from typing import Any, Final, NamedTuple, ParamSpec, TypeVar, overload
 
 from backstay._attempts import CallState, test_mode
 from backstay.clock import SYSTEM_CLOCK, Clock
 from backstay.errors import ConfigError
 from backstay.observe.events import AttemptStarted
 from backstay.observe.sinks import BUS
-from backstay.policy.builtin import BUILTIN_POLICIES, STANDARD
 from backstay.policy.protocols import CircuitBreakerLike, RateLimiterLike, RetryBudgetLike
-from backstay.policy.registry import PolicyRegistry
+from backstay.policy.registry import DEFAULT_POLICY_NAME, PolicyRegistry
 from backstay.policy.retry import RetryPolicy
 
 __all__ = ["Attempt", "aattempts", "acall", "attempts", "call", "retry", "use_registry"]
@@ -37,8 +36,11 @@ T = TypeVar("T")
 
 PolicySpec = RetryPolicy | str | None
 
-_policy_lookup: Callable[[str], RetryPolicy] = BUILTIN_POLICIES.__getitem__
-_operation_lookup: Callable[[str], RetryPolicy] = lambda _op: STANDARD  # noqa: E731
+# Until configure() or use_registry() says otherwise: the built-in policies, "standard" by
+# default, and agent runs under the adapter contract's "agent_dispatch".
+DEFAULT_REGISTRY: Final = PolicyRegistry(operation_policies={"agent": "agent_dispatch"})
+_policy_lookup: Callable[[str], RetryPolicy] = DEFAULT_REGISTRY.get
+_operation_lookup: Callable[[str], RetryPolicy] = DEFAULT_REGISTRY.for_operation
 
 
 def set_policy_source(
@@ -62,13 +64,13 @@ def resolve_policy(policy: PolicySpec, operation: str | None) -> RetryPolicy:
     if isinstance(policy, str):
         try:
             return _policy_lookup(policy)
-        except KeyError:
+        except KeyError:  # a plain mapping given to set_policy_source
             raise ConfigError(f"no policy named {policy!r}", where="policy") from None
     if policy is not None:
         raise ConfigError(f"expected a RetryPolicy or a name, got {policy!r}", where="policy")
     if operation is not None:
         return _operation_lookup(operation)
-    return _policy_lookup("standard")
+    return _policy_lookup(DEFAULT_POLICY_NAME)
 
 
 class _Options(NamedTuple):

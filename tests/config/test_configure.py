@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 import backstay
-from backstay import CircuitBreaker, FailureKind, PolicyRegistry, RetryBudget
+from backstay import CircuitBreaker, FailureKind, RetryBudget
+from backstay.call import DEFAULT_REGISTRY
 from backstay.testing import FakeClock
 
 CONFIG = """\
@@ -40,7 +41,7 @@ def configured(tmp_path: Path) -> Iterator[backstay.BackstayConfig]:
     try:
         yield backstay.configure(path, overrides=["retry.policies.patient.max_attempts=4"])
     finally:
-        backstay.use_registry(PolicyRegistry())
+        backstay.use_registry(DEFAULT_REGISTRY)
 
 
 def test_policy_names_resolve_in_the_configured_file(configured: backstay.BackstayConfig) -> None:
