@@ -75,3 +75,51 @@ def test_a_budget_with_room_lets_the_retry_through() -> None:
         return "ok"
 
     assert backstay.call(flaky, policy=EXACT, budget=budget, clock=clock) == "ok"
+
+
+def _overloaded() -> httpx.HTTPStatusError:
+    request = httpx.Request("POST", "http://127.0.0.1/v1/messages")
+    response = httpx.Response(529, request=request, json={"type": "error"})
+    return httpx.HTTPStatusError("529", request=request, response=response)
+
+
+def test_a_real_breaker_opens_then_fails_fast_then_probes() -> None:
+    clock = FakeClock()
+    breakers = backstay.BreakerRegistry(
+        settings=backstay.BreakerSettings(failure_threshold=2, open_duration_s=30.0), clock=clock
+    )
+    guard = breakers.guard("anthropic/claude")
+    calls: list[int] = []
+
+    def overloaded() -> None:
+        calls.append(1)
+        raise _overloaded()
+
+    no_retry = EXACT.derive(max_attempts=1)
+    for _ in range(2):
+        with pytest.raises(httpx.HTTPStatusError):
+            backstay.call(overloaded, policy=no_retry, breaker=guard, clock=clock)
+    with pytest.raises(backstay.CircuitOpen) as info:
+        backstay.call(overloaded, policy=no_retry, breaker=guard, clock=clock)
+    assert len(calls) == 2  # the open circuit never called the provider
+    assert info.value.retry_after_s == pytest.approx(30.0)
+    clock.advance(30.0)
+    assert backstay.call(lambda: "ok", breaker=guard, clock=clock) == "ok"  # the probe closes it
+    assert breakers.breaker_for("anthropic/claude").snapshot().state is backstay.CircuitState.CLOSED
+
+
+def test_client_mistakes_do_not_open_the_circuit() -> None:
+    clock = FakeClock()
+    breaker = backstay.CircuitBreaker(
+        "openai", settings=backstay.BreakerSettings(failure_threshold=1), clock=clock
+    )
+    request = httpx.Request("POST", "http://127.0.0.1/v1/chat/completions")
+    bad = httpx.Response(400, request=request, json={"error": {"code": "context_length_exceeded"}})
+
+    def too_long() -> None:
+        raise httpx.HTTPStatusError("400", request=request, response=bad)
+
+    for _ in range(3):
+        with pytest.raises(httpx.HTTPStatusError):
+            backstay.call(too_long, breaker=breaker, clock=clock)
+    assert breaker.snapshot().state is backstay.CircuitState.CLOSED
