@@ -403,9 +403,10 @@ def lookup_section(policies: list[backstay.RetryPolicy]) -> None:
 
 
 def breaker_rows() -> list[Row]:
-    """HOOK: circuit-breaker comparisons (closed-path overhead of backstay's breaker vs
-    pybreaker and purgatory, target ≤ 0.3 µs) go here. Returns no rows until then."""
-    return []
+    """Circuit-breaker comparisons (closed path vs pybreaker and purgatory): bench/breaker.py."""
+    from breaker import breaker_rows as rows  # noqa: PLC0415 - breaker.py imports this module
+
+    return rows()
 
 
 # -- entry point ---------------------------------------------------------------------------

@@ -25,7 +25,12 @@ from backstay.clock import SYSTEM_CLOCK, Clock
 from backstay.errors import ConfigError
 from backstay.observe.events import AttemptStarted
 from backstay.observe.sinks import BUS
-from backstay.policy.protocols import CircuitBreakerLike, RateLimiterLike, RetryBudgetLike
+from backstay.policy.protocols import (
+    CircuitBreakerLike,
+    Permit,
+    RateLimiterLike,
+    RetryBudgetLike,
+)
 from backstay.policy.registry import DEFAULT_POLICY_NAME, PolicyRegistry
 from backstay.policy.retry import RetryPolicy
 
@@ -84,15 +89,31 @@ class _Options(NamedTuple):
     clock: Clock | None
 
 
-def _plain(breaker: object | None, budget: object | None, limiter: object | None) -> bool:
-    """Nothing to consult before the first attempt: it may run inline."""
+def _plain(budget: object | None, limiter: object | None) -> bool:
+    """Nothing but a breaker to consult before the first attempt: it may run inline."""
     return (
-        breaker is None
-        and budget is None
+        budget is None
         and limiter is None
         and not test_mode.active
         and not BUS.wants(AttemptStarted.level)
     )
+
+
+def _after_first_failure(
+    pol: RetryPolicy,
+    clk: Clock,
+    operation: str | None,
+    breaker: CircuitBreakerLike | None,
+    *,
+    started: float,
+    permit: Permit | None,
+) -> CallState:
+    """The call state of an inline first attempt that failed."""
+    state = CallState(pol, clk, operation=operation, breaker=breaker, budget=None, limiter=None)
+    state.started = started
+    state.attempt = 1
+    state.permit = permit
+    return state
 
 
 def call(
@@ -115,17 +136,24 @@ def _run(fn: Callable[..., T], args: Any, kwargs: Any, opts: _Options) -> T:
     pol, operation, breaker, budget, limiter = opts[:5]
     clk = opts.clock or SYSTEM_CLOCK
     state: CallState | None = None
-    if _plain(breaker, budget, limiter):
+    if _plain(budget, limiter):
         started = clk.monotonic()
+        permit = None if breaker is None else breaker.acquire()
         try:
-            return fn(*args, **kwargs)
+            result = fn(*args, **kwargs)
         except Exception as exc:
-            state = CallState(
-                pol, clk, operation=operation, breaker=None, budget=None, limiter=None
+            state = _after_first_failure(
+                pol, clk, operation, breaker, started=started, permit=permit
             )
-            state.started = started
-            state.attempt = 1
             delay = state.failed(exc)
+        except BaseException:
+            if permit is not None:
+                permit.release()
+            raise
+        else:
+            if permit is not None:
+                permit.success()
+            return result
         if delay > 0.0:
             clk.sleep(delay)
     if state is None:
@@ -173,17 +201,24 @@ async def _arun(fn: Callable[..., Awaitable[T]], args: Any, kwargs: Any, opts: _
     pol, operation, breaker, budget, limiter = opts[:5]
     clk = opts.clock or SYSTEM_CLOCK
     state: CallState | None = None
-    if _plain(breaker, budget, limiter) and pol.deadline_s is None:
+    if _plain(budget, limiter) and pol.deadline_s is None:
         started = clk.monotonic()
+        permit = None if breaker is None else breaker.acquire()
         try:
-            return await fn(*args, **kwargs)
+            result = await fn(*args, **kwargs)
         except Exception as exc:
-            state = CallState(
-                pol, clk, operation=operation, breaker=None, budget=None, limiter=None
+            state = _after_first_failure(
+                pol, clk, operation, breaker, started=started, permit=permit
             )
-            state.started = started
-            state.attempt = 1
             delay = state.failed(exc)
+        except BaseException:
+            if permit is not None:
+                permit.release()
+            raise
+        else:
+            if permit is not None:
+                permit.success()
+            return result
         if delay > 0.0:
             await clk.asleep(delay)
     if state is None:

@@ -10,6 +10,7 @@ sequences, and blanks the value of any key whose name looks secret.
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import threading
@@ -159,7 +160,14 @@ def redact(text: object) -> str:
         out = text if isinstance(text, str) else str(text)
     except Exception:  # a broken __str__ must not break the caller's error path
         return f"<unprintable {type(text).__name__}>"
-    for secret in _secrets.current():
+    secrets = _secrets.current()
+    if len(out) <= _CACHED_TEXT_LEN:
+        return _redact_cached(out, secrets)  # the secrets are part of the key
+    return _redact(out, secrets)
+
+
+def _redact(out: str, secrets: tuple[str, ...]) -> str:
+    for secret in secrets:
         if secret in out:
             out = out.replace(secret, REDACTED)
     lowered = out.lower()
@@ -168,6 +176,11 @@ def redact(text: object) -> str:
     for pattern, replacement in _PATTERNS:
         out = pattern.sub(replacement, out)
     return out
+
+
+# Error messages repeat; short ones are redacted once per set of known secrets.
+_CACHED_TEXT_LEN: Final = 4096
+_redact_cached = functools.lru_cache(maxsize=4096)(_redact)
 
 
 def _looks_secret(key: object) -> bool:

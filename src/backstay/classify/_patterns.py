@@ -8,6 +8,7 @@ text, agent output) and 2xx (errors inside a stream) pass every gate.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import re
 from collections.abc import Callable, Sequence
 
@@ -195,16 +196,31 @@ PATTERNS: tuple[Pattern, ...] = (
 )
 
 
+# Provider messages repeat ("Overloaded", "Connection refused"): short texts are matched
+# once and remembered. The cache is bounded in entries and, through _CACHED_TEXT_LEN, in size.
+_CACHED_TEXT_LEN = 4096
+_CACHE_ENTRIES = 4096
+
+
 def match_message(
     message: str | Sequence[str], status: int | None, family: str | None
 ) -> str | None:
     """The code of the first pattern (in priority order) that matches any of the texts."""
-    texts = [message] if isinstance(message, str) else list(message)
-    texts = [t for t in texts if t]
+    texts = (message,) if isinstance(message, str) else tuple(message)
+    texts = tuple(t for t in texts if t)
+    if sum(map(len, texts)) <= _CACHED_TEXT_LEN:
+        return _match_cached(texts, status, family)
+    return _match(texts, status, family)
+
+
+def _match(texts: tuple[str, ...], status: int | None, family: str | None) -> str | None:
     for pattern in PATTERNS:
         if any(pattern.matches(text, status, family) for text in texts):
             return pattern.code
     return None
+
+
+_match_cached = functools.lru_cache(maxsize=_CACHE_ENTRIES)(_match)
 
 
 # Transport words: used for exception text and agent output, never for HTTP bodies.
@@ -249,7 +265,17 @@ TRANSPORT_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
 
 
 def match_transport(text: str) -> str | None:
+    """The transport code the words of ``text`` name, or ``None``."""
+    if len(text) <= _CACHED_TEXT_LEN:
+        return _transport_cached(text)
+    return _transport(text)
+
+
+def _transport(text: str) -> str | None:
     for code, regex in TRANSPORT_PATTERNS:
         if regex.search(text):
             return code
     return None
+
+
+_transport_cached = functools.lru_cache(maxsize=_CACHE_ENTRIES)(_transport)
