@@ -14,6 +14,7 @@ Run with ``make bench``. Prints one table per section; ratios are backstay / pee
 
 from __future__ import annotations
 
+import itertools
 import json
 import sys
 import timeit
@@ -81,6 +82,18 @@ def _field_accuracy(oai: Any, ant: Any, oresp: Any, aresp: Any) -> None:
     print(f"  retry decisions right, backstay / openai SDK: {ratio:.2f}x")
 
 
+def _fresh_body(n: int) -> str:
+    """An Anthropic 429 whose message is new every time: the cost without remembered matches
+    (real bodies repeat their message and differ only in the request id)."""
+    return json.dumps(
+        {
+            "type": "error",
+            "error": {"type": "rate_limit_error", "message": f"rate limited ({n})"},
+            "request_id": f"req_{n}",
+        }
+    )
+
+
 def main() -> None:
     oai = openai.OpenAI(api_key="sk-bench-0000000000000000", base_url="http://127.0.0.1:9/v1")
     ant = anthropic.Anthropic(api_key="sk-ant-bench-000000000000", base_url="http://127.0.0.1:9")
@@ -117,6 +130,7 @@ def main() -> None:
     _field_accuracy(oai, ant, oresp, aresp)
 
     case = CASES[0]
+    counter = itertools.count()
     body = case.body.encode()
     resp = oresp(429, case.headers, body)
     sdk_error = oai._make_status_error_from_response(resp)
@@ -140,6 +154,13 @@ def main() -> None:
         ),
         ("classify(SDK RateLimitError)", lambda: backstay.classify(sdk_error), 5_000),
         ("classify(httpx.ConnectError)", lambda: backstay.classify(conn), 5_000),
+        (
+            "classify_response, every message new (no cache)",
+            lambda: backstay.classify_response(
+                429, case.headers, _fresh_body(next(counter)), provider="anthropic"
+            ),
+            5_000,
+        ),
         (
             "classify_output(claude-code)",
             lambda: backstay.classify_output(claude, agent="claude-code", exit_code=1),
