@@ -43,7 +43,7 @@ PolicySpec = RetryPolicy | str | None
 
 # Until configure() or use_registry() says otherwise: the built-in policies, "standard" by
 # default, and agent runs under the adapter contract's "agent_dispatch".
-DEFAULT_REGISTRY: Final = PolicyRegistry(operation_policies={"agent": "agent_dispatch"})
+DEFAULT_REGISTRY: Final = PolicyRegistry()
 _policy_lookup: Callable[[str], RetryPolicy] = DEFAULT_REGISTRY.get
 _operation_lookup: Callable[[str], RetryPolicy] = DEFAULT_REGISTRY.for_operation
 

@@ -59,9 +59,15 @@ def test_a_built_in_value_names_the_built_in_policy() -> None:
 
 
 def test_an_unmapped_operation_shows_the_default_policy(tmp_path: Path) -> None:
-    effective = load(write(tmp_path, FILE)).effective["retry.operation_policies.agent"]
+    effective = load(write(tmp_path, FILE)).effective["retry.operation_policies.network"]
     assert effective.value == "child"
     assert str(effective.source) == "default_policy (no policy of its own)"
+
+
+def test_agent_operations_default_to_agent_dispatch(tmp_path: Path) -> None:
+    effective = load(write(tmp_path, FILE)).effective["retry.operation_policies.agent"]
+    assert effective.value == "agent_dispatch"
+    assert str(effective.source) == "default"
 
 
 def test_a_mapped_operation_names_its_line(tmp_path: Path) -> None:

@@ -31,7 +31,12 @@ from backstay.config._sections import (
 from backstay.config._source import DEFAULT, Source, SourceKind
 from backstay.config._spec import BUDGET_FIELDS, CIRCUIT_BREAKER_FIELDS, RETRY_SECTION, TOP_LEVEL
 from backstay.config._yaml import read_yaml
-from backstay.policy.registry import DEFAULT_POLICY_NAME, OperationType, PolicyRegistry
+from backstay.policy.registry import (
+    DEFAULT_OPERATION_POLICIES,
+    DEFAULT_POLICY_NAME,
+    OperationType,
+    PolicyRegistry,
+)
 
 CONFIG_ENV_VAR: Final = "BACKSTAY_CONFIG"
 DEFAULT_CONFIG_FILE: Final = "backstay.yaml"
@@ -105,10 +110,12 @@ def _effective(
         sources = policies.sources.get(name, {})
         for path, value in flatten(settings).items():
             add(("retry", "policies", name, *path), value, sources.get(path, DEFAULT))
+    given_ops = _retry(doc).get("operation_policies")
     for op in OperationType:
         path = ("retry", "operation_policies", op.value)
         if op.value in registry.operation_policies:
-            source = doc.source_of(path) or DEFAULT
+            in_file = isinstance(given_ops, dict) and op.value in given_ops
+            source = (doc.source_of(path) if in_file else None) or DEFAULT
             add(path, registry.operation_policies[op.value], source)
         else:
             add(path, registry.default_policy, _FALLBACK)
@@ -145,7 +152,11 @@ def _build(doc: Document, file: pathlib.Path | None) -> BackstayConfig:
     registry = PolicyRegistry(
         policies.built.values(),
         default_policy=default,
-        operation_policies={op: n for op, n in operations.items() if n in policies.built},
+        operation_policies={
+            op: n
+            for op, n in {**DEFAULT_OPERATION_POLICIES, **operations}.items()
+            if n in policies.built
+        },
         builtins=False,
     )
     breaker = section(

@@ -45,6 +45,12 @@ def _operation(value: str) -> str:
         ) from None
 
 
+# Agent runs follow the adapter reliability contract unless the configuration says otherwise.
+DEFAULT_OPERATION_POLICIES: Final[Mapping[str, str]] = MappingProxyType(
+    {"agent": "agent_dispatch"}
+)
+
+
 @final
 class PolicyRegistry:
     """Named ``RetryPolicy`` objects, a default policy and an operation → policy mapping.
@@ -82,7 +88,11 @@ class PolicyRegistry:
                 raise ConfigError(f"policy {policy.name!r} is given twice", where="policies")
             seen.add(policy.name)
             table[policy.name] = policy
-        self._init(table, default_policy, dict(operation_policies or {}))
+        if operation_policies is None:
+            operation_policies = {
+                op: name for op, name in DEFAULT_OPERATION_POLICIES.items() if name in table
+            }
+        self._init(table, default_policy, dict(operation_policies))
 
     def _init(
         self, table: dict[str, RetryPolicy], default: str, operations: dict[str, str]
