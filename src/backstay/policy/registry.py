@@ -46,9 +46,7 @@ def _operation(value: str) -> str:
 
 
 # Agent runs follow the adapter reliability contract unless the configuration says otherwise.
-DEFAULT_OPERATION_POLICIES: Final[Mapping[str, str]] = MappingProxyType(
-    {"agent": "agent_dispatch"}
-)
+DEFAULT_OPERATION_POLICIES: Final[Mapping[str, str]] = MappingProxyType({"agent": "agent_dispatch"})
 
 
 @final
