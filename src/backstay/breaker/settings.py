@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import dataclasses
 import enum
-import math
 from collections.abc import Iterable
 from typing import Any, Final
 
+from backstay._checks import check_number
 from backstay.errors import ConfigError
 from backstay.taxonomy import FailureKind
 
@@ -58,15 +58,7 @@ def _where(field: str) -> str:
 
 
 def _number(value: object, field: str, *, minimum: float, integer: bool = False) -> None:
-    where = _where(field)
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise ConfigError(f"must be a number, got {value!r}", where=where)
-    if integer and not isinstance(value, int):
-        raise ConfigError(f"must be a whole number, got {value!r}", where=where)
-    if math.isnan(value) or math.isinf(value):
-        raise ConfigError(f"must be finite, got {value!r}", where=where)
-    if value < minimum:
-        raise ConfigError(f"must be >= {minimum:g}, got {value!r}", where=where)
+    check_number(value, where=_where(field), minimum=minimum, integer=integer)
 
 
 def _kinds(values: object) -> frozenset[FailureKind]:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import dataclasses
 import math
 
-from backstay.policy._checks import check_number
+from backstay._checks import check_number
 
 __all__ = ["TokenBucket"]
 

@@ -26,9 +26,9 @@ import math
 import threading
 from typing import Final
 
+from backstay._checks import check_name, check_number
 from backstay.clock import SYSTEM_CLOCK, Clock
 from backstay.errors import ConfigError
-from backstay.policy._checks import check_name, check_number
 
 __all__ = ["BudgetSettings", "BudgetSnapshot", "BudgetWindow", "RetryBudget"]
 

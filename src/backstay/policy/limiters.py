@@ -13,9 +13,9 @@ from __future__ import annotations
 import threading
 from collections.abc import Mapping
 
+from backstay._checks import check_name
 from backstay.clock import Clock
 from backstay.errors import ConfigError
-from backstay.policy._checks import check_name
 from backstay.policy.ratelimit import DEFAULT_RATE_LIMIT_SETTINGS, RateLimiter, RateLimitSettings
 
 __all__ = ["RateLimiterRegistry"]

@@ -28,11 +28,11 @@ import math
 import threading
 from typing import Final
 
+from backstay._checks import check_name, check_number
 from backstay.classify._http import normalize_headers
 from backstay.clock import SYSTEM_CLOCK, Clock
 from backstay.errors import ConfigError
 from backstay.failure import Failure
-from backstay.policy._checks import check_name, check_number
 from backstay.policy._limit_headers import REQUESTS, TOKENS, HeaderLimit, read_limits
 from backstay.policy.bucket import TokenBucket
 from backstay.taxonomy import FailureKind

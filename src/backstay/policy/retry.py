@@ -9,10 +9,10 @@ previous delay, a random draw) into a ``RetryDecision``; it does no I/O and read
 from __future__ import annotations
 
 import dataclasses
-import math
 from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
+from backstay._checks import check_number
 from backstay.errors import ConfigError
 from backstay.failure import Failure
 from backstay.policy.backoff import Backoff, JitterMode, next_delay
@@ -37,14 +37,7 @@ def _where(policy: str, name: str) -> str:
 
 
 def _number(value: object, *, where: str, minimum: float = 0.0, integer: bool = False) -> None:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise ConfigError(f"must be a number, got {value!r}", where=where)
-    if integer and not isinstance(value, int):
-        raise ConfigError(f"must be a whole number, got {value!r}", where=where)
-    if math.isnan(value) or math.isinf(value):
-        raise ConfigError(f"must be finite, got {value!r}", where=where)
-    if value < minimum:
-        raise ConfigError(f"must be >= {minimum:g}, got {value!r}", where=where)
+    check_number(value, where=where, minimum=minimum, integer=integer)
 
 
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)

@@ -1,4 +1,4 @@
-"""Validation shared by the settings of budgets and rate limits: ``ConfigError`` names the field."""
+"""Validation shared by every settings object: ``ConfigError`` names the field and the reason."""
 
 from __future__ import annotations
 
