@@ -79,7 +79,6 @@ def no_error_event(
         message,
         agent=agent,
         family=family,
-        status=status_from_text(message),
         now=now,
         exit_code=exit_code,
     )
@@ -118,9 +117,12 @@ def from_text(
 ) -> Failure:
     """Classify an agent's error text (with any provider body it embeds).
 
-    When neither provider evidence, a status, nor transport words decide, the agent
-    failed for a reason we cannot name: ``ERR_AGENT_FAILED``.
+    Without a ``status``, one written in the text is used ("API Error: 529 …"). When
+    neither provider evidence, a status, nor transport words decide, the agent failed for
+    a reason we cannot name: ``ERR_AGENT_FAILED``.
     """
+    if status is None:
+        status = status_from_text(message)
     ev = read_evidence(status, headers, body if body is not None else message, provider=family)
     if not ev.message or (body is None and not ev.has_error_shape):
         ev.message = message

@@ -18,7 +18,6 @@ from backstay.classify.agents._common import (
     from_text,
     json_objects,
     no_error_event,
-    status_from_text,
 )
 from backstay.failure import Failure
 
@@ -67,7 +66,7 @@ def check(text: str, exit_code: int | None, now: _dt.datetime) -> Failure | None
             code = "ERR_LLM_REFUSAL"  # model_refusal_no_fallback and its kin
         if code:
             return coded(code, message, agent=AGENT, family=_FAMILY, exit_code=exit_code)
-        status = as_int(result.get("api_error_status")) or status_from_text(message)
+        status = as_int(result.get("api_error_status"))
         if status is None and retries:
             status = as_int(retries[-1].get("error_status"))
         return from_text(
@@ -82,7 +81,6 @@ def check(text: str, exit_code: int | None, now: _dt.datetime) -> Failure | None
         message,
         agent=AGENT,
         family=_FAMILY,
-        status=status_from_text(message),
         now=now,
         exit_code=exit_code,
     )

@@ -17,7 +17,6 @@ from backstay.classify.agents._common import (
     from_text,
     json_objects,
     no_error_event,
-    status_from_text,
 )
 from backstay.failure import Failure
 
@@ -58,7 +57,6 @@ def check(text: str, exit_code: int | None, now: _dt.datetime) -> Failure | None
         message,
         agent=AGENT,
         family=_FAMILY,
-        status=status_from_text(message),
         now=now,
         exit_code=exit_code,
     )

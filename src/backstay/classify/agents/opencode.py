@@ -17,7 +17,6 @@ from backstay.classify.agents._common import (
     from_text,
     json_objects,
     no_error_event,
-    status_from_text,
 )
 from backstay.failure import Failure
 
@@ -64,7 +63,6 @@ def check(text: str, exit_code: int | None, now: _dt.datetime) -> Failure | None
             message,
             agent=AGENT,
             family=None,
-            status=status_from_text(message),
             now=now,
             exit_code=exit_code,
         )
@@ -81,7 +79,7 @@ def check(text: str, exit_code: int | None, now: _dt.datetime) -> Failure | None
         message,
         agent=AGENT,
         family=None,
-        status=as_int(data.get("statusCode")) or status_from_text(message),
+        status=as_int(data.get("statusCode")),
         headers=raw_headers if isinstance(raw_headers, Mapping) else None,
         body=body if body else None,
         now=now,
