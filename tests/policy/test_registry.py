@@ -175,3 +175,9 @@ def test_lookups_take_well_under_a_millisecond_each() -> None:
         registry.for_operation("llm")
         registry.get("p999")
     assert (time.perf_counter() - started) / rounds < 1e-3
+
+
+def test_list_describes_every_policy_sorted() -> None:
+    listed = PolicyRegistry().list()
+    assert [p["name"] for p in listed] == sorted(p["name"] for p in listed)
+    assert {"standard", "aggressive", "no_retry", "agent_dispatch"} <= {p["name"] for p in listed}

@@ -13,11 +13,12 @@ success on a healthy circuit is a lock-free read that finds nothing to change.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as _dt
 import logging
 import threading
 from collections.abc import Callable
-from typing import Final
+from typing import Any, Final
 
 from backstay.breaker.events import BreakerEvent, CircuitClosed, CircuitHalfOpened, CircuitOpened
 from backstay.breaker.memory import MemoryBreakerStore
@@ -102,9 +103,11 @@ class CircuitBreaker:
     """A circuit breaker named ``name``; its state lives in ``store`` under that name.
 
     Breakers with the same name and store share one circuit (across processes, with a
-    shared store). ``on_event`` receives a ``CircuitOpened``, ``CircuitHalfOpened`` or
-    ``CircuitClosed`` after every change of state; an exception it raises is logged, never
-    passed to the caller.
+    shared store). Settings come as a ``BreakerSettings`` or as its fields directly
+    (``CircuitBreaker("openai", failure_threshold=3, open_duration_s=10)``), which then
+    change ``settings``. ``on_event`` receives a ``CircuitOpened``, ``CircuitHalfOpened``
+    or ``CircuitClosed`` after every change of state (by default they go to the event bus);
+    an exception it raises is logged, never passed to the caller.
     """
 
     __slots__ = ("_clock", "_now", "_on_event", "_permit", "_store", "name", "settings")
@@ -117,6 +120,7 @@ class CircuitBreaker:
         store: BreakerStore | None = None,
         clock: Clock | None = None,
         on_event: EventCallback | None = None,
+        **overrides: Any,
     ) -> None:
         if not isinstance(name, str) or not name:
             raise ConfigError(f"must be a non-empty string, got {name!r}", where="breaker.name")
@@ -125,6 +129,15 @@ class CircuitBreaker:
                 f"must be a BreakerSettings, got {type(settings).__name__}",
                 where="breaker.settings",
             )
+        if overrides:
+            known = {f.name for f in dataclasses.fields(BreakerSettings)}
+            unknown = sorted(set(overrides) - known)
+            if unknown:
+                raise ConfigError(
+                    f"unknown setting(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}",
+                    where="breaker",
+                )
+            settings = settings.derive(**overrides)
         self.name = name
         self.settings = settings
         self._clock: Clock = SYSTEM_CLOCK if clock is None else clock

@@ -176,6 +176,10 @@ class PolicyRegistry:
         """Every registered policy name, sorted."""
         return self._names
 
+    def list(self) -> list[dict[str, Any]]:
+        """``describe()`` of every policy, sorted by name."""
+        return [self.describe(name) for name in self._names]
+
     @property
     def default_policy(self) -> str:
         """The name of the policy used when an operation has none of its own."""
