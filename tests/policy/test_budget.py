@@ -216,3 +216,13 @@ def test_a_budget_needs_budget_settings() -> None:
     with pytest.raises(ConfigError) as info:
         RetryBudget("api", settings={"ratio": 0.2})  # type: ignore[arg-type]
     assert info.value.where == "RetryBudget.settings"
+
+
+def test_settings_fields_may_be_given_as_keywords() -> None:
+    budget = RetryBudget("kw", ratio=0.5, window_s=5.0)
+    assert (budget.settings.ratio, budget.settings.window_s) == (0.5, 5.0)
+
+
+def test_an_unknown_keyword_setting_is_named() -> None:
+    with pytest.raises(ConfigError, match=r"unknown setting\(s\) rate"):
+        RetryBudget("kw", rate=0.5)

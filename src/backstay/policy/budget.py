@@ -24,7 +24,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import threading
-from typing import Final
+from typing import Any, Final
 
 from backstay._checks import check_name, check_number
 from backstay.clock import SYSTEM_CLOCK, Clock
@@ -166,6 +166,7 @@ class RetryBudget:
         *,
         settings: BudgetSettings = DEFAULT_BUDGET_SETTINGS,
         clock: Clock | None = None,
+        **overrides: Any,
     ) -> None:
         check_name(name, where="RetryBudget.name")
         if not isinstance(settings, BudgetSettings):
@@ -173,6 +174,15 @@ class RetryBudget:
                 f"must be a BudgetSettings, got {type(settings).__name__}",
                 where="RetryBudget.settings",
             )
+        if overrides:  # RetryBudget("llm", ratio=0.1): the settings' fields as keywords
+            known = {f.name for f in dataclasses.fields(BudgetSettings)}
+            unknown = sorted(set(overrides) - known)
+            if unknown:
+                raise ConfigError(
+                    f"unknown setting(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}",
+                    where="RetryBudget",
+                )
+            settings = dataclasses.replace(settings, **overrides)
         self.name = name
         self.settings = settings
         self._clock = clock or SYSTEM_CLOCK
