@@ -26,6 +26,7 @@ from backstay.classify import (
 )
 from backstay.config import BackstayConfig, configure, load_config
 from backstay.errors import (
+    AdapterError,
     BackstayError,
     CircuitOpen,
     ConfigError,
@@ -62,6 +63,7 @@ __all__ = [
     "CODES",
     "KINDS",
     "Action",
+    "AdapterError",
     "Attempt",
     "Backoff",
     "BackstayConfig",

@@ -4,6 +4,7 @@
 
     BackstayError
     ├── ConfigError (also a ValueError)   bad settings or arguments, named with where they are
+    ├── AdapterError                      an adapter's attempt failed; carries its Failure
     └── Rejected                          backstay refused to run the call at all
         ├── CircuitOpen                   the circuit is open; retry_after_s says until when
         ├── RetryBudgetExhausted          retries would exceed the operation's retry budget
@@ -16,7 +17,13 @@ errors are raised only when backstay itself decides not to call.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from backstay.failure import Failure
+
 __all__ = [
+    "AdapterError",
     "BackstayError",
     "CircuitOpen",
     "ConfigError",
@@ -37,6 +44,20 @@ class ConfigError(BackstayError, ValueError):
         self.where = where
         self.reason = message
         super().__init__(f"{where}: {message}" if where else message)
+
+
+class AdapterError(BackstayError):
+    """The one exception adapters raise: an attempt failed, and ``failure`` says how.
+
+    ``partial_output`` keeps what the attempt produced before it failed (a stream cut
+    short, an agent stopped mid-run), so nothing delivered is silently thrown away.
+    """
+
+    def __init__(self, failure: Failure, *, partial_output: str | None = None) -> None:
+        self.failure = failure
+        self.partial_output = partial_output
+        detail = f": {failure.message}" if failure.message else ""
+        super().__init__(f"{failure.kind}/{failure.code}{detail}")
 
 
 class Rejected(BackstayError):
