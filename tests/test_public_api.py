@@ -15,6 +15,7 @@ MODULES = (
     "backstay.config",
     "backstay.breaker",
     "backstay.call",
+    "backstay.engine",
     "backstay.errors",
     "backstay.failure",
     "backstay.observe",
