@@ -31,10 +31,19 @@ from backstay.policy.protocols import (
     RateLimiterLike,
     RetryBudgetLike,
 )
-from backstay.policy.registry import DEFAULT_POLICY_NAME, PolicyRegistry
+from backstay.policy.registry import PolicyRegistry
 from backstay.policy.retry import RetryPolicy
 
-__all__ = ["Attempt", "aattempts", "acall", "attempts", "call", "retry", "use_registry"]
+__all__ = [
+    "Attempt",
+    "aattempts",
+    "acall",
+    "attempts",
+    "call",
+    "current_registry",
+    "retry",
+    "use_registry",
+]
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -44,38 +53,41 @@ PolicySpec = RetryPolicy | str | None
 # Until configure() or use_registry() says otherwise: the built-in policies, "standard" by
 # default, and agent runs under the adapter contract's "agent_dispatch".
 DEFAULT_REGISTRY: Final = PolicyRegistry()
-_policy_lookup: Callable[[str], RetryPolicy] = DEFAULT_REGISTRY.get
-_operation_lookup: Callable[[str], RetryPolicy] = DEFAULT_REGISTRY.for_operation
 
 
-def set_policy_source(
-    by_name: Callable[[str], RetryPolicy], by_operation: Callable[[str], RetryPolicy]
-) -> None:
-    """Where policy names and operation types are looked up (the configured registry)."""
-    global _policy_lookup, _operation_lookup
-    _policy_lookup, _operation_lookup = by_name, by_operation
+class _Source:
+    """The registry names are resolved in (one per process; swapped whole, never edited)."""
+
+    registry: PolicyRegistry = DEFAULT_REGISTRY
 
 
 def use_registry(registry: PolicyRegistry) -> None:
-    """Resolve policy names and operation types in ``registry`` from now on (process-wide);
-    ``backstay.configure()`` does this with the configured registry."""
-    set_policy_source(registry.get, registry.for_operation)
+    """Resolve policy names, operation types and the default policy in ``registry`` from
+    now on (process-wide); ``backstay.configure()`` does this with the configured one."""
+    if not isinstance(registry, PolicyRegistry):
+        raise ConfigError(
+            f"expected a PolicyRegistry, got {type(registry).__name__}", where="registry"
+        )
+    _Source.registry = registry
+
+
+def current_registry() -> PolicyRegistry:
+    """The registry policy names are resolved in now."""
+    return _Source.registry
 
 
 def resolve_policy(policy: PolicySpec, operation: str | None) -> RetryPolicy:
-    """A policy object from a policy, a policy name, or an operation type."""
+    """A policy object from a policy, a policy name, or an operation type; with neither,
+    the registry's default policy."""
     if isinstance(policy, RetryPolicy):
         return policy
     if isinstance(policy, str):
-        try:
-            return _policy_lookup(policy)
-        except KeyError:  # a plain mapping given to set_policy_source
-            raise ConfigError(f"no policy named {policy!r}", where="policy") from None
+        return _Source.registry.get(policy)
     if policy is not None:
         raise ConfigError(f"expected a RetryPolicy or a name, got {policy!r}", where="policy")
     if operation is not None:
-        return _operation_lookup(operation)
-    return _policy_lookup(DEFAULT_POLICY_NAME)
+        return _Source.registry.for_operation(operation)
+    return _Source.registry.default
 
 
 class _Options(NamedTuple):

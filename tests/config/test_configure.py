@@ -78,3 +78,18 @@ def test_the_sections_build_their_objects(configured: backstay.BackstayConfig) -
 def test_an_unknown_policy_name_fails_with_a_config_error() -> None:
     with pytest.raises(backstay.ConfigError, match="nope"):
         backstay.call(lambda: 1, policy="nope")
+
+
+def test_a_call_without_a_policy_uses_the_configured_default(
+    configured: backstay.BackstayConfig,
+) -> None:
+    clock = FakeClock()
+    calls: list[int] = []
+
+    def failing() -> None:
+        calls.append(1)
+        raise ConnectionResetError
+
+    with pytest.raises(ConnectionResetError):
+        backstay.call(failing, clock=clock)
+    assert len(calls) == 4  # "patient" (4 attempts after --set), not "standard" (3)
