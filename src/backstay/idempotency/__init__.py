@@ -1,0 +1,42 @@
+"""Idempotent operations: run each operation at most once, however often it is retried.
+
+``operation_id``/``attempt_id`` name operations and their attempts; ``IdempotencyGuard``
+claims an operation with a lease in an ``OperationStore`` (``backstay.store``), runs it,
+and caches its result so that every later call gets the result instead of a second run.
+See ``docs/design/idempotency.md``.
+"""
+
+from __future__ import annotations
+
+from backstay.idempotency.errors import LeaseLost, OperationInProgress
+from backstay.idempotency.guard import (
+    AsyncOperation,
+    IdempotencyGuard,
+    SyncOperation,
+    default_owner,
+)
+from backstay.idempotency.ids import (
+    AttemptIdParts,
+    OperationIdParts,
+    attempt_id,
+    operation_id,
+    parse_attempt_id,
+    parse_operation_id,
+)
+from backstay.idempotency.settings import GuardSettings
+
+__all__ = [
+    "AsyncOperation",
+    "AttemptIdParts",
+    "GuardSettings",
+    "IdempotencyGuard",
+    "LeaseLost",
+    "OperationIdParts",
+    "OperationInProgress",
+    "SyncOperation",
+    "attempt_id",
+    "default_owner",
+    "operation_id",
+    "parse_attempt_id",
+    "parse_operation_id",
+]

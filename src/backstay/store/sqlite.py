@@ -1,0 +1,151 @@
+"""``SQLiteOperationStore``: leases and results in a SQLite file, shared by processes.
+
+Every ``claim``, ``renew``, ``complete`` and ``release`` is one ``BEGIN IMMEDIATE``
+transaction: the write lock is taken before the row is read, so two processes can never
+both decide from the same row (two owners can never both acquire one operation). The file
+is in WAL mode, so ``get`` does not wait for writers. Expiries are wall-clock UTC seconds
+from the injected clock, comparable across processes and restarts.
+
+Opening checks the file first (``backstay.store._sqlite_schema``): a file that is not a
+backstay store, or one written by a newer backstay, raises ``ConfigError`` naming the file
+and is never changed. One connection per store, guarded by a lock, so a store may be
+shared by threads; close it with ``close()`` or use it as a context manager.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from types import TracebackType
+from typing import Final
+
+from backstay._checks import check_number
+from backstay.clock import SYSTEM_CLOCK, Clock
+from backstay.store._base import DEFAULT_RESULT_TTL_S, StoreBase, T, TransactionFn
+from backstay.store._sqlite_schema import open_component
+from backstay.store.records import OperationRecord, OperationState
+
+__all__ = ["SCHEMA_VERSION", "SQLiteOperationStore"]
+
+DEFAULT_TIMEOUT_S: Final = 5.0
+SCHEMA_VERSION: Final = 1
+_COMPONENT: Final = "operations"
+_TABLE: Final = "backstay_operations"
+_COLUMNS: Final = (
+    "operation_id, generation, state, owner, lease_ttl_s, lease_expires_at, "
+    "result_json, completed_at, result_expires_at"
+)
+_DDL: Final = (
+    f"""CREATE TABLE {_TABLE} (
+    operation_id TEXT PRIMARY KEY,
+    generation INTEGER NOT NULL,
+    state TEXT NOT NULL,
+    owner TEXT,
+    lease_ttl_s REAL,
+    lease_expires_at REAL,
+    result_json TEXT,
+    completed_at REAL,
+    result_expires_at REAL
+)""",
+)
+_SELECT: Final = f"SELECT {_COLUMNS} FROM {_TABLE} WHERE operation_id = ?"  # noqa: S608
+_PLACEHOLDERS: Final = ", ".join("?" * len(_COLUMNS.split(",")))
+_UPSERT: Final = f"INSERT OR REPLACE INTO {_TABLE} ({_COLUMNS}) VALUES ({_PLACEHOLDERS})"  # noqa: S608
+
+_Row = tuple[
+    str, int, str, str | None, float | None, float | None, str | None, float | None, float | None
+]
+
+
+def _decode(row: _Row | None) -> OperationRecord | None:
+    if row is None:
+        return None
+    return OperationRecord(
+        operation_id=row[0],
+        generation=row[1],
+        state=OperationState(row[2]),
+        owner=row[3],
+        lease_ttl_s=row[4],
+        lease_expires_at=row[5],
+        result_json=row[6],
+        completed_at=row[7],
+        result_expires_at=row[8],
+    )
+
+
+def _encode(record: OperationRecord) -> _Row:
+    return (
+        record.operation_id,
+        record.generation,
+        record.state.value,
+        record.owner,
+        record.lease_ttl_s,
+        record.lease_expires_at,
+        record.result_json,
+        record.completed_at,
+        record.result_expires_at,
+    )
+
+
+class SQLiteOperationStore(StoreBase):
+    """Operations in the SQLite file ``path`` (created when missing)."""
+
+    shared: Final = True
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        clock: Clock = SYSTEM_CLOCK,
+        result_ttl_s: float = DEFAULT_RESULT_TTL_S,
+        timeout_s: float = DEFAULT_TIMEOUT_S,
+    ) -> None:
+        super().__init__(clock=clock, result_ttl_s=result_ttl_s)
+        check_number(timeout_s, where="timeout_s")
+        self.path = os.fspath(path)
+        self._lock = threading.Lock()
+        self._conn = open_component(
+            self.path,
+            component=_COMPONENT,
+            version=SCHEMA_VERSION,
+            tables=(_TABLE,),
+            ddl=_DDL,
+            timeout_s=timeout_s,
+        )
+
+    def _load(self, operation_id: str) -> OperationRecord | None:
+        with self._lock:
+            row = self._conn.execute(_SELECT, (operation_id,)).fetchone()
+        return _decode(row)
+
+    def _transaction(self, operation_id: str, fn: TransactionFn[T]) -> T:
+        with self._lock:
+            conn = self._conn
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                record = _decode(conn.execute(_SELECT, (operation_id,)).fetchone())
+                new, answer = fn(record, self._now())
+                if new is not None and new is not record:
+                    conn.execute(_UPSERT, _encode(new))
+                conn.execute("COMMIT")
+            except BaseException:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                raise
+        return answer
+
+    def close(self) -> None:
+        """Close the connection; the store cannot be used afterwards."""
+        with self._lock:
+            self._conn.close()
+
+    def __enter__(self) -> SQLiteOperationStore:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()

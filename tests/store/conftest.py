@@ -1,0 +1,30 @@
+"""Fixtures of the store tests: a manual clock, and every store behind one fixture."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from backstay.store._base import StoreBase
+from backstay.store.memory import MemoryOperationStore
+from backstay.store.sqlite import SQLiteOperationStore
+from backstay.testing import FakeClock
+
+RESULT_TTL_S = 100.0
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    return FakeClock()
+
+
+@pytest.fixture(params=["memory", "sqlite"])
+def store(request: pytest.FixtureRequest, clock: FakeClock, tmp_path: Path) -> Iterator[StoreBase]:
+    if request.param == "memory":
+        yield MemoryOperationStore(clock=clock, result_ttl_s=RESULT_TTL_S)
+        return
+    path = tmp_path / "operations.sqlite"
+    with SQLiteOperationStore(path, clock=clock, result_ttl_s=RESULT_TTL_S) as opened:
+        yield opened
