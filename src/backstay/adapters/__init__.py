@@ -1,0 +1,57 @@
+"""Adapters: the contract every agent CLI or API adapter keeps, and the plumbing they share.
+
+* ``contract``: ``AgentRequest``, ``TierConfig``, ``AgentResult``, ``Usage`` and the
+  ``Adapter`` protocol (``dispatch`` returns a result or raises ``AdapterError``).
+* ``capture``: the run's ``stdout.log``, ``stderr.log``, ``agent.log`` (streamed,
+  redacted) and ``metrics.json`` (atomic).
+* ``process``: ``run_process``, the one place a subprocess is started: own process
+  group, closed stdin, explicit environment, deadline and stall kills.
+* ``base``: ``BaseAdapter``, the contract's plumbing and the harness entry point ``run``.
+* ``registry``: adapters by name, imported lazily; third parties via entry points.
+* ``mock``: ``MockAdapter``, a scripted agent run as a real subprocess (imported only
+  when asked for: ``get_adapter("mock")`` or ``backstay.adapters.mock``).
+"""
+
+from __future__ import annotations
+
+from backstay.adapters.base import BaseAdapter
+from backstay.adapters.capture import METRICS_KEYS, Capture, Stream
+from backstay.adapters.contract import (
+    TIMEOUT_EXIT_CODE,
+    Adapter,
+    AgentRequest,
+    AgentResult,
+    AgentStatus,
+    TierConfig,
+)
+from backstay.adapters.process import ProcessOutcome, run_process, run_process_sync
+from backstay.adapters.registry import (
+    ENTRY_POINT_GROUP,
+    PLANNED_ADAPTERS,
+    adapter_class,
+    adapter_names,
+    get_adapter,
+)
+from backstay.adapters.usage import Usage
+
+__all__ = [
+    "ENTRY_POINT_GROUP",
+    "METRICS_KEYS",
+    "PLANNED_ADAPTERS",
+    "TIMEOUT_EXIT_CODE",
+    "Adapter",
+    "AgentRequest",
+    "AgentResult",
+    "AgentStatus",
+    "BaseAdapter",
+    "Capture",
+    "ProcessOutcome",
+    "Stream",
+    "TierConfig",
+    "Usage",
+    "adapter_class",
+    "adapter_names",
+    "get_adapter",
+    "run_process",
+    "run_process_sync",
+]

@@ -1,0 +1,271 @@
+"""``BaseAdapter``: the contract's plumbing, so that an adapter writes only ``execute``.
+
+``dispatch`` wraps ``execute`` and keeps the contract whatever ``execute`` does: foreign
+exceptions are classified and raised as ``AdapterError`` (translated at this one
+boundary), a failed or timed-out ``AgentResult`` becomes an ``AdapterError`` with its
+partial output, usage and exit codes are recorded in the ``Capture``, and secrets in the
+request's environment are registered for redaction before anything runs.
+
+``run`` / ``arun`` are the evaluation-harness entry point: one run of the agent, its logs
+and ``metrics.json`` in ``output_dir`` (on success, failure, timeout and cancellation
+alike), and the exit code (124 on timeout). There is no retry unless a ``policy`` is
+given, and then ``backstay.acall`` decides, from each attempt's ``Failure``.
+"""
+
+from __future__ import annotations
+
+import abc
+import asyncio
+import dataclasses
+import datetime as _dt
+import itertools
+import re
+import time
+import uuid
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, ClassVar, Final
+
+from backstay.adapters.capture import Capture
+from backstay.adapters.contract import AgentRequest, AgentResult, TierConfig
+from backstay.adapters.process import ProcessOutcome
+from backstay.call import acall
+from backstay.classify import check_output, classify
+from backstay.errors import AdapterError, ConfigError
+from backstay.failure import Failure
+from backstay.policy.retry import RetryPolicy
+from backstay.redact import register_secret
+
+__all__ = ["CANCELLED_EXIT_CODE", "BaseAdapter"]
+
+# The exit code of a run cancelled by its caller (as a shell reports Ctrl-C).
+CANCELLED_EXIT_CODE: Final = 130
+# Environment variables whose values are secrets: the rule ``backstay.redact`` applies to
+# the parent's own environment, applied to the environment a child is given.
+_SECRET_ENV_NAME: Final = re.compile(r"(?i)(key|token|secret|passw|credential|auth)")
+
+
+def _register_env_secrets(env: Mapping[str, str]) -> None:
+    for name, value in env.items():
+        if _SECRET_ENV_NAME.search(name):
+            register_secret(value)
+
+
+class BaseAdapter(abc.ABC):
+    """An adapter built on the shared plumbing. Subclasses set ``name`` (the registry
+    name), ``agent`` (the agent name ``backstay.classify_output`` knows, for CLIs) and
+    ``config_keys`` (the settings ``validate_config`` accepts), and write ``execute``."""
+
+    name: ClassVar[str] = ""
+    agent: ClassVar[str | None] = None
+    config_keys: ClassVar[frozenset[str]] = frozenset()
+
+    def validate_config(self, config: Mapping[str, Any]) -> None:
+        """Reject anything but a mapping whose keys are all in ``config_keys``.
+        Subclasses extend this to check the values."""
+        if not isinstance(config, Mapping):
+            raise ConfigError(f"must be a mapping, got {type(config).__name__}", where="config")
+        unknown = sorted(str(key) for key in config if key not in self.config_keys)
+        if unknown:
+            known = ", ".join(sorted(self.config_keys)) or "none"
+            raise ConfigError(
+                f"unknown setting for adapter {self.name!r} (known: {known})",
+                where=f"config.{unknown[0]}",
+            )
+
+    def classify_failure(
+        self,
+        *,
+        output: str = "",
+        exit_code: int | None = None,
+        error: BaseException | None = None,
+    ) -> Failure | None:
+        """``error`` classified (a ``ConfigError`` is an invalid request), else what the
+        output and exit code show, read as ``agent`` prints it; ``None`` for success."""
+        if isinstance(error, ConfigError):
+            return Failure(
+                code="ERR_REQUEST_INVALID",
+                message=str(error),
+                details={"source": "config", "where": error.where},
+            )
+        if error is not None:
+            return classify(error)
+        return check_output(output, agent=self.agent or self.name, exit_code=exit_code)
+
+    def process_failure(
+        self, outcome: ProcessOutcome, request: AgentRequest, *, evidence: str
+    ) -> Failure | None:
+        """The failure of an attempt that ran a process: a kill at the deadline or stall
+        limit first, else what ``evidence`` (its output) and the exit code show."""
+        details = {"agent": self.agent or self.name, "exit_code": outcome.exit_code}
+        if outcome.timed_out:
+            return Failure(
+                code="ERR_TIMEOUT",
+                message=f"{self.name} ran past its {request.timeout_s:g} s deadline; "
+                "its process group was killed",
+                details={"source": "deadline", **details},
+            )
+        if outcome.stalled:
+            return Failure(
+                code="ERR_STREAM_STALLED",
+                message=f"{self.name} printed nothing for {request.stall_timeout_s:g} s; "
+                "its process group was killed",
+                details={"source": "stall", **details},
+            )
+        return self.classify_failure(output=evidence, exit_code=outcome.exit_code)
+
+    @abc.abstractmethod
+    async def execute(
+        self, request: AgentRequest, *, operation_id: str, attempt_id: str, capture: Capture
+    ) -> AgentResult:
+        """Run one attempt and return its result, failed or not; may raise anything."""
+
+    async def dispatch(
+        self, request: AgentRequest, *, operation_id: str, attempt_id: str, capture: Capture
+    ) -> AgentResult:
+        """One attempt under the contract: a succeeded result, or ``AdapterError``."""
+        _register_env_secrets(request.env)
+        await capture.alog(
+            f"{self.name}: attempt {attempt_id} of {operation_id}, model {request.model}"
+        )
+        try:
+            self.validate_config(request.config)
+            result = await self.execute(
+                request, operation_id=operation_id, attempt_id=attempt_id, capture=capture
+            )
+        except AdapterError as err:
+            await capture.alog(f"attempt {attempt_id} failed: {err.failure}")
+            raise
+        except asyncio.CancelledError:
+            await capture.alog(f"attempt {attempt_id} cancelled")
+            raise
+        except Exception as exc:
+            failure = self.classify_failure(error=exc) or classify(exc)
+            await capture.alog(f"attempt {attempt_id} raised {type(exc).__name__}: {failure}")
+            raise AdapterError(failure) from exc
+        capture.add_usage(result.usage)
+        if result.exit_code is not None:
+            capture.record_exit(result.exit_code)
+        if result.failure is not None:
+            await capture.alog(f"attempt {attempt_id} {result.status}: {result.failure}")
+            raise AdapterError(result.failure, partial_output=result.output or None)
+        await capture.alog(f"attempt {attempt_id} succeeded in {result.duration_s:.3f} s")
+        return result
+
+    async def arun(  # noqa: PLR0917 - harnesses call run() positionally
+        self,
+        model: str,
+        prompt_file: Path | str,
+        workspace: Path | str,
+        output_dir: Path | str,
+        config: Mapping[str, Any],
+        timeout: float,
+        *,
+        env: Mapping[str, str] | None = None,
+        tier: TierConfig | None = None,
+        stall_timeout_s: float | None = None,
+        policy: RetryPolicy | str | None = None,
+        operation_id: str | None = None,
+    ) -> AgentResult:
+        """One harness run: the whole ``AgentResult`` (usage added over attempts).
+
+        Invalid arguments or ``config`` raise ``ConfigError`` before anything runs or is
+        written; from then on every outcome is a result, and ``metrics.json`` is written.
+        """
+        request = AgentRequest(
+            model=model,
+            prompt_file=Path(prompt_file),
+            workspace=Path(workspace),
+            output_dir=Path(output_dir),
+            timeout_s=timeout,
+            env=env if env is not None else {},
+            tier=tier,
+            config=config,
+            stall_timeout_s=stall_timeout_s,
+        )
+        self.validate_config(request.config)
+        operation = operation_id or uuid.uuid4().hex
+        numbers = itertools.count(1)
+
+        async def attempt() -> AgentResult:
+            attempt_id = f"{operation}/{next(numbers)}"
+            return await self.dispatch(
+                request, operation_id=operation, attempt_id=attempt_id, capture=capture
+            )
+
+        with Capture(request.output_dir) as capture:
+            started_at, started = _dt.datetime.now(_dt.UTC), time.monotonic()
+            try:
+                if policy is None:
+                    result = await attempt()
+                else:
+                    result = await acall(attempt, policy=policy, operation="agent")
+            except AdapterError as err:
+                result = self._failed(err.failure, capture, err.partial_output)
+            except asyncio.CancelledError:
+                cancelled = Failure(code="ERR_CANCELLED", message="the run was cancelled")
+                self._finish(capture, self._failed(cancelled, capture, None), started_at, started)
+                raise
+            except Exception as exc:  # noqa: BLE001 - acall refused to call (Rejected): still a record
+                failure = self.classify_failure(error=exc) or classify(exc)
+                result = self._failed(failure, capture, None)
+            return self._finish(capture, result, started_at, started)
+
+    def run(  # noqa: PLR0917 - harnesses call run() positionally
+        self,
+        model: str,
+        prompt_file: Path | str,
+        workspace: Path | str,
+        output_dir: Path | str,
+        config: Mapping[str, Any],
+        timeout: float,
+        *,
+        env: Mapping[str, str] | None = None,
+        tier: TierConfig | None = None,
+        stall_timeout_s: float | None = None,
+        policy: RetryPolicy | str | None = None,
+        operation_id: str | None = None,
+    ) -> int:
+        """``arun`` for a harness outside asyncio; returns the run's exit code: 0 on
+        success, 124 on timeout, else the agent's own non-zero code or 1."""
+        result = asyncio.run(
+            self.arun(
+                model,
+                prompt_file,
+                workspace,
+                output_dir,
+                config,
+                timeout,
+                env=env,
+                tier=tier,
+                stall_timeout_s=stall_timeout_s,
+                policy=policy,
+                operation_id=operation_id,
+            )
+        )
+        return result.exit_status
+
+    @staticmethod
+    def _failed(failure: Failure, capture: Capture, partial: str | None) -> AgentResult:
+        return AgentResult.failed(
+            failure, output=partial or "", usage=capture.usage, exit_code=capture.exit_code
+        )
+
+    @staticmethod
+    def _finish(
+        capture: Capture, result: AgentResult, started_at: _dt.datetime, started: float
+    ) -> AgentResult:
+        duration = time.monotonic() - started
+        result = dataclasses.replace(result, usage=capture.usage, duration_s=duration)
+        cancelled = result.failure is not None and result.failure.code == "ERR_CANCELLED"
+        exit_code = CANCELLED_EXIT_CODE if cancelled else result.exit_status
+        capture.write_metrics(
+            usage=result.usage,
+            duration_s=duration,
+            exit_code=exit_code,
+            failure=result.failure,
+            started_at=started_at,
+            ended_at=_dt.datetime.now(_dt.UTC),
+        )
+        capture.log(f"run {result.status} with exit code {exit_code} after {duration:.3f} s")
+        return result

@@ -1,0 +1,255 @@
+"""``Capture``: the files one agent run leaves in its output directory.
+
+* ``stdout.log`` and ``stderr.log``: the agent's own output, written as it arrives;
+* ``agent.log``: what the adapter did (command, attempts, kills, classification), one
+  timestamped line per event;
+* ``metrics.json``: tokens, cost, calls, duration, exit code and error, replaced atomically.
+
+Every text passes through ``backstay.redact`` before it reaches a file. Output is
+redacted a line at a time, so a key split across two reads is still caught; a line is
+held back until its newline arrives, but never more than ``MAX_PENDING_CHARS`` of it
+(then it is cut where no token can continue). Nothing else is kept in memory: every write
+is flushed at once, so a run killed mid-way leaves everything it printed on disk.
+
+Files are opened for appending: the attempts of one run, and a resumed run, add to the
+same logs, and ``agent.log`` says where each attempt starts.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import codecs
+import datetime as _dt
+import enum
+import json
+import os
+import string
+import tempfile
+import threading
+from pathlib import Path
+from types import TracebackType
+from typing import IO, TYPE_CHECKING, Any, Final
+
+from backstay.adapters.usage import Usage
+from backstay.redact import redact
+
+if TYPE_CHECKING:
+    from backstay.failure import Failure
+
+__all__ = ["METRICS_FILE", "METRICS_KEYS", "Capture", "Stream"]
+
+METRICS_FILE: Final = "metrics.json"
+METRICS_KEYS: Final = (
+    "tokens_input",
+    "tokens_output",
+    "tokens_total",
+    "cost_usd",
+    "api_calls",
+    "duration_seconds",
+    "exit_code",
+    "error",
+    "started_at",
+    "ended_at",
+)
+# The longest part of a line held back waiting for its newline.
+MAX_PENDING_CHARS: Final = 64 * 1024
+# Characters a secret may contain: an over-long line is cut after the last other character,
+# looking back at most this far (no key or token is longer).
+_TOKEN_CHARS: Final = frozenset(string.ascii_letters + string.digits + "_-.~+/=%")
+_MAX_TOKEN_CHARS: Final = 4096
+
+
+class Stream(enum.StrEnum):
+    """The three log files of a run."""
+
+    STDOUT = "stdout"
+    STDERR = "stderr"
+    AGENT = "agent"
+
+    @property
+    def file_name(self) -> str:
+        return f"{self.value}.log"
+
+
+def utc_iso(moment: _dt.datetime) -> str:
+    """``moment`` as ISO-8601 in UTC, to the millisecond."""
+    return moment.astimezone(_dt.UTC).isoformat(timespec="milliseconds")
+
+
+def _cut(text: str) -> int:
+    """Where an over-long line may be cut without splitting a token."""
+    end = len(text)
+    floor = max(0, end - _MAX_TOKEN_CHARS)
+    i = end
+    while i > floor and text[i - 1] in _TOKEN_CHARS:
+        i -= 1
+    return i if i > floor else end
+
+
+class _RedactingFile:
+    """One log file: decodes, redacts whole lines, writes and flushes each chunk."""
+
+    def __init__(self, path: Path) -> None:
+        self._lock = threading.Lock()
+        self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        self._pending = ""
+        self._file: IO[bytes] = path.open("ab")
+
+    def write(self, data: str | bytes) -> None:
+        with self._lock:
+            text = self._decoder.decode(data) if isinstance(data, bytes) else data
+            pending = self._pending + text
+            end = pending.rfind("\n") + 1
+            if end == 0 and len(pending) > MAX_PENDING_CHARS:
+                end = _cut(pending)
+            if end:
+                self._emit(pending[:end])
+            self._pending = pending[end:]
+
+    def close(self) -> None:
+        with self._lock:
+            if self._file.closed:
+                return
+            rest = self._pending + self._decoder.decode(b"", final=True)
+            self._pending = ""
+            if rest:
+                self._emit(rest)
+            self._file.close()
+
+    def _emit(self, text: str) -> None:
+        self._file.write(redact(text).encode("utf-8"))
+        self._file.flush()
+
+
+class Capture:
+    """The log files and ``metrics.json`` of one run in ``output_dir`` (created if needed).
+
+    Use as a (sync) context manager, or call ``close()``: it writes any line still
+    waiting for its newline. Writes from several threads are safe; each stream keeps its
+    own order. ``record_exit`` and ``add_usage`` collect what the attempts observed, for
+    ``write_metrics`` to report even when an attempt fails.
+    """
+
+    def __init__(self, output_dir: Path | str) -> None:
+        self.output_dir = Path(output_dir)
+        self.output_dir.mkdir(parents=True, exist_ok=True)
+        self._files: dict[Stream, _RedactingFile] = {}
+        try:
+            for stream in Stream:
+                self._files[stream] = _RedactingFile(self.path(stream))
+        except BaseException:
+            self.close()
+            raise
+        self._usage = Usage()
+        self._exit_code: int | None = None
+
+    def path(self, stream: Stream) -> Path:
+        """The file ``stream`` is written to."""
+        return self.output_dir / stream.file_name
+
+    @property
+    def metrics_path(self) -> Path:
+        return self.output_dir / METRICS_FILE
+
+    # Writing output as it arrives.
+
+    def write(self, stream: Stream, data: str | bytes) -> None:
+        """Append ``data`` (text, or UTF-8 bytes in any chunking) to ``stream``, redacted."""
+        self._files[stream].write(data)
+
+    async def awrite(self, stream: Stream, data: str | bytes) -> None:
+        """``write`` without blocking the event loop."""
+        await asyncio.to_thread(self._files[stream].write, data)
+
+    def log(self, message: str) -> None:
+        """One timestamped line in ``agent.log``."""
+        stamp = utc_iso(_dt.datetime.now(_dt.UTC))
+        self._files[Stream.AGENT].write(f"{stamp} {message.rstrip()}\n")
+
+    async def alog(self, message: str) -> None:
+        await asyncio.to_thread(self.log, message)
+
+    def close(self) -> None:
+        for file in self._files.values():
+            file.close()
+
+    def __enter__(self) -> Capture:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    # What the attempts observed.
+
+    @property
+    def usage(self) -> Usage:
+        """The usage of every attempt recorded so far, added up."""
+        return self._usage
+
+    @property
+    def exit_code(self) -> int | None:
+        """The exit code of the last process an attempt ran; ``None`` before any."""
+        return self._exit_code
+
+    def add_usage(self, usage: Usage) -> None:
+        self._usage = self._usage + usage
+
+    def record_exit(self, exit_code: int) -> None:
+        self._exit_code = exit_code
+
+    # metrics.json
+
+    def write_metrics(
+        self,
+        *,
+        usage: Usage,
+        duration_s: float,
+        exit_code: int | None,
+        failure: Failure | None,
+        started_at: _dt.datetime,
+        ended_at: _dt.datetime,
+    ) -> Path:
+        """Replace ``metrics.json`` atomically (temporary file, fsync, ``os.replace``) with
+        exactly ``METRICS_KEYS``; ``error`` is ``"<code>: <message>"`` redacted, or null."""
+        error = None if failure is None else redact(f"{failure.code}: {failure.message}")
+        metrics: dict[str, Any] = {
+            "tokens_input": usage.prompt_tokens,
+            "tokens_output": usage.output_tokens,
+            "tokens_total": usage.tokens_total,
+            "cost_usd": usage.cost_usd,
+            "api_calls": usage.api_calls,
+            "duration_seconds": round(duration_s, 3),
+            "exit_code": exit_code,
+            "error": error,
+            "started_at": utc_iso(started_at),
+            "ended_at": utc_iso(ended_at),
+        }
+        write_json_atomic(self.metrics_path, metrics)
+        return self.metrics_path
+
+
+def write_json_atomic(path: Path, value: object) -> None:
+    """Write ``value`` as JSON to ``path`` so that readers see the old file or the whole
+    new one, never a part: a temporary file in the same directory, fsync, ``os.replace``,
+    then fsync of the directory so the rename itself survives a crash."""
+    data = (json.dumps(value, indent=2, sort_keys=False) + "\n").encode("utf-8")
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as file:
+            file.write(data)
+            file.flush()
+            os.fsync(file.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    dir_fd = os.open(path.parent, os.O_RDONLY)
+    try:
+        os.fsync(dir_fd)
+    finally:
+        os.close(dir_fd)

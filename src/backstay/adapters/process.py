@@ -1,0 +1,259 @@
+"""Subprocess plumbing, written once: every agent CLI runs through ``run_process``.
+
+* The child starts in a new session, so it leads its own process group: every process it
+  spawns can be killed with it. stdin is ``/dev/null`` (a CLI waiting on stdin would
+  otherwise hang), and the environment is exactly the mapping given, nothing inherited.
+* stdout and stderr stream into the ``Capture`` files in chunks of ``CHUNK_BYTES``; the
+  parent keeps only the last ``TAIL_CHARS`` of each, so memory stays flat whatever the
+  child prints.
+* At the wall-clock deadline, or after ``stall_timeout_s`` without any output, the whole
+  group gets SIGTERM, ``kill_grace_s`` to finish, then SIGKILL; the exit code is then
+  ``TIMEOUT_EXIT_CODE`` (124, as ``timeout(1)`` reports). A cancelled caller kills the
+  group the same way before the cancellation propagates.
+* When ``run_process`` returns, no process of the group is alive: what the child left
+  running when it exited is killed too.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import enum
+import os
+import shlex
+import signal
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Final
+
+from backstay._checks import check_number
+from backstay.adapters._pump import CHUNK_BYTES, TAIL_CHARS, Activity, LineCallback, Pump
+from backstay.adapters.capture import Capture, Stream
+from backstay.adapters.contract import TIMEOUT_EXIT_CODE
+from backstay.errors import ConfigError
+
+__all__ = [
+    "CHUNK_BYTES",
+    "DEFAULT_KILL_GRACE_S",
+    "TAIL_CHARS",
+    "ProcessOutcome",
+    "run_process",
+    "run_process_sync",
+]
+
+DEFAULT_KILL_GRACE_S: Final = 2.0
+# After the group is gone, how long the pipes may take to reach end of file. Only a
+# process that left the group (its own setsid) can hold them open longer.
+_DRAIN_S: Final = 5.0
+# ``Process.wait()`` also waits for the pipes to close, which a grandchild holding them
+# delays: the leader's own exit is noticed by looking at its return code this often.
+_EXIT_POLL_S: Final = 0.05
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class ProcessOutcome:
+    """How a process ended. ``exit_code`` is shell-style: 128 + N for a signal N, and
+    ``TIMEOUT_EXIT_CODE`` whenever backstay killed the group (deadline or stall). The
+    tails are the raw last ``TAIL_CHARS`` of each stream, for classification: they stay in
+    memory and are never written anywhere unredacted."""
+
+    pid: int
+    exit_code: int
+    duration_s: float
+    timed_out: bool = False
+    stalled: bool = False
+    stdout_tail: str = ""
+    stderr_tail: str = ""
+
+    @property
+    def killed(self) -> bool:
+        """Whether backstay killed the process group (deadline or stall)."""
+        return self.timed_out or self.stalled
+
+
+class _Verdict(enum.Enum):
+    EXITED = "exited"
+    TIMED_OUT = "timed out"
+    STALLED = "stalled"
+
+
+def _validate(
+    *,
+    argv: Sequence[str],
+    cwd: Path | str,
+    env: Mapping[str, str],
+    timeout_s: float,
+    stall_timeout_s: float | None,
+    kill_grace_s: float,
+) -> None:
+    if isinstance(argv, str) or not argv or not all(isinstance(a, str) for a in argv):
+        raise ConfigError(f"must be a non-empty list of strings, got {argv!r}", where="argv")
+    if not Path(cwd).is_dir():
+        raise ConfigError(f"is not a directory: {str(cwd)!r}", where="cwd")
+    if not isinstance(env, Mapping):
+        raise ConfigError(f"must be a mapping of strings, got {type(env).__name__}", where="env")
+    for key, value in env.items():
+        if not isinstance(key, str) or not isinstance(value, str):
+            raise ConfigError("names and values must be strings", where=f"env[{key!r}]")
+    check_number(timeout_s, where="timeout_s", above=True)
+    if stall_timeout_s is not None:
+        check_number(stall_timeout_s, where="stall_timeout_s", above=True)
+    check_number(kill_grace_s, where="kill_grace_s")
+
+
+def _signal_group(pgid: int, sig: signal.Signals) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, sig)
+
+
+async def _kill_group(proc: asyncio.subprocess.Process, grace_s: float) -> None:
+    """SIGTERM to the group, up to ``grace_s`` for the leader to exit, then SIGKILL to
+    whatever is left. The SIGKILL is sent even if this wait is itself cancelled."""
+    try:
+        _signal_group(proc.pid, signal.SIGTERM)
+        if grace_s > 0:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(proc.wait(), grace_s)
+    finally:
+        _signal_group(proc.pid, signal.SIGKILL)
+
+
+async def _watch(
+    proc: asyncio.subprocess.Process,
+    activity: Activity,
+    deadline: float,
+    stall_timeout_s: float | None,
+) -> _Verdict:
+    """Wait for the leader to exit, the deadline to pass, or the output to stall."""
+    waiter = asyncio.ensure_future(proc.wait())
+    try:
+        while proc.returncode is None:
+            now = time.monotonic()
+            horizon = deadline
+            if stall_timeout_s is not None:
+                horizon = min(horizon, activity.last + stall_timeout_s)
+            if horizon <= now:
+                return _Verdict.TIMED_OUT if now >= deadline else _Verdict.STALLED
+            await asyncio.wait({waiter}, timeout=min(horizon - now, _EXIT_POLL_S))
+        return _Verdict.EXITED
+    finally:
+        waiter.cancel()
+
+
+async def _settle(proc: asyncio.subprocess.Process, pumps: list[asyncio.Task[None]]) -> None:
+    """Let the pipes reach end of file and the pumps write the rest, within ``_DRAIN_S``."""
+    done, pending = await asyncio.wait(
+        [*pumps, asyncio.ensure_future(proc.wait())], timeout=_DRAIN_S
+    )
+    for task in pending:
+        task.cancel()
+    for task in done:
+        task.result()  # a failed capture write surfaces here
+
+
+def _shell_code(returncode: int | None) -> int:
+    if returncode is None:
+        return -1
+    return 128 - returncode if returncode < 0 else returncode
+
+
+async def run_process(
+    argv: Sequence[str],
+    *,
+    cwd: Path | str,
+    env: Mapping[str, str],
+    timeout_s: float,
+    capture: Capture,
+    stall_timeout_s: float | None = None,
+    on_stdout_line: LineCallback | None = None,
+    kill_grace_s: float = DEFAULT_KILL_GRACE_S,
+) -> ProcessOutcome:
+    """Run ``argv`` in ``cwd`` with exactly ``env``, stream its output into ``capture``,
+    and return how it ended (see the module docstring for the guarantees).
+
+    ``on_stdout_line`` receives each stdout line, raw and without its newline, as it
+    arrives (for adapters that read a JSON stream). Raises ``ConfigError`` for invalid
+    arguments and ``OSError`` when the program cannot be started; both before any process
+    exists.
+    """
+    _validate(
+        argv=argv,
+        cwd=cwd,
+        env=env,
+        timeout_s=timeout_s,
+        stall_timeout_s=stall_timeout_s,
+        kill_grace_s=kill_grace_s,
+    )
+    started = time.monotonic()
+    proc = await asyncio.create_subprocess_exec(
+        *argv,
+        cwd=cwd,
+        env=dict(env),
+        stdin=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        start_new_session=True,
+        limit=CHUNK_BYTES,
+    )
+    assert proc.stdout is not None  # noqa: S101 - PIPE
+    assert proc.stderr is not None  # noqa: S101 - PIPE
+    await capture.alog(f"started pid {proc.pid}: {shlex.join(argv)}")
+    activity = Activity(started)
+    out = Pump(proc.stdout, Stream.STDOUT, capture, activity, on_stdout_line)
+    err = Pump(proc.stderr, Stream.STDERR, capture, activity, None)
+    pumps = [asyncio.create_task(out.run()), asyncio.create_task(err.run())]
+    try:
+        verdict = await _watch(proc, activity, started + timeout_s, stall_timeout_s)
+        if verdict is _Verdict.EXITED:
+            _signal_group(proc.pid, signal.SIGKILL)  # whatever the child left running
+        else:
+            await capture.alog(f"{verdict.value}: killing process group {proc.pid}")
+            await _kill_group(proc, kill_grace_s)
+        await _settle(proc, pumps)
+    except BaseException:
+        # Cancelled, or a capture write failed: nothing may outlive this call.
+        await _kill_group(proc, kill_grace_s)
+        for task in pumps:
+            task.cancel()
+        raise
+    duration = time.monotonic() - started
+    exit_code = _shell_code(proc.returncode) if verdict is _Verdict.EXITED else TIMEOUT_EXIT_CODE
+    await capture.alog(f"pid {proc.pid} ended with exit code {exit_code} after {duration:.3f} s")
+    return ProcessOutcome(
+        pid=proc.pid,
+        exit_code=exit_code,
+        duration_s=duration,
+        timed_out=verdict is _Verdict.TIMED_OUT,
+        stalled=verdict is _Verdict.STALLED,
+        stdout_tail=out.tail,
+        stderr_tail=err.tail,
+    )
+
+
+def run_process_sync(
+    argv: Sequence[str],
+    *,
+    cwd: Path | str,
+    env: Mapping[str, str],
+    timeout_s: float,
+    capture: Capture,
+    stall_timeout_s: float | None = None,
+    on_stdout_line: LineCallback | None = None,
+    kill_grace_s: float = DEFAULT_KILL_GRACE_S,
+) -> ProcessOutcome:
+    """``run_process`` for callers outside asyncio (it runs its own event loop; calling it
+    from a running loop raises ``RuntimeError``). Ctrl-C kills the group too."""
+    return asyncio.run(
+        run_process(
+            argv,
+            cwd=cwd,
+            env=env,
+            timeout_s=timeout_s,
+            capture=capture,
+            stall_timeout_s=stall_timeout_s,
+            on_stdout_line=on_stdout_line,
+            kill_grace_s=kill_grace_s,
+        )
+    )

@@ -1,0 +1,62 @@
+"""Shared helpers of the adapter tests: real processes, and ways to see that they are gone."""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Final
+
+# A key-shaped canary (Anthropic's format) that redaction must remove wherever it appears.
+CANARY_KEY: Final = "sk-ant-api03-CanaryCanaryCanary0123456789"
+# A secret with no recognisable shape: only known because it is in the child's environment.
+CANARY_ENV_VALUE: Final = "plain-canary-value-7f3a9c1e"
+
+
+def python(code: str) -> list[str]:
+    """A command line running ``code`` in this interpreter, isolated from the environment."""
+    return [sys.executable, "-I", "-c", code]
+
+
+def alive(pid: int) -> bool:
+    """Whether ``pid`` runs. A zombie counts as dead: it was killed and only waits to be
+    reaped (an orphan's new parent may never reap it)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rpartition(")")[2].split()[0] not in ("Z", "X")
+
+
+def gone_within(pid: int, seconds: float = 3.0) -> bool:
+    """Whether ``pid`` is dead, or dies within ``seconds``."""
+    deadline = time.monotonic() + seconds
+    while alive(pid):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.02)
+    return True
+
+
+def spawned_pids(stdout_log: Path) -> list[int]:
+    """The pids a child announced with a ``spawned <pid>`` line."""
+    return [
+        int(line.split()[1])
+        for line in stdout_log.read_text().splitlines()
+        if line.startswith("spawned ")
+    ]
+
+
+def rss_kib() -> int:
+    """This process's resident set size, from /proc/self/status."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    raise AssertionError("no VmRSS in /proc/self/status")
