@@ -10,6 +10,7 @@ import pytest
 SNAPSHOT = Path(__file__).with_name("public_api.txt")
 MODULES = (
     "backstay",
+    "backstay.adapters",
     "backstay.classify",
     "backstay.clock",
     "backstay.config",
@@ -18,10 +19,12 @@ MODULES = (
     "backstay.engine",
     "backstay.errors",
     "backstay.failure",
+    "backstay.idempotency",
     "backstay.observe",
     "backstay.outcome",
     "backstay.policy",
     "backstay.redact",
+    "backstay.store",
     "backstay.taxonomy",
     "backstay.testing",
 )
