@@ -5,7 +5,7 @@ from __future__ import annotations
 import typer
 
 from backstay import __version__
-from backstay.cli import config, explain
+from backstay.cli import config, explain, run, suite
 
 app = typer.Typer(
     name="backstay",
@@ -33,6 +33,8 @@ def _root(
 
 app.command("explain")(explain.explain)
 app.add_typer(config.app, name="config")
+app.add_typer(suite.app, name="suite")
+app.command("run")(run.run)
 
 
 def main() -> None:

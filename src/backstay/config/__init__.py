@@ -1,31 +1,60 @@
-"""The only place where user input — the YAML file, ``BACKSTAY__*`` environment variables,
-``--set`` flags — becomes frozen objects.
+"""The only place where user input — the YAML files, ``BACKSTAY__*`` environment variables,
+``--set`` and other command-line flags — becomes frozen objects.
 
 ``load_config()`` reads ``backstay.yaml`` (or the file given, or the one
 ``BACKSTAY_CONFIG`` names), applies environment overrides, then ``--set`` overrides, and
 checks everything once, listing every problem with its file, line and key path. The
 result, a ``BackstayConfig``, never changes: there is no reload. The file's keys are
 documented in docs/config.md; ``config_schema()`` is its JSON Schema.
+
+``load_suite()`` reads a suite of agent tasks into a ``Suite`` the same way (docs/suite.md;
+``suite_schema()``); ``Suite.expand()`` lists its runs. ``harness_run()`` checks the flags
+of one agent run (``backstay run``).
 """
 
 from __future__ import annotations
 
 from backstay.config._configure import configure
+from backstay.config._harness import HarnessRun, harness_run
 from backstay.config._load import CONFIG_ENV_VAR, DEFAULT_CONFIG_FILE, load_config
 from backstay.config._model import BackstayConfig, EffectiveValue
 from backstay.config._overrides import ENV_PREFIX
 from backstay.config._schema import config_schema
 from backstay.config._source import Source, SourceKind
+from backstay.config._suite import (
+    AdapterOptions,
+    Suite,
+    SuiteDefaults,
+    SuiteRun,
+    SuiteTask,
+    task_run_id,
+    workflow_id,
+)
+from backstay.config._suite_load import load_suite
+from backstay.config._suite_schema import suite_schema
+from backstay.config._suite_spec import DEFAULT_TIMEOUT_S
 
 __all__ = [
     "CONFIG_ENV_VAR",
     "DEFAULT_CONFIG_FILE",
+    "DEFAULT_TIMEOUT_S",
     "ENV_PREFIX",
+    "AdapterOptions",
     "BackstayConfig",
     "EffectiveValue",
+    "HarnessRun",
     "Source",
     "SourceKind",
+    "Suite",
+    "SuiteDefaults",
+    "SuiteRun",
+    "SuiteTask",
     "config_schema",
     "configure",
+    "harness_run",
     "load_config",
+    "load_suite",
+    "suite_schema",
+    "task_run_id",
+    "workflow_id",
 ]

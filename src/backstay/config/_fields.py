@@ -8,13 +8,14 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import math
+import re
 from collections.abc import Iterable
 from typing import Any, Literal
 
 from backstay.config._paths import Path
 from backstay.taxonomy import CODES, FailureKind
 
-FieldType = Literal["integer", "number", "string", "kinds", "kinds_or_codes"]
+FieldType = Literal["integer", "number", "string", "boolean", "strings", "kinds", "kinds_or_codes"]
 
 KIND_VALUES: tuple[str, ...] = tuple(kind.value for kind in FailureKind)
 
@@ -22,7 +23,9 @@ KIND_VALUES: tuple[str, ...] = tuple(kind.value for kind in FailureKind)
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
 class Field:
     """A leaf setting. ``minimum`` is inclusive unless ``exclusive_minimum``; ``choices``
-    limits a string; ``excluded`` removes kinds from a list of kinds."""
+    limits a string; ``excluded`` removes kinds from a list of kinds. ``pattern`` (a regular
+    expression, described to people by ``pattern_hint``) limits a string or each item of a
+    list of strings (``strings``). A ``sensitive`` value is never repeated in a message."""
 
     type: FieldType
     help: str
@@ -32,6 +35,9 @@ class Field:
     choices: tuple[str, ...] = ()
     excluded: tuple[str, ...] = ()
     nullable: bool = False
+    pattern: str | None = None
+    pattern_hint: str = ""
+    sensitive: bool = False
 
     @property
     def allowed(self) -> tuple[str, ...]:
@@ -92,10 +98,25 @@ def _check_number(field: Field, value: object) -> str | None:
     return None
 
 
+def _shown(field: Field, value: object) -> str:
+    if field.sensitive and not isinstance(value, bool | int | float | list | dict):
+        return "a value not shown here"
+    return describe_value(value)
+
+
+def _check_text(field: Field, value: object) -> str | None:
+    if not isinstance(value, str):
+        return f"must be text, got {_shown(field, value)}"
+    if field.pattern is not None and not re.fullmatch(field.pattern, value):
+        got = "" if field.sensitive else f", got {value!r}"
+        return f"must be {field.pattern_hint or f'text matching {field.pattern}'}{got}"
+    return None
+
+
 def _check_item(field: Field, value: object) -> str | None:
     allowed = field.allowed
-    if field.type == "string" and not allowed:
-        return None if isinstance(value, str) else f"must be text, got {describe_value(value)}"
+    if field.type in ("string", "strings") and not allowed:
+        return _check_text(field, value)
     if isinstance(value, str) and value in allowed:
         return None
     if field.type == "string":
@@ -117,9 +138,12 @@ def check(field: Field, value: object) -> list[tuple[Path, str]]:
         reason = _check_number(field, value)
     elif field.type == "string":
         reason = _check_item(field, value)
+    elif field.type == "boolean":
+        ok = isinstance(value, bool)
+        reason = None if ok else f"must be true or false, got {describe_value(value)}"
     elif not isinstance(value, list):
-        reason = f"must be a list, got {describe_value(value)}"
-        if isinstance(value, str):
+        reason = f"must be a list, got {_shown(field, value)}"
+        if isinstance(value, str) and not field.sensitive:
             reason += f"; write [{value}]"
     else:
         return [
@@ -135,6 +159,8 @@ def _hint(field: Field) -> str:
         "integer": "a whole number",
         "number": "a number",
         "string": "text",
+        "boolean": "true or false",
+        "strings": "a list of texts",
         "kinds": "a list of failure kinds",
         "kinds_or_codes": "a list of failure kinds or ERR_* codes",
     }[field.type]
@@ -154,6 +180,16 @@ def json_schema(field: Field) -> dict[str, Any]:
         out["type"] = ["string", "null"] if field.nullable else "string"
         if field.choices:
             out["enum"] = list(field.choices)
+        if field.pattern is not None:
+            out["pattern"] = field.pattern
+    elif field.type == "boolean":
+        out["type"] = ["boolean", "null"] if field.nullable else "boolean"
+    elif field.type == "strings":
+        out["type"] = ["array", "null"] if field.nullable else "array"
+        item: dict[str, Any] = {"type": "string"}
+        if field.pattern is not None:
+            item["pattern"] = field.pattern
+        out["items"] = item
     else:
         out["type"] = ["array", "null"] if field.nullable else "array"
         out["items"] = {"type": "string", "enum": list(field.allowed)}

@@ -3,7 +3,8 @@
 The file is ``path`` if given, else the one ``BACKSTAY_CONFIG`` names, else
 ``backstay.yaml`` in the working directory if there is one (no file: built-in defaults).
 Then ``BACKSTAY__*`` environment variables, then ``--set`` items, each overriding what came
-before. This module is the only one in backstay that reads the environment.
+before. This module and ``_harness`` (the variables a run's agent is given by name) are
+the only ones in backstay that read settings from the environment.
 """
 
 from __future__ import annotations
@@ -59,7 +60,8 @@ def _locate(
     return (default, "") if default.is_file() else (None, "")
 
 
-def _read(file: pathlib.Path, doc: Document, named_by: str) -> Any:
+def read_file(file: pathlib.Path, doc: Document, named_by: str = "") -> Any:
+    """The YAML data of ``file``; problems (missing, too large, not UTF-8 …) go to ``doc``."""
     try:
         if file.is_dir():
             doc.problem((), f"is a directory, not a file{named_by}")
@@ -195,7 +197,7 @@ def load_config(
     file, named_by = _locate(path, env)
     doc = Document(name=_NO_FILE if file is None else str(file))
     if file is not None:
-        _root(doc, _read(file, doc, named_by))
+        _root(doc, read_file(file, doc, named_by))
     apply_env(doc, env)
     apply_sets(doc, overrides)
     config = _build(doc, file)

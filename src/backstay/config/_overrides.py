@@ -21,16 +21,17 @@ from backstay.errors import ConfigError
 ENV_PREFIX: Final = "BACKSTAY__"
 SET_FLAG: Final = "--set"
 
-_UNSET = object()
+UNSET = object()
 
 
-def _value(doc: Document, text: str, source: Source) -> Any:
+def yaml_value(doc: Document, text: str, source: Source) -> Any:
+    """``text`` read as YAML (empty: null); ``UNSET`` and a problem if it cannot be read."""
     try:
         return yaml.safe_load(text) if text.strip() else None
     except yaml.YAMLError as err:
         problem = getattr(err, "problem", None) or "not valid YAML"
         doc.problem((), f"cannot read the value {text!r}: {problem}", source=source)
-        return _UNSET
+        return UNSET
 
 
 def apply_env(doc: Document, environ: Mapping[str, str]) -> None:
@@ -41,8 +42,8 @@ def apply_env(doc: Document, environ: Mapping[str, str]) -> None:
         if not all(parts):
             doc.problem((), "malformed name: parts are separated by one '__'", source=source)
             continue
-        value = _value(doc, environ[name], source)
-        if value is not _UNSET:
+        value = yaml_value(doc, environ[name], source)
+        if value is not UNSET:
             doc.set(parts, value, source)
 
 
@@ -59,6 +60,6 @@ def apply_sets(doc: Document, items: Iterable[str]) -> None:
         except ConfigError as err:
             doc.problem((), err.reason, source=source)
             continue
-        value = _value(doc, text, source)
-        if value is not _UNSET:
+        value = yaml_value(doc, text, source)
+        if value is not UNSET:
             doc.set(path, value, source)

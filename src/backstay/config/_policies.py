@@ -83,6 +83,16 @@ def _check_policy(doc: Document, name: str, raw: object) -> dict[str, Any] | Non
             path, "a policy name starts with a letter and holds letters, digits, '_' and '-'"
         )
         return None
+    return check_policy_settings(
+        doc, path, raw, named="a policy is named by its key under policies; remove this"
+    )
+
+
+def check_policy_settings(
+    doc: Document, path: Path, raw: object, *, named: str
+) -> dict[str, Any] | None:
+    """The valid settings of the policy mapping ``raw`` at ``path`` (``extends`` included);
+    ``None`` if it is not a mapping. ``named`` is the problem given for a ``name`` key."""
     if raw is not None and not isinstance(raw, dict):
         doc.problem(path, f"must be a mapping of policy settings, got {describe_value(raw)}")
         return None
@@ -91,7 +101,7 @@ def _check_policy(doc: Document, name: str, raw: object) -> dict[str, Any] | Non
         if key == "per_kind":
             clean[key] = _check_per_kind(doc, (*path, key), value)
         elif key == "name":
-            doc.problem((*path, key), "a policy is named by its key under policies; remove this")
+            doc.problem((*path, key), named)
         elif key not in POLICY_FIELDS:
             unknown_key(doc, path, key, _KNOWN_KEYS)
         else:
@@ -103,11 +113,12 @@ def _check_policy(doc: Document, name: str, raw: object) -> dict[str, Any] | Non
     return clean
 
 
-def _merge(base: Mapping[str, Any], own: Mapping[str, Any]) -> dict[str, Any]:
+def merge_settings(base: Mapping[str, Any], own: Mapping[str, Any]) -> dict[str, Any]:
+    """``own`` on top of ``base``: mappings merge key by key, any other value replaces."""
     out = dict(base)
     for key, value in own.items():
         if isinstance(value, dict) and isinstance(out.get(key), dict):
-            out[key] = _merge(out[key], value)
+            out[key] = merge_settings(out[key], value)
         else:
             out[key] = value
     return out
@@ -133,10 +144,24 @@ def _has(data: Mapping[str, Any], path: Path) -> bool:
     return True
 
 
-def _settings(policy: RetryPolicy) -> dict[str, Any]:
+def policy_settings(policy: RetryPolicy) -> dict[str, Any]:
+    """The settings of ``policy`` as plain data, without its name."""
     data = policy.to_dict()
     del data["name"]
     return data
+
+
+def build_policy(
+    doc: Document, path: Path, settings: Mapping[str, Any], name: str
+) -> RetryPolicy | None:
+    """``RetryPolicy.from_dict(settings, name=name)``; its ``ConfigError`` (a rule relating
+    several keys) becomes a problem at ``path`` and the key it names."""
+    try:
+        return RetryPolicy.from_dict(settings, name=name)
+    except ConfigError as err:
+        field = (err.where or "").partition(": ")[2]
+        doc.problem((*path, *(field.split(".") if field else ())), err.reason)
+        return None
 
 
 class _Broken:
@@ -157,7 +182,7 @@ class _Resolver:
         self.sources: dict[str, dict[Path, Source]] = {}
         for name, policy in BUILTIN_POLICIES.items():
             source = Source(SourceKind.DEFAULT, f"built-in policy {name!r}")
-            self.sources[name] = dict.fromkeys(flatten(_settings(policy)), source)
+            self.sources[name] = dict.fromkeys(flatten(policy_settings(policy)), source)
 
     def parent(self, name: str) -> _Parent:
         """A name from the file to build first, a built-in base policy, ``None`` for
@@ -218,13 +243,9 @@ class _Resolver:
         else:
             base = parent
         own = {k: v for k, v in self.own[name].items() if k != "extends"}
-        merged = _merge(_settings(base), own) if base is not None else own
-        try:
-            policy = RetryPolicy.from_dict(merged, name=name)
-        except ConfigError as err:
-            field = (err.where or "").partition(": ")[2]
-            path = (*_policy_path(name), *(field.split(".") if field else ()))
-            self.doc.problem(path, err.reason)
+        merged = merge_settings(policy_settings(base), own) if base is not None else own
+        policy = build_policy(self.doc, _policy_path(name), merged, name)
+        if policy is None:
             return None
         self.sources[name] = self._sources(name, policy, base)
         return policy
@@ -236,7 +257,7 @@ class _Resolver:
         inherited = self.sources.get(base.name, {}) if base is not None else {}
         parent = base.name if base is not None else ""
         out: dict[Path, Source] = {}
-        for path in flatten(_settings(policy)):
+        for path in flatten(policy_settings(policy)):
             if _has(own, path):
                 out[path] = self.doc.source_of((*_policy_path(name), *path)) or DEFAULT
             elif path in inherited:

@@ -35,7 +35,8 @@ def _object(fields: Mapping[str, Field], description: str) -> dict[str, Any]:
     }
 
 
-def _policy() -> dict[str, Any]:
+def policy_schema() -> dict[str, Any]:
+    """One retry policy (``$defs/policy``; its ``per_kind`` refers to ``$defs/kind_override``)."""
     schema = _object(POLICY_FIELDS, "One retry policy.")
     schema["properties"]["per_kind"] = {
         "description": PER_KIND_HELP,
@@ -81,14 +82,18 @@ def _retry() -> dict[str, Any]:
     }
 
 
+def kind_override_schema() -> dict[str, Any]:
+    """The settings for one failure kind (``$defs/kind_override``)."""
+    return _object(KIND_OVERRIDE_FIELDS, "Settings for one failure kind.")
+
+
 def config_schema() -> dict[str, Any]:
     """The JSON Schema (draft 2020-12) of the configuration file."""
-    kind_override = _object(KIND_OVERRIDE_FIELDS, "Settings for one failure kind.")
     return {
         "$schema": SCHEMA_DIALECT,
         "title": "backstay configuration (backstay.yaml)",
         "type": _OBJECT_OR_NULL,
         "additionalProperties": False,
         "properties": {"retry": _retry()},
-        "$defs": {"policy": _policy(), "kind_override": kind_override},
+        "$defs": {"policy": policy_schema(), "kind_override": kind_override_schema()},
     }

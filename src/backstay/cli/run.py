@@ -1,0 +1,153 @@
+"""``backstay run``: one agent run as an evaluation harness starts it, through the
+adapter's harness entry point (``BaseAdapter.run``), exiting with the run's exit code."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+
+from backstay.adapters.base import CANCELLED_EXIT_CODE, BaseAdapter
+from backstay.adapters.capture import METRICS_FILE
+from backstay.adapters.contract import TIMEOUT_EXIT_CODE
+from backstay.adapters.registry import get_adapter
+from backstay.cli._errors import usage_error
+from backstay.config import DEFAULT_TIMEOUT_S, HarnessRun, harness_run, load_config
+from backstay.errors import ConfigError
+
+_OUTCOMES = {0: "succeeded", TIMEOUT_EXIT_CODE: "timed out", CANCELLED_EXIT_CODE: "cancelled"}
+
+
+def _error_of(output_dir: Path) -> str | None:
+    """The (redacted) error metrics.json records, if it can be read."""
+    try:
+        metrics: Any = json.loads((output_dir / METRICS_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    error = metrics.get("error") if isinstance(metrics, dict) else None
+    return error if isinstance(error, str) and error else None
+
+
+def _report(spec: HarnessRun, code: int) -> None:
+    outcome = _OUTCOMES.get(code, "failed")
+    error = None if code == 0 else _error_of(spec.output_dir)
+    detail = f": {error}" if error else ""
+    Console(stderr=True, soft_wrap=True).print(
+        escape(
+            f"backstay run: {spec.adapter} {outcome} (exit code {code}){detail}; "
+            f"logs and {METRICS_FILE} in {spec.output_dir}"
+        ),
+        highlight=False,
+    )
+
+
+def _start(spec: HarnessRun) -> int:
+    adapter = get_adapter(spec.adapter)
+    if not isinstance(adapter, BaseAdapter):
+        raise ConfigError(
+            f"adapter {spec.adapter!r} has no harness entry point (it is not a BaseAdapter)",
+            where="--adapter",
+        )
+    try:
+        return adapter.run(
+            spec.model,
+            spec.prompt_file,
+            spec.workspace,
+            spec.output_dir,
+            spec.options.config,
+            spec.timeout_s,
+            env=spec.env,
+            tier=spec.tier,
+            stall_timeout_s=spec.stall_timeout_s,
+            policy=spec.policy,
+        )
+    except KeyboardInterrupt:  # the run was cancelled; its metrics.json says so
+        return CANCELLED_EXIT_CODE
+
+
+def run(
+    adapter: Annotated[str, typer.Option("--adapter", help="The adapter, e.g. mock.")],
+    model: Annotated[str, typer.Option("--model", help="The model the agent uses.")],
+    prompt_file: Annotated[
+        Path, typer.Option("--prompt-file", help="The file holding the prompt.")
+    ],
+    workspace: Annotated[Path, typer.Option("--workspace", help="The folder the agent works in.")],
+    output_dir: Annotated[
+        Path,
+        typer.Option("--output-dir", help="Where the logs and metrics.json go (created)."),
+    ],
+    timeout: Annotated[
+        float, typer.Option("--timeout", help="Seconds allowed per attempt; then exit 124.")
+    ] = DEFAULT_TIMEOUT_S,
+    stall_timeout: Annotated[
+        float | None,
+        typer.Option("--stall-timeout", help="Kill an attempt silent for this many seconds."),
+    ] = None,
+    tier_id: Annotated[str | None, typer.Option("--tier-id", help="The tier's id.")] = None,
+    tier_name: Annotated[
+        str | None, typer.Option("--tier-name", help="The tier's readable name.")
+    ] = None,
+    tier_prompt: Annotated[
+        str | None, typer.Option("--tier-prompt", help="The tier's system prompt.")
+    ] = None,
+    tools: Annotated[
+        bool | None,
+        typer.Option("--tools/--no-tools", help="Whether the agent may use tools."),
+    ] = None,
+    policy: Annotated[
+        str | None,
+        typer.Option(
+            "--policy",
+            help="Retry with this policy: a name, or YAML like '{extends: agent_dispatch, "
+            "max_attempts: 2}' (default: one attempt).",
+        ),
+    ] = None,
+    adapter_option: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--adapter-option",
+            help="KEY=VALUE (YAML) for the adapter, e.g. scenario=s.yaml or "
+            "api_key_env=ANTHROPIC_API_KEY; repeatable.",
+        ),
+    ] = None,
+    config_file: Annotated[
+        Path | None,
+        typer.Option(
+            "--config",
+            help="The configuration file --policy names are looked up in "
+            "(default: $BACKSTAY_CONFIG, else ./backstay.yaml if any).",
+        ),
+    ] = None,
+) -> None:
+    """Run one agent as an evaluation harness does, and exit with the run's exit code.
+
+    0 on success, 124 on timeout, 2 for bad arguments (nothing runs), else the agent's own
+    code. Logs and metrics.json go to --output-dir. One attempt unless --policy is given.
+    """
+    try:
+        registry = None if policy is None else load_config(config_file).registry
+        spec = harness_run(
+            adapter=adapter,
+            model=model,
+            prompt_file=prompt_file,
+            workspace=workspace,
+            output_dir=output_dir,
+            timeout_s=timeout,
+            stall_timeout_s=stall_timeout,
+            tier_id=tier_id,
+            tier_name=tier_name,
+            tier_prompt=tier_prompt,
+            tools_enabled=tools,
+            policy=policy,
+            adapter_options=adapter_option or (),
+            registry=registry,
+        )
+        code = _start(spec)
+    except ConfigError as err:
+        raise usage_error(err) from None
+    _report(spec, code)
+    raise typer.Exit(code)
