@@ -1,8 +1,39 @@
-"""The durable task engine: task states and transitions (more to come: runner, resume,
-escalations)."""
+"""The durable task engine: task specs and states, the batch runner, resume rules, the
+human escalation queue and batch summaries. See ``docs/design/engine.md``.
+
+* ``states``: ``TaskState``, the allowed transitions, ``outcome_for`` (failure → state);
+* ``task``: ``TaskSpec``, one task of a batch and its ``operation_id``;
+* ``taskstore`` / ``sqlite_tasks``: the ``TaskStore`` protocol and ``SQLiteTaskStore``;
+* ``runner``: ``Engine`` (``run``, ``resume`` and their sync forms);
+* ``driver``: one task's attempts; ``decision``: a failed attempt's next state;
+* ``resume``: how a stored task is taken up;
+* ``escalations``: ``EscalationQueue``; ``summary``: ``Summary``; ``events``: its events.
+"""
 
 from __future__ import annotations
 
+from backstay.engine.escalations import ACTION_STATES, EscalationQueue
+from backstay.engine.events import (
+    EscalationResolved,
+    TaskCancelled,
+    TaskEscalated,
+    TaskFailed,
+    TaskPaused,
+    TaskResumed,
+    TaskStarted,
+    TaskSucceeded,
+)
+from backstay.engine.records import (
+    AttemptOutcome,
+    AttemptRecord,
+    Escalation,
+    EscalationStatus,
+    ResolveAction,
+    TaskRecord,
+)
+from backstay.engine.resume import StartPlan, StartStep, plan_start
+from backstay.engine.runner import DEFAULT_CONCURRENCY, Engine
+from backstay.engine.sqlite_tasks import STATE_FILE, SQLiteTaskStore
 from backstay.engine.states import (
     TERMINAL,
     TRANSITIONS,
@@ -12,13 +43,44 @@ from backstay.engine.states import (
     outcome_for,
     transition,
 )
+from backstay.engine.summary import Summary, TaskReport
+from backstay.engine.task import TaskSpec, task_run_id
+from backstay.engine.taskstore import TaskStore
 
 __all__ = [
+    "ACTION_STATES",
+    "DEFAULT_CONCURRENCY",
+    "STATE_FILE",
     "TERMINAL",
     "TRANSITIONS",
+    "AttemptOutcome",
+    "AttemptRecord",
+    "Engine",
+    "Escalation",
+    "EscalationQueue",
+    "EscalationResolved",
+    "EscalationStatus",
     "InvalidTransition",
     "Outcome",
+    "ResolveAction",
+    "SQLiteTaskStore",
+    "StartPlan",
+    "StartStep",
+    "Summary",
+    "TaskCancelled",
+    "TaskEscalated",
+    "TaskFailed",
+    "TaskPaused",
+    "TaskRecord",
+    "TaskReport",
+    "TaskResumed",
+    "TaskSpec",
+    "TaskStarted",
     "TaskState",
+    "TaskStore",
+    "TaskSucceeded",
     "outcome_for",
+    "plan_start",
+    "task_run_id",
     "transition",
 ]

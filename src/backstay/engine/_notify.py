@@ -1,0 +1,117 @@
+"""Emitting the engine's events from stored records: each is built only when a sink wants
+it, and only after the change it reports was recorded."""
+
+from __future__ import annotations
+
+from backstay.engine.events import (
+    TaskCancelled,
+    TaskEscalated,
+    TaskFailed,
+    TaskPaused,
+    TaskResumed,
+    TaskStarted,
+    TaskSucceeded,
+)
+from backstay.engine.records import Escalation, TaskRecord
+from backstay.engine.states import TaskState
+from backstay.failure import Failure
+from backstay.observe.events import RetryScheduled
+from backstay.observe.sinks import BUS
+
+__all__ = ["after_failure", "resumed", "started", "succeeded"]
+
+
+def started(record: TaskRecord, *, attempt_id: str, policy: str) -> None:
+    if BUS.wants(TaskStarted.level):
+        BUS.emit(
+            TaskStarted(
+                operation=record.operation_id,
+                policy=policy,
+                task_id=record.task_id,
+                attempt=record.attempts_used,
+                attempt_id=attempt_id,
+            )
+        )
+
+
+def succeeded(record: TaskRecord, *, policy: str | None, from_cache: bool = False) -> None:
+    if BUS.wants(TaskSucceeded.level):
+        BUS.emit(
+            TaskSucceeded(
+                operation=record.operation_id,
+                policy=policy,
+                task_id=record.task_id,
+                attempts=record.attempts_used,
+                from_cache=from_cache,
+            )
+        )
+
+
+def resumed(record: TaskRecord, *, previous: TaskState, policy: str) -> None:
+    if BUS.wants(TaskResumed.level):
+        BUS.emit(
+            TaskResumed(
+                operation=record.operation_id,
+                policy=policy,
+                task_id=record.task_id,
+                previous_state=str(previous),
+                reason=record.reason,
+            )
+        )
+
+
+def after_failure(
+    record: TaskRecord,
+    failure: Failure,
+    escalation: Escalation | None,
+    *,
+    policy: str,
+    delay_s: float,
+) -> None:
+    """The events of a failed attempt, from the state it left the task in."""
+    op, task_id, state = record.operation_id, record.task_id, record.state
+    if state is TaskState.RETRYING and BUS.wants(RetryScheduled.level):
+        BUS.emit(
+            RetryScheduled(
+                operation=op,
+                policy=policy,
+                attempt=record.attempts_used,
+                delay_s=delay_s,
+                failure=failure,
+            )
+        )
+    elif state is TaskState.FAILED and BUS.wants(TaskFailed.level):
+        BUS.emit(
+            TaskFailed(
+                operation=op,
+                policy=policy,
+                task_id=task_id,
+                attempts=record.attempts_used,
+                reason=record.reason,
+                failure=failure,
+            )
+        )
+    elif state is TaskState.PAUSED and BUS.wants(TaskPaused.level):
+        BUS.emit(
+            TaskPaused(
+                operation=op,
+                policy=policy,
+                task_id=task_id,
+                reason=record.reason,
+                resumes_at=record.next_run_at,
+                failure=failure,
+            )
+        )
+    elif state is TaskState.CANCELLED and BUS.wants(TaskCancelled.level):
+        BUS.emit(TaskCancelled(operation=op, policy=policy, task_id=task_id, reason=record.reason))
+    if escalation is not None and BUS.wants(TaskEscalated.level):
+        BUS.emit(
+            TaskEscalated(
+                operation=op,
+                policy=policy,
+                task_id=task_id,
+                escalation_id=escalation.escalation_id,
+                reason=record.reason,
+                failure=failure,
+            )
+        )

@@ -1,0 +1,135 @@
+"""A ``TaskSpec`` as the JSON the state file keeps, and back — without its secrets.
+
+The state file must never hold a credential. An environment variable whose name looks
+secret (``key``, ``token``, ``secret``, ``passw``, ``credential``, ``auth``: the rule the
+adapters apply before redacting a child's environment), or whose value ``redact`` would
+change, is stored by name only; reading the
+spec back takes its value from ``secrets`` (the resuming caller's environment); the
+engine refuses to resume a task whose secrets are missing (``missing_secret``: a
+``ConfigError`` naming the variables and the task) before anything runs.
+The adapter's ``config`` is stored as given (read-only mappings and tuples as JSON objects
+and lists): it must be JSON data.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Final
+
+from backstay.adapters.contract import TierConfig
+from backstay.engine.task import TaskSpec
+from backstay.errors import ConfigError
+from backstay.policy.retry import RetryPolicy
+from backstay.redact import redact
+
+__all__ = ["decode_spec", "encode_spec", "missing_secret", "secret_env_names"]
+
+_SECRET_ENV_NAME: Final = re.compile(r"(?i)(key|token|secret|passw|credential|auth)")
+_FORMAT: Final = 1
+
+
+def secret_env_names(env: Mapping[str, str]) -> tuple[str, ...]:
+    """The names in ``env`` whose values are never written to the state file: a name
+    that looks secret, or a value redaction would change (a key, a URL with a password)."""
+    return tuple(
+        sorted(
+            name
+            for name, value in env.items()
+            if _SECRET_ENV_NAME.search(name) or redact(value) != value
+        )
+    )
+
+
+def _plain(value: Any) -> Any:
+    """Read-only data (mapping proxies, tuples) as JSON's mappings and lists."""
+    if isinstance(value, Mapping):
+        return {key: _plain(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(item) for item in value]
+    return value
+
+
+def _tier(tier: TierConfig | None) -> dict[str, Any] | None:
+    if tier is None:
+        return None
+    data = dataclasses.asdict(tier)
+    if tier.allowed_tools is not None:
+        data["allowed_tools"] = list(tier.allowed_tools)
+    return data
+
+
+def encode_spec(spec: TaskSpec) -> str:
+    """The JSON text kept for ``spec``; ``ConfigError`` when its config is not JSON data."""
+    secret = set(secret_env_names(spec.env))
+    policy: str | dict[str, Any] | None
+    policy = spec.policy.to_dict() if isinstance(spec.policy, RetryPolicy) else spec.policy
+    data = {
+        "format": _FORMAT,
+        "workflow_id": spec.workflow_id,
+        "task_id": spec.task_id,
+        "run": spec.run,
+        "adapter": spec.adapter,
+        "model": spec.model,
+        "workspace": str(spec.workspace),
+        "timeout_s": spec.timeout_s,
+        "prompt": spec.prompt,
+        "prompt_file": None if spec.prompt_file is None else str(spec.prompt_file),
+        "env": {k: v for k, v in spec.env.items() if k not in secret},
+        "secret_env": sorted(secret),
+        "tier": _tier(spec.tier),
+        "config": _plain(spec.config),
+        "stall_timeout_s": spec.stall_timeout_s,
+        "policy": policy,
+    }
+    try:
+        return json.dumps(data, allow_nan=False, ensure_ascii=False, sort_keys=True)
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(
+            f"must be JSON data to be kept in the state file: {exc}",
+            where=f"task {spec.task_id!r}: config",
+        ) from None
+
+
+def missing_secret(task_id: str, names: tuple[str, ...]) -> ConfigError:
+    """The error for a task whose secret variables are not available to resume it."""
+    return ConfigError(
+        f"task {task_id!r} needs {', '.join(names)}, whose value is never kept in the "
+        "state file: set it in the environment (or pass it in env=) to resume the task",
+        where=f"env.{names[0]}",
+    )
+
+
+def decode_spec(text: str, *, secrets: Mapping[str, str]) -> tuple[TaskSpec, tuple[str, ...]]:
+    """The spec ``encode_spec`` wrote, its secret variables taken from ``secrets``, and
+    the names of those ``secrets`` lacks (left out of the spec's ``env``)."""
+    data = json.loads(text)
+    if not isinstance(data, dict) or data.get("format") != _FORMAT:
+        raise ConfigError("a task spec in the state file has an unknown format", where="spec")
+    env = dict(data["env"])
+    missing = tuple(name for name in data["secret_env"] if name not in secrets)
+    env.update({name: secrets[name] for name in data["secret_env"] if name in secrets})
+    tier = None if data["tier"] is None else TierConfig(**data["tier"])
+    policy = data["policy"]
+    if isinstance(policy, dict):
+        policy = RetryPolicy.from_dict(policy)
+    spec = TaskSpec(
+        workflow_id=data["workflow_id"],
+        task_id=data["task_id"],
+        run=data["run"],
+        adapter=data["adapter"],
+        model=data["model"],
+        workspace=Path(data["workspace"]),
+        timeout_s=data["timeout_s"],
+        prompt=data["prompt"],
+        prompt_file=None if data["prompt_file"] is None else Path(data["prompt_file"]),
+        env=env,
+        tier=tier,
+        config=data["config"],
+        stall_timeout_s=data["stall_timeout_s"],
+        policy=policy,
+    )
+    return spec, missing

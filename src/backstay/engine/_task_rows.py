@@ -1,0 +1,232 @@
+"""The task component of the state file: its tables, and rows ↔ records (both ways).
+
+Times are stored as Unix seconds (REAL), failures as ``Failure.to_error_info`` JSON (read
+back with ``Failure.from_error_info``, losslessly), usage and results as JSON objects.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as _dt
+import json
+from collections.abc import Mapping
+from typing import Any, Final
+
+from backstay.adapters.usage import Usage
+from backstay.engine._spec_codec import decode_spec
+from backstay.engine.records import (
+    AttemptEnd,
+    AttemptOutcome,
+    AttemptRecord,
+    Escalation,
+    EscalationStatus,
+    ResolveAction,
+    StateChange,
+    TaskRecord,
+)
+from backstay.engine.states import TaskState
+from backstay.engine.task import TaskSpec
+from backstay.failure import Failure
+
+__all__ = [
+    "ATTEMPTS",
+    "ATTEMPT_COLUMNS",
+    "COMPONENT",
+    "DDL",
+    "ESCALATIONS",
+    "ESCALATION_COLUMNS",
+    "SCHEMA_VERSION",
+    "TABLES",
+    "TASKS",
+    "TASK_COLUMNS",
+    "change_params",
+    "decode_attempt",
+    "decode_escalation",
+    "decode_task",
+    "dumps",
+    "end_params",
+    "failure_json",
+    "from_ts",
+    "register_params",
+    "to_ts",
+    "usage_json",
+]
+
+COMPONENT: Final = "tasks"
+SCHEMA_VERSION: Final = 1
+TASKS: Final = "backstay_tasks"
+ATTEMPTS: Final = "backstay_attempts"
+ESCALATIONS: Final = "backstay_escalations"
+TABLES: Final = (TASKS, ATTEMPTS, ESCALATIONS)
+
+DDL: Final = (
+    f"""CREATE TABLE {TASKS} (
+    operation_id TEXT PRIMARY KEY,
+    workflow_id TEXT NOT NULL,
+    task_id TEXT NOT NULL,
+    task_run_id TEXT NOT NULL,
+    spec_json TEXT NOT NULL,
+    state TEXT NOT NULL,
+    reason TEXT NOT NULL,
+    attempts_used INTEGER NOT NULL,
+    budget_base INTEGER NOT NULL,
+    next_run_at REAL,
+    result_json TEXT,
+    created_at REAL NOT NULL,
+    updated_at REAL NOT NULL
+)""",
+    f"""CREATE TABLE {ATTEMPTS} (
+    operation_id TEXT NOT NULL REFERENCES {TASKS} (operation_id),
+    number INTEGER NOT NULL,
+    attempt_id TEXT NOT NULL UNIQUE,
+    output_dir TEXT NOT NULL,
+    started_at REAL NOT NULL,
+    ended_at REAL,
+    outcome TEXT NOT NULL,
+    failure_json TEXT,
+    delay_s REAL,
+    exit_code INTEGER,
+    usage_json TEXT,
+    PRIMARY KEY (operation_id, number)
+)""",
+    f"""CREATE TABLE {ESCALATIONS} (
+    escalation_id INTEGER PRIMARY KEY,
+    operation_id TEXT NOT NULL REFERENCES {TASKS} (operation_id),
+    task_id TEXT NOT NULL,
+    failure_json TEXT NOT NULL,
+    context_json TEXT NOT NULL,
+    created_at REAL NOT NULL,
+    status TEXT NOT NULL,
+    action TEXT,
+    note TEXT NOT NULL DEFAULT '',
+    resolved_at REAL,
+    resolved_by TEXT
+)""",
+    f"CREATE INDEX {ESCALATIONS}_open ON {ESCALATIONS} (status, operation_id)",
+)
+
+TASK_COLUMNS: Final = (
+    "spec_json, state, reason, attempts_used, budget_base, next_run_at, result_json, "
+    "created_at, updated_at"
+)
+ATTEMPT_COLUMNS: Final = (
+    "operation_id, number, attempt_id, output_dir, started_at, ended_at, outcome, "
+    "failure_json, delay_s, exit_code, usage_json"
+)
+ESCALATION_COLUMNS: Final = (
+    "escalation_id, operation_id, task_id, failure_json, context_json, created_at, status, "
+    "action, note, resolved_at, resolved_by"
+)
+
+
+def to_ts(moment: _dt.datetime | None) -> float | None:
+    return None if moment is None else moment.timestamp()
+
+
+def from_ts(seconds: float | None) -> _dt.datetime | None:
+    return None if seconds is None else _dt.datetime.fromtimestamp(seconds, _dt.UTC)
+
+
+def _at(seconds: float) -> _dt.datetime:
+    return _dt.datetime.fromtimestamp(seconds, _dt.UTC)
+
+
+def dumps(value: Mapping[str, Any]) -> str:
+    return json.dumps(dict(value), allow_nan=False, ensure_ascii=False, sort_keys=True)
+
+
+def failure_json(failure: Failure | None) -> str | None:
+    return None if failure is None else dumps(failure.to_error_info())
+
+
+def _failure(text: str | None) -> Failure | None:
+    return None if text is None else Failure.from_error_info(json.loads(text))
+
+
+def usage_json(usage: Usage) -> str:
+    return dumps(dataclasses.asdict(usage))
+
+
+def register_params(spec: TaskSpec, spec_json: str, at: _dt.datetime) -> tuple[Any, ...]:
+    """The parameters of ``_task_sql.REGISTER``."""
+    when = at.timestamp()
+    ids = (spec.operation_id, spec.workflow_id, spec.task_id, spec.task_run_id)
+    return (*ids, spec_json, when, when)
+
+
+def change_params(operation_id: str, change: StateChange) -> tuple[Any, ...]:
+    """The parameters of ``_task_sql.CHANGE_STATE``."""
+    result = None if change.result is None else dumps(change.result)
+    return (
+        change.state.value,
+        change.reason,
+        to_ts(change.next_run_at),
+        change.at.timestamp(),
+        result,
+        change.new_budget,
+        operation_id,
+    )
+
+
+def end_params(operation_id: str, end: AttemptEnd) -> tuple[Any, ...]:
+    """The parameters of ``_task_sql.END_ATTEMPT``."""
+    return (
+        end.ended_at.timestamp(),
+        end.outcome.value,
+        failure_json(end.failure),
+        end.delay_s,
+        end.exit_code,
+        usage_json(end.usage),
+        operation_id,
+        end.number,
+    )
+
+
+def decode_task(row: tuple[Any, ...], secrets: Mapping[str, str]) -> TaskRecord:
+    spec, missing = decode_spec(row[0], secrets=secrets)
+    return TaskRecord(
+        spec=spec,
+        state=TaskState(row[1]),
+        reason=row[2],
+        attempts_used=row[3],
+        budget_base=row[4],
+        next_run_at=from_ts(row[5]),
+        result=None if row[6] is None else json.loads(row[6]),
+        created_at=_at(row[7]),
+        updated_at=_at(row[8]),
+        missing_env=missing,
+    )
+
+
+def decode_attempt(row: tuple[Any, ...]) -> AttemptRecord:
+    return AttemptRecord(
+        operation_id=row[0],
+        number=row[1],
+        attempt_id=row[2],
+        output_dir=row[3],
+        started_at=_at(row[4]),
+        ended_at=from_ts(row[5]),
+        outcome=AttemptOutcome(row[6]),
+        failure=_failure(row[7]),
+        delay_s=row[8],
+        exit_code=row[9],
+        usage=Usage() if row[10] is None else Usage(**json.loads(row[10])),
+    )
+
+
+def decode_escalation(row: tuple[Any, ...]) -> Escalation:
+    failure = _failure(row[3])
+    assert failure is not None  # noqa: S101 - the column is NOT NULL
+    return Escalation(
+        escalation_id=row[0],
+        operation_id=row[1],
+        task_id=row[2],
+        failure=failure,
+        context=json.loads(row[4]),
+        created_at=_at(row[5]),
+        status=EscalationStatus(row[6]),
+        action=None if row[7] is None else ResolveAction(row[7]),
+        note=row[8],
+        resolved_at=from_ts(row[9]),
+        resolved_by=row[10],
+    )

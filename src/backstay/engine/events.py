@@ -1,0 +1,114 @@
+"""The engine's events: what happened to a task, emitted after it was recorded.
+
+``operation`` is the task's ``operation_id`` and ``policy`` its retry policy's name. A
+retry is announced by ``backstay.observe.RetryScheduled`` (``task.retrying``), the event
+the call drivers use as well.
+
+| event | name | when |
+|---|---|---|
+| ``TaskStarted`` | ``task.started`` | an attempt was recorded and is about to be dispatched |
+| ``TaskSucceeded`` | ``task.succeeded`` | the task succeeded (or its cached result was adopted) |
+| ``TaskFailed`` | ``task.failed`` | the task failed for good |
+| ``TaskPaused`` | ``task.paused`` | a quota ran out; ``resumes_at`` when it resets, if known |
+| ``TaskEscalated`` | ``task.escalated`` | an escalation was recorded for a human |
+| ``TaskCancelled`` | ``task.cancelled`` | the attempt was cancelled (or a human skipped the task) |
+| ``TaskResumed`` | ``task.resumed`` | an interrupted or paused task was taken up again |
+| ``EscalationResolved`` | ``escalation.resolved`` | a human resolved an escalation |
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as _dt
+import logging
+from typing import Any, ClassVar
+
+from backstay.failure import Failure
+from backstay.observe.events import Event
+
+__all__ = [
+    "EscalationResolved",
+    "TaskCancelled",
+    "TaskEscalated",
+    "TaskFailed",
+    "TaskPaused",
+    "TaskResumed",
+    "TaskStarted",
+    "TaskSucceeded",
+]
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class _TaskEvent(Event):
+    task_id: str
+
+    def to_dict(self) -> dict[str, Any]:
+        out = Event.to_dict(self)
+        for key, value in out.items():
+            if isinstance(value, _dt.datetime):
+                out[key] = value.isoformat()
+        return out
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class TaskStarted(_TaskEvent):
+    name: ClassVar[str] = "task.started"
+    attempt: int
+    attempt_id: str
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class TaskSucceeded(_TaskEvent):
+    name: ClassVar[str] = "task.succeeded"
+    attempts: int
+    from_cache: bool = False
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class TaskFailed(_TaskEvent):
+    name: ClassVar[str] = "task.failed"
+    level: ClassVar[int] = logging.WARNING
+    attempts: int
+    reason: str
+    failure: Failure | None = None
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class TaskPaused(_TaskEvent):
+    name: ClassVar[str] = "task.paused"
+    level: ClassVar[int] = logging.WARNING
+    reason: str
+    resumes_at: _dt.datetime | None
+    failure: Failure
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class TaskEscalated(_TaskEvent):
+    name: ClassVar[str] = "task.escalated"
+    level: ClassVar[int] = logging.WARNING
+    escalation_id: int
+    reason: str
+    failure: Failure
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class TaskCancelled(_TaskEvent):
+    name: ClassVar[str] = "task.cancelled"
+    reason: str
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class TaskResumed(_TaskEvent):
+    name: ClassVar[str] = "task.resumed"
+    previous_state: str
+    reason: str
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class EscalationResolved(_TaskEvent):
+    name: ClassVar[str] = "escalation.resolved"
+    escalation_id: int
+    action: str
+    state: str
+    note: str
+    by: str

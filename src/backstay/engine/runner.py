@@ -1,0 +1,274 @@
+"""``Engine``: runs a batch of tasks durably, and resumes it after a crash.
+
+::
+
+    engine = Engine("state/", adapters={"mock": MockAdapter()}, concurrency=4)
+    summary = engine.run_sync(specs)      # or: await engine.run(specs)
+    ...                                   # the process dies; later, maybe elsewhere:
+    summary = Engine("state/", ...).resume_sync()
+
+Everything lives in the state directory: ``state.sqlite`` holds the tasks, attempts and
+escalations (``SQLiteTaskStore``) and the operations' leases and result cache
+(``SQLiteOperationStore``); ``runs/<task_id>/<tier>/run_NN/attempt_N/`` holds each
+attempt's logs and ``metrics.json``.
+
+Each task runs under ``IdempotencyGuard.run(operation_id, …)``: a runner first claims the
+operation, so two runners (two processes, two machines on a shared file) never run one
+task at once; a runner that finds the operation done takes its cached result instead. A
+claimed task is taken up as ``backstay.engine.resume.plan_start`` says and driven by
+``TaskDriver``. At most ``concurrency`` tasks are driven at once.
+
+Adapters, policies and adapter settings are resolved and checked for every task before
+anything is recorded or run, so a mistake in the batch is a ``ConfigError`` up front.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Final
+
+from backstay._checks import check_number
+from backstay.adapters.contract import Adapter
+from backstay.adapters.registry import get_adapter
+from backstay.call import current_registry
+from backstay.clock import SYSTEM_CLOCK, Clock
+from backstay.engine import _notify as notify
+from backstay.engine._spec_codec import encode_spec, missing_secret
+from backstay.engine.driver import TaskDriver, TaskStopped
+from backstay.engine.escalations import EscalationQueue
+from backstay.engine.records import StateChange, TaskRecord
+from backstay.engine.resume import StartStep, plan_start
+from backstay.engine.sqlite_tasks import SQLiteTaskStore
+from backstay.engine.states import TaskState
+from backstay.engine.summary import Summary, summarize
+from backstay.engine.task import TaskSpec
+from backstay.errors import ConfigError
+from backstay.idempotency.errors import LeaseLost, OperationInProgress
+from backstay.idempotency.guard import IdempotencyGuard
+from backstay.idempotency.settings import GuardSettings
+from backstay.policy.registry import OperationType, PolicyRegistry
+from backstay.policy.retry import RetryPolicy
+from backstay.store.sqlite import SQLiteOperationStore
+
+__all__ = ["DEFAULT_CONCURRENCY", "AdapterSource", "Engine"]
+
+# Agent runs are heavy (a CLI process each, provider rate limits shared): a few at a time.
+DEFAULT_CONCURRENCY: Final = 4
+AdapterSource = Adapter | Callable[[], Adapter]
+_CACHED_REASON: Final = "succeeded: the operation's cached result was adopted"
+
+
+class Engine:
+    """A durable batch runner over ``state_dir``; see the module docstring.
+
+    * ``adapters``: adapter name → an ``Adapter`` instance, or a factory called once;
+      names not given come from ``backstay.adapters.get_adapter``.
+    * ``policies``: where a spec's policy name is looked up (default: the current
+      registry); a spec without a policy uses the registry's policy for agent runs.
+    * ``env``: where the secret environment variables of resumed tasks come from
+      (default: this process's environment); they are never written to the state file.
+    * ``guard_settings``, ``owner``: the operation leases (``IdempotencyGuard``).
+    """
+
+    def __init__(
+        self,
+        state_dir: str | os.PathLike[str],
+        *,
+        adapters: Mapping[str, AdapterSource] | None = None,
+        policies: PolicyRegistry | None = None,
+        concurrency: int = DEFAULT_CONCURRENCY,
+        clock: Clock = SYSTEM_CLOCK,
+        guard_settings: GuardSettings | None = None,
+        env: Mapping[str, str] | None = None,
+        owner: str | None = None,
+    ) -> None:
+        check_number(concurrency, where="concurrency", minimum=1, integer=True)
+        if adapters is not None and not isinstance(adapters, Mapping):
+            raise ConfigError("must map adapter names to adapters", where="adapters")
+        if policies is not None and not isinstance(policies, PolicyRegistry):
+            raise ConfigError(f"must be a PolicyRegistry, got {policies!r}", where="policies")
+        self.state_dir = Path(state_dir)
+        self.clock = clock
+        self.concurrency = concurrency
+        self.store = SQLiteTaskStore(self.state_dir, secrets=os.environ if env is None else env)
+        try:
+            self.operations = SQLiteOperationStore(self.store.path, clock=clock)
+        except BaseException:
+            self.store.close()
+            raise
+        self.guard = IdempotencyGuard(
+            self.operations, settings=guard_settings, owner=owner, clock=clock
+        )
+        self.escalations = EscalationQueue(self.store, clock=clock)
+        self._sources: dict[str, AdapterSource] = dict(adapters or {})
+        self._adapters: dict[str, Adapter] = {}
+        self._policies = policies
+
+    # -- resolving a spec ---------------------------------------------------------------
+
+    def adapter(self, name: str) -> Adapter:
+        """The engine's adapter called ``name`` (made once, then reused)."""
+        found = self._adapters.get(name)
+        if found is not None:
+            return found
+        source = self._sources.get(name)
+        if source is None:
+            made = get_adapter(name)
+        elif isinstance(source, type) or not isinstance(source, Adapter):
+            made = source()
+        else:
+            made = source
+        if not isinstance(made, Adapter):
+            raise ConfigError(f"{made!r} is not an Adapter", where=f"adapters.{name}")
+        self._adapters[name] = made
+        return made
+
+    def policy_for(self, spec: TaskSpec) -> RetryPolicy:
+        """The retry policy ``spec`` runs under."""
+        registry = self._policies or current_registry()
+        if isinstance(spec.policy, RetryPolicy):
+            return spec.policy
+        if isinstance(spec.policy, str):
+            return registry.get(spec.policy)
+        return registry.for_operation(OperationType.AGENT)
+
+    def _driver(self, spec: TaskSpec) -> TaskDriver:
+        adapter = self.adapter(spec.adapter)
+        try:
+            adapter.validate_config(spec.config)
+        except ConfigError as err:
+            raise ConfigError(err.reason, where=f"task {spec.task_id!r}: {err.where}") from None
+        return TaskDriver(
+            spec,
+            adapter=adapter,
+            policy=self.policy_for(spec),
+            store=self.store,
+            clock=self.clock,
+            state_dir=self.state_dir,
+        )
+
+    # -- running ------------------------------------------------------------------------
+
+    async def run(self, specs: Iterable[TaskSpec]) -> Summary:
+        """Record ``specs`` (known tasks keep their state) and drive them until each has
+        succeeded, failed, or stopped to wait (paused, escalated); their summary."""
+        chosen = list(specs)
+        seen: set[str] = set()
+        for i, spec in enumerate(chosen):
+            if not isinstance(spec, TaskSpec):
+                raise ConfigError(
+                    f"must be a TaskSpec, got {type(spec).__name__}", where=f"specs[{i}]"
+                )
+            if spec.operation_id in seen:
+                raise ConfigError(f"{spec.operation_id!r} is given twice", where=f"specs[{i}]")
+            seen.add(spec.operation_id)
+            encode_spec(spec)
+        drivers = [self._driver(spec) for spec in chosen]
+        now = self.clock.now()
+        for spec in chosen:
+            self.store.register(spec, at=now)
+        await self._drive_all(drivers)
+        return self.summary(seen)
+
+    async def resume(self) -> Summary:
+        """Drive every task of the state directory that can run now (see
+        ``backstay.engine.resume``); the summary of all of them."""
+        records = [r for r in self.store.tasks() if self._to_drive(r)]
+        for record in records:
+            if record.missing_env:
+                raise missing_secret(record.task_id, record.missing_env)
+        await self._drive_all([self._driver(record.spec) for record in records])
+        return self.summary()
+
+    def run_sync(self, specs: Iterable[TaskSpec]) -> Summary:
+        """``run`` for callers outside asyncio."""
+        return asyncio.run(self.run(specs))
+
+    def resume_sync(self) -> Summary:
+        """``resume`` for callers outside asyncio."""
+        return asyncio.run(self.resume())
+
+    def summary(self, operation_ids: Iterable[str] | None = None) -> Summary:
+        """The summary of the given tasks (all of the state directory by default)."""
+        tasks = self.store.tasks()
+        if operation_ids is not None:
+            wanted = set(operation_ids)
+            tasks = tuple(t for t in tasks if t.operation_id in wanted)
+        return summarize(tasks, self.store.attempts(), self.store.escalations())
+
+    async def _drive_all(self, drivers: list[TaskDriver]) -> None:
+        slots = asyncio.Semaphore(self.concurrency)
+
+        async def one(driver: TaskDriver) -> None:
+            async with slots:
+                await self._drive_one(driver)
+
+        try:
+            async with asyncio.TaskGroup() as group:
+                for driver in drivers:
+                    group.create_task(one(driver))
+        except BaseExceptionGroup as failed:
+            raise failed.exceptions[0] from failed
+
+    async def _drive_one(self, driver: TaskDriver) -> None:
+        op = driver.operation_id
+        record = self.store.task(op)
+        if record is None or not self._to_drive(record):
+            return
+        try:
+            result = await self.guard.run(op, driver.drive)
+        except (TaskStopped, OperationInProgress, LeaseLost):
+            return  # the store says where the task stands
+        self._adopt(op, result, driver.policy.name)
+
+    def _to_drive(self, record: TaskRecord) -> bool:
+        """Whether ``record`` needs its driver now: it can run, or it succeeded but was
+        killed before its result reached the operation cache (cached now, not run)."""
+        if plan_start(record, self.clock.now()).step is not StartStep.SKIP:
+            return True
+        return (
+            record.state is TaskState.SUCCEEDED and self.operations.get(record.operation_id) is None
+        )
+
+    def _adopt(self, op: str, result: Mapping[str, Any], policy: str) -> None:
+        """Record a task whose operation completed elsewhere (its result was cached while
+        the task store had not caught up) as succeeded, without dispatching it."""
+        record = self.store.task(op)
+        if record is None or record.state is TaskState.SUCCEEDED:
+            return
+        now = self.clock.now()
+        if record.state is TaskState.RUNNING:
+            record = self.store.recover_interrupted(op, at=now)
+        if record.state not in (TaskState.PENDING, TaskState.RETRYING):
+            return
+        self.store.change_state(
+            op, StateChange(state=TaskState.RUNNING, reason="adopting a cached result", at=now)
+        )
+        change = StateChange(
+            state=TaskState.SUCCEEDED, reason=_CACHED_REASON, at=now, result=result
+        )
+        notify.succeeded(self.store.change_state(op, change), policy=policy, from_cache=True)
+
+    # -- lifetime -----------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Close the state file's connections."""
+        try:
+            self.operations.close()
+        finally:
+            self.store.close()
+
+    def __enter__(self) -> Engine:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()

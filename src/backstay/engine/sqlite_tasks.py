@@ -1,0 +1,297 @@
+"""``SQLiteTaskStore``: tasks, attempts and escalations in ``<state_dir>/state.sqlite``.
+
+The file is shared with the ``SQLiteOperationStore`` of the same state directory (each
+component has its own tables and schema version). Opening it checks it first
+(``backstay.store._sqlite_schema``): a damaged file, another application's database, or
+one written by a newer backstay raises ``ConfigError`` naming the file and is never
+changed. Each change is one ``BEGIN IMMEDIATE`` transaction that reads the task's stored
+state, checks the move with ``transition()``, and writes everything the move implies (the
+attempt, the task, an escalation) together. WAL mode; ``synchronous=NORMAL`` survives a
+killed process (not a power cut). One connection guarded by a lock; ``close()`` it.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import os
+import sqlite3
+import threading
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Final, TypeVar
+
+from backstay._checks import check_number
+from backstay.engine import _task_rows as rows
+from backstay.engine import _task_sql as sql
+from backstay.engine._spec_codec import encode_spec
+from backstay.engine.records import (
+    AttemptEnd,
+    AttemptRecord,
+    Escalation,
+    EscalationStatus,
+    NewEscalation,
+    ResolveAction,
+    StateChange,
+    TaskRecord,
+)
+from backstay.engine.states import TaskState, transition
+from backstay.engine.task import TaskSpec
+from backstay.errors import ConfigError
+from backstay.redact import redact_mapping
+from backstay.store._sqlite_schema import open_component
+
+__all__ = ["STATE_FILE", "SQLiteTaskStore"]
+
+STATE_FILE: Final = "state.sqlite"
+DEFAULT_TIMEOUT_S: Final = 5.0
+T = TypeVar("T")
+
+
+class SQLiteTaskStore:
+    """The ``TaskStore`` of ``state_dir`` (created when missing). ``secrets`` supplies the
+    secret environment variables of specs read back (never stored in the file)."""
+
+    def __init__(
+        self,
+        state_dir: str | os.PathLike[str],
+        *,
+        secrets: Mapping[str, str] | None = None,
+        timeout_s: float = DEFAULT_TIMEOUT_S,
+    ) -> None:
+        check_number(timeout_s, where="timeout_s")
+        self.state_dir = Path(state_dir)
+        self.path = self.state_dir / STATE_FILE
+        self._secrets = dict(secrets or {})
+        self._lock = threading.Lock()
+        self.state_dir.mkdir(parents=True, exist_ok=True)
+        self._conn = open_component(
+            self.path,
+            component=rows.COMPONENT,
+            version=rows.SCHEMA_VERSION,
+            tables=rows.TABLES,
+            ddl=rows.DDL,
+            timeout_s=timeout_s,
+        )
+
+    # -- plumbing ---------------------------------------------------------------------
+
+    def _tx(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        with self._lock:
+            conn = self._conn
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                out = fn(conn)
+                conn.execute("COMMIT")
+            except BaseException:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                raise
+        return out
+
+    def _read(self, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+        with self._lock:
+            return self._conn.execute(sql, params).fetchall()
+
+    @staticmethod
+    def _current(conn: sqlite3.Connection, operation_id: str) -> tuple[TaskState, int]:
+        row = conn.execute(sql.SELECT_STATE, (operation_id,)).fetchone()
+        if row is None:
+            raise ConfigError(f"no task {operation_id!r} in the state file", where="operation_id")
+        return TaskState(row[0]), int(row[1])
+
+    @staticmethod
+    def _apply(conn: sqlite3.Connection, operation_id: str, change: StateChange) -> None:
+        conn.execute(sql.CHANGE_STATE, rows.change_params(operation_id, change))
+
+    def _move(self, conn: sqlite3.Connection, operation_id: str, change: StateChange) -> None:
+        current, _ = self._current(conn, operation_id)
+        transition(current, change.state)
+        self._apply(conn, operation_id, change)
+
+    def _task_in(self, conn: sqlite3.Connection, operation_id: str) -> TaskRecord:
+        row = conn.execute(f"{sql.SELECT_TASK} WHERE operation_id = ?", (operation_id,)).fetchone()
+        return rows.decode_task(row, self._secrets)
+
+    # -- reads ------------------------------------------------------------------------
+
+    def task(self, operation_id: str) -> TaskRecord | None:
+        found = self._read(f"{sql.SELECT_TASK} WHERE operation_id = ?", (operation_id,))
+        return rows.decode_task(found[0], self._secrets) if found else None
+
+    def tasks(self) -> tuple[TaskRecord, ...]:
+        return tuple(
+            rows.decode_task(r, self._secrets)
+            for r in self._read(f"{sql.SELECT_TASK} ORDER BY rowid")
+        )
+
+    def attempts(self, operation_id: str | None = None) -> tuple[AttemptRecord, ...]:
+        if operation_id is None:
+            found = self._read(f"{sql.SELECT_ATTEMPT} ORDER BY rowid")
+        else:
+            found = self._read(
+                f"{sql.SELECT_ATTEMPT} WHERE operation_id = ? ORDER BY number", (operation_id,)
+            )
+        return tuple(rows.decode_attempt(r) for r in found)
+
+    def escalations(self, *, open_only: bool = False) -> tuple[Escalation, ...]:
+        where = " WHERE status = 'open'" if open_only else ""
+        found = self._read(f"{sql.SELECT_ESCALATION}{where} ORDER BY escalation_id")
+        return tuple(rows.decode_escalation(r) for r in found)
+
+    def escalation(self, escalation_id: int) -> Escalation | None:
+        found = self._read(f"{sql.SELECT_ESCALATION} WHERE escalation_id = ?", (escalation_id,))
+        return rows.decode_escalation(found[0]) if found else None
+
+    # -- changes ----------------------------------------------------------------------
+
+    def register(self, spec: TaskSpec, *, at: _dt.datetime) -> TaskRecord:
+        params = rows.register_params(spec, encode_spec(spec), at)
+
+        def fn(conn: sqlite3.Connection) -> TaskRecord:
+            conn.execute(sql.REGISTER, params)
+            return self._task_in(conn, spec.operation_id)
+
+        return self._tx(fn)
+
+    def begin_attempt(
+        self, operation_id: str, *, number: int, attempt_id: str, output_dir: str, at: _dt.datetime
+    ) -> TaskRecord:
+        def fn(conn: sqlite3.Connection) -> TaskRecord:
+            current, used = self._current(conn, operation_id)
+            if number != used + 1:
+                raise ConfigError(
+                    f"attempt {number} of {operation_id!r} is not the next one ({used} used)",
+                    where="number",
+                )
+            transition(current, TaskState.RUNNING)
+            change = StateChange(state=TaskState.RUNNING, reason=f"running attempt {number}", at=at)
+            self._apply(conn, operation_id, change)
+            conn.execute(sql.COUNT_ATTEMPT, (number, operation_id))
+            conn.execute(
+                sql.BEGIN_ATTEMPT, (operation_id, number, attempt_id, output_dir, at.timestamp())
+            )
+            return self._task_in(conn, operation_id)
+
+        return self._tx(fn)
+
+    def end_attempt(
+        self,
+        operation_id: str,
+        end: AttemptEnd,
+        change: StateChange,
+        *,
+        escalation: NewEscalation | None = None,
+    ) -> tuple[TaskRecord, Escalation | None]:
+        def fn(conn: sqlite3.Connection) -> tuple[TaskRecord, Escalation | None]:
+            self._move(conn, operation_id, change)
+            ended = conn.execute(sql.END_ATTEMPT, rows.end_params(operation_id, end))
+            if ended.rowcount != 1:
+                raise ConfigError(
+                    f"attempt {end.number} of {operation_id!r} is not running", where="number"
+                )
+            added = None
+            if escalation is not None:
+                added = self._escalate(conn, operation_id, escalation, change.at)
+            return self._task_in(conn, operation_id), added
+
+        return self._tx(fn)
+
+    def _escalate(
+        self, conn: sqlite3.Connection, operation_id: str, new: NewEscalation, at: _dt.datetime
+    ) -> Escalation:
+        task_id = self._task_in(conn, operation_id).task_id
+        cursor = conn.execute(
+            sql.ADD_ESCALATION,
+            (
+                operation_id,
+                task_id,
+                rows.failure_json(new.failure),
+                rows.dumps(redact_mapping(dict(new.context))),
+                at.timestamp(),
+            ),
+        )
+        row = conn.execute(
+            f"{sql.SELECT_ESCALATION} WHERE escalation_id = ?", (cursor.lastrowid,)
+        ).fetchone()
+        return rows.decode_escalation(row)
+
+    def recover_interrupted(self, operation_id: str, *, at: _dt.datetime) -> TaskRecord:
+        def fn(conn: sqlite3.Connection) -> TaskRecord:
+            current, used = self._current(conn, operation_id)
+            transition(current, TaskState.RETRYING)  # only a running task may be interrupted
+            conn.execute(sql.INTERRUPT_ATTEMPTS, (at.timestamp(), operation_id))
+            reason = f"interrupted: the runner stopped during attempt {used}"
+            change = StateChange(state=TaskState.RETRYING, reason=reason, at=at, next_run_at=at)
+            self._apply(conn, operation_id, change)
+            return self._task_in(conn, operation_id)
+
+        return self._tx(fn)
+
+    def change_state(
+        self, operation_id: str, change: StateChange, *, close_escalations: str | None = None
+    ) -> TaskRecord:
+        def fn(conn: sqlite3.Connection) -> TaskRecord:
+            self._move(conn, operation_id, change)
+            if close_escalations is not None:
+                conn.execute(
+                    sql.RESOLVE_OPEN_ESCALATIONS,
+                    (
+                        ResolveAction.RESUME.value,
+                        close_escalations,
+                        change.at.timestamp(),
+                        "engine",
+                        operation_id,
+                    ),
+                )
+            return self._task_in(conn, operation_id)
+
+        return self._tx(fn)
+
+    def resolve(
+        self,
+        escalation_id: int,
+        *,
+        action: ResolveAction,
+        note: str,
+        by: str,
+        change: StateChange,
+    ) -> tuple[Escalation, TaskRecord]:
+        def fn(conn: sqlite3.Connection) -> tuple[Escalation, TaskRecord]:
+            query = f"{sql.SELECT_ESCALATION} WHERE escalation_id = ?"
+            row = conn.execute(query, (escalation_id,)).fetchone()
+            if row is None:
+                raise ConfigError(f"no escalation {escalation_id}", where="escalation_id")
+            found = rows.decode_escalation(row)
+            if found.status is EscalationStatus.RESOLVED:
+                raise ConfigError(
+                    f"escalation {escalation_id} was already resolved ({found.action})",
+                    where="escalation_id",
+                )
+            self._move(conn, found.operation_id, change)
+            conn.execute(
+                sql.RESOLVE_ESCALATION,
+                (action.value, note, change.at.timestamp(), by, escalation_id),
+            )
+            resolved = rows.decode_escalation(conn.execute(query, (escalation_id,)).fetchone())
+            return resolved, self._task_in(conn, found.operation_id)
+
+        return self._tx(fn)
+
+    # -- lifetime ---------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Close the connection; the store cannot be used afterwards."""
+        with self._lock:
+            self._conn.close()
+
+    def __enter__(self) -> SQLiteTaskStore:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()

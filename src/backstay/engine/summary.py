@@ -1,0 +1,140 @@
+"""``Summary``: what a batch came to, computed from the stored records alone.
+
+Counts are taken from the state file, so a summary after a resume covers every attempt
+of every run of the batch, including those of processes that died.
+
+* ``by_state``: tasks per state (every state listed, zeros included);
+* ``failures_by_kind``: failed attempts per failure kind;
+* ``attempts``: attempts made (an ``interrupted`` one counts: it may have run);
+* ``waited_s``: the delays chosen before retries (backoff and Retry-After), added up;
+* tokens and ``cost_usd`` over every attempt (``None`` when no attempt reported a cost);
+* ``open_escalations`` and ``next_resume_at`` (the earliest reset of a paused task);
+* ``tasks``: one ``TaskReport`` per task, in registration order.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as _dt
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from types import MappingProxyType
+from typing import Any
+
+from backstay.adapters.usage import Usage
+from backstay.engine.records import (
+    AttemptOutcome,
+    AttemptRecord,
+    Escalation,
+    EscalationStatus,
+    TaskRecord,
+)
+from backstay.engine.states import TERMINAL, TaskState
+
+__all__ = ["Summary", "TaskReport", "summarize"]
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class TaskReport:
+    """One task's line in a summary."""
+
+    operation_id: str
+    task_id: str
+    state: TaskState
+    reason: str
+    attempts: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "operation_id": self.operation_id,
+            "task_id": self.task_id,
+            "state": str(self.state),
+            "reason": self.reason,
+            "attempts": self.attempts,
+        }
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class Summary:
+    """A batch's totals; see the module docstring. ``to_dict`` gives JSON-ready data."""
+
+    by_state: Mapping[TaskState, int]
+    failures_by_kind: Mapping[str, int]
+    attempts: int
+    waited_s: float
+    usage: Usage
+    open_escalations: int
+    next_resume_at: _dt.datetime | None
+    tasks: tuple[TaskReport, ...]
+
+    @property
+    def total(self) -> int:
+        return len(self.tasks)
+
+    @property
+    def finished(self) -> bool:
+        """Whether every task is in a terminal state."""
+        return all(report.state in TERMINAL for report in self.tasks)
+
+    def count(self, state: TaskState) -> int:
+        return self.by_state.get(state, 0)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "total": self.total,
+            "by_state": {str(state): n for state, n in self.by_state.items()},
+            "failures_by_kind": dict(self.failures_by_kind),
+            "attempts": self.attempts,
+            "waited_s": round(self.waited_s, 3),
+            "tokens_input": self.usage.prompt_tokens,
+            "tokens_output": self.usage.output_tokens,
+            "tokens_total": self.usage.tokens_total,
+            "cost_usd": self.usage.cost_usd,
+            "open_escalations": self.open_escalations,
+            "next_resume_at": None
+            if self.next_resume_at is None
+            else self.next_resume_at.isoformat(),
+            "tasks": [report.to_dict() for report in self.tasks],
+        }
+
+
+def summarize(
+    tasks: Iterable[TaskRecord],
+    attempts: Iterable[AttemptRecord],
+    escalations: Iterable[Escalation],
+) -> Summary:
+    """The summary of ``tasks``; attempts and escalations of other tasks are ignored."""
+    chosen = list(tasks)
+    ids = {t.operation_id for t in chosen}
+    mine = [a for a in attempts if a.operation_id in ids]
+    states = Counter(t.state for t in chosen)
+    kinds = Counter(
+        str(a.failure.kind)
+        for a in mine
+        if a.outcome is AttemptOutcome.FAILED and a.failure is not None
+    )
+    usage = Usage()
+    for attempt in mine:
+        usage = usage + attempt.usage
+    resets = [t.next_run_at for t in chosen if t.state is TaskState.PAUSED and t.next_run_at]
+    return Summary(
+        by_state=MappingProxyType({state: states.get(state, 0) for state in TaskState}),
+        failures_by_kind=MappingProxyType(dict(sorted(kinds.items()))),
+        attempts=len(mine),
+        waited_s=sum(a.delay_s or 0.0 for a in mine),
+        usage=usage,
+        open_escalations=sum(
+            1 for e in escalations if e.operation_id in ids and e.status is EscalationStatus.OPEN
+        ),
+        next_resume_at=min(resets, default=None),
+        tasks=tuple(
+            TaskReport(
+                operation_id=t.operation_id,
+                task_id=t.task_id,
+                state=t.state,
+                reason=t.reason,
+                attempts=t.attempts_used,
+            )
+            for t in chosen
+        ),
+    )

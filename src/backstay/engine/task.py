@@ -1,0 +1,130 @@
+"""``TaskSpec``: one task of a batch, as the engine runs it — what to run, where, how often.
+
+A spec names its task (``workflow_id``, ``task_id``, ``run`` and the tier), the adapter
+that runs it, everything an ``AgentRequest`` needs except ``output_dir`` (the engine gives
+each attempt its own), and the retry policy (a name in the engine's registry, a
+``RetryPolicy``, or ``None`` for the registry's policy for agent runs).
+
+Its ``operation_id`` is ``"{workflow_id}:{task_id}:{task_run_id}"`` with ``task_run_id``
+``"{tier_id}-run_{NN}"`` (``"run_{NN}"`` without a tier): the same for every attempt and
+every resume of the task, so it is the key the idempotency guard deduplicates on.
+
+Identifiers end up in file paths (``runs/<task_id>/<tier_id>/run_NN/``), so they are
+restricted to letters, digits, ``.``, ``_`` and ``-``, starting with a letter or digit.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Final
+
+from backstay._checks import check_number
+from backstay.adapters.contract import AgentRequest, TierConfig
+from backstay.errors import ConfigError
+from backstay.idempotency.ids import operation_id as make_operation_id
+from backstay.policy.retry import RetryPolicy
+
+__all__ = ["NO_TIER_DIR", "TaskSpec", "check_identifier", "task_run_id"]
+
+# The directory of a task without a tier: runs/<task_id>/default/run_01/.
+NO_TIER_DIR: Final = "default"
+_IDENTIFIER: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
+_PLACEHOLDER_OUTPUT: Final = Path("attempt")
+
+
+def check_identifier(value: object, *, where: str) -> str:
+    """``value`` if it is safe as an id and as one path component; ``ConfigError`` else."""
+    if not isinstance(value, str) or not _IDENTIFIER.fullmatch(value):
+        raise ConfigError(
+            "must be 1-128 letters, digits, '.', '_' or '-', starting with a letter or "
+            f"digit, got {value!r}",
+            where=where,
+        )
+    return value
+
+
+def task_run_id(run: int, tier: TierConfig | None = None) -> str:
+    """``"T0-run_01"`` for run 1 of tier ``T0``; ``"run_01"`` without a tier."""
+    prefix = "" if tier is None else f"{tier.tier_id}-"
+    return f"{prefix}run_{run:02d}"
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class TaskSpec:
+    """One task: validated on construction (``ConfigError`` names the field)."""
+
+    workflow_id: str
+    task_id: str
+    adapter: str
+    model: str
+    workspace: Path
+    timeout_s: float
+    run: int = 1
+    prompt: str | None = None
+    prompt_file: Path | None = None
+    env: Mapping[str, str] = dataclasses.field(default_factory=dict, repr=False)
+    tier: TierConfig | None = None
+    config: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    stall_timeout_s: float | None = None
+    policy: str | RetryPolicy | None = None
+
+    def __post_init__(self) -> None:
+        check_identifier(self.workflow_id, where="workflow_id")
+        check_identifier(self.task_id, where="task_id")
+        check_identifier(self.adapter, where="adapter")
+        check_number(self.run, where="run", minimum=1, integer=True)
+        if self.tier is not None and isinstance(self.tier, TierConfig):
+            check_identifier(self.tier.tier_id, where="tier.tier_id")
+        if self.policy is not None and not isinstance(self.policy, str | RetryPolicy):
+            raise ConfigError(
+                f"must be a policy name or a RetryPolicy, got {type(self.policy).__name__}",
+                where="policy",
+            )
+        if isinstance(self.policy, str) and not self.policy:
+            raise ConfigError("must be a non-empty name", where="policy")
+        # The request's own checks (prompt, paths, timeouts, env, tier, config), run once.
+        probe = self.request(_PLACEHOLDER_OUTPUT)
+        object.__setattr__(self, "workspace", probe.workspace)
+        object.__setattr__(self, "prompt_file", probe.prompt_file)
+        object.__setattr__(self, "env", probe.env)
+        object.__setattr__(self, "config", probe.config)
+
+    @property
+    def task_run_id(self) -> str:
+        return task_run_id(self.run, self.tier)
+
+    @property
+    def operation_id(self) -> str:
+        """``"{workflow_id}:{task_id}:{task_run_id}"``: the task's idempotency key."""
+        return make_operation_id(self.workflow_id, self.task_id, self.task_run_id)
+
+    @property
+    def tier_dir(self) -> str:
+        """The tier's directory name under ``runs/<task_id>/``."""
+        return NO_TIER_DIR if self.tier is None else self.tier.tier_id
+
+    def run_dir(self, state_dir: Path) -> Path:
+        """``<state_dir>/runs/<task_id>/<tier>/run_NN``: where the task's attempts write."""
+        return state_dir / "runs" / self.task_id / self.tier_dir / f"run_{self.run:02d}"
+
+    def attempt_dir(self, state_dir: Path, number: int) -> Path:
+        """``run_NN/attempt_N``: one attempt's logs and ``metrics.json``."""
+        return self.run_dir(state_dir) / f"attempt_{number}"
+
+    def request(self, output_dir: Path) -> AgentRequest:
+        """The ``AgentRequest`` of one attempt writing to ``output_dir``."""
+        return AgentRequest(
+            model=self.model,
+            workspace=self.workspace,
+            output_dir=output_dir,
+            timeout_s=self.timeout_s,
+            prompt=self.prompt,
+            prompt_file=self.prompt_file,
+            env=self.env,
+            tier=self.tier,
+            config=self.config,
+            stall_timeout_s=self.stall_timeout_s,
+        )

@@ -1,0 +1,90 @@
+"""``TaskStore``: where the engine records tasks, attempts and escalations.
+
+Every method that changes anything is one atomic transaction, and every state change in
+it is checked with ``backstay.engine.states.transition`` against the state *as stored*:
+a change the state machine refuses raises ``InvalidTransition`` and records nothing. The
+engine calls the store BEFORE the side effect a record announces (an attempt is recorded
+``running`` before it is dispatched; the decision after a failure is recorded before the
+engine sleeps), so after a crash the store never claims less than what happened.
+
+* ``register(spec, at)``: add a task as ``pending``, or update the spec of a known one
+  (its state, attempts and escalations stay).
+* ``begin_attempt``: ``pending``/``retrying`` → ``running`` and a ``running`` attempt
+  ``attempts_used + 1``.
+* ``end_attempt``: the attempt's end, the task's next state, and an escalation if any.
+* ``recover_interrupted``: a ``running`` task whose runner died: its open attempt ends
+  ``interrupted`` and the task moves to ``retrying``.
+* ``change_state``: any other allowed move; ``close_escalations`` also resolves the
+  task's open escalations (a paused task whose quota reset passed).
+* ``resolve``: a human's decision on an open escalation and the task's move, together.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+from typing import Protocol, runtime_checkable
+
+from backstay.engine.records import (
+    AttemptEnd,
+    AttemptRecord,
+    Escalation,
+    NewEscalation,
+    ResolveAction,
+    StateChange,
+    TaskRecord,
+)
+from backstay.engine.task import TaskSpec
+
+__all__ = ["TaskStore"]
+
+
+@runtime_checkable
+class TaskStore(Protocol):
+    """Durable task state; see the module docstring for the contract."""
+
+    def register(self, spec: TaskSpec, *, at: _dt.datetime) -> TaskRecord: ...
+
+    def task(self, operation_id: str) -> TaskRecord | None: ...
+
+    def tasks(self) -> tuple[TaskRecord, ...]:
+        """Every task, in the order they were first registered."""
+        ...
+
+    def attempts(self, operation_id: str | None = None) -> tuple[AttemptRecord, ...]:
+        """The attempts of one task (or of all), in order."""
+        ...
+
+    def begin_attempt(
+        self, operation_id: str, *, number: int, attempt_id: str, output_dir: str, at: _dt.datetime
+    ) -> TaskRecord: ...
+
+    def end_attempt(
+        self,
+        operation_id: str,
+        end: AttemptEnd,
+        change: StateChange,
+        *,
+        escalation: NewEscalation | None = None,
+    ) -> tuple[TaskRecord, Escalation | None]: ...
+
+    def recover_interrupted(self, operation_id: str, *, at: _dt.datetime) -> TaskRecord: ...
+
+    def change_state(
+        self, operation_id: str, change: StateChange, *, close_escalations: str | None = None
+    ) -> TaskRecord: ...
+
+    def escalations(self, *, open_only: bool = False) -> tuple[Escalation, ...]: ...
+
+    def escalation(self, escalation_id: int) -> Escalation | None: ...
+
+    def resolve(
+        self,
+        escalation_id: int,
+        *,
+        action: ResolveAction,
+        note: str,
+        by: str,
+        change: StateChange,
+    ) -> tuple[Escalation, TaskRecord]: ...
+
+    def close(self) -> None: ...

@@ -1,0 +1,128 @@
+"""kill -9: a batch killed in a real process at several points resumes to the end, and no
+task that succeeded runs twice, and nothing is lost."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import sqlite3
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+from tests.adapters.support import gone_within
+from tests.engine import batch_child
+
+from backstay.engine import STATE_FILE, AttemptOutcome, TaskState
+from backstay.store.records import Done
+
+ROOT = Path(__file__).parents[2]
+WAIT_S = 20.0
+
+
+# When to kill: once this count, read from the state file, reaches the threshold.
+ATTEMPTS = "SELECT count(*) FROM backstay_attempts"
+RETRYING = "SELECT count(*) FROM backstay_tasks WHERE state = 'retrying'"
+SUCCEEDED = "SELECT count(*) FROM backstay_tasks WHERE state = 'succeeded'"
+KILL_POINTS = [
+    pytest.param(ATTEMPTS, 1, id="first-attempt-running"),
+    pytest.param(RETRYING, 1, id="waiting-to-retry"),
+    pytest.param(SUCCEEDED, 3, id="half-succeeded"),
+    pytest.param(ATTEMPTS, 10, id="last-attempts"),
+]
+
+
+def _count(state_dir: Path, query: str) -> int:
+    """``query``'s count now, read as another process would (read-only)."""
+    uri = f"file:{state_dir / STATE_FILE}?mode=ro"
+    try:
+        with contextlib.closing(sqlite3.connect(uri, uri=True)) as conn:
+            return int(conn.execute(query).fetchone()[0])
+    except sqlite3.Error:  # the file or its tables do not exist yet
+        return 0
+
+
+def _descendants(pid: int) -> list[int]:
+    parents: dict[int, int] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            parents[int(entry.name)] = int(stat.rpartition(")")[2].split()[1])
+    found, frontier = [], [pid]
+    while frontier:
+        parent = frontier.pop()
+        kids = [child for child, ppid in parents.items() if ppid == parent]
+        found += kids
+        frontier += kids
+    return found
+
+
+def _kill_9(proc: subprocess.Popen[bytes]) -> None:
+    """SIGKILL the runner; its agents (orphaned by the kill) are killed after it."""
+    os.kill(proc.pid, signal.SIGSTOP)  # frozen: it starts no agent while we look
+    agents = _descendants(proc.pid)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait(timeout=5)
+    for pid in agents:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+    assert all(gone_within(pid) for pid in agents)
+
+
+def _run_until(state_dir: Path, work: Path, query: str, threshold: int) -> None:
+    """Start the batch in a child process; kill it once ``query`` counts ``threshold``."""
+    proc = subprocess.Popen(batch_child.command(state_dir, work), cwd=ROOT)
+    try:
+        deadline = time.monotonic() + WAIT_S
+        while _count(state_dir, query) < threshold:
+            assert proc.poll() is None, "the batch ended before it could be killed"
+            assert time.monotonic() < deadline, f"{query} < {threshold} after {WAIT_S} s"
+            time.sleep(0.01)
+        assert proc.poll() is None
+        _kill_9(proc)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=5)
+
+
+@pytest.mark.parametrize(("query", "threshold"), KILL_POINTS)
+def test_a_batch_killed_mid_way_resumes_to_the_end_without_running_a_success_twice(
+    tmp_path: Path, query: str, threshold: int
+) -> None:
+    state_dir, work = tmp_path / "state", tmp_path / "work"
+    _run_until(state_dir, work, query, threshold)
+    with batch_child.engine(state_dir) as eng:
+        summary = eng.resume_sync()
+        tasks = eng.store.tasks()
+        claims = [eng.operations.claim(t.operation_id, "checker", 1.0) for t in tasks]
+        attempts = {t.operation_id: eng.store.attempts(t.operation_id) for t in tasks}
+    assert len(tasks) == batch_child.TASKS  # nothing lost
+    assert summary.count(TaskState.SUCCEEDED) == batch_child.TASKS
+    assert all(isinstance(claim, Done) for claim in claims)
+    for task in tasks:
+        rows = attempts[task.operation_id]
+        outcomes = [a.outcome for a in rows]
+        assert [a.number for a in rows] == list(range(1, len(rows) + 1))
+        assert outcomes.count(AttemptOutcome.SUCCEEDED) == 1
+        assert outcomes[-1] is AttemptOutcome.SUCCEEDED
+        assert AttemptOutcome.RUNNING not in outcomes
+        # Every dispatch was recorded before it happened.
+        assert batch_child.dispatches(work, task.operation_id) <= len(rows)
+
+
+def test_a_resumed_batch_dispatches_nothing_more_once_finished(tmp_path: Path) -> None:
+    state_dir, work = tmp_path / "state", tmp_path / "work"
+    _run_until(state_dir, work, ATTEMPTS, 5)
+    with batch_child.engine(state_dir) as eng:
+        eng.resume_sync()
+        ids = [t.operation_id for t in eng.store.tasks()]
+        before = [batch_child.dispatches(work, op) for op in ids]
+        summary = eng.resume_sync()
+    assert [batch_child.dispatches(work, op) for op in ids] == before
+    assert summary.finished

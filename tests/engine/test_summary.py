@@ -1,0 +1,108 @@
+"""Summary: a batch's totals, from the stored records alone."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from pathlib import Path
+
+from tests.engine.support import WALL, spec
+
+from backstay.adapters.usage import Usage
+from backstay.engine import AttemptOutcome, AttemptRecord, TaskRecord, TaskState
+from backstay.engine.summary import summarize
+from backstay.failure import Failure
+
+S = TaskState
+
+
+def _task(tmp_path: Path, task_id: str, state: TaskState, **kw: object) -> TaskRecord:
+    fields: dict[str, object] = {
+        "spec": spec(tmp_path, task_id),
+        "state": state,
+        "reason": "",
+        "attempts_used": 1,
+        "budget_base": 0,
+        "next_run_at": None,
+        "result": None,
+        "created_at": WALL,
+        "updated_at": WALL,
+    }
+    fields.update(kw)
+    return TaskRecord(**fields)  # type: ignore[arg-type]
+
+
+def _attempt(task_id: str, number: int, **kw: object) -> AttemptRecord:
+    fields: dict[str, object] = {
+        "operation_id": f"wf:{task_id}:run_01",
+        "number": number,
+        "attempt_id": f"wf:{task_id}:run_01:attempt_{number}",
+        "output_dir": "d",
+        "started_at": WALL,
+        "outcome": AttemptOutcome.SUCCEEDED,
+    }
+    fields.update(kw)
+    return AttemptRecord(**fields)  # type: ignore[arg-type]
+
+
+def test_every_state_is_counted_zeros_included(tmp_path: Path) -> None:
+    summary = summarize([_task(tmp_path, "a", S.SUCCEEDED)], [], [])
+    assert summary.by_state[S.SUCCEEDED] == 1
+    assert set(summary.by_state) == set(TaskState)
+
+
+def test_failed_attempts_are_counted_by_kind(tmp_path: Path) -> None:
+    limited = Failure(code="ERR_HTTP_429_RATE_LIMITED")
+    attempts = [
+        _attempt("a", 1, outcome=AttemptOutcome.FAILED, failure=limited),
+        _attempt("a", 2, outcome=AttemptOutcome.FAILED, failure=limited),
+        _attempt("a", 3),
+    ]
+    summary = summarize([_task(tmp_path, "a", S.SUCCEEDED)], attempts, [])
+    assert (dict(summary.failures_by_kind), summary.attempts) == ({"rate_limit": 2}, 3)
+
+
+def test_waits_add_up_the_delays_chosen(tmp_path: Path) -> None:
+    attempts = [_attempt("a", 1, delay_s=1.5), _attempt("a", 2, delay_s=2.5)]
+    assert summarize([_task(tmp_path, "a", S.SUCCEEDED)], attempts, []).waited_s == 4.0
+
+
+def test_usage_adds_up_over_every_attempt(tmp_path: Path) -> None:
+    attempts = [
+        _attempt("a", 1, usage=Usage(input_tokens=10, output_tokens=1, cost_usd=0.5)),
+        _attempt("a", 2, usage=Usage(input_tokens=5, output_tokens=2)),
+    ]
+    usage = summarize([_task(tmp_path, "a", S.SUCCEEDED)], attempts, []).usage
+    assert (usage.input_tokens, usage.output_tokens, usage.cost_usd) == (15, 3, 0.5)
+
+
+def test_a_cost_nobody_reported_is_unknown_not_zero(tmp_path: Path) -> None:
+    attempts = [_attempt("a", 1, usage=Usage(input_tokens=10))]
+    assert summarize([_task(tmp_path, "a", S.SUCCEEDED)], attempts, []).usage.cost_usd is None
+
+
+def test_the_earliest_reset_of_a_paused_task_is_reported(tmp_path: Path) -> None:
+    soon, later = WALL + dt.timedelta(hours=1), WALL + dt.timedelta(hours=2)
+    tasks = [
+        _task(tmp_path, "a", S.PAUSED, next_run_at=later),
+        _task(tmp_path, "b", S.PAUSED, next_run_at=soon),
+    ]
+    assert summarize(tasks, [], []).next_resume_at == soon
+
+
+def test_attempts_of_other_tasks_are_left_out(tmp_path: Path) -> None:
+    summary = summarize([_task(tmp_path, "a", S.SUCCEEDED)], [_attempt("zz", 1)], [])
+    assert summary.attempts == 0
+
+
+def test_a_batch_is_finished_when_every_task_is_terminal(tmp_path: Path) -> None:
+    done = summarize([_task(tmp_path, "a", S.FAILED), _task(tmp_path, "b", S.CANCELLED)], [], [])
+    waiting = summarize([_task(tmp_path, "a", S.ESCALATED)], [], [])
+    assert (done.finished, waiting.finished) == (True, False)
+
+
+def test_the_summary_is_json_data(tmp_path: Path) -> None:
+    tasks = [_task(tmp_path, "a", S.PAUSED, next_run_at=WALL)]
+    data = json.loads(json.dumps(summarize(tasks, [_attempt("a", 1)], []).to_dict()))
+    assert (data["by_state"]["paused"], data["next_resume_at"]) == (1, WALL.isoformat())
+    assert data["tasks"][0]["task_id"] == "a"
