@@ -424,3 +424,15 @@ def _chained_error(canary: Canary) -> BaseException:
 )
 def test_classify_never_reveals_a_secret_in_the_exception(canary: Canary, make: Any) -> None:
     _assert_nowhere(canary.secret, classify(make(canary)))
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("postgres://app:s3cret-pw@db:5432/x", "postgres://app:[REDACTED]@db:5432/x"),
+        ("https://user:tok_123@proxy:8080/v1", "https://user:[REDACTED]@proxy:8080/v1"),
+        ("https://example.com/v1/messages", "https://example.com/v1/messages"),
+    ],
+)
+def test_passwords_in_urls_are_redacted_and_plain_urls_kept(text: str, expected: str) -> None:
+    assert redact(text) == expected

@@ -72,6 +72,11 @@ _PATTERNS: Final[tuple[tuple[re.Pattern[str], str], ...]] = (
         ),
         r"\1" + REDACTED,
     ),
+    # Passwords in URLs: postgres://user:secret@host, https://user:token@proxy.
+    (
+        re.compile(r"(?i)\b([a-z][a-z0-9+.\-]*://[^\s:/@\"']+:)([^\s@/\"']+)(@)"),
+        r"\1" + REDACTED + r"\3",
+    ),
     # Query strings: ?key=…&
     (
         re.compile(r"(?i)([?&](?:key|api_key|apikey|access_token|token|sig)=)[^&\s\"']+"),
@@ -105,6 +110,7 @@ _TRIGGERS: Final = (
     "authorization",
     "cookie",
     "sig=",
+    "://",
 )
 
 
