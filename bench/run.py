@@ -9,6 +9,9 @@ Then the retry frameworks (``retry.py``, ``async_retry.py``): backstay's retry d
 against tenacity, stamina and backoff in the same process — success-path overhead, cost per
 retry, 10,000 concurrent retried calls — and memory per policy and policy lookup.
 
+Last, the engine (``engine.py``): tasks per second through the durable ``Engine`` and the
+cost per task state transition, beside reference per-task figures for Celery and Ray.
+
 Run with ``make bench``. Prints one table per section; ratios are backstay / peer.
 """
 
@@ -30,6 +33,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 import async_retry
 import backstay
+import engine
 import retry
 from corpus import CASES
 
@@ -181,6 +185,7 @@ def main() -> None:
 
     retry.report()
     async_retry.report()
+    engine.report()
 
 
 if __name__ == "__main__":

@@ -27,6 +27,7 @@ MODULES = (
     "backstay.store",
     "backstay.taxonomy",
     "backstay.testing",
+    "backstay.testing.contract",
 )
 
 

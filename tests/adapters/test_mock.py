@@ -143,6 +143,16 @@ def test_a_state_dir_carries_the_attempt_count_to_a_new_adapter(tmp_path: Path) 
     assert dispatch(MockAdapter(), request).output == "resumed"
 
 
+def test_a_task_listed_under_scenarios_acts_out_its_own(tmp_path: Path) -> None:
+    scenarios = {"special": {"attempts": [[{"result": "its own"}]]}}
+    config = {"scenario": {"attempts": [[{"result": "shared"}]]}, "scenarios": scenarios}
+    request = _request(tmp_path, [], config=config)
+    adapter = MockAdapter()
+    assert dispatch(adapter, request, operation_id="wf:special:T0-run_01").output == "its own"
+    assert dispatch(adapter, request, operation_id="wf:other:T0-run_01").output == "shared"
+    assert dispatch(adapter, request, operation_id="not a task").output == "shared"
+
+
 def test_a_scenario_file_is_read(tmp_path: Path) -> None:
     path = tmp_path / "scenario.yaml"
     path.write_text("attempts:\n  - - result: from yaml\n", encoding="utf-8")
@@ -163,6 +173,11 @@ def test_the_agent_runs_with_nothing_but_the_request_environment(tmp_path: Path)
         ({"scenario": {"attempts": []}}, "config.scenario.attempts"),
         ({"scenario": {"attempts": [[]]}, "other": 1}, "config.other"),
         ({"scenario": {"attempts": [[]]}, "state_dir": ""}, "config.state_dir"),
+        ({"scenario": {"attempts": [[]]}, "scenarios": [1]}, "config.scenarios"),
+        (
+            {"scenario": {"attempts": [[]]}, "scenarios": {"t": {"attempts": []}}},
+            "config.scenarios.t.attempts",
+        ),
     ],
 )
 def test_invalid_config_names_the_key(config: dict[str, Any], where: str) -> None:

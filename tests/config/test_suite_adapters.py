@@ -73,7 +73,8 @@ def test_an_adapter_setting_problem_names_its_own_line(tmp_path: Path) -> None:
 def test_an_unknown_adapter_setting_is_a_problem(tmp_path: Path) -> None:
     text = _suite(f"  mock: {{scenario: {SCENARIO}, colour: blue}}")
     assert problems(tmp_path, text) == [
-        "4: adapters.mock.colour: unknown setting for adapter 'mock' (known: scenario, state_dir)"
+        "4: adapters.mock.colour: unknown setting for adapter 'mock' "
+        "(known: scenario, scenarios, state_dir)"
     ]
 
 

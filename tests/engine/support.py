@@ -1,23 +1,20 @@
-"""Shared helpers of the engine tests: an in-process scripted adapter, specs, engines."""
+"""Shared helpers of the engine tests: the scripted adapter as they use it, specs, engines."""
 
 from __future__ import annotations
 
-import asyncio
-import dataclasses
 import datetime as dt
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar, Final
 
-from backstay.adapters.capture import Capture
-from backstay.adapters.contract import Adapter, AgentRequest, AgentResult, AgentStatus
+from backstay import testing
+from backstay.adapters.contract import Adapter
 from backstay.adapters.usage import Usage
 from backstay.engine import Engine, TaskSpec
-from backstay.errors import AdapterError
 from backstay.failure import Failure
 from backstay.idempotency.ids import parse_operation_id
 from backstay.policy.retry import RetryPolicy
-from backstay.testing import FakeClock
+from backstay.testing import FakeClock, ScriptedCall
 
 WALL: Final = dt.datetime(2026, 3, 1, 12, 0, tzinfo=dt.UTC)
 # Fast and deterministic: three retries from 1 s, doubling, no jitter.
@@ -28,19 +25,14 @@ OK: Final = Usage(input_tokens=100, output_tokens=20, cost_usd=0.01, api_calls=1
 
 # What a scripted attempt does: succeed with this usage, fail with this Failure, or raise.
 Step = Usage | Failure | Exception
+Call = ScriptedCall
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
-class Call:
-    operation_id: str
-    attempt_id: str
-    output_dir: Path
-
-
-class ScriptedAdapter:
-    """An in-process adapter acting out a script per task id (the last step repeats;
-    tasks without a script succeed). ``on_dispatch`` runs at the start of each dispatch;
-    ``hold_s`` keeps each dispatch busy that long (real time) to observe concurrency."""
+class ScriptedAdapter(testing.ScriptedAdapter):
+    """The public scripted adapter as the engine tests use it: named ``fake``, scripts by
+    task id (tasks without one succeed), failures leave a partial answer, and scripted
+    exceptions escape as they are (an adapter outside the contract, which the engine must
+    survive)."""
 
     name: ClassVar[str] = "fake"
 
@@ -51,47 +43,16 @@ class ScriptedAdapter:
         hold_s: float = 0.0,
         on_dispatch: Callable[[Call], None] | None = None,
     ) -> None:
-        self.script = dict(script or {})
-        self.hold_s = hold_s
-        self.on_dispatch = on_dispatch
-        self.calls: list[Call] = []
-        self.active = 0
-        self.max_active = 0
+        super().__init__(
+            dict(script or {}),
+            hold_s=hold_s,
+            on_dispatch=on_dispatch,
+            partial_output="partial answer",
+            raw_exceptions=True,
+        )
 
     def calls_of(self, task_id: str) -> list[Call]:
         return [c for c in self.calls if parse_operation_id(c.operation_id).task_id == task_id]
-
-    async def dispatch(
-        self, request: AgentRequest, *, operation_id: str, attempt_id: str, capture: Capture
-    ) -> AgentResult:
-        call = Call(operation_id, attempt_id, request.output_dir)
-        task_id = parse_operation_id(operation_id).task_id
-        steps = self.script.get(task_id, [OK])
-        step = steps[min(len(self.calls_of(task_id)), len(steps) - 1)]
-        self.calls.append(call)
-        if self.on_dispatch is not None:
-            self.on_dispatch(call)
-        self.active += 1
-        self.max_active = max(self.max_active, self.active)
-        try:
-            if self.hold_s:
-                await asyncio.sleep(self.hold_s)
-        finally:
-            self.active -= 1
-        if isinstance(step, Failure):
-            raise AdapterError(step, partial_output="partial answer")
-        if isinstance(step, Exception):
-            raise step
-        capture.add_usage(step)
-        return AgentResult(status=AgentStatus.SUCCEEDED, output=f"done {task_id}", usage=step)
-
-    def validate_config(self, config: Mapping[str, Any]) -> None:
-        return None
-
-    def classify_failure(
-        self, *, output: str = "", exit_code: int | None = None, error: BaseException | None = None
-    ) -> Failure | None:
-        return None
 
 
 def spec(workspace: Path, task_id: str = "t1", **changes: Any) -> TaskSpec:

@@ -28,7 +28,7 @@ def test_a_task_that_succeeds_is_recorded_with_its_result(tmp_path: Path) -> Non
     assert record is not None
     assert (record.state, record.attempts_used) == (S.SUCCEEDED, 1)
     assert record.result is not None
-    assert record.result["output"] == "done t1"
+    assert record.result["output"] == "done wf:t1:run_01"
     assert summary.count(S.SUCCEEDED) == 1
 
 

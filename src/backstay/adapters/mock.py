@@ -10,6 +10,9 @@ classified by ``backstay.classify_output(..., agent="claude-code")`` into exactl
 Settings (``AgentRequest.config``):
 
 * ``scenario`` (required): a mapping, or a YAML / JSON file (see ``_scenario``).
+* ``scenarios`` (optional): task id → a scenario for that task, so that the tasks of one
+  suite can act out different stories; a task not listed (or an operation id that names
+  no task) acts out ``scenario``.
 * ``state_dir`` (optional): a directory that counts attempts per ``operation_id`` in
   files, so that a resumed run in a new process continues the script; without it the
   count lives in the adapter instance.
@@ -34,10 +37,23 @@ from backstay.adapters.contract import AgentRequest, AgentResult, AgentStatus
 from backstay.adapters.process import run_process
 from backstay.adapters.usage import Usage
 from backstay.errors import ConfigError
+from backstay.idempotency.ids import parse_operation_id
 
 __all__ = ["MockAdapter"]
 
 AGENT_PROGRAM: Final = Path(__file__).with_name("_mock_agent.py")
+
+
+def _scenario_of(config: Mapping[str, Any], operation_id: str) -> Scenario:
+    """The scenario of the task ``operation_id`` names (``scenarios``), else ``scenario``."""
+    by_task = config.get("scenarios") or {}
+    try:
+        task_id = parse_operation_id(operation_id).task_id
+    except ConfigError:  # a harness run's operation id names no task
+        task_id = None
+    if task_id is not None and task_id in by_task:
+        return Scenario.load(by_task[task_id], where=f"config.scenarios.{task_id}")
+    return Scenario.load(config["scenario"], where="config.scenario")
 
 
 class MockAdapter(BaseAdapter):
@@ -45,7 +61,7 @@ class MockAdapter(BaseAdapter):
 
     name: ClassVar[str] = "mock"
     agent: ClassVar[str | None] = "claude-code"
-    config_keys: ClassVar[frozenset[str]] = frozenset({"scenario", "state_dir"})
+    config_keys: ClassVar[frozenset[str]] = frozenset({"scenario", "scenarios", "state_dir"})
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -56,6 +72,14 @@ class MockAdapter(BaseAdapter):
         if "scenario" not in config:
             raise ConfigError("is required", where="config.scenario")
         Scenario.load(config["scenario"], where="config.scenario")
+        by_task = config.get("scenarios")
+        if by_task is not None:
+            if not isinstance(by_task, Mapping):
+                raise ConfigError(
+                    f"must map task ids to scenarios, got {by_task!r}", where="config.scenarios"
+                )
+            for task_id, scenario in by_task.items():
+                Scenario.load(scenario, where=f"config.scenarios.{task_id}")
         state_dir = config.get("state_dir")
         if state_dir is not None and (not isinstance(state_dir, str | Path) or not state_dir):
             raise ConfigError(
@@ -101,7 +125,7 @@ class MockAdapter(BaseAdapter):
     async def execute(
         self, request: AgentRequest, *, operation_id: str, attempt_id: str, capture: Capture
     ) -> AgentResult:
-        scenario = Scenario.load(request.config["scenario"], where="config.scenario")
+        scenario = _scenario_of(request.config, operation_id)
         number = self._next_attempt(operation_id, request.config.get("state_dir"))
         steps = scenario.steps_for(number)
         await capture.alog(f"mock: attempt {number} acts out {len(steps)} step(s)")

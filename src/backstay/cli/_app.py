@@ -5,7 +5,7 @@ from __future__ import annotations
 import typer
 
 from backstay import __version__
-from backstay.cli import config, explain, run, suite
+from backstay.cli import batch, config, escalations, explain, resume, run, status, suite
 
 app = typer.Typer(
     name="backstay",
@@ -35,6 +35,10 @@ app.command("explain")(explain.explain)
 app.add_typer(config.app, name="config")
 app.add_typer(suite.app, name="suite")
 app.command("run")(run.run)
+app.command("batch")(batch.batch)
+app.command("resume")(resume.resume)
+app.command("status")(status.status)
+app.add_typer(escalations.app, name="escalations")
 
 
 def main() -> None:

@@ -160,5 +160,5 @@ ADAPTER_OPTION_FIELDS: Final[Mapping[str, Field]] = {
 }
 ADAPTER_OPTIONS_HELP: Final = (
     "Every other key is the adapter's own setting, checked by the adapter (for `mock`: "
-    "`scenario`, `state_dir`)."
+    "`scenario`, `scenarios` by task id, `state_dir`)."
 )

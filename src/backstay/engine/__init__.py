@@ -7,7 +7,8 @@ human escalation queue and batch summaries. See ``docs/design/engine.md``.
 * ``runner``: ``Engine`` (``run``, ``resume`` and their sync forms);
 * ``driver``: one task's attempts; ``decision``: a failed attempt's next state;
 * ``resume``: how a stored task is taken up;
-* ``escalations``: ``EscalationQueue``; ``summary``: ``Summary``; ``events``: its events.
+* ``escalations``: ``EscalationQueue``; ``summary``: ``Summary``; ``events``: its events;
+* ``suite_batch``: ``SuiteBatch``, a suite run as one batch in a state directory.
 """
 
 from __future__ import annotations
@@ -43,18 +44,31 @@ from backstay.engine.states import (
     outcome_for,
     transition,
 )
+from backstay.engine.suite_batch import (
+    BATCH_FILE,
+    WORKSPACE_DIR,
+    BatchIdentity,
+    BatchRun,
+    SuiteBatch,
+    read_identity,
+    suite_adapters,
+)
 from backstay.engine.summary import Summary, TaskReport
 from backstay.engine.task import TaskSpec, task_run_id
 from backstay.engine.taskstore import TaskStore
 
 __all__ = [
     "ACTION_STATES",
+    "BATCH_FILE",
     "DEFAULT_CONCURRENCY",
     "STATE_FILE",
     "TERMINAL",
     "TRANSITIONS",
+    "WORKSPACE_DIR",
     "AttemptOutcome",
     "AttemptRecord",
+    "BatchIdentity",
+    "BatchRun",
     "Engine",
     "Escalation",
     "EscalationQueue",
@@ -66,6 +80,7 @@ __all__ = [
     "SQLiteTaskStore",
     "StartPlan",
     "StartStep",
+    "SuiteBatch",
     "Summary",
     "TaskCancelled",
     "TaskEscalated",
@@ -81,6 +96,8 @@ __all__ = [
     "TaskSucceeded",
     "outcome_for",
     "plan_start",
+    "read_identity",
+    "suite_adapters",
     "task_run_id",
     "transition",
 ]

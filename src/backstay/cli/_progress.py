@@ -1,0 +1,169 @@
+"""What a running batch shows: the engine's ``task.*`` events, received by a small sink
+added for the run and removed after it. On a terminal, a live bar (tasks settled out of
+all, counts by state) with one line per event above it; otherwise plain lines, one per
+event, for logs."""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as _dt
+import logging
+import sys
+from collections.abc import Iterator, Mapping
+from typing import Final, Protocol
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    SpinnerColumn,
+    TextColumn,
+    TimeElapsedColumn,
+)
+
+from backstay.cli._report import task_label
+from backstay.engine import (
+    TaskCancelled,
+    TaskEscalated,
+    TaskFailed,
+    TaskPaused,
+    TaskResumed,
+    TaskStarted,
+    TaskState,
+    TaskSucceeded,
+)
+from backstay.observe import Event, RetryScheduled, add_sink, remove_sink
+
+# States in which a task stopped for this run: done, or waiting for a human or a reset.
+SETTLED: Final = frozenset(
+    {
+        TaskState.SUCCEEDED,
+        TaskState.FAILED,
+        TaskState.CANCELLED,
+        TaskState.PAUSED,
+        TaskState.ESCALATED,
+    }
+)
+
+
+def _describe(event: Event) -> tuple[TaskState, str] | None:
+    """The state ``event`` leaves its task in, and a line saying what happened."""
+    if isinstance(event, TaskStarted):
+        return TaskState.RUNNING, f"attempt {event.attempt} started"
+    if isinstance(event, RetryScheduled):
+        return (
+            TaskState.RETRYING,
+            f"attempt {event.attempt} failed ({event.failure.kind}); retrying in "
+            f"{event.delay_s:.1f} s",
+        )
+    if isinstance(event, TaskSucceeded):
+        cached = " (its result was already recorded)" if event.from_cache else ""
+        plural = "" if event.attempts == 1 else "s"
+        return TaskState.SUCCEEDED, f"succeeded after {event.attempts} attempt{plural}{cached}"
+    if isinstance(event, TaskFailed):
+        return TaskState.FAILED, f"failed: {event.reason}"
+    if isinstance(event, TaskPaused):
+        until = "" if event.resumes_at is None else f" until {event.resumes_at:%Y-%m-%d %H:%M} UTC"
+        return TaskState.PAUSED, f"paused{until}: {event.reason}"
+    if isinstance(event, TaskEscalated):
+        return TaskState.ESCALATED, f"escalation {event.escalation_id} opened: {event.reason}"
+    if isinstance(event, TaskCancelled):
+        return TaskState.CANCELLED, f"cancelled: {event.reason}"
+    if isinstance(event, TaskResumed):
+        return TaskState.PENDING, f"taken up again ({event.previous_state}): {event.reason}"
+    return None
+
+
+class _View(Protocol):
+    def show(self, label: str, text: str, states: Mapping[str, TaskState]) -> None: ...
+
+
+class _Lines:
+    """One plain line per event, with the time: for logs and pipes."""
+
+    def show(self, label: str, text: str, states: Mapping[str, TaskState]) -> None:
+        now = _dt.datetime.now().astimezone()
+        typer.echo(f"{now:%H:%M:%S} {label}: {text}")
+
+
+class _Bar:
+    """A live bar of the settled tasks, counts by state, and each event's line above it."""
+
+    def __init__(self, progress: Progress, states: Mapping[str, TaskState]) -> None:
+        self._progress = progress
+        self._task = progress.add_task(_counts(states), total=len(states))
+        self._update(states)
+
+    def _update(self, states: Mapping[str, TaskState]) -> None:
+        settled = sum(1 for state in states.values() if state in SETTLED)
+        self._progress.update(
+            self._task, completed=settled, description=_counts(states), refresh=True
+        )
+
+    def show(self, label: str, text: str, states: Mapping[str, TaskState]) -> None:
+        self._progress.console.print(f"{escape(label)}: {escape(text)}", highlight=False)
+        self._update(states)
+
+
+def _counts(states: Mapping[str, TaskState]) -> str:
+    counts = dict.fromkeys(TaskState, 0)
+    for state in states.values():
+        counts[state] += 1
+    return " · ".join(f"{n} {state}" for state, n in counts.items() if n) or "no tasks"
+
+
+class ProgressSink:
+    """A ``backstay.observe`` sink following the tasks of ``states`` (operation id → the
+    state known when the run began); events of other operations are ignored."""
+
+    min_level = logging.INFO
+
+    def __init__(self, states: Mapping[str, TaskState], view: _View) -> None:
+        self.states = dict(states)
+        self._view = view
+
+    def accepts(self, level: int) -> bool:
+        return True
+
+    def emit(self, event: Event) -> None:
+        op = event.operation
+        if op is None or op not in self.states:
+            return
+        described = _describe(event)
+        if described is None:
+            return
+        state, text = described
+        # A spent quota pauses the task AND opens an escalation: it stays paused.
+        if not (state is TaskState.ESCALATED and self.states[op] is TaskState.PAUSED):
+            self.states[op] = state
+        self._view.show(task_label(op), text, self.states)
+
+
+@contextlib.contextmanager
+def showing_progress(states: Mapping[str, TaskState]) -> Iterator[ProgressSink]:
+    """Show the run of the tasks in ``states`` while the block runs."""
+    if not sys.stdout.isatty():
+        sink = ProgressSink(states, _Lines())
+        add_sink(sink)
+        try:
+            yield sink
+        finally:
+            remove_sink(sink)
+        return
+    columns = (
+        SpinnerColumn(),
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+    )
+    with Progress(*columns, console=Console()) as progress:
+        sink = ProgressSink(states, _Bar(progress, states))
+        add_sink(sink)
+        try:
+            yield sink
+        finally:
+            remove_sink(sink)

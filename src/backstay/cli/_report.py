@@ -1,0 +1,145 @@
+"""How the engine commands show a batch: its summary as lines, its tasks as a table, and
+both as JSON."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Collection, Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from backstay.engine import BatchIdentity, Engine, Summary, TaskRecord, TaskState
+from backstay.errors import ConfigError
+from backstay.idempotency.ids import parse_operation_id
+
+_STYLES = {
+    TaskState.SUCCEEDED: "green",
+    TaskState.FAILED: "red",
+    TaskState.CANCELLED: "red",
+    TaskState.PAUSED: "yellow",
+    TaskState.ESCALATED: "magenta",
+}
+
+
+def console() -> Console:
+    """stdout; piped output (CI logs) gets a readable width instead of 80 columns."""
+    return Console() if sys.stdout.isatty() else Console(width=200)
+
+
+def task_label(operation_id: str) -> str:
+    """``"hello/T0-run_01"`` for an operation id of a batch (the id itself otherwise)."""
+    try:
+        parts = parse_operation_id(operation_id)
+    except ConfigError:
+        return operation_id
+    return f"{parts.task_id}/{parts.task_run_id}"
+
+
+def _states(summary: Summary) -> str:
+    counts = [f"{n} {state}" for state, n in summary.by_state.items() if n]
+    return ", ".join(counts) or "nothing recorded"
+
+
+def summary_lines(summary: Summary, *, state_dir: Path) -> list[str]:
+    """A few lines: the counts by state, the work done, and what to do next."""
+    usage = summary.usage
+    cost = "" if usage.cost_usd is None else f", cost ${usage.cost_usd:.4f}"
+    lines = [
+        f"{summary.total} task{'' if summary.total == 1 else 's'}: {_states(summary)}",
+        f"  {summary.attempts} attempts, waited {summary.waited_s:.1f} s, tokens "
+        f"{usage.prompt_tokens} in / {usage.output_tokens} out{cost}",
+    ]
+    if summary.failures_by_kind:
+        kinds = ", ".join(f"{kind} {n}" for kind, n in summary.failures_by_kind.items())
+        lines.append(f"  failed attempts by kind: {kinds}")
+    if summary.open_escalations:
+        lines.append(
+            f"  {summary.open_escalations} open escalation"
+            f"{'' if summary.open_escalations == 1 else 's'}: "
+            f"backstay escalations list --state-dir {state_dir}"
+        )
+    if summary.next_resume_at is not None:
+        lines.append(
+            f"  paused until {summary.next_resume_at.isoformat(timespec='seconds')} at the "
+            f"earliest: backstay resume --state-dir {state_dir} continues after that"
+        )
+    return lines
+
+
+def print_summary(summary: Summary, *, state_dir: Path, title: str) -> None:
+    out = console()
+    out.print(escape(title), style="bold", highlight=False)
+    for line in summary_lines(summary, state_dir=state_dir):
+        out.print(escape(line), highlight=False)
+
+
+def report_run(
+    engine: Engine,
+    summary: Summary,
+    *,
+    operations: Collection[str] | None,
+    state_dir: Path,
+    title: str,
+) -> None:
+    """After a run: the summary, then the tasks of ``operations`` (every task with
+    ``None``) that did not succeed."""
+    print_summary(summary, state_dir=state_dir, title=title)
+    unsettled = [
+        record
+        for record in engine.store.tasks()
+        if (operations is None or record.operation_id in operations)
+        and record.state is not TaskState.SUCCEEDED
+    ]
+    if unsettled:
+        console().print(tasks_table(unsettled, title="tasks that did not succeed"))
+
+
+def _when(record: TaskRecord) -> str:
+    if record.next_run_at is None or record.state not in (TaskState.PAUSED, TaskState.RETRYING):
+        return "-"
+    return record.next_run_at.isoformat(timespec="seconds")
+
+
+def tasks_table(records: Iterable[TaskRecord], *, title: str) -> Table:
+    """One row per task: its run, state, attempts, reason and when it may run next."""
+    table = Table(title=title, title_justify="left")
+    for column in ("task", "state", "attempts", "reason", "next run"):
+        table.add_column(column, overflow="fold")
+    for record in records:
+        style = _STYLES.get(record.state, "")
+        table.add_row(
+            escape(task_label(record.operation_id)),
+            f"[{style}]{record.state}[/]" if style else str(record.state),
+            str(record.attempts_used),
+            escape(record.reason),
+            _when(record),
+        )
+    return table
+
+
+def status_data(
+    summary: Summary,
+    records: Sequence[TaskRecord],
+    *,
+    state_dir: Path,
+    identity: BatchIdentity | None,
+) -> dict[str, Any]:
+    """The summary as JSON data, with the batch it belongs to and, per task, its run
+    label and when it may run next."""
+    data = summary.to_dict()
+    by_op = {record.operation_id: record for record in records}
+    for task in data["tasks"]:
+        record = by_op.get(task["operation_id"])
+        task["run"] = task_label(task["operation_id"])
+        task["next_run_at"] = (
+            None if record is None or record.next_run_at is None else record.next_run_at.isoformat()
+        )
+    return {
+        "state_dir": str(state_dir),
+        "batch": None if identity is None else identity.to_dict(),
+        **data,
+    }

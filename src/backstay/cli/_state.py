@@ -1,0 +1,98 @@
+"""The state directory the engine commands share: its flags, opening it, and the exit code
+a batch's summary comes to."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any, Final
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+
+from backstay.cli._errors import usage_error
+from backstay.engine import STATE_FILE, TERMINAL, Engine, Summary, TaskState
+from backstay.errors import ConfigError
+from backstay.idempotency.settings import DEFAULT_LEASE_TTL_S, GuardSettings
+
+# Exit codes of `batch` and `resume` (docs/cli.md); 2 is bad usage, as for every command.
+ALL_SUCCEEDED: Final = 0
+SOME_FAILED: Final = 3
+SOME_WAITING: Final = 4
+
+StateDirOption = Annotated[
+    Path,
+    typer.Option(
+        "--state-dir",
+        help="The batch's state directory (state.sqlite, batch.json and runs/).",
+    ),
+]
+ConcurrencyOption = Annotated[
+    int,
+    typer.Option("--concurrency", min=1, help="How many tasks run at once."),
+]
+LeaseOption = Annotated[
+    float,
+    typer.Option(
+        "--lease-ttl",
+        min=0.1,
+        help="Seconds a task stays claimed by this runner if it dies: another runner "
+        "(a resume) takes it over after that.",
+    ),
+]
+JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON.")]
+
+DEFAULT_LEASE_TTL: Final = DEFAULT_LEASE_TTL_S
+# As a shell reports a process ended by Ctrl-C (SIGINT).
+INTERRUPTED: Final = 130
+
+
+def open_engine(state_dir: Path, *, create: bool = False, **options: Any) -> Engine:
+    """The engine over ``state_dir``. Unless ``create``, the directory must already hold a
+    batch; a missing, unusable or damaged one is a ``ConfigError`` naming it."""
+    if not create and not (state_dir / STATE_FILE).is_file():
+        what = "does not exist" if not state_dir.exists() else f"holds no {STATE_FILE}"
+        raise ConfigError(
+            f"{state_dir} {what}: no batch ran there (start one with backstay batch)",
+            where="--state-dir",
+        )
+    try:
+        return Engine(state_dir, **options)
+    except OSError as exc:
+        raise ConfigError(
+            f"cannot use {state_dir}: {exc.strerror or exc}", where="--state-dir"
+        ) from None
+
+
+def guard_settings(lease_ttl_s: float) -> GuardSettings:
+    return GuardSettings(lease_ttl_s=lease_ttl_s)
+
+
+def exit_code(summary: Summary) -> int:
+    """4 while a task waits (paused, escalated, or not finished), else 3 if a task failed
+    or was cancelled, else 0."""
+    if any(report.state not in TERMINAL for report in summary.tasks):
+        return SOME_WAITING
+    if summary.count(TaskState.FAILED) or summary.count(TaskState.CANCELLED):
+        return SOME_FAILED
+    return ALL_SUCCEEDED
+
+
+def interrupted(state_dir: Path) -> typer.Exit:
+    """Say how to continue a batch stopped by Ctrl-C; the exit to raise."""
+    Console(stderr=True, soft_wrap=True).print(
+        escape(
+            f"interrupted: backstay resume --state-dir {state_dir} continues the batch "
+            "(attempts cut short are tried again)"
+        ),
+        highlight=False,
+    )
+    return typer.Exit(INTERRUPTED)
+
+
+def run_failed(err: ConfigError | OSError, state_dir: Path) -> typer.Exit:
+    """A ``ConfigError`` as bad usage (exit 2); an ``OSError`` as one about the state
+    directory's files."""
+    if isinstance(err, OSError):
+        err = ConfigError(f"{err.strerror or err}: {err.filename}", where=str(state_dir))
+    return usage_error(err)

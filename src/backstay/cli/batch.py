@@ -1,0 +1,82 @@
+"""``backstay batch``: run every run of a suite durably in a state directory, and exit with
+what the batch came to (0 all succeeded, 3 some failed, 4 some wait)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from backstay.cli import _state
+from backstay.cli._errors import usage_error
+from backstay.cli._progress import showing_progress
+from backstay.cli._report import report_run
+from backstay.config import load_config, load_suite
+from backstay.engine import DEFAULT_CONCURRENCY, Engine, SuiteBatch, TaskState, suite_adapters
+from backstay.errors import ConfigError
+
+CONFIG_HELP = (
+    "The configuration file whose policies the suite may name "
+    "(default: $BACKSTAY_CONFIG, else ./backstay.yaml if any)."
+)
+
+
+def run_batch(engine: Engine, batch: SuiteBatch) -> int:
+    """Run ``batch`` on ``engine`` showing its progress, report it; its exit code."""
+    known = {record.operation_id: record.state for record in engine.store.tasks()}
+    states = {
+        spec.operation_id: known.get(spec.operation_id, TaskState.PENDING) for spec in batch.specs
+    }
+    with showing_progress(states):
+        engine.run_sync(batch.specs)
+    summary = engine.summary(states)
+    report_run(
+        engine,
+        summary,
+        operations=states.keys(),
+        state_dir=batch.state_dir,
+        title=f"backstay batch {batch.workflow_id} ({batch.state_dir})",
+    )
+    return _state.exit_code(summary)
+
+
+def batch(
+    file: Annotated[Path, typer.Argument(metavar="SUITE.yaml", help="The suite file to run.")],
+    state_dir: _state.StateDirOption,
+    concurrency: _state.ConcurrencyOption = DEFAULT_CONCURRENCY,
+    config_file: Annotated[Path | None, typer.Option("--config", help=CONFIG_HELP)] = None,
+    lease_ttl: _state.LeaseOption = _state.DEFAULT_LEASE_TTL,
+) -> None:
+    """Run every run of the suite FILE (task × tier × run) in --state-dir.
+
+    Running it again on the same state directory runs only what has not finished; a killed
+    batch continues with backstay resume. Exit codes: 0 every task succeeded, 3 some failed
+    or were cancelled, 4 some wait (paused, escalated), 2 bad input (nothing ran).
+    """
+    try:
+        suite = load_suite(file, registry=load_config(config_file).registry)
+        adapters = suite_adapters(suite)
+        # Reads the agents' environment first: an unset key variable leaves nothing behind.
+        opened = SuiteBatch.open(suite, state_dir)
+        engine = _state.open_engine(
+            state_dir,
+            create=True,
+            adapters=adapters,
+            concurrency=concurrency,
+            guard_settings=_state.guard_settings(lease_ttl),
+        )
+    except (ConfigError, OSError) as err:
+        raise _state.run_failed(err, state_dir) from None
+    with engine:
+        try:
+            opened.prepare()
+        except OSError as err:
+            raise _state.run_failed(err, state_dir) from None
+        try:
+            code = run_batch(engine, opened)
+        except ConfigError as err:
+            raise usage_error(err) from None
+        except KeyboardInterrupt:
+            raise _state.interrupted(state_dir) from None
+    raise typer.Exit(code)

@@ -1,0 +1,54 @@
+"""``backstay resume``: continue the batch of a state directory after a crash, a human's
+decision or a quota's reset; the same exit codes as ``backstay batch``."""
+
+from __future__ import annotations
+
+import typer
+
+from backstay.cli import _state
+from backstay.cli._errors import usage_error
+from backstay.cli._progress import showing_progress
+from backstay.cli._report import report_run
+from backstay.engine import DEFAULT_CONCURRENCY, read_identity
+from backstay.errors import ConfigError
+
+
+def resume(
+    state_dir: _state.StateDirOption,
+    concurrency: _state.ConcurrencyOption = DEFAULT_CONCURRENCY,
+    lease_ttl: _state.LeaseOption = _state.DEFAULT_LEASE_TTL,
+) -> None:
+    """Continue the batch in --state-dir: every task that can run now runs.
+
+    Interrupted attempts are tried again, retries wait what is left of their delay, paused
+    tasks whose quota has reset and escalations resolved with retry or resume run again;
+    finished tasks never do. Tasks a killed runner held are taken over once its claim
+    lapses (--lease-ttl of that runner). Exit codes as for backstay batch.
+    """
+    try:
+        engine = _state.open_engine(
+            state_dir,
+            concurrency=concurrency,
+            guard_settings=_state.guard_settings(lease_ttl),
+        )
+        identity = read_identity(state_dir)
+    except ConfigError as err:
+        raise usage_error(err) from None
+    with engine:
+        states = {record.operation_id: record.state for record in engine.store.tasks()}
+        try:
+            with showing_progress(states):
+                summary = engine.resume_sync()
+        except ConfigError as err:
+            raise usage_error(err) from None
+        except KeyboardInterrupt:
+            raise _state.interrupted(state_dir) from None
+        name = "" if identity is None else f" {identity.workflow_id}"
+        report_run(
+            engine,
+            summary,
+            operations=None,
+            state_dir=state_dir,
+            title=f"backstay resume{name} ({state_dir})",
+        )
+    raise typer.Exit(_state.exit_code(summary))

@@ -1,0 +1,265 @@
+"""``SuiteBatch``: a suite run as one batch of the engine, in one state directory.
+
+::
+
+    suite = load_suite("nightly.yaml")
+    with Engine("state/", adapters=suite_adapters(suite)) as engine:
+        batch = SuiteBatch.open(suite, "state/")
+        batch.prepare()                       # each run's workspace, made once
+        summary = engine.run_sync(batch.specs)
+
+* **Its name.** The workflow id is the suite's name and a run id. The run id is made when
+  the batch first runs and kept in ``<state_dir>/batch.json`` (``BatchIdentity``), so the
+  same suite run again on the same state directory names the same operations, and the
+  engine does not run again what finished. A state directory holds the batch of one
+  suite: opening it for another is a ``ConfigError``.
+* **Its tasks.** Each run of the suite (task × tier × run, ``Suite.expand``) is one
+  ``TaskSpec``: the task's adapter, model, prompt, timeouts and policy; the adapter's
+  settings from the suite's ``adapters`` section as its ``config``; the agent's
+  environment from ``AdapterOptions.child_env`` (read when the batch is opened); and the
+  workspace ``<state_dir>/runs/<task>/<tier>/run_NN/workspace``.
+* **Its workspaces.** ``prepare()`` makes each workspace that does not exist yet: a copy
+  of the task's template folder, or an empty folder. A copy is made beside it and renamed
+  into place, so a copy cut short by a crash never passes for a workspace; an existing
+  workspace is left as the agent left it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as _dt
+import json
+import os
+import secrets
+import shutil
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Final
+
+from backstay.adapters.contract import Adapter
+from backstay.adapters.registry import get_adapter
+from backstay.clock import SYSTEM_CLOCK, Clock
+from backstay.config import Suite, workflow_id
+from backstay.engine.task import TaskSpec
+from backstay.errors import ConfigError
+
+__all__ = [
+    "BATCH_FILE",
+    "WORKSPACE_DIR",
+    "BatchIdentity",
+    "BatchRun",
+    "SuiteBatch",
+    "read_identity",
+    "suite_adapters",
+]
+
+BATCH_FILE: Final = "batch.json"
+WORKSPACE_DIR: Final = "workspace"
+_PARTIAL: Final = ".workspace.partial"
+_FORMAT: Final = 1
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class BatchIdentity:
+    """Which batch a state directory holds: the suite's name and the run id made when it
+    first ran (``"20260301T120000Z-3f9a2c"``), and where the suite was read from."""
+
+    suite: str
+    run_id: str
+    created_at: _dt.datetime
+    suite_file: str | None = None
+
+    @property
+    def workflow_id(self) -> str:
+        """``"{suite}-{run_id}"``: the first part of every operation id of the batch."""
+        return f"{self.suite}-{self.run_id}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "format": _FORMAT,
+            "suite": self.suite,
+            "run_id": self.run_id,
+            "workflow_id": self.workflow_id,
+            "created_at": self.created_at.isoformat(),
+            "suite_file": self.suite_file,
+        }
+
+
+def read_identity(state_dir: str | os.PathLike[str]) -> BatchIdentity | None:
+    """The identity kept in ``state_dir``; ``None`` when there is none, ``ConfigError``
+    naming the file when it cannot be read."""
+    path = Path(state_dir) / BATCH_FILE
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise ConfigError(f"cannot be read: {exc.strerror or exc}", where=str(path)) from None
+    try:
+        data = json.loads(text)
+        if not isinstance(data, dict) or data.get("format") != _FORMAT:
+            raise ValueError("unknown format")  # noqa: TRY301 - one message for every defect
+        return BatchIdentity(
+            suite=str(data["suite"]),
+            run_id=str(data["run_id"]),
+            created_at=_dt.datetime.fromisoformat(data["created_at"]),
+            suite_file=data.get("suite_file"),
+        )
+    except (ValueError, KeyError, TypeError):
+        raise ConfigError(
+            "is damaged or was written by another program: not a backstay batch file",
+            where=str(path),
+        ) from None
+
+
+def _new_run_id(clock: Clock) -> str:
+    # A timestamp to read, and a random part: two batches started in one second differ.
+    return f"{clock.now().astimezone(_dt.UTC):%Y%m%dT%H%M%SZ}-{secrets.token_hex(3)}"
+
+
+def _keep_identity(state_dir: Path, wanted: BatchIdentity) -> BatchIdentity:
+    """Write ``wanted`` unless the directory already names a batch; the one kept.
+
+    Written whole to a private file, then linked into place: two batches started together
+    on one directory agree on the identity the first link made."""
+    state_dir.mkdir(parents=True, exist_ok=True)
+    path = state_dir / BATCH_FILE
+    temporary = state_dir / f".{BATCH_FILE}.{os.getpid()}.{secrets.token_hex(4)}"
+    temporary.write_text(json.dumps(wanted.to_dict(), indent=2) + "\n", encoding="utf-8")
+    try:
+        os.link(temporary, path)
+    except FileExistsError:
+        pass
+    finally:
+        temporary.unlink()
+    kept = read_identity(state_dir)
+    if kept is None:  # removed between the link and the read: nothing sensible to do
+        raise ConfigError("disappeared while the batch was opened", where=str(path))
+    return kept
+
+
+def _identity_for(state_dir: Path, suite: Suite, *, clock: Clock = SYSTEM_CLOCK) -> BatchIdentity:
+    """The identity of ``suite``'s batch in ``state_dir``: the one kept there, or a new
+    one (kept from now on). ``ConfigError`` when the directory holds another suite's."""
+    if state_dir.exists() and not state_dir.is_dir():
+        raise ConfigError("is not a directory", where=str(state_dir))
+    kept = read_identity(state_dir)
+    if kept is None:
+        kept = _keep_identity(
+            state_dir,
+            BatchIdentity(
+                suite=suite.name,
+                run_id=_new_run_id(clock),
+                created_at=clock.now(),
+                suite_file=None if suite.file is None else str(Path(suite.file).resolve()),
+            ),
+        )
+    if kept.suite != suite.name:
+        raise ConfigError(
+            f"holds the batch of suite {kept.suite!r} (workflow {kept.workflow_id}), not of "
+            f"suite {suite.name!r}: give each suite its own state directory",
+            where=str(state_dir),
+        )
+    workflow_id(suite, kept.run_id)  # the run id read back must still make a valid id
+    return kept
+
+
+def suite_adapters(suite: Suite) -> dict[str, Adapter]:
+    """One adapter per adapter name the suite's tasks use (``get_adapter``); a
+    ``ConfigError`` for one that cannot be had (not installed, not available yet)."""
+    return {name: get_adapter(name) for name in sorted({task.adapter for task in suite.tasks})}
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class BatchRun:
+    """One run of the batch: its spec, and the folder its workspace is copied from
+    (``None``: it starts in an empty one)."""
+
+    spec: TaskSpec
+    template: Path | None
+
+    def prepare(self) -> bool:
+        """Make the workspace if it does not exist yet; whether it was made now."""
+        workspace = self.spec.workspace
+        if workspace.is_dir():
+            return False
+        partial = workspace.with_name(_PARTIAL)
+        if partial.exists():
+            shutil.rmtree(partial)  # left by a copy a crash cut short
+        partial.parent.mkdir(parents=True, exist_ok=True)
+        if self.template is None:
+            partial.mkdir()
+        else:
+            shutil.copytree(self.template, partial, symlinks=True)
+        partial.rename(workspace)
+        return True
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class SuiteBatch:
+    """A suite's runs as the engine's task specs; see the module docstring."""
+
+    suite: Suite
+    state_dir: Path
+    identity: BatchIdentity
+    runs: tuple[BatchRun, ...]
+
+    @classmethod
+    def open(
+        cls,
+        suite: Suite,
+        state_dir: str | os.PathLike[str],
+        *,
+        environ: Mapping[str, str] | None = None,
+        clock: Clock = SYSTEM_CLOCK,
+    ) -> SuiteBatch:
+        """The batch of ``suite`` in ``state_dir`` (its identity kept there from now on).
+        Each agent's environment is read from ``environ`` (default: this process's); an
+        API key variable that is not set is a ``ConfigError``, raised before anything is
+        written."""
+        source = os.environ if environ is None else environ
+        envs = {
+            name: suite.options_for(name).child_env(source)
+            for name in sorted({task.adapter for task in suite.tasks})
+        }
+        root = Path(state_dir).resolve()
+        identity = _identity_for(root, suite, clock=clock)
+        runs = []
+        for run in suite.expand():
+            task = run.task
+            options = suite.options_for(task.adapter)
+            spec = TaskSpec(
+                workflow_id=identity.workflow_id,
+                task_id=task.id,
+                run=run.run,
+                tier=run.tier,
+                adapter=task.adapter,
+                model=task.model,
+                workspace=Path("."),
+                timeout_s=task.timeout_s,
+                stall_timeout_s=task.stall_timeout_s,
+                prompt=task.prompt,
+                prompt_file=task.prompt_file,
+                env=envs[task.adapter],
+                config=options.config,
+                policy=task.policy,
+            )
+            workspace = spec.run_dir(root) / WORKSPACE_DIR
+            runs.append(
+                BatchRun(
+                    spec=dataclasses.replace(spec, workspace=workspace), template=task.workspace
+                )
+            )
+        return cls(suite=suite, state_dir=root, identity=identity, runs=tuple(runs))
+
+    @property
+    def workflow_id(self) -> str:
+        return self.identity.workflow_id
+
+    @property
+    def specs(self) -> tuple[TaskSpec, ...]:
+        return tuple(run.spec for run in self.runs)
+
+    def prepare(self) -> int:
+        """Make every workspace that does not exist yet; how many were made."""
+        return sum(run.prepare() for run in self.runs)

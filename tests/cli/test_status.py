@@ -1,0 +1,83 @@
+"""``backstay status``: where the batch of a state directory stands, as a table or JSON."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from tests.cli.support import RESETS_AT, four_outcome_batch, invoke, status_json
+
+from backstay.engine import STATE_FILE
+
+
+@pytest.fixture(autouse=True)
+def _no_stray_config(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("BACKSTAY_CONFIG", raising=False)
+
+
+def test_status_json_counts_the_tasks_by_state_and_failure(tmp_path: Path) -> None:
+    _, state = four_outcome_batch(tmp_path)
+    data = status_json(state)
+    assert data["total"] == 4
+    assert {k: n for k, n in data["by_state"].items() if n} == {
+        "succeeded": 1,
+        "failed": 1,
+        "paused": 1,
+        "escalated": 1,
+    }
+    assert data["failures_by_kind"] == {
+        "content_policy": 1,
+        "context_limit": 1,
+        "quota_exhausted": 1,
+    }
+    assert (data["attempts"], data["tokens_input"], data["cost_usd"]) == (4, 10, 0.001)
+    # The spent quota waits for its reset and for a human: it has an escalation too.
+    assert data["open_escalations"] == 2
+    assert data["next_resume_at"] == RESETS_AT
+    quota = next(task for task in data["tasks"] if task["run"] == "quota/T0-run_01")
+    assert (quota["state"], quota["next_run_at"]) == ("paused", RESETS_AT)
+    assert data["batch"]["suite"] == "nightly"
+    assert data["tasks"][0]["operation_id"] == f"{data['batch']['workflow_id']}:ok:T0-run_01"
+
+
+def test_status_shows_the_summary_and_a_row_per_task(tmp_path: Path) -> None:
+    _, state = four_outcome_batch(tmp_path)
+    result = invoke("status", "--state-dir", state)
+    assert result.exit_code == 0, result.output
+    assert "4 tasks: 1 succeeded, 1 failed, 1 paused, 1 escalated" in result.stdout
+    rows = [line for line in result.stdout.splitlines() if "/T0-run_01" in line]
+    assert [row.split()[1] for row in rows] == [
+        "ok/T0-run_01",
+        "overflow/T0-run_01",
+        "blocked/T0-run_01",
+        "quota/T0-run_01",
+    ]
+    assert "context_limit exceeded" in rows[1]
+
+
+def test_a_missing_state_directory_exits_2(tmp_path: Path) -> None:
+    result = invoke("status", "--state-dir", tmp_path / "nowhere")
+    assert result.exit_code == 2
+    assert result.stderr.startswith("error: --state-dir: ")
+    assert "does not exist: no batch ran there" in result.stderr
+    assert not (tmp_path / "nowhere").exists()
+
+
+def test_a_damaged_state_file_exits_2_and_is_left_as_it_was(tmp_path: Path) -> None:
+    state = tmp_path / "state"
+    state.mkdir()
+    (state / STATE_FILE).write_bytes(b"not a database at all" * 100)
+    result = invoke("status", "--state-dir", state, "--json")
+    assert result.exit_code == 2
+    assert str(state / STATE_FILE) in result.stderr
+    assert "Traceback" not in result.output
+    assert (state / STATE_FILE).read_bytes() == b"not a database at all" * 100
+
+
+def test_a_damaged_batch_file_exits_2(tmp_path: Path) -> None:
+    _, state = four_outcome_batch(tmp_path)
+    (state / "batch.json").write_text("{", encoding="utf-8")
+    result = invoke("status", "--state-dir", state)
+    assert result.exit_code == 2
+    assert "batch.json: is damaged" in result.stderr
