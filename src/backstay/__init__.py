@@ -5,16 +5,9 @@ The public API is what ``__all__`` lists; everything else may change without not
 
 from __future__ import annotations
 
-from importlib.metadata import PackageNotFoundError, version
+import importlib
+from typing import TYPE_CHECKING, Any
 
-from backstay.breaker import (
-    BreakerRegistry,
-    BreakerSettings,
-    CircuitBreaker,
-    CircuitState,
-    MemoryBreakerStore,
-    SQLiteBreakerStore,
-)
 from backstay.call import Attempt, aattempts, acall, attempts, call, retry, use_registry
 from backstay.classify import (
     AGENT_NAMES,
@@ -24,7 +17,6 @@ from backstay.classify import (
     classify_output,
     classify_response,
 )
-from backstay.config import BackstayConfig, configure, load_config
 from backstay.errors import (
     AdapterError,
     BackstayError,
@@ -53,21 +45,105 @@ from backstay.taxonomy import (
     code_info,
 )
 
-try:
-    __version__ = version("backstay")
-except PackageNotFoundError:  # running from a source tree without an install
-    __version__ = "0.0.0"
+if TYPE_CHECKING:
+    __version__: str
+    from backstay.adapters import (
+        Adapter,
+        AgentRequest,
+        AgentResult,
+        BaseAdapter,
+        TierConfig,
+        Usage,
+        adapter_names,
+        get_adapter,
+    )
+    from backstay.breaker import (
+        BreakerRegistry,
+        BreakerSettings,
+        CircuitBreaker,
+        CircuitState,
+        MemoryBreakerStore,
+        SQLiteBreakerStore,
+    )
+    from backstay.config import BackstayConfig, configure, load_config, load_suite
+    from backstay.engine import Engine, EscalationQueue, Summary, TaskSpec, TaskState
+    from backstay.idempotency import (
+        IdempotencyGuard,
+        LeaseLost,
+        OperationInProgress,
+        attempt_id,
+        operation_id,
+    )
+
+# The engine, adapters, breakers, idempotency and configuration load on first use: a
+# program that only classifies or retries does not pay for them at import.
+_LAZY: dict[str, str] = {
+    "Adapter": "backstay.adapters",
+    "AgentRequest": "backstay.adapters",
+    "AgentResult": "backstay.adapters",
+    "BaseAdapter": "backstay.adapters",
+    "TierConfig": "backstay.adapters",
+    "Usage": "backstay.adapters",
+    "adapter_names": "backstay.adapters",
+    "get_adapter": "backstay.adapters",
+    "BreakerRegistry": "backstay.breaker",
+    "BreakerSettings": "backstay.breaker",
+    "CircuitBreaker": "backstay.breaker",
+    "CircuitState": "backstay.breaker",
+    "MemoryBreakerStore": "backstay.breaker",
+    "SQLiteBreakerStore": "backstay.breaker",
+    "BackstayConfig": "backstay.config",
+    "configure": "backstay.config",
+    "load_config": "backstay.config",
+    "load_suite": "backstay.config",
+    "Engine": "backstay.engine",
+    "EscalationQueue": "backstay.engine",
+    "Summary": "backstay.engine",
+    "TaskSpec": "backstay.engine",
+    "TaskState": "backstay.engine",
+    "IdempotencyGuard": "backstay.idempotency",
+    "LeaseLost": "backstay.idempotency",
+    "OperationInProgress": "backstay.idempotency",
+    "attempt_id": "backstay.idempotency",
+    "operation_id": "backstay.idempotency",
+}
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version  # noqa: PLC0415 - costly
+
+    try:
+        return version("backstay")
+    except PackageNotFoundError:  # running from a source tree without an install
+        return "0.0.0"
+
+
+def __getattr__(name: str) -> Any:
+    if name == "__version__":
+        globals()[name] = value = _version()
+        return value
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'backstay' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "AGENT_NAMES",
     "CODES",
     "KINDS",
     "Action",
+    "Adapter",
     "AdapterError",
+    "AgentRequest",
+    "AgentResult",
     "Attempt",
     "Backoff",
     "BackstayConfig",
     "BackstayError",
+    "BaseAdapter",
     "BreakerRegistry",
     "BreakerSettings",
     "BudgetSettings",
@@ -77,13 +153,18 @@ __all__ = [
     "CodeInfo",
     "ConfigError",
     "DeadlineExceeded",
+    "Engine",
     "ErrorCategory",
+    "EscalationQueue",
     "Failure",
     "FailureKind",
+    "IdempotencyGuard",
     "JitterMode",
     "KindInfo",
     "KindOverride",
+    "LeaseLost",
     "MemoryBreakerStore",
+    "OperationInProgress",
     "OperationType",
     "PolicyRegistry",
     "RateLimitSettings",
@@ -95,9 +176,16 @@ __all__ = [
     "RetryPolicy",
     "SQLiteBreakerStore",
     "StructuredOutcome",
+    "Summary",
+    "TaskSpec",
+    "TaskState",
+    "TierConfig",
+    "Usage",
     "__version__",
     "aattempts",
     "acall",
+    "adapter_names",
+    "attempt_id",
     "attempts",
     "call",
     "check_output",
@@ -107,7 +195,10 @@ __all__ = [
     "classify_response",
     "code_info",
     "configure",
+    "get_adapter",
     "load_config",
+    "load_suite",
+    "operation_id",
     "redact",
     "redact_mapping",
     "register_secret",

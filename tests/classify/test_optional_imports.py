@@ -55,14 +55,16 @@ def test_classification_needs_no_sdk_installed() -> None:
     assert proc.stdout.strip() == "ok"
 
 
-def test_importing_backstay_loads_no_cli_or_sdk_module() -> None:
+def test_importing_backstay_loads_no_cli_sdk_or_engine_module() -> None:
     proc = subprocess.run(
         [
             sys.executable,
             "-c",
             "import sys, backstay; "
             "print(sorted(m for m in sys.modules if m.split('.')[0] in "
-            "('typer', 'rich', 'anthropic', 'openai', 'google', 'httpx', 'requests', 'aiohttp')))",
+            "('typer', 'rich', 'anthropic', 'openai', 'google', 'httpx', 'requests', 'aiohttp',"
+            " 'yaml')"
+            " or m.startswith(('backstay.engine', 'backstay.adapters', 'backstay.config')))))",
         ],
         capture_output=True,
         text=True,
