@@ -64,7 +64,7 @@ def test_importing_backstay_loads_no_cli_sdk_or_engine_module() -> None:
             "print(sorted(m for m in sys.modules if m.split('.')[0] in "
             "('typer', 'rich', 'anthropic', 'openai', 'google', 'httpx', 'requests', 'aiohttp',"
             " 'yaml')"
-            " or m.startswith(('backstay.engine', 'backstay.adapters', 'backstay.config')))))",
+            " or m.startswith(('backstay.engine', 'backstay.adapters', 'backstay.config'))))",
         ],
         capture_output=True,
         text=True,
