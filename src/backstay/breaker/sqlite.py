@@ -17,9 +17,9 @@ import json
 import os
 import sqlite3
 import threading
-from types import TracebackType
 from typing import Final
 
+from backstay._sqlite import SQLiteFile
 from backstay.breaker.record import CLOSED_RECORD, BreakerRecord
 from backstay.breaker.state import Step
 from backstay.breaker.store import TransitionFn
@@ -45,7 +45,7 @@ def _decode(row: tuple[str] | None) -> BreakerRecord | None:
     return None if row is None else BreakerRecord.from_dict(json.loads(row[0]))
 
 
-class SQLiteBreakerStore:
+class SQLiteBreakerStore(SQLiteFile):
     """Records in the SQLite file ``path`` (created when missing)."""
 
     shared: Final = True
@@ -92,19 +92,3 @@ class SQLiteBreakerStore:
         with self._lock:
             rows = self._conn.execute(f"SELECT name FROM {_TABLE} ORDER BY name").fetchall()  # noqa: S608
         return [str(row[0]) for row in rows]
-
-    def close(self) -> None:
-        """Close the connection; the store cannot be used afterwards."""
-        with self._lock:
-            self._conn.close()
-
-    def __enter__(self) -> SQLiteBreakerStore:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()

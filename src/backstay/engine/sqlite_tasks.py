@@ -18,10 +18,10 @@ import sqlite3
 import threading
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from types import TracebackType
 from typing import Any, Final, TypeVar
 
 from backstay._checks import check_number
+from backstay._sqlite import SQLiteFile
 from backstay.engine import _task_rows as rows
 from backstay.engine import _task_sql as sql
 from backstay.engine._spec_codec import encode_spec
@@ -48,7 +48,7 @@ DEFAULT_TIMEOUT_S: Final = 5.0
 T = TypeVar("T")
 
 
-class SQLiteTaskStore:
+class SQLiteTaskStore(SQLiteFile):
     """The ``TaskStore`` of ``state_dir`` (created when missing). ``secrets`` supplies the
     secret environment variables of specs read back (never stored in the file)."""
 
@@ -279,19 +279,3 @@ class SQLiteTaskStore:
         return self._tx(fn)
 
     # -- lifetime ---------------------------------------------------------------------
-
-    def close(self) -> None:
-        """Close the connection; the store cannot be used afterwards."""
-        with self._lock:
-            self._conn.close()
-
-    def __enter__(self) -> SQLiteTaskStore:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()

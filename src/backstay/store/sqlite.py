@@ -16,10 +16,10 @@ from __future__ import annotations
 
 import os
 import threading
-from types import TracebackType
 from typing import Final
 
 from backstay._checks import check_number
+from backstay._sqlite import SQLiteFile
 from backstay.clock import SYSTEM_CLOCK, Clock
 from backstay.store._base import DEFAULT_RESULT_TTL_S, StoreBase, T, TransactionFn
 from backstay.store._sqlite_schema import open_component
@@ -87,7 +87,7 @@ def _encode(record: OperationRecord) -> _Row:
     )
 
 
-class SQLiteOperationStore(StoreBase):
+class SQLiteOperationStore(StoreBase, SQLiteFile):
     """Operations in the SQLite file ``path`` (created when missing)."""
 
     shared: Final = True
@@ -133,19 +133,3 @@ class SQLiteOperationStore(StoreBase):
                     conn.execute("ROLLBACK")
                 raise
         return answer
-
-    def close(self) -> None:
-        """Close the connection; the store cannot be used afterwards."""
-        with self._lock:
-            self._conn.close()
-
-    def __enter__(self) -> SQLiteOperationStore:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
