@@ -207,3 +207,29 @@ def test_100_mb_of_output_streams_through_with_flat_memory(tmp_path: Path) -> No
     assert cap.path(Stream.STDOUT).stat().st_size == total
     assert time.monotonic() - started < 15
     assert max(peak) - before < 32 * 1024, f"RSS grew by {max(peak) - before} KiB"
+
+
+def test_a_capture_that_writes_nothing_leaves_three_empty_logs(tmp_path: Path) -> None:
+    with Capture(tmp_path / "a") as capture:
+        pass
+    assert {p.name: p.stat().st_size for p in capture.output_dir.iterdir()} == {
+        "stdout.log": 0,
+        "stderr.log": 0,
+        "agent.log": 0,
+    }
+
+
+def test_writing_to_a_closed_capture_is_refused(tmp_path: Path) -> None:
+    capture = Capture(tmp_path)
+    capture.close()
+    with pytest.raises(ValueError, match=r"stdout\.log is closed"):
+        capture.write(Stream.STDOUT, "late\n")
+    capture.close()  # closing twice is harmless
+
+
+def test_a_non_durable_metrics_write_is_whole_and_leaves_no_temporary(tmp_path: Path) -> None:
+    target = tmp_path / "metrics.json"
+    write_json_atomic(target, {"n": 1})
+    write_json_atomic(target, {"n": 2}, durable=False)
+    assert json.loads(target.read_text()) == {"n": 2}
+    assert os.listdir(tmp_path) == ["metrics.json"]

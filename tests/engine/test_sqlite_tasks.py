@@ -21,6 +21,7 @@ from backstay.engine import (
     SQLiteTaskStore,
     TaskState,
 )
+from backstay.engine import _task_rows as rows
 from backstay.engine.records import AttemptEnd, NewEscalation, StateChange
 from backstay.errors import ConfigError
 from backstay.failure import Failure
@@ -233,3 +234,36 @@ def test_a_state_file_from_a_newer_backstay_is_refused_and_left_untouched(
         conn.execute("UPDATE backstay_schema SET version = 99 WHERE component = 'tasks'")
     conn.close()
     _refused(tmp_path, "newer backstay")
+
+
+def test_register_all_records_a_batch_at_once_and_keeps_known_states(tmp_path: Path) -> None:
+    with SQLiteTaskStore(tmp_path / "state") as store:
+        store.register(spec(tmp_path, "t1"), at=WALL)
+        store.begin_attempt(OP, number=1, attempt_id=f"{OP}:attempt_1", output_dir="d", at=WALL)
+        batch = [spec(tmp_path, "t1", prompt="changed"), spec(tmp_path, "t2")]
+        records = store.register_all(batch, at=LATER)
+        assert [(r.task_id, r.state, r.spec.prompt) for r in records] == [
+            ("t1", S.RUNNING, "changed"),
+            ("t2", S.PENDING, "do the task"),
+        ]
+        assert [r.task_id for r in store.tasks()] == ["t1", "t2"]
+
+
+def test_a_refused_batch_registers_none_of_its_tasks(tmp_path: Path) -> None:
+    with SQLiteTaskStore(tmp_path / "state") as store:
+        batch = [spec(tmp_path, "t1"), spec(tmp_path, "t2", config={"x": object()})]
+        with pytest.raises(ConfigError, match="t2"):
+            store.register_all(batch, at=WALL)
+        assert store.tasks() == ()
+
+
+def test_a_stored_spec_is_decoded_once_however_often_it_is_read(tmp_path: Path) -> None:
+    decode = rows.spec_decoder({})
+    with SQLiteTaskStore(tmp_path / "state") as store:
+        store.register(spec(tmp_path), at=WALL)
+        text = sqlite3.connect(store.path).execute("SELECT spec_json FROM backstay_tasks")
+        stored = text.fetchone()[0]
+    first, _ = decode(stored)
+    again, _ = decode(stored)
+    assert first is again
+    assert first == spec(tmp_path)

@@ -24,7 +24,6 @@ import enum
 import json
 import os
 import string
-import tempfile
 import threading
 from pathlib import Path
 from types import TracebackType
@@ -93,7 +92,12 @@ class _RedactingFile:
         self._lock = threading.Lock()
         self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
         self._pending = ""
-        self._file: IO[bytes] = path.open("ab")
+        # The file exists from the start (a reader may look before anything is written);
+        # the buffered Python file object over its descriptor is made on the first write.
+        self._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o644)
+        self._path = path
+        self._file: IO[bytes] | None = None
+        self._closed = False
 
     def write(self, data: str | bytes) -> None:
         with self._lock:
@@ -108,15 +112,23 @@ class _RedactingFile:
 
     def close(self) -> None:
         with self._lock:
-            if self._file.closed:
+            if self._closed:
                 return
             rest = self._pending + self._decoder.decode(b"", final=True)
             self._pending = ""
             if rest:
                 self._emit(rest)
-            self._file.close()
+            self._closed = True
+            if self._file is not None:
+                self._file.close()
+            else:
+                os.close(self._fd)
 
     def _emit(self, text: str) -> None:
+        if self._closed:
+            raise ValueError(f"{self._path} is closed")
+        if self._file is None:
+            self._file = os.fdopen(self._fd, "ab")
         self._file.write(redact(text).encode("utf-8"))
         self._file.flush()
 
@@ -167,7 +179,9 @@ class Capture:
         self._files[Stream.AGENT].write(f"{stamp} {message.rstrip()}\n")
 
     async def alog(self, message: str) -> None:
-        await asyncio.to_thread(self.log, message)
+        """``log`` from a coroutine: one short line, written inline (a thread hand-off
+        would cost more than the write)."""
+        self.log(message)
 
     def close(self) -> None:
         for file in self._files.values():
@@ -213,9 +227,12 @@ class Capture:
         failure: Failure | None,
         started_at: _dt.datetime,
         ended_at: _dt.datetime,
+        durable: bool = True,
     ) -> Path:
-        """Replace ``metrics.json`` atomically (temporary file, fsync, ``os.replace``) with
-        exactly ``METRICS_KEYS``; ``error`` is ``"<code>: <message>"`` redacted, or null."""
+        """Replace ``metrics.json`` atomically with exactly ``METRICS_KEYS``; ``error`` is
+        ``"<code>: <message>"`` redacted, or null. Readers see the old file or the whole new
+        one; ``durable`` also fsyncs it (see ``write_json_atomic``), for callers with no
+        other durable record of the attempt."""
         error = None if failure is None else redact(f"{failure.code}: {failure.message}")
         metrics: dict[str, Any] = {
             "tokens_input": usage.prompt_tokens,
@@ -229,25 +246,31 @@ class Capture:
             "started_at": utc_iso(started_at),
             "ended_at": utc_iso(ended_at),
         }
-        write_json_atomic(self.metrics_path, metrics)
+        write_json_atomic(self.metrics_path, metrics, durable=durable)
         return self.metrics_path
 
 
-def write_json_atomic(path: Path, value: object) -> None:
+def write_json_atomic(path: Path, value: object, *, durable: bool = True) -> None:
     """Write ``value`` as JSON to ``path`` so that readers see the old file or the whole
-    new one, never a part: a temporary file in the same directory, fsync, ``os.replace``,
-    then fsync of the directory so the rename itself survives a crash."""
+    new one, never a part: a temporary file in the same directory, then ``os.replace``.
+    ``durable`` adds an fsync of the file before the rename and of the directory after it,
+    so that the new file also survives a crash of the machine."""
     data = (json.dumps(value, indent=2, sort_keys=False) + "\n").encode("utf-8")
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    # Unique per process and thread, so concurrent writers never share a temporary file.
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o644)
     try:
         with os.fdopen(fd, "wb") as file:
             file.write(data)
-            file.flush()
-            os.fsync(file.fileno())
+            if durable:
+                file.flush()
+                os.fsync(file.fileno())
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+    if not durable:
+        return
     dir_fd = os.open(path.parent, os.O_RDONLY)
     try:
         os.fsync(dir_fd)

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as _dt
+import functools
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Final
 
 from backstay.adapters.usage import Usage
@@ -39,6 +40,7 @@ __all__ = [
     "TABLES",
     "TASKS",
     "TASK_COLUMNS",
+    "SpecDecoder",
     "change_params",
     "decode_attempt",
     "decode_escalation",
@@ -48,6 +50,7 @@ __all__ = [
     "failure_json",
     "from_ts",
     "register_params",
+    "spec_decoder",
     "to_ts",
     "usage_json",
 ]
@@ -182,8 +185,22 @@ def end_params(operation_id: str, end: AttemptEnd) -> tuple[Any, ...]:
     )
 
 
-def decode_task(row: tuple[Any, ...], secrets: Mapping[str, str]) -> TaskRecord:
-    spec, missing = decode_spec(row[0], secrets=secrets)
+SpecDecoder = Callable[[str], tuple[TaskSpec, tuple[str, ...]]]
+
+
+def spec_decoder(secrets: Mapping[str, str], *, size: int = 4096) -> SpecDecoder:
+    """``decode_spec`` over ``secrets``, memoized on the stored text: a task's spec never
+    changes once registered, and its store reads it back at every move."""
+
+    @functools.lru_cache(maxsize=size)
+    def decode(text: str) -> tuple[TaskSpec, tuple[str, ...]]:
+        return decode_spec(text, secrets=secrets)
+
+    return decode
+
+
+def decode_task(row: tuple[Any, ...], decode: SpecDecoder) -> TaskRecord:
+    spec, missing = decode(row[0])
     return TaskRecord(
         spec=spec,
         state=TaskState(row[1]),

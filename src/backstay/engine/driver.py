@@ -104,11 +104,14 @@ class TaskDriver:
         self.clock = clock
         self.state_dir = state_dir
         self.operation_id = spec.operation_id
+        # Whether this driver found or made the task succeeded in the store.
+        self.succeeded = False
 
     async def drive(self) -> dict[str, Any]:
         """Take the task up as ``plan_start`` says, then attempt until it ends."""
         record = self._take_up()
         if record.state is TaskState.SUCCEEDED:
+            self.succeeded = True
             return dict(record.result or {})
         wait = plan_start(record, self.clock.now()).wait_s
         if wait > 0.0:
@@ -116,6 +119,7 @@ class TaskDriver:
         while True:
             record, delay = await self._attempt(record)
             if record.state is TaskState.SUCCEEDED:
+                self.succeeded = True
                 return dict(record.result or {})
             if record.state is not TaskState.RETRYING:
                 raise TaskStopped(record)
@@ -217,6 +221,7 @@ class TaskDriver:
                 failure=failure,
                 started_at=started_at,
                 ended_at=self.clock.now(),
+                durable=False,  # state.sqlite holds the attempt durably; this is its view
             )
         return _Attempt(result, failure, partial, usage, exit_code)
 

@@ -168,10 +168,8 @@ class Engine:
             seen.add(spec.operation_id)
             encode_spec(spec)
         drivers = [self._driver(spec) for spec in chosen]
-        now = self.clock.now()
-        for spec in chosen:
-            self.store.register(spec, at=now)
-        await self._drive_all(drivers)
+        records = self.store.register_all(chosen, at=self.clock.now())
+        await self._drive_all(list(zip(drivers, records, strict=True)))
         return self.summary(seen)
 
     async def resume(self) -> Summary:
@@ -181,7 +179,7 @@ class Engine:
         for record in records:
             if record.missing_env:
                 raise missing_secret(record.task_id, record.missing_env)
-        await self._drive_all([self._driver(record.spec) for record in records])
+        await self._drive_all([(self._driver(record.spec), record) for record in records])
         return self.summary()
 
     def run_sync(self, specs: Iterable[TaskSpec]) -> Summary:
@@ -200,30 +198,32 @@ class Engine:
             tasks = tuple(t for t in tasks if t.operation_id in wanted)
         return summarize(tasks, self.store.attempts(), self.store.escalations())
 
-    async def _drive_all(self, drivers: list[TaskDriver]) -> None:
+    async def _drive_all(self, work: list[tuple[TaskDriver, TaskRecord]]) -> None:
         slots = asyncio.Semaphore(self.concurrency)
 
-        async def one(driver: TaskDriver) -> None:
+        async def one(driver: TaskDriver, record: TaskRecord) -> None:
             async with slots:
-                await self._drive_one(driver)
+                await self._drive_one(driver, record)
 
         try:
             async with asyncio.TaskGroup() as group:
-                for driver in drivers:
-                    group.create_task(one(driver))
+                for driver, record in work:
+                    group.create_task(one(driver, record))
         except BaseExceptionGroup as failed:
             raise failed.exceptions[0] from failed
 
-    async def _drive_one(self, driver: TaskDriver) -> None:
+    async def _drive_one(self, driver: TaskDriver, record: TaskRecord) -> None:
+        """Drive one task, unless ``record`` (read before its lease is claimed; the driver
+        reads it again under the lease) says it needs nothing."""
         op = driver.operation_id
-        record = self.store.task(op)
-        if record is None or not self._to_drive(record):
+        if not self._to_drive(record):
             return
         try:
             result = await self.guard.run(op, driver.drive)
         except (TaskStopped, OperationInProgress, LeaseLost):
             return  # the store says where the task stands
-        self._adopt(op, result, driver.policy.name)
+        if not driver.succeeded:  # the result came from the operation cache
+            self._adopt(op, result, driver.policy.name)
 
     def _to_drive(self, record: TaskRecord) -> bool:
         """Whether ``record`` needs its driver now: it can run, or it succeeded but was

@@ -16,7 +16,7 @@ import datetime as _dt
 import os
 import sqlite3
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Final, TypeVar
 
@@ -62,7 +62,7 @@ class SQLiteTaskStore(SQLiteFile):
         check_number(timeout_s, where="timeout_s")
         self.state_dir = Path(state_dir)
         self.path = self.state_dir / STATE_FILE
-        self._secrets = dict(secrets or {})
+        self._decode_spec = rows.spec_decoder(dict(secrets or {}))
         self._lock = threading.Lock()
         self.state_dir.mkdir(parents=True, exist_ok=True)
         self._conn = open_component(
@@ -111,17 +111,17 @@ class SQLiteTaskStore(SQLiteFile):
 
     def _task_in(self, conn: sqlite3.Connection, operation_id: str) -> TaskRecord:
         row = conn.execute(f"{sql.SELECT_TASK} WHERE operation_id = ?", (operation_id,)).fetchone()
-        return rows.decode_task(row, self._secrets)
+        return rows.decode_task(row, self._decode_spec)
 
     # -- reads ------------------------------------------------------------------------
 
     def task(self, operation_id: str) -> TaskRecord | None:
         found = self._read(f"{sql.SELECT_TASK} WHERE operation_id = ?", (operation_id,))
-        return rows.decode_task(found[0], self._secrets) if found else None
+        return rows.decode_task(found[0], self._decode_spec) if found else None
 
     def tasks(self) -> tuple[TaskRecord, ...]:
         return tuple(
-            rows.decode_task(r, self._secrets)
+            rows.decode_task(r, self._decode_spec)
             for r in self._read(f"{sql.SELECT_TASK} ORDER BY rowid")
         )
 
@@ -151,6 +151,17 @@ class SQLiteTaskStore(SQLiteFile):
         def fn(conn: sqlite3.Connection) -> TaskRecord:
             conn.execute(sql.REGISTER, params)
             return self._task_in(conn, spec.operation_id)
+
+        return self._tx(fn)
+
+    def register_all(
+        self, specs: Sequence[TaskSpec], *, at: _dt.datetime
+    ) -> tuple[TaskRecord, ...]:
+        params = [rows.register_params(spec, encode_spec(spec), at) for spec in specs]
+
+        def fn(conn: sqlite3.Connection) -> tuple[TaskRecord, ...]:
+            conn.executemany(sql.REGISTER, params)
+            return tuple(self._task_in(conn, spec.operation_id) for spec in specs)
 
         return self._tx(fn)
 

@@ -8,7 +8,8 @@ engine calls the store BEFORE the side effect a record announces (an attempt is 
 engine sleeps), so after a crash the store never claims less than what happened.
 
 * ``register(spec, at)``: add a task as ``pending``, or update the spec of a known one
-  (its state, attempts and escalations stay).
+  (its state, attempts and escalations stay); ``register_all`` does it for a batch in
+  one transaction.
 * ``begin_attempt``: ``pending``/``retrying`` → ``running`` and a ``running`` attempt
   ``attempts_used + 1``.
 * ``end_attempt``: the attempt's end, the task's next state, and an escalation if any.
@@ -22,6 +23,7 @@ engine sleeps), so after a crash the store never claims less than what happened.
 from __future__ import annotations
 
 import datetime as _dt
+from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
 
 from backstay.engine.records import (
@@ -43,6 +45,11 @@ class TaskStore(Protocol):
     """Durable task state; see the module docstring for the contract."""
 
     def register(self, spec: TaskSpec, *, at: _dt.datetime) -> TaskRecord: ...
+
+    def register_all(
+        self, specs: Sequence[TaskSpec], *, at: _dt.datetime
+    ) -> tuple[TaskRecord, ...]:
+        """``register`` each of ``specs``, all in one transaction; their records, in order."""
 
     def task(self, operation_id: str) -> TaskRecord | None: ...
 
