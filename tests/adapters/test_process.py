@@ -18,6 +18,7 @@ import pytest
 from tests.adapters.support import gone_within, python, spawned_pids
 
 from backstay.adapters.capture import Capture, Stream
+from backstay.adapters.orphans import ATTEMPT_TAG
 from backstay.adapters.process import (
     TAIL_CHARS,
     ProcessOutcome,
@@ -108,14 +109,17 @@ def test_stdin_is_closed_so_a_reader_gets_end_of_file(capture: Capture) -> None:
     assert outcome.stdout_tail == "''\n"
 
 
-def test_the_environment_is_exactly_the_mapping_given(
+def test_the_environment_is_the_mapping_given_and_the_attempt_tag(
     capture: Capture, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("BACKSTAY_TEST_NOT_PASSED", "inherited")
     env_program = shutil.which("env")
     assert env_program is not None
     outcome = run([env_program], capture, env={"ONLY_THIS": "given"})
-    assert outcome.stdout_tail.splitlines() == ["ONLY_THIS=given"]
+    assert sorted(outcome.stdout_tail.splitlines()) == [
+        f"{ATTEMPT_TAG}={capture.output_dir.absolute()}",
+        "ONLY_THIS=given",
+    ]
 
 
 def test_a_cancelled_caller_kills_the_group(capture: Capture) -> None:

@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import signal
 import sqlite3
 import subprocess
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -16,7 +18,9 @@ from tests.adapters.support import gone_within
 from tests.engine import batch_child
 
 from backstay.engine import STATE_FILE, AttemptOutcome, TaskState
+from backstay.engine.events import TaskResumed
 from backstay.store.records import Done
+from backstay.testing import capture_events
 
 ROOT = Path(__file__).parents[2]
 WAIT_S = 20.0
@@ -62,33 +66,47 @@ def _descendants(pid: int) -> list[int]:
     return found
 
 
-def _kill_9(proc: subprocess.Popen[bytes]) -> None:
-    """SIGKILL the runner; its agents (orphaned by the kill) are killed after it."""
+def _kill_9(proc: subprocess.Popen[bytes]) -> list[int]:
+    """SIGKILL the runner; the pids of its agents, which the kill leaves running."""
     os.kill(proc.pid, signal.SIGSTOP)  # frozen: it starts no agent while we look
     agents = _descendants(proc.pid)
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait(timeout=5)
-    for pid in agents:
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, signal.SIGKILL)
-    assert all(gone_within(pid) for pid in agents)
+    return agents
 
 
-def _run_until(state_dir: Path, work: Path, query: str, threshold: int) -> None:
-    """Start the batch in a child process; kill it once ``query`` counts ``threshold``."""
-    proc = subprocess.Popen(batch_child.command(state_dir, work), cwd=ROOT)
+def _run_until(
+    state_dir: Path,
+    work: Path,
+    query: str,
+    threshold: int,
+    *,
+    scenario: str = "flaky",
+    ready: Callable[[], bool] = lambda: True,
+) -> list[int]:
+    """Start the batch in a child process; kill it once ``query`` counts ``threshold``
+    and ``ready()`` holds; the pids of the agents it left running."""
+    proc = subprocess.Popen(batch_child.command(state_dir, work, scenario), cwd=ROOT)
+    agents: list[int] = []
     try:
         deadline = time.monotonic() + WAIT_S
-        while _count(state_dir, query) < threshold:
+        while _count(state_dir, query) < threshold or not ready():
             assert proc.poll() is None, "the batch ended before it could be killed"
             assert time.monotonic() < deadline, f"{query} < {threshold} after {WAIT_S} s"
             time.sleep(0.01)
         assert proc.poll() is None
-        _kill_9(proc)
+        agents = _kill_9(proc)
     finally:
         if proc.poll() is None:
             proc.kill()
             proc.wait(timeout=5)
+    return agents
+
+
+def _stop(pids: list[int]) -> None:
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
 
 
 @pytest.mark.parametrize(("query", "threshold"), KILL_POINTS)
@@ -96,12 +114,15 @@ def test_a_batch_killed_mid_way_resumes_to_the_end_without_running_a_success_twi
     tmp_path: Path, query: str, threshold: int
 ) -> None:
     state_dir, work = tmp_path / "state", tmp_path / "work"
-    _run_until(state_dir, work, query, threshold)
-    with batch_child.engine(state_dir) as eng:
-        summary = eng.resume_sync()
-        tasks = eng.store.tasks()
-        claims = [eng.operations.claim(t.operation_id, "checker", 1.0) for t in tasks]
-        attempts = {t.operation_id: eng.store.attempts(t.operation_id) for t in tasks}
+    agents = _run_until(state_dir, work, query, threshold)
+    try:
+        with batch_child.engine(state_dir) as eng:
+            summary = eng.resume_sync()
+            tasks = eng.store.tasks()
+            claims = [eng.operations.claim(t.operation_id, "checker", 1.0) for t in tasks]
+            attempts = {t.operation_id: eng.store.attempts(t.operation_id) for t in tasks}
+    finally:
+        _stop(agents)
     assert len(tasks) == batch_child.TASKS  # nothing lost
     assert summary.count(TaskState.SUCCEEDED) == batch_child.TASKS
     assert all(isinstance(claim, Done) for claim in claims)
@@ -118,11 +139,40 @@ def test_a_batch_killed_mid_way_resumes_to_the_end_without_running_a_success_twi
 
 def test_a_resumed_batch_dispatches_nothing_more_once_finished(tmp_path: Path) -> None:
     state_dir, work = tmp_path / "state", tmp_path / "work"
-    _run_until(state_dir, work, ATTEMPTS, 5)
-    with batch_child.engine(state_dir) as eng:
-        eng.resume_sync()
-        ids = [t.operation_id for t in eng.store.tasks()]
-        before = [batch_child.dispatches(work, op) for op in ids]
-        summary = eng.resume_sync()
+    agents = _run_until(state_dir, work, ATTEMPTS, 5)
+    try:
+        with batch_child.engine(state_dir) as eng:
+            eng.resume_sync()
+            ids = [t.operation_id for t in eng.store.tasks()]
+            before = [batch_child.dispatches(work, op) for op in ids]
+            summary = eng.resume_sync()
+    finally:
+        _stop(agents)
     assert [batch_child.dispatches(work, op) for op in ids] == before
     assert summary.finished
+
+
+def test_resume_kills_the_agents_a_killed_runner_left_running(tmp_path: Path) -> None:
+    state_dir, work = tmp_path / "state", tmp_path / "work"
+    ops = [spec.operation_id for spec in batch_child.specs(work, "hang")]
+
+    def every_agent_started() -> bool:  # the mock counts its own starts
+        return all(batch_child.dispatches(work, op) for op in ops)
+
+    agents = _run_until(
+        state_dir, work, ATTEMPTS, len(ops), scenario="hang", ready=every_agent_started
+    )
+    try:
+        assert agents, "the runner had agents running when it was killed"
+        assert not any(gone_within(pid, 0.5) for pid in agents), "the kill left them running"
+        with capture_events() as events, batch_child.engine(state_dir) as eng:
+            summary = eng.resume_sync()
+        assert all(gone_within(pid) for pid in agents)
+    finally:
+        _stop(agents)
+    assert summary.count(TaskState.SUCCEEDED) == batch_child.tasks("hang")
+    resumed = [e.reason for e in events if isinstance(e, TaskResumed)]
+    assert len(resumed) == batch_child.CONCURRENCY
+    killed = [re.search(r"(\d+) process\(es\) it left running were killed", r) for r in resumed]
+    assert all(killed), resumed
+    assert sum(int(m.group(1)) for m in killed if m) == len(agents), resumed

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import os
 import socket
+import subprocess
+import sys
 from collections.abc import Mapping
 from typing import Any
 
@@ -275,3 +278,29 @@ def test_a_per_call_owner_and_ttl_are_used_for_the_lease() -> None:
     asyncio.run(guard.run(OP, peek, owner="worker-7", lease_ttl_s=42.0))
     assert seen[0].held_by == "worker-7"
     assert seen[0].expires_at == clock.now().timestamp() + 42.0
+
+
+def _dead_owner() -> str:
+    proc = subprocess.Popen([sys.executable, "-c", "pass"])
+    proc.wait(timeout=10)
+    return f"{socket.gethostname()}:{proc.pid}:feedf00d"
+
+
+def test_a_lease_whose_holder_process_is_gone_is_taken_over_at_once() -> None:
+    clock = FakeClock()
+    guard, store = _guard(clock)
+    dead = acquire(store, _dead_owner(), ttl_s=3600.0)
+    calls, started = Calls(), clock.monotonic()
+    assert asyncio.run(guard.run(OP, calls.run, wait=False)) == {"call": 1}
+    assert clock.monotonic() == started  # no wait for the hour-long lease
+    assert not store.renew(dead)  # the dead holder is fenced off
+
+
+def test_taking_over_dead_holders_can_be_turned_off() -> None:
+    clock = FakeClock()
+    store = MemoryOperationStore(clock=clock)
+    settings = dataclasses.replace(SETTINGS, take_over_dead_holders=False)
+    guard = IdempotencyGuard(store, settings=settings, owner="me", clock=clock)
+    acquire(store, _dead_owner(), ttl_s=3600.0)
+    with pytest.raises(OperationInProgress):
+        asyncio.run(guard.run(OP, Calls().run, wait=False))

@@ -117,3 +117,23 @@ def test_random_histories_keep_the_invariants(steps: list[tuple[str, str, float]
         live = leases.cached(before, now)
         if live is not None:
             assert leases.cached(record, now) == live
+
+
+def test_a_live_lease_is_taken_over_only_when_the_claim_names_exactly_it() -> None:
+    record, first = _claim(None, "dead", now=0.0)
+    assert isinstance(first, Acquired)
+    _, busy = _claim(record, "me", now=1.0)
+    assert isinstance(busy, Busy)
+    stale = dataclasses.replace(busy, generation=busy.generation + 1)
+    other = dataclasses.replace(busy, held_by="someone-else")
+    for wrong in (stale, other):
+        _, refused = leases.claim(
+            record, operation_id=OP, owner="me", ttl_s=10.0, now=1.0, take_over=wrong
+        )
+        assert isinstance(refused, Busy)
+    new, taken = leases.claim(
+        record, operation_id=OP, owner="me", ttl_s=10.0, now=1.0, take_over=busy
+    )
+    assert isinstance(taken, Acquired)
+    assert taken.lease.generation == first.lease.generation + 1  # the dead holder is fenced
+    assert not leases.holds(new, first.lease)

@@ -2,7 +2,9 @@
 
 * The child starts in a new session, so it leads its own process group: every process it
   spawns can be killed with it. stdin is ``/dev/null`` (a CLI waiting on stdin would
-  otherwise hang), and the environment is exactly the mapping given, nothing inherited.
+  otherwise hang), and the environment is exactly the mapping given, nothing inherited,
+  plus ``ATTEMPT_TAG`` naming the attempt (``backstay.adapters.orphans``: how a resumed
+  engine finds the agents of a runner that was killed).
 * stdout and stderr stream into the ``Capture`` files in chunks of ``CHUNK_BYTES``; the
   parent keeps only the last ``TAIL_CHARS`` of each, so memory stays flat whatever the
   child prints.
@@ -32,6 +34,7 @@ from backstay._checks import check_number
 from backstay.adapters._pump import CHUNK_BYTES, TAIL_CHARS, Activity, LineCallback, Pump
 from backstay.adapters.capture import Capture, Stream
 from backstay.adapters.contract import TIMEOUT_EXIT_CODE
+from backstay.adapters.orphans import ATTEMPT_TAG, attempt_tag
 from backstay.errors import ConfigError
 
 __all__ = [
@@ -190,7 +193,7 @@ async def run_process(
     proc = await asyncio.create_subprocess_exec(
         *argv,
         cwd=cwd,
-        env=dict(env),
+        env={**env, ATTEMPT_TAG: attempt_tag(capture.output_dir)},
         stdin=asyncio.subprocess.DEVNULL,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,

@@ -25,6 +25,7 @@ from typing import Any, Final
 
 from backstay.adapters.capture import Capture
 from backstay.adapters.contract import TIMEOUT_EXIT_CODE, Adapter, AgentResult
+from backstay.adapters.orphans import attempt_tag, stop_tagged
 from backstay.adapters.usage import Usage
 from backstay.classify import classify
 from backstay.clock import Clock
@@ -147,11 +148,23 @@ class TaskDriver:
                         self.operation_id, change, close_escalations=plan.reason
                     )
                 else:
-                    record = self.store.recover_interrupted(self.operation_id, at=now)
+                    killed = self._stop_left_over_processes()
+                    record = self.store.recover_interrupted(
+                        self.operation_id, at=now, killed=killed
+                    )
             except InvalidTransition:  # a human's decision moved it meanwhile: plan again
                 record = self._record()
                 continue
             notify.resumed(record, previous=previous, policy=self.policy.name)
+
+    def _stop_left_over_processes(self) -> int:
+        """Kill what the attempts recorded running still have alive: their runner died
+        (this driver holds the operation's lease), so nothing else owns them."""
+        return sum(
+            len(stop_tagged(attempt_tag(a.output_dir)))
+            for a in self.store.attempts(self.operation_id)
+            if a.outcome is AttemptOutcome.RUNNING
+        )
 
     def _record(self) -> TaskRecord:
         record = self.store.task(self.operation_id)

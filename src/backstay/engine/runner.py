@@ -91,7 +91,8 @@ class Engine:
             raise ConfigError("must map adapter names to adapters", where="adapters")
         if policies is not None and not isinstance(policies, PolicyRegistry):
             raise ConfigError(f"must be a PolicyRegistry, got {policies!r}", where="policies")
-        self.state_dir = Path(state_dir)
+        # Absolute: attempt directories are recorded, and tag the agents' processes.
+        self.state_dir = Path(state_dir).absolute()
         self.clock = clock
         self.concurrency = concurrency
         self.store = SQLiteTaskStore(self.state_dir, secrets=os.environ if env is None else env)

@@ -227,12 +227,16 @@ class SQLiteTaskStore(SQLiteFile):
         ).fetchone()
         return rows.decode_escalation(row)
 
-    def recover_interrupted(self, operation_id: str, *, at: _dt.datetime) -> TaskRecord:
+    def recover_interrupted(
+        self, operation_id: str, *, at: _dt.datetime, killed: int = 0
+    ) -> TaskRecord:
         def fn(conn: sqlite3.Connection) -> TaskRecord:
             current, used = self._current(conn, operation_id)
             transition(current, TaskState.RETRYING)  # only a running task may be interrupted
             conn.execute(sql.INTERRUPT_ATTEMPTS, (at.timestamp(), operation_id))
             reason = f"interrupted: the runner stopped during attempt {used}"
+            if killed:
+                reason += f"; {killed} process(es) it left running were killed"
             change = StateChange(state=TaskState.RETRYING, reason=reason, at=at, next_run_at=at)
             self._apply(conn, operation_id, change)
             return self._task_in(conn, operation_id)

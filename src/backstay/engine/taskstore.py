@@ -14,7 +14,8 @@ engine sleeps), so after a crash the store never claims less than what happened.
   ``attempts_used + 1``.
 * ``end_attempt``: the attempt's end, the task's next state, and an escalation if any.
 * ``recover_interrupted``: a ``running`` task whose runner died: its open attempt ends
-  ``interrupted`` and the task moves to ``retrying``.
+  ``interrupted`` and the task moves to ``retrying`` (the reason counts the ``killed``
+  processes the dead runner had left running).
 * ``change_state``: any other allowed move; ``close_escalations`` also resolves the
   task's open escalations (a paused task whose quota reset passed).
 * ``resolve``: a human's decision on an open escalation and the task's move, together.
@@ -74,7 +75,9 @@ class TaskStore(Protocol):
         escalation: NewEscalation | None = None,
     ) -> tuple[TaskRecord, Escalation | None]: ...
 
-    def recover_interrupted(self, operation_id: str, *, at: _dt.datetime) -> TaskRecord: ...
+    def recover_interrupted(
+        self, operation_id: str, *, at: _dt.datetime, killed: int = 0
+    ) -> TaskRecord: ...
 
     def change_state(
         self, operation_id: str, change: StateChange, *, close_escalations: str | None = None

@@ -9,12 +9,7 @@ See ``docs/design/idempotency.md``.
 from __future__ import annotations
 
 from backstay.idempotency.errors import LeaseLost, OperationInProgress
-from backstay.idempotency.guard import (
-    AsyncOperation,
-    IdempotencyGuard,
-    SyncOperation,
-    default_owner,
-)
+from backstay.idempotency.guard import AsyncOperation, IdempotencyGuard, SyncOperation
 from backstay.idempotency.ids import (
     AttemptIdParts,
     OperationIdParts,
@@ -23,6 +18,7 @@ from backstay.idempotency.ids import (
     parse_attempt_id,
     parse_operation_id,
 )
+from backstay.idempotency.owners import default_owner, holder_is_dead
 from backstay.idempotency.settings import GuardSettings
 
 __all__ = [
@@ -36,6 +32,7 @@ __all__ = [
     "SyncOperation",
     "attempt_id",
     "default_owner",
+    "holder_is_dead",
     "operation_id",
     "parse_attempt_id",
     "parse_operation_id",

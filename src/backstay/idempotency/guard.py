@@ -9,9 +9,11 @@
    stored; on any exception ``release`` (nothing recorded as done) and re-raise it as is.
    If the lease is lost meanwhile (renewals failed, another owner took over), ``fn`` is
    cancelled (async) or its result refused (sync) and ``LeaseLost`` is raised.
-4. ``Busy``: with ``wait=False`` raise ``OperationInProgress``; otherwise sleep on the
-   clock with growing delays and claim again, until ``Done`` (return it), ``Acquired``
-   (the holder failed: run it here) or ``wait_timeout_s`` (``OperationInProgress``).
+4. ``Busy``: a lease whose holder is a process of this host that no longer exists
+   (``backstay.idempotency.owners``) is taken over at once (``take_over_dead_holders``);
+   otherwise, with ``wait=False`` raise ``OperationInProgress``, or sleep on the clock
+   with growing delays and claim again, until ``Done`` (return it), ``Acquired`` (the
+   holder failed: run it here) or ``wait_timeout_s`` (``OperationInProgress``).
 
 Every caller gets the JSON round trip of the result, whether it ran ``fn`` or not, so
 racing callers receive equal values. ``run_sync`` is the same protocol for plain
@@ -21,9 +23,6 @@ functions. Store calls are short and synchronous, also from ``run``.
 from __future__ import annotations
 
 import asyncio
-import os
-import secrets
-import socket
 import threading
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
@@ -34,11 +33,12 @@ from backstay.errors import ConfigError
 from backstay.idempotency._keeper import keep_async, keep_in_thread
 from backstay.idempotency._schedules import WaitSchedule
 from backstay.idempotency.errors import LeaseLost
+from backstay.idempotency.owners import default_owner, holder_is_dead
 from backstay.idempotency.settings import GuardSettings
 from backstay.store.protocol import OperationStore
-from backstay.store.records import Acquired, Busy, Lease
+from backstay.store.records import Acquired, Busy, Claim, Lease
 
-__all__ = ["AsyncOperation", "IdempotencyGuard", "SyncOperation", "default_owner"]
+__all__ = ["AsyncOperation", "IdempotencyGuard", "SyncOperation"]
 
 AsyncOperation = Callable[[], Awaitable[Mapping[str, object]]]
 SyncOperation = Callable[[], Mapping[str, object]]
@@ -47,11 +47,6 @@ _NO_KEY = (
     "non-idempotent operations without a key are refused: pass the operation_id that "
     "names this operation across every retry (backstay.idempotency.operation_id)"
 )
-
-
-def default_owner() -> str:
-    """``"host:pid:random"``: unique to one guard, readable in ``Busy.held_by``."""
-    return f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(4)}"
 
 
 def _lost(lease: Lease) -> LeaseLost:
@@ -82,6 +77,17 @@ class IdempotencyGuard:
         self.owner = owner or default_owner()
         self._clock = clock
 
+    def _claim(self, operation_id: str, owner: str, ttl_s: float) -> Claim:
+        """``store.claim``, taking over a lease whose holder is certainly dead."""
+        claim = self.store.claim(operation_id, owner, ttl_s)
+        if (
+            isinstance(claim, Busy)
+            and self.settings.take_over_dead_holders
+            and holder_is_dead(claim.held_by)
+        ):
+            claim = self.store.claim(operation_id, owner, ttl_s, take_over=claim)
+        return claim
+
     # -- the async driver ---------------------------------------------------------------
 
     async def run(
@@ -97,7 +103,7 @@ class IdempotencyGuard:
         """The result of ``operation_id``: cached, awaited from another owner, or ``fn()``'s."""
         who, ttl, waiting = self._check(operation_id, owner, lease_ttl_s, wait_timeout_s)
         while True:
-            claim = self.store.claim(operation_id, who, ttl)
+            claim = self._claim(operation_id, who, ttl)
             if isinstance(claim, Busy):
                 await self._clock.asleep(self._delay(waiting, claim, wait))
             elif isinstance(claim, Acquired):
@@ -166,7 +172,7 @@ class IdempotencyGuard:
         """``run`` for a plain function; the lease is renewed from a helper thread."""
         who, ttl, waiting = self._check(operation_id, owner, lease_ttl_s, wait_timeout_s)
         while True:
-            claim = self.store.claim(operation_id, who, ttl)
+            claim = self._claim(operation_id, who, ttl)
             if isinstance(claim, Busy):
                 self._clock.sleep(self._delay(waiting, claim, wait))
             elif isinstance(claim, Acquired):

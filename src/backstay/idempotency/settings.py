@@ -39,6 +39,8 @@ class GuardSettings:
     * ``poll_initial_s``, ``poll_multiplier``, ``poll_max_s``: the waiter re-claims after
       ``poll_initial_s``, then after delays growing by ``poll_multiplier`` up to
       ``poll_max_s`` (never past the end of the wait).
+    * ``take_over_dead_holders``: a lease held by a process of this host that no longer
+      exists is taken over at once instead of waited out (see ``owners``).
     """
 
     lease_ttl_s: float = DEFAULT_LEASE_TTL_S
@@ -46,6 +48,7 @@ class GuardSettings:
     poll_initial_s: float = DEFAULT_POLL_INITIAL_S
     poll_max_s: float = DEFAULT_POLL_MAX_S
     poll_multiplier: float = DEFAULT_POLL_MULTIPLIER
+    take_over_dead_holders: bool = True
 
     def __post_init__(self) -> None:
         check_number(self.lease_ttl_s, where=_where("lease_ttl_s"), above=True)
@@ -53,6 +56,11 @@ class GuardSettings:
         check_number(self.poll_initial_s, where=_where("poll_initial_s"), above=True)
         check_number(self.poll_max_s, where=_where("poll_max_s"), above=True)
         check_number(self.poll_multiplier, where=_where("poll_multiplier"), minimum=1.0)
+        if not isinstance(self.take_over_dead_holders, bool):
+            raise ConfigError(
+                f"must be true or false, got {self.take_over_dead_holders!r}",
+                where=_where("take_over_dead_holders"),
+            )
         if self.poll_max_s < self.poll_initial_s:
             raise ConfigError(
                 f"must be >= poll_initial_s ({self.poll_initial_s!r}), got {self.poll_max_s!r}",

@@ -13,8 +13,16 @@ from typing import Final, TypeVar
 
 from backstay._checks import check_name, check_number
 from backstay.clock import Clock
+from backstay.errors import ConfigError
 from backstay.store import leases
-from backstay.store.records import CachedResult, Claim, Lease, OperationRecord, encode_result
+from backstay.store.records import (
+    Busy,
+    CachedResult,
+    Claim,
+    Lease,
+    OperationRecord,
+    encode_result,
+)
 
 __all__ = ["DEFAULT_RESULT_TTL_S", "StoreBase", "TransactionFn"]
 
@@ -47,14 +55,25 @@ class StoreBase:
     def _load(self, operation_id: str) -> OperationRecord | None:
         raise NotImplementedError
 
-    def claim(self, operation_id: str, owner: str, ttl_s: float) -> Claim:
+    def claim(
+        self, operation_id: str, owner: str, ttl_s: float, *, take_over: Busy | None = None
+    ) -> Claim:
         check_name(operation_id, where="operation_id")
         check_name(owner, where="owner")
         check_number(ttl_s, where="ttl_s", above=True)
+        if take_over is not None and not isinstance(take_over, Busy):
+            raise ConfigError(f"must be a Busy claim, got {take_over!r}", where="take_over")
         ttl = float(ttl_s)
 
         def fn(record: OperationRecord | None, now: float) -> tuple[OperationRecord | None, Claim]:
-            return leases.claim(record, operation_id=operation_id, owner=owner, ttl_s=ttl, now=now)
+            return leases.claim(
+                record,
+                operation_id=operation_id,
+                owner=owner,
+                ttl_s=ttl,
+                now=now,
+                take_over=take_over,
+            )
 
         return self._transaction(operation_id, fn)
 

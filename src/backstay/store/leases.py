@@ -51,9 +51,16 @@ def cached(record: OperationRecord | None, now: float) -> CachedResult | None:
 
 
 def claim(
-    record: OperationRecord | None, *, operation_id: str, owner: str, ttl_s: float, now: float
+    record: OperationRecord | None,
+    *,
+    operation_id: str,
+    owner: str,
+    ttl_s: float,
+    now: float,
+    take_over: Busy | None = None,
 ) -> tuple[OperationRecord | None, Claim]:
-    """Decide a claim: ``Done``, ``Busy`` (record unchanged) or ``Acquired`` (new record)."""
+    """Decide a claim: ``Done``, ``Busy`` (record unchanged) or ``Acquired`` (new record).
+    A live lease is taken only when ``take_over`` names exactly it (holder, generation)."""
     done = cached(record, now)
     if done is not None:
         return record, Done(result=done)
@@ -63,6 +70,7 @@ def claim(
         and record.owner is not None
         and record.lease_expires_at is not None
         and record.lease_expires_at > now
+        and not _names(take_over, record)
     ):
         busy = Busy(
             operation_id=operation_id,
@@ -88,6 +96,12 @@ def claim(
         lease_expires_at=lease.expires_at,
     )
     return new, Acquired(lease=lease)
+
+
+def _names(busy: Busy | None, record: OperationRecord) -> bool:
+    return (
+        busy is not None and busy.held_by == record.owner and busy.generation == record.generation
+    )
 
 
 def holds(record: OperationRecord | None, lease: Lease) -> bool:

@@ -26,7 +26,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Protocol, runtime_checkable
 
-from backstay.store.records import CachedResult, Claim, Lease
+from backstay.store.records import Busy, CachedResult, Claim, Lease
 
 __all__ = ["OperationStore"]
 
@@ -45,8 +45,13 @@ class OperationStore(Protocol):
         """How long a completed operation's result is kept, in seconds."""
         ...
 
-    def claim(self, operation_id: str, owner: str, ttl_s: float) -> Claim:
-        """Take a lease on ``operation_id`` for ``ttl_s`` seconds, or say why not."""
+    def claim(
+        self, operation_id: str, owner: str, ttl_s: float, *, take_over: Busy | None = None
+    ) -> Claim:
+        """Take a lease on ``operation_id`` for ``ttl_s`` seconds, or say why not.
+        ``take_over``: a ``Busy`` this store answered before, whose holder is known to be
+        gone; its lease is taken even though unexpired, if it is still that very lease
+        (same holder and generation)."""
         ...
 
     def renew(self, lease: Lease) -> bool:
