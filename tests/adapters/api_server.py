@@ -36,7 +36,8 @@ class Recorded:
 class Canned:
     """One reply. ``chunks`` streams (``text/event-stream``); ``cut`` ends a stream
     without its last chunk; ``drop`` closes the connection with no reply; ``hang`` waits
-    for the client to go away; ``pause_s`` sleeps before each chunk."""
+    for the client to go away; ``pause_s`` sleeps before each chunk; ``stall_after``
+    stops sending after that many chunks and waits for the client to go away."""
 
     status: int = 200
     body: Any = None
@@ -46,6 +47,7 @@ class Canned:
     drop: bool = False
     hang: bool = False
     pause_s: float = 0.0
+    stall_after: int | None = None
 
 
 def sse(*events: tuple[str | None, Any]) -> tuple[str, ...]:
@@ -158,7 +160,10 @@ class ApiServer:
         out += ["content-type: text/event-stream", "transfer-encoding: chunked"]
         out += [f"{k}: {v}" for k, v in canned.headers.items()]
         writer.write(("\r\n".join(out) + "\r\n\r\n").encode())
-        for chunk in canned.chunks:
+        for i, chunk in enumerate(canned.chunks):
+            if i == canned.stall_after:
+                await reader.read()
+                return
             if canned.pause_s:
                 await asyncio.sleep(canned.pause_s)
             data = chunk.encode()

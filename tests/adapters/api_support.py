@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import dataclasses
 import threading
 from collections.abc import Mapping
 from pathlib import Path
@@ -84,9 +85,23 @@ class Router:
             return wire.stream_error(PARTS[:2]) if number == 1 else success
         if scenario == "cut":
             return wire.cut(PARTS[:2]) if number == 1 else success
+        if scenario == "stall":
+            return dataclasses.replace(success, stall_after=3)
+        if scenario == "echo_key":
+            return Canned(status=401, body=_echo(request))
         if scenario == "overloaded":
             return wire.overloaded() if number == 1 else success
         return Canned(status=404, body={"error": {"message": f"no scenario {scenario!r}"}})
+
+
+def _echo(request: Recorded) -> dict[str, Any]:
+    """A 401 whose message quotes every header the client sent, its key among them."""
+    sent = "; ".join(f"{k}={v}" for k, v in request.headers.items())
+    message = f"invalid credentials: {sent}"
+    return {
+        "type": "error",
+        "error": {"type": "authentication_error", "message": message, "code": 401},
+    }
 
 
 def base_url(server: ApiServer, adapter: str, scenario: str) -> str:

@@ -21,6 +21,8 @@ class Wire:
     """What every provider can answer."""
 
     name: ClassVar[str] = ""
+    # Stream chunks that come before the first text.
+    prefix: ClassVar[int] = 0
 
     def __init__(self, *, stream: bool = True) -> None:
         self.stream = stream
@@ -34,7 +36,8 @@ class Wire:
 
     def cut(self, parts: tuple[str, ...]) -> Canned:
         """Some text, then the connection breaks mid-body."""
-        return dataclass_replace(self.reply(parts, stream=True), cut=True, keep=len(parts) + 1)
+        whole = self.reply((*parts, "never sent"), stream=True)
+        return dataclass_replace(whole, cut=True, keep=self.prefix + len(parts))
 
     def rate_limited(self, retry_after_s: float) -> Canned:
         raise NotImplementedError
@@ -59,6 +62,7 @@ def dataclass_replace(canned: Canned, *, cut: bool, keep: int) -> Canned:
 
 class AnthropicWire(Wire):
     name = "anthropic"
+    prefix = 2
     usage: ClassVar[dict[str, int]] = {
         "input_tokens": UNCACHED,
         "output_tokens": OUTPUT,

@@ -31,7 +31,6 @@ import abc
 import asyncio
 import dataclasses
 import importlib
-import importlib.util
 import time
 from collections.abc import AsyncIterator, Mapping
 from types import ModuleType
@@ -211,8 +210,7 @@ class ApiAdapter(BaseAdapter):
         names the extra to install."""
         super().validate_config(config)
         self.settings(config)
-        if importlib.util.find_spec(self.sdk_module.partition(".")[0]) is None:
-            import_sdk(self.sdk_module, adapter=self.name, extra=self.extra)
+        import_sdk(self.sdk_module, adapter=self.name, extra=self.extra)
 
     @abc.abstractmethod
     async def call(self, call: ApiCall) -> Reply:
