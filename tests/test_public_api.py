@@ -11,6 +11,7 @@ SNAPSHOT = Path(__file__).with_name("public_api.txt")
 MODULES = (
     "backstay",
     "backstay.adapters",
+    "backstay.adapters.pricing",
     "backstay.classify",
     "backstay.clock",
     "backstay.config",
@@ -20,6 +21,7 @@ MODULES = (
     "backstay.errors",
     "backstay.failure",
     "backstay.idempotency",
+    "backstay.integrations",
     "backstay.observe",
     "backstay.outcome",
     "backstay.policy",
