@@ -12,6 +12,9 @@ retry, 10,000 concurrent retried calls — and memory per policy and policy look
 Last, the engine (``engine.py``): tasks per second through the durable ``Engine`` and the
 cost per task state transition, beside reference per-task figures for Celery and Ray.
 
+And the fake provider (``fake_provider.py``): requests per second it answers, with the load
+from a separate process, against a bare aiohttp server returning a fixed body.
+
 Run with ``make bench``. Prints one table per section; ratios are backstay / peer.
 """
 
@@ -34,6 +37,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 import async_retry
 import backstay
 import engine
+import fake_provider
 import retry
 from corpus import CASES
 
@@ -186,6 +190,7 @@ def main() -> None:
     retry.report()
     async_retry.report()
     engine.report()
+    fake_provider.report()
 
 
 if __name__ == "__main__":

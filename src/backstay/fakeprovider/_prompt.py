@@ -41,13 +41,20 @@ def json_object(raw: bytes) -> Mapping[str, Any]:
     return body
 
 
+# Keys whose values are structure, not text: never counted as tokens.
+_STRUCTURE: Final = frozenset(
+    {"role", "type", "id", "call_id", "tool_use_id", "tool_call_id", "cache_control", "status"}
+)
+
+
 def _strings(value: object) -> Iterator[str]:
-    """Every string value inside ``value`` (mapping keys excluded)."""
+    """Every text inside ``value``: string values, except those of ``_STRUCTURE`` keys."""
     if isinstance(value, str):
         yield value
     elif isinstance(value, Mapping):
-        for item in value.values():
-            yield from _strings(item)
+        for key, item in value.items():
+            if key not in _STRUCTURE:
+                yield from _strings(item)
     elif isinstance(value, list):
         for item in value:
             yield from _strings(item)

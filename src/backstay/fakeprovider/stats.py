@@ -65,6 +65,9 @@ class Entry:
     replay: bool = False
 
 
+_FIELDS: Final = tuple(field.name for field in dataclasses.fields(Entry))
+
+
 class Recorder:
     """Counters and the optional log. ``record`` runs on the server's loop; ``snapshot``
     may run on any thread."""
@@ -95,7 +98,8 @@ class Recorder:
             self._input += entry.input_tokens
             self._output += entry.output_tokens
         if self._log is not None:
-            self._pending.append(json.dumps(dataclasses.asdict(entry), ensure_ascii=False))
+            line = {name: getattr(entry, name) for name in _FIELDS}
+            self._pending.append(json.dumps(line, ensure_ascii=False))
             if len(self._pending) >= _FLUSH_LINES:
                 self.flush()
 

@@ -1,8 +1,8 @@
 """The fake provider's tokenizer: a documented, deterministic approximation.
 
 Text is cut into words (runs of letters, digits and ``_``) and single other non-space
-characters; each piece counts one token per started 4 characters. ``"Hello, world!"`` is
-4 tokens; ``"internationalization"`` (20 characters) is 5.
+characters; each piece counts one token per started 4 characters. ``"The cat sat."`` is
+4 tokens, ``"Hello, world!"`` 6; ``"internationalization"`` (20 characters) is 5.
 """
 
 from __future__ import annotations
