@@ -11,6 +11,7 @@ SNAPSHOT = Path(__file__).with_name("public_api.txt")
 MODULES = (
     "backstay",
     "backstay.adapters",
+    "backstay.adapters.pricing",
     "backstay.classify",
     "backstay.clock",
     "backstay.config",
@@ -21,6 +22,7 @@ MODULES = (
     "backstay.failure",
     "backstay.fakeprovider",
     "backstay.idempotency",
+    "backstay.integrations",
     "backstay.observe",
     "backstay.outcome",
     "backstay.policy",

@@ -10,6 +10,9 @@
 * ``registry``: adapters by name, imported lazily; third parties via entry points.
 * ``mock``: ``MockAdapter``, a scripted agent run as a real subprocess (imported only
   when asked for: ``get_adapter("mock")`` or ``backstay.adapters.mock``).
+* ``anthropic_api``, ``openai_api``, ``gemini_api``: one LLM API call per attempt through
+  the official SDKs (``get_adapter("anthropic-api")`` …), sharing ``_api_common``.
+* ``pricing``: the cost of a call, from configured prices or the genai-prices table.
 """
 
 from __future__ import annotations

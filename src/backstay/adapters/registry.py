@@ -39,7 +39,12 @@ __all__ = [
 ENTRY_POINT_GROUP: Final = "backstay.adapters"
 
 BUILTIN_ADAPTERS: Final[Mapping[str, str]] = MappingProxyType(
-    {"mock": "backstay.adapters.mock:MockAdapter"}
+    {
+        "mock": "backstay.adapters.mock:MockAdapter",
+        "anthropic-api": "backstay.adapters.anthropic_api:AnthropicApiAdapter",
+        "openai-api": "backstay.adapters.openai_api:OpenAIApiAdapter",
+        "gemini-api": "backstay.adapters.gemini_api:GeminiApiAdapter",
+    }
 )
 
 # Reserved names: what each will drive. Not importable until its module exists.
@@ -50,9 +55,6 @@ PLANNED_ADAPTERS: Final[Mapping[str, str]] = MappingProxyType(
         "gemini-cli": "the Gemini CLI (npm @google/gemini-cli)",
         "aider": "Aider (PyPI aider-chat)",
         "opencode": "opencode (npm opencode-ai)",
-        "anthropic-api": "the Anthropic Messages API (pip install 'backstay[anthropic]')",
-        "openai-api": "the OpenAI API (pip install 'backstay[openai]')",
-        "gemini-api": "the Gemini API (pip install 'backstay[gemini]')",
     }
 )
 
