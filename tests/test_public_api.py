@@ -11,6 +11,7 @@ SNAPSHOT = Path(__file__).with_name("public_api.txt")
 MODULES = (
     "backstay",
     "backstay.adapters",
+    "backstay.agents",
     "backstay.classify",
     "backstay.clock",
     "backstay.config",
@@ -28,6 +29,7 @@ MODULES = (
     "backstay.taxonomy",
     "backstay.testing",
     "backstay.testing.contract",
+    "backstay.testing.netns",
 )
 
 

@@ -57,7 +57,7 @@ __all__ = [
 DEFAULT_JOBS: Final = 3
 # One npm or pip command; a cold install of the largest CLI takes about a minute.
 DEFAULT_INSTALL_TIMEOUT_S: Final = 900.0
-_QUOTE_LINES: Final = 6
+_QUOTE_LINES: Final = 4
 # Variables of the caller that would point pip at the wrong interpreter or packages.
 _PYTHON_LEAKS: Final = ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV", "PIP_REQUIRE_VIRTUALENV")
 
@@ -145,8 +145,11 @@ def _install_env(environ: Mapping[str, str]) -> dict[str, str]:
 
 
 def _quote(tail: str) -> str:
-    lines = [line for line in redact(tail).splitlines() if line.strip()]
-    return " | ".join(lines[-_QUOTE_LINES:])
+    """The lines of an installer's output that say what went wrong: its first error lines
+    (npm's ``code``/``errno``/reason, pip's ``ERROR:``), else its last lines."""
+    lines = [line.strip() for line in redact(tail).splitlines() if line.strip()]
+    errors = [line for line in lines if "error" in line.lower() and "complete log" not in line]
+    return " | ".join(errors[:_QUOTE_LINES] or lines[-_QUOTE_LINES:])
 
 
 @dataclasses.dataclass(slots=True)
