@@ -20,6 +20,7 @@ MODULES = (
     "backstay.engine",
     "backstay.errors",
     "backstay.failure",
+    "backstay.fakeprovider",
     "backstay.idempotency",
     "backstay.observe",
     "backstay.outcome",

@@ -5,7 +5,18 @@ from __future__ import annotations
 import typer
 
 from backstay import __version__
-from backstay.cli import agents, batch, config, escalations, explain, resume, run, status, suite
+from backstay.cli import (
+    agents,
+    batch,
+    config,
+    escalations,
+    explain,
+    fake_provider,
+    resume,
+    run,
+    status,
+    suite,
+)
 
 app = typer.Typer(
     name="backstay",
@@ -39,6 +50,7 @@ app.command("batch")(batch.batch)
 app.command("resume")(resume.resume)
 app.command("status")(status.status)
 app.add_typer(escalations.app, name="escalations")
+app.add_typer(fake_provider.app, name="fake-provider")
 app.add_typer(agents.app, name="agents")
 
 

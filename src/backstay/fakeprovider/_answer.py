@@ -1,0 +1,87 @@
+"""What the model answers to a ``Prompt``: text or a tool call, and the token counts, all
+decided before a byte is written so that streamed and JSON answers agree."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from typing import Final
+
+from backstay.fakeprovider._prompt import Prompt
+from backstay.fakeprovider.scenario import Reply
+from backstay.fakeprovider.tokens import count_tokens, split_pieces
+
+_ECHO_WORDS: Final = 12
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Answer:
+    """``pieces`` (the text in stream deltas) or a tool call; ``truncated`` when the text
+    was cut at the request's output-token limit."""
+
+    text: str
+    pieces: tuple[str, ...]
+    tool_name: str | None
+    tool_arguments: str  # JSON text
+    call_id: str
+    input_tokens: int
+    output_tokens: int
+    truncated: bool = False
+
+    @property
+    def is_tool_call(self) -> bool:
+        return self.tool_name is not None
+
+
+def default_text(user_text: str) -> str:
+    words = user_text.split()
+    if not words:
+        return "Fake reply."
+    more = " …" if len(words) > _ECHO_WORDS else ""
+    return f"Fake reply to: {' '.join(words[:_ECHO_WORDS])}{more}"
+
+
+def _truncate(pieces: list[str], limit: int | None) -> tuple[list[str], bool]:
+    if limit is None:
+        return pieces, False
+    kept: list[str] = []
+    used = 0
+    for piece in pieces:
+        cost = count_tokens(piece)
+        if used + cost > limit:
+            return kept, True
+        kept.append(piece)
+        used += cost
+    return kept, False
+
+
+def answer(prompt: Prompt, reply: Reply, *, number: int) -> Answer:
+    """The answer to the ``number``-th request (the number makes ids unique)."""
+    call_id = f"{number:024x}"
+    tool = reply.tool_call
+    if tool is not None and tool.name in prompt.tools and not prompt.has_tool_result:
+        arguments = json.dumps(dict(tool.arguments), separators=(",", ":"))
+        return Answer(
+            text="",
+            pieces=(),
+            tool_name=tool.name,
+            tool_arguments=arguments,
+            call_id=call_id,
+            input_tokens=prompt.input_tokens,
+            output_tokens=count_tokens(tool.name) + count_tokens(arguments),
+        )
+    pieces, truncated = _truncate(
+        split_pieces(reply.text if reply.text is not None else default_text(prompt.user_text)),
+        prompt.max_tokens,
+    )
+    text = "".join(pieces)
+    return Answer(
+        text=text,
+        pieces=tuple(pieces),
+        tool_name=None,
+        tool_arguments="",
+        call_id=call_id,
+        input_tokens=prompt.input_tokens,
+        output_tokens=count_tokens(text),
+        truncated=truncated,
+    )
