@@ -17,7 +17,12 @@ from tests.adapters.support import alive, gone_within
 from backstay.adapters.capture import Capture
 from backstay.adapters.contract import TIMEOUT_EXIT_CODE
 from backstay.adapters.process import run_process_sync
-from backstay.testing.netns import NamespaceUnavailable, NetworkNamespace, unavailable_reason
+from backstay.testing.netns import (
+    NamespaceUnavailable,
+    NetworkNamespace,
+    processes_in,
+    unavailable_reason,
+)
 
 PY = [sys.executable, "-I", "-c"]
 
@@ -111,6 +116,25 @@ def test_close_kills_every_process_it_started_and_their_children(tmp_path: Path)
         assert all(alive(pid) for pid in pids)
         assert server.pid in pids
     assert all(gone_within(pid) for pid in pids)
+
+
+def test_close_kills_a_process_that_left_its_group_and_the_namespace_is_empty() -> None:
+    escape = (
+        "import os, subprocess\n"
+        "quiet = {'stdout': subprocess.DEVNULL, 'stderr': subprocess.DEVNULL}\n"
+        "child = subprocess.Popen(['setsid', 'sleep', '60'], **quiet)\n"
+        "print(child.pid, flush=True)\n"
+    )
+    needs_namespaces()
+    with NetworkNamespace() as ns:
+        done = ns.run([*PY, escape], timeout_s=20)
+        escaped = int(done.stdout)
+        assert alive(escaped)
+        assert escaped in ns.members()
+        assert ns.holder_pid in ns.members()
+        net = ns.net
+    assert gone_within(escaped)
+    assert processes_in(net) == []
 
 
 def test_run_past_its_timeout_kills_the_command(backstay_netns: NetworkNamespace) -> None:

@@ -12,8 +12,9 @@ namespace with ``nsenter`` — ``NetworkNamespace.launcher`` is that command pre
 space: any port is free in it, and a server inside is not reachable from outside.
 
 ``close()`` (or leaving the ``with`` block) kills the process group of every process the
-namespace started, by pid, then the holder; the namespace disappears with its last
-process. If the test process dies first, the holder sees its stdin close and exits.
+namespace started, by pid, then every process still inside the namespace (one that left
+its group with its own ``setsid``), then the holder; the namespace disappears with its
+last process. If the test process dies first, the holder sees its stdin close and exits.
 
 ``unavailable_reason()`` says why namespaces cannot be made here (not Linux, no
 ``unshare``/``nsenter``, not permitted), so tests skip with that reason.
@@ -31,10 +32,11 @@ import sys
 import threading
 import time
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from types import TracebackType
 from typing import Any, Final
 
-__all__ = ["NamespaceUnavailable", "NetworkNamespace", "unavailable_reason"]
+__all__ = ["NamespaceUnavailable", "NetworkNamespace", "processes_in", "unavailable_reason"]
 
 START_TIMEOUT_S: Final = 10.0
 KILL_GRACE_S: Final = 2.0
@@ -50,6 +52,30 @@ s.close()
 print("ready", flush=True)
 sys.stdin.read()
 """
+
+
+def _net_of(pid: int | str) -> str | None:
+    """The network namespace of ``pid`` (``net:[4026532…]``), ``None`` if it is gone or
+    cannot be read."""
+    try:
+        return os.readlink(f"/proc/{pid}/ns/net")
+    except OSError:
+        return None
+
+
+def processes_in(namespace: str) -> list[int]:
+    """The pids of the processes (zombies excluded) in the network namespace ``namespace``
+    (as ``NetworkNamespace.net`` names it) that this user may inspect."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit() and _net_of(entry.name) == namespace:
+            try:
+                state = (entry / "stat").read_text().rpartition(")")[2].split()[0]
+            except (OSError, IndexError):
+                continue
+            if state not in ("Z", "X"):
+                found.append(int(entry.name))
+    return found
 
 
 class NamespaceUnavailable(RuntimeError):
@@ -96,6 +122,7 @@ class NetworkNamespace:
     def __init__(self) -> None:
         self._holder: subprocess.Popen[str] | None = None
         self._launcher: tuple[str, ...] = ()
+        self._net: str | None = None
         self._started: list[subprocess.Popen[Any]] = []
         self._lock = threading.Lock()
         self._closed = False
@@ -113,6 +140,17 @@ class NetworkNamespace:
         if self._holder is None or self._closed:
             raise RuntimeError("the namespace is not running")
         return self._launcher
+
+    @property
+    def net(self) -> str:
+        """The namespace's identity, as ``/proc/PID/ns/net`` links to it (``net:[…]``)."""
+        if self._net is None:
+            raise RuntimeError("the namespace is not started")
+        return self._net
+
+    def members(self) -> list[int]:
+        """The pids of every process now inside the namespace, the holder included."""
+        return processes_in(self.net)
 
     @property
     def pids(self) -> tuple[int, ...]:
@@ -147,6 +185,10 @@ class NetworkNamespace:
             self._holder = None
             raise NamespaceUnavailable(ready)
         self._launcher = tuple(_commands(holder.pid, root=root)[1])
+        self._net = _net_of(holder.pid)
+        if self._net is None or self._net == _net_of(os.getpid()):
+            self.close()
+            raise NamespaceUnavailable("the holder did not get a network namespace of its own")
         return self
 
     @staticmethod
@@ -222,8 +264,8 @@ class NetworkNamespace:
         return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
 
     def close(self) -> None:
-        """Kill every process started inside (its whole group), then the holder. Safe to
-        call twice."""
+        """Kill every process started inside (its whole group), then any other process
+        still inside, then the holder. Safe to call twice."""
         with self._lock:
             if self._closed:
                 return
@@ -236,6 +278,8 @@ class NetworkNamespace:
                     with contextlib.suppress(OSError):
                         stream.close()
         holder = self._holder
+        if holder is not None and self._net is not None:
+            self._kill_escaped(holder.pid)
         if holder is not None:
             if holder.stdin is not None:
                 with contextlib.suppress(OSError):
@@ -248,6 +292,19 @@ class NetworkNamespace:
                 if stream is not None:
                     with contextlib.suppress(OSError):
                         stream.close()
+
+    def _kill_escaped(self, holder_pid: int) -> None:
+        """SIGKILL every process inside but the holder (they left their process groups)."""
+        assert self._net is not None  # noqa: S101 - checked by the caller
+        deadline = time.monotonic() + KILL_GRACE_S
+        while time.monotonic() < deadline:
+            escaped = [pid for pid in processes_in(self._net) if pid != holder_pid]
+            if not escaped:
+                return
+            for pid in escaped:
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.kill(pid, signal.SIGKILL)
+            time.sleep(0.02)
 
     def __enter__(self) -> NetworkNamespace:
         return self.start()
