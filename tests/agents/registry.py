@@ -30,16 +30,25 @@ NPM_QUIET: Final = {
 }
 
 
-def npm_tarball(name: str, version: str, program: str, *, prints: str | None = None) -> bytes:
+def npm_tarball(
+    name: str,
+    version: str,
+    program: str,
+    *,
+    prints: str | None = None,
+    postinstall: str | None = None,
+) -> bytes:
     """An npm package whose program ``program`` prints ``prints`` (default
-    ``"<name> <version>"``) for ``--version``."""
+    ``"<name> <version>"``) for ``--version``, with an optional ``postinstall`` script."""
     said = prints if prints is not None else f"{name} {version}"
     script = (
         "#!/usr/bin/env node\n"
         f"if (process.argv.includes('--version')) {{ console.log({json.dumps(said)}); }}\n"
         "else { console.log('hello'); }\n"
     )
-    manifest = {"name": name, "version": version, "bin": {program: "cli.js"}}
+    manifest: dict[str, object] = {"name": name, "version": version, "bin": {program: "cli.js"}}
+    if postinstall is not None:
+        manifest["scripts"] = {"postinstall": postinstall}
     files = {"package/package.json": json.dumps(manifest), "package/cli.js": script}
     buffer = io.BytesIO()
     with tarfile.open(fileobj=buffer, mode="w:gz") as tar:

@@ -51,6 +51,8 @@ def registry() -> Iterator[NpmRegistry]:
             reg.add("othercli", version, npm_tarball("othercli", version, "othercli"))
         reg.add("liarcli", "1.0.0", npm_tarball("liarcli", "1.0.0", "liarcli", prints="9.9.9"))
         reg.add("nobincli", "1.0.0", npm_tarball("nobincli", "1.0.0", "elsewhere"))
+        leaky = npm_tarball("leakycli", "1.0.0", "leakycli", postinstall=LEAK)
+        reg.add("leakycli", "1.0.0", leaky)
         yield reg
 
 
@@ -62,6 +64,11 @@ def env(tmp_path: Path, registry: NpmRegistry) -> dict[str, str]:
         "npm_config_registry": registry.url,
         "npm_config_cache": str(tmp_path / "npm-cache"),
     }
+
+
+CANARY = "sk-ant-api03-CanaryInstallLog0123456789"
+# A postinstall script that prints a key and fails: npm shows its output in the error.
+LEAK = f"node -e \"console.log('token {CANARY}'); process.exit(1)\""
 
 
 def run(specs: list[CliSpec], root: Path, env: dict[str, str], **kw: Any) -> list[InstallResult]:
@@ -129,7 +136,10 @@ def test_a_folder_without_a_manifest_is_an_unfinished_install(
     run([npm_spec()], root, env)
     (root / "fakecli" / MANIFEST_FILE).unlink()
     [result] = run([npm_spec()], root, env)
-    assert (result.status, result.reason) == (InstallStatus.INSTALLED, "unfinished install")
+    assert (result.status, result.reason) == (
+        InstallStatus.INSTALLED,
+        "unfinished or failed install",
+    )
 
 
 def test_force_installs_again_what_is_intact(tmp_path: Path, env: dict[str, str]) -> None:
@@ -265,3 +275,16 @@ def test_invalid_arguments_are_config_errors(
 def test_naming_a_cli_twice_is_a_config_error(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="names a CLI twice"):
         install([npm_spec(), npm_spec()], root=tmp_path)
+
+
+def test_a_secret_in_the_installers_output_reaches_neither_problem_nor_log(
+    tmp_path: Path, env: dict[str, str]
+) -> None:
+    [result] = run([npm_spec(name="leakycli")], tmp_path / "agents", env)
+    assert result.status is InstallStatus.FAILED
+    assert result.problem is not None
+    assert result.log is not None
+    log = result.log.read_text()
+    assert "[REDACTED]" in log
+    assert CANARY not in log
+    assert CANARY not in result.problem

@@ -65,7 +65,7 @@ def test_an_unfinished_install_is_broken(tmp_path: Path, env: dict[str, str]) ->
     program(binary_in(GEMINI, tmp_path / "gemini-cli"), "0.61.0")
     status = cli_status(GEMINI, root=tmp_path, environ=env)
     assert status.state is CliState.BROKEN
-    assert any("unfinished install" in note for note in status.notes)
+    assert any("unfinished or failed install" in note for note in status.notes)
 
 
 def test_a_configured_path_that_does_not_run_is_broken(tmp_path: Path, env: dict[str, str]) -> None:

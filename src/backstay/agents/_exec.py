@@ -17,6 +17,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Final, TextIO
 
+from backstay.redact import redact
+
 __all__ = ["Finished", "kill_all", "run"]
 
 # What a failure message quotes of a command's output.
@@ -68,7 +70,8 @@ def run(
     stop: threading.Event | None = None,
 ) -> Finished:
     """Run ``argv`` to its end or its deadline. With ``log``, stdout and stderr are
-    appended to that file (a header line names the command); otherwise they are kept in
+    appended to that file (a header line names the command) and redacted once it ends;
+    otherwise they are kept in
     memory (for short outputs such as ``--version``). ``OSError`` when it cannot start.
 
     A command started after ``stop`` was set is killed at once: with ``kill_all`` (called
@@ -116,7 +119,19 @@ def run(
     finally:
         if handle is not None:
             handle.close()
+            _redact_file(log)
     return Finished(proc.returncode, _tail_of(log, out or ""))
+
+
+def _redact_file(log: Path | None) -> None:
+    """Installers' output is written by them straight to the log; whatever secret it
+    holds (a registry token in an error) is redacted once they are done."""
+    if log is None:
+        return
+    text = log.read_text(encoding="utf-8", errors="replace")
+    cleaned = redact(text)
+    if cleaned != text:
+        log.write_text(cleaned, encoding="utf-8")
 
 
 def kill_all() -> None:

@@ -116,7 +116,7 @@ def current_install(spec: CliSpec, root: Path) -> tuple[Manifest | None, str]:
     manifest = read_manifest(folder)
     if manifest is None:
         unfinished = folder.exists() and any(folder.iterdir())
-        return None, "unfinished install" if unfinished else "not installed"
+        return None, "unfinished or failed install" if unfinished else "not installed"
     if manifest.version != spec.pinned:
         return None, f"pin changed {manifest.version} → {spec.pinned}"
     if manifest.package != spec.package or manifest.binary_path != binary_in(spec, folder):

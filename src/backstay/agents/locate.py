@@ -105,7 +105,7 @@ def _managed(spec: CliSpec, root: Path, environ: Mapping[str, str]) -> tuple[Loc
     manifest = read_manifest(folder)
     if manifest is None:
         if binary_in(spec, folder).exists():
-            return None, f"{folder}: unfinished install"
+            return None, f"{folder}: unfinished or failed install"
         return None, f"{folder}: not installed"
     path = manifest.binary_path
     if manifest.intact():

@@ -102,7 +102,7 @@ def cli_status(
             unsupported = unsupported or located
             notes.append(f"{located.source}: {located.path} is {located.version}")
         else:
-            broken = broken or "broken" in note or "unfinished" in note
+            broken = broken or "broken" in note or "unfinished or failed" in note
             notes.append(note)
     if unsupported is not None:
         state = CliState.UNSUPPORTED
