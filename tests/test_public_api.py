@@ -12,6 +12,7 @@ MODULES = (
     "backstay",
     "backstay.adapters",
     "backstay.adapters.pricing",
+    "backstay.agents",
     "backstay.classify",
     "backstay.clock",
     "backstay.config",
@@ -31,6 +32,7 @@ MODULES = (
     "backstay.taxonomy",
     "backstay.testing",
     "backstay.testing.contract",
+    "backstay.testing.netns",
 )
 
 

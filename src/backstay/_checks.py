@@ -34,3 +34,16 @@ def check_number(
 def check_name(value: object, *, where: str) -> None:
     if not isinstance(value, str) or not value:
         raise ConfigError(f"must be a non-empty string, got {value!r}", where=where)
+
+
+def check_launcher(value: object, *, where: str) -> tuple[str, ...]:
+    """A command prefix (``("nsenter", "-t", "123", "-n", "--")``): a list of non-empty
+    strings, possibly empty; returned as a tuple."""
+    if isinstance(value, str | bytes) or not isinstance(value, list | tuple):
+        raise ConfigError(
+            f"must be a list of strings (a command prefix), got {value!r}", where=where
+        )
+    for i, part in enumerate(value):
+        if not isinstance(part, str) or not part or "\0" in part:
+            raise ConfigError(f"must be a non-empty string, got {part!r}", where=f"{where}[{i}]")
+    return tuple(value)

@@ -95,6 +95,9 @@ def test_an_unreadable_prompt_file_names_the_field(tmp_path: Path) -> None:
         ({"env": ["A=1"]}, "env"),
         ({"config": ["x"]}, "config"),
         ({"tier": {"tier_id": "t"}}, "tier"),
+        ({"launcher": "nsenter -t 1 -n"}, "launcher"),
+        ({"launcher": ["nsenter", ""]}, "launcher[1]"),
+        ({"launcher": ["nsenter", 1]}, "launcher[1]"),
     ],
 )
 def test_invalid_requests_name_the_field(
@@ -191,3 +194,9 @@ def test_adapters_satisfy_the_protocol_for_type_checkers(tmp_path: Path) -> None
     errors = [line for line in out.splitlines() if ": error:" in line]
     assert len(errors) == 1, out
     assert "snippet.py:6:" in errors[0]
+
+
+def test_a_request_keeps_its_launcher_as_a_tuple(tmp_path: Path) -> None:
+    request = _request(tmp_path, launcher=["nsenter", "-t", "1", "--net", "--"])
+    assert request.launcher == ("nsenter", "-t", "1", "--net", "--")
+    assert _request(tmp_path).launcher == ()

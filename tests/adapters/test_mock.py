@@ -189,3 +189,11 @@ def test_invalid_config_names_the_key(config: dict[str, Any], where: str) -> Non
 def test_the_mock_is_an_adapter() -> None:
     assert isinstance(MockAdapter(), Adapter)
     assert MockAdapter.name == "mock"
+
+
+def test_the_request_launcher_starts_the_agent(tmp_path: Path) -> None:
+    request = _request(tmp_path, [[{"result": "ok"}]], launcher=["env", "WRAPPED=1"])
+    result = dispatch(MockAdapter(), request)
+    assert result.status is AgentStatus.SUCCEEDED
+    log = (tmp_path / "out" / "agent.log").read_text()
+    assert "env WRAPPED=1 " in log

@@ -201,6 +201,8 @@ def test_the_async_form_returns_the_same_outcome(capture: Capture) -> None:
         ({"kill_grace_s": -0.1}, "kill_grace_s"),
         ({"env": {"A": 1}}, "env['A']"),
         ({"cwd": "/nonexistent/backstay-test"}, "cwd"),
+        ({"launcher": "env"}, "launcher"),
+        ({"launcher": ["env", ""]}, "launcher[1]"),
     ],
 )
 def test_invalid_arguments_name_the_field(
@@ -222,3 +224,33 @@ def test_invalid_arguments_name_the_field(
 def test_a_missing_program_raises_before_any_process_exists(capture: Capture) -> None:
     with pytest.raises(FileNotFoundError):
         run(["/nonexistent/backstay-agent"], capture)
+
+
+def test_the_launcher_prefixes_the_command_and_is_logged(capture: Capture) -> None:
+    outcome = run_process_sync(
+        python("import os; print(os.environ['LAUNCHED'])"),
+        cwd=capture.output_dir,
+        env={},
+        timeout_s=10,
+        capture=capture,
+        launcher=["env", "LAUNCHED=by-the-launcher"],
+    )
+    assert (outcome.exit_code, outcome.stdout_tail) == (0, "by-the-launcher\n")
+    log = (capture.output_dir / "agent.log").read_text()
+    assert "env LAUNCHED=by-the-launcher" in log
+
+
+def test_the_deadline_kills_a_command_started_by_a_launcher(capture: Capture) -> None:
+    outcome = run_process_sync(
+        python(SPAWN_AND_SLEEP),
+        cwd=capture.output_dir,
+        env={},
+        timeout_s=1.0,
+        capture=capture,
+        launcher=["env"],
+        kill_grace_s=0.2,
+    )
+    assert outcome.timed_out
+    assert all(
+        gone_within(pid) for pid in [outcome.pid, *spawned_pids(capture.output_dir / "stdout.log")]
+    )

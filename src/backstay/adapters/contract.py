@@ -17,7 +17,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Final, Protocol, runtime_checkable
 
-from backstay._checks import check_name, check_number
+from backstay._checks import check_launcher, check_name, check_number
 from backstay.adapters.usage import Usage
 from backstay.errors import ConfigError
 from backstay.failure import Failure
@@ -99,6 +99,9 @@ class AgentRequest:
     inherited that is not in it (and it is left out of ``repr``). ``config`` holds the
     adapter's own settings, checked by its ``validate_config``. ``stall_timeout_s`` kills
     a run that prints nothing for that long (many CLIs never notice a stalled stream).
+    ``launcher`` is a command prefix every process of the attempt starts under (such as
+    ``("nsenter", "-t", PID, "-n", "--")`` to run it in a network namespace; see
+    ``backstay.adapters.process``); empty by default.
     """
 
     model: str
@@ -111,6 +114,7 @@ class AgentRequest:
     tier: TierConfig | None = None
     config: Mapping[str, Any] = dataclasses.field(default_factory=dict)
     stall_timeout_s: float | None = None
+    launcher: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         check_name(self.model, where="model")
@@ -136,6 +140,7 @@ class AgentRequest:
         object.__setattr__(self, "config", MappingProxyType(dict(self.config)))
         if self.tier is not None and not isinstance(self.tier, TierConfig):
             raise ConfigError(f"must be a TierConfig, got {type(self.tier).__name__}", where="tier")
+        object.__setattr__(self, "launcher", check_launcher(self.launcher, where="launcher"))
 
     def read_prompt(self) -> str:
         """The prompt text; ``ConfigError`` naming ``prompt_file`` when it cannot be read."""

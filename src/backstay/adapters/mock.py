@@ -138,6 +138,7 @@ class MockAdapter(BaseAdapter):
             stall_timeout_s=request.stall_timeout_s,
             capture=capture,
             on_stdout_line=reader.line,
+            launcher=request.launcher,
         )
         final = reader.result
         evidence = (

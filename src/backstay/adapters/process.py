@@ -14,6 +14,11 @@
   group the same way before the cancellation propagates.
 * When ``run_process`` returns, no process of the group is alive: what the child left
   running when it exited is killed too.
+* ``launcher`` prefixes the command: ``("nsenter", "-t", PID, "-n", "--")`` runs the CLI
+  in the network namespace of process PID (``backstay.testing.netns``), ``("nice",)`` at a
+  lower priority. A launcher must run the command in the same process group (every
+  ``exec``-style wrapper does: nsenter, env, nice, taskset, unshare without
+  ``--fork``), so the deadline and stall kills still reach the command.
 """
 
 from __future__ import annotations
@@ -30,7 +35,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Final
 
-from backstay._checks import check_number
+from backstay._checks import check_launcher, check_number
 from backstay.adapters._pump import CHUNK_BYTES, TAIL_CHARS, Activity, LineCallback, Pump
 from backstay.adapters.capture import Capture, Stream
 from backstay.adapters.contract import TIMEOUT_EXIT_CODE
@@ -90,7 +95,10 @@ def _validate(
     timeout_s: float,
     stall_timeout_s: float | None,
     kill_grace_s: float,
-) -> None:
+    launcher: Sequence[str],
+) -> tuple[str, ...]:
+    """Check every argument; the whole command line (``launcher`` then ``argv``)."""
+    prefix = check_launcher(launcher, where="launcher")
     if isinstance(argv, str) or not argv or not all(isinstance(a, str) for a in argv):
         raise ConfigError(f"must be a non-empty list of strings, got {argv!r}", where="argv")
     if not Path(cwd).is_dir():
@@ -104,6 +112,7 @@ def _validate(
     if stall_timeout_s is not None:
         check_number(stall_timeout_s, where="stall_timeout_s", above=True)
     check_number(kill_grace_s, where="kill_grace_s")
+    return (*prefix, *argv)
 
 
 def _signal_group(pgid: int, sig: signal.Signals) -> None:
@@ -172,26 +181,29 @@ async def run_process(
     stall_timeout_s: float | None = None,
     on_stdout_line: LineCallback | None = None,
     kill_grace_s: float = DEFAULT_KILL_GRACE_S,
+    launcher: Sequence[str] = (),
 ) -> ProcessOutcome:
     """Run ``argv`` in ``cwd`` with exactly ``env``, stream its output into ``capture``,
     and return how it ended (see the module docstring for the guarantees).
 
     ``on_stdout_line`` receives each stdout line, raw and without its newline, as it
-    arrives (for adapters that read a JSON stream). Raises ``ConfigError`` for invalid
+    arrives (for adapters that read a JSON stream). ``launcher`` is a command prefix that
+    runs ``argv`` (see the module docstring). Raises ``ConfigError`` for invalid
     arguments and ``OSError`` when the program cannot be started; both before any process
     exists.
     """
-    _validate(
+    command = _validate(
         argv=argv,
         cwd=cwd,
         env=env,
         timeout_s=timeout_s,
         stall_timeout_s=stall_timeout_s,
         kill_grace_s=kill_grace_s,
+        launcher=launcher,
     )
     started = time.monotonic()
     proc = await asyncio.create_subprocess_exec(
-        *argv,
+        *command,
         cwd=cwd,
         env={**env, ATTEMPT_TAG: attempt_tag(capture.output_dir)},
         stdin=asyncio.subprocess.DEVNULL,
@@ -202,7 +214,7 @@ async def run_process(
     )
     assert proc.stdout is not None  # noqa: S101 - PIPE
     assert proc.stderr is not None  # noqa: S101 - PIPE
-    await capture.alog(f"started pid {proc.pid}: {shlex.join(argv)}")
+    await capture.alog(f"started pid {proc.pid}: {shlex.join(command)}")
     activity = Activity(started)
     out = Pump(proc.stdout, Stream.STDOUT, capture, activity, on_stdout_line)
     err = Pump(proc.stderr, Stream.STDERR, capture, activity, None)
@@ -245,6 +257,7 @@ def run_process_sync(
     stall_timeout_s: float | None = None,
     on_stdout_line: LineCallback | None = None,
     kill_grace_s: float = DEFAULT_KILL_GRACE_S,
+    launcher: Sequence[str] = (),
 ) -> ProcessOutcome:
     """``run_process`` for callers outside asyncio (it runs its own event loop; calling it
     from a running loop raises ``RuntimeError``). Ctrl-C kills the group too."""
@@ -258,5 +271,6 @@ def run_process_sync(
             stall_timeout_s=stall_timeout_s,
             on_stdout_line=on_stdout_line,
             kill_grace_s=kill_grace_s,
+            launcher=launcher,
         )
     )

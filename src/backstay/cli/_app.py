@@ -6,6 +6,7 @@ import typer
 
 from backstay import __version__
 from backstay.cli import (
+    agents,
     batch,
     config,
     escalations,
@@ -50,6 +51,7 @@ app.command("resume")(resume.resume)
 app.command("status")(status.status)
 app.add_typer(escalations.app, name="escalations")
 app.add_typer(fake_provider.app, name="fake-provider")
+app.add_typer(agents.app, name="agents")
 
 
 def main() -> None:

@@ -9,6 +9,8 @@ add ``pytest_plugins = ["backstay.testing.plugin"]`` to a ``conftest.py``). Fixt
 * ``backstay_state_dir``: an empty directory for an ``Engine``'s state (in ``tmp_path``).
 * ``backstay_testing_mode``: ``testing_mode()`` for the whole test (zero retry delays,
   at most three attempts per call).
+* ``backstay_netns``: a started ``NetworkNamespace`` (only loopback inside), closed after
+  the test; the test is skipped, with the reason, where namespaces cannot be made.
 
 It also has pytest rewrite the assertions of ``backstay.testing.contract``, so a failed
 contract check shows the values it compared.
@@ -26,8 +28,9 @@ pytest.register_assert_rewrite("backstay.testing.contract", "backstay.testing._c
 
 from backstay.testing.fakeclock import FakeClock  # noqa: E402 - after the rewrite hook
 from backstay.testing.mode import testing_mode  # noqa: E402
+from backstay.testing.netns import NetworkNamespace, unavailable_reason  # noqa: E402
 
-__all__ = ["backstay_clock", "backstay_state_dir", "backstay_testing_mode"]
+__all__ = ["backstay_clock", "backstay_netns", "backstay_state_dir", "backstay_testing_mode"]
 
 
 @pytest.fixture
@@ -49,3 +52,13 @@ def backstay_testing_mode() -> Iterator[None]:
     """Zero retry delays and capped attempts for the whole test."""
     with testing_mode():
         yield
+
+
+@pytest.fixture
+def backstay_netns() -> Iterator[NetworkNamespace]:
+    """A private network namespace with only loopback up; skips where none can be made."""
+    reason = unavailable_reason()
+    if reason is not None:
+        pytest.skip(f"no network namespace here: {reason}")
+    with NetworkNamespace() as namespace:
+        yield namespace
