@@ -97,3 +97,34 @@ def test_a_replayed_stream_is_the_same_stream() -> None:
     assert first.status_code == second.status_code == 200
     assert first.text == second.text
     assert "event: message_stop" in first.text
+
+
+def test_a_key_reused_with_another_body_is_refused_and_does_no_work() -> None:
+    with FakeProvider() as fake, sdk.openai_client(fake.url) as client:
+        _create(client, "op-1")
+        once = fake.stats()
+        with pytest.raises(openai.BadRequestError, match="different request body"):
+            client.chat.completions.create(
+                model=sdk.OPENAI_MODEL,
+                messages=[{"role": "user", "content": "another question"}],
+                extra_headers={"Idempotency-Key": "op-1"},
+            )
+        again = _create(client, "op-1")  # the first body still gets its answer
+        stats = fake.stats()
+    assert again
+    assert stats.by_status == {200: 2, 400: 1}
+    assert stats.replays == 1
+    assert (stats.input_tokens, stats.output_tokens) == (once.input_tokens, once.output_tokens)
+
+
+def test_the_same_key_on_another_path_is_another_request() -> None:
+    with FakeProvider() as fake, sdk.openai_client(fake.url) as client:
+        _create(client, "op-1")
+        client.responses.create(
+            model=sdk.OPENAI_MODEL,
+            input="another question",
+            extra_headers={"Idempotency-Key": "op-1"},
+        )
+        stats = fake.stats()
+    assert stats.by_status == {200: 2}
+    assert stats.replays == 0

@@ -4,9 +4,11 @@ requests released on stop; the request log and stats, without secrets."""
 from __future__ import annotations
 
 import asyncio
+import importlib.util
 import json
 import socket
 import threading
+from importlib.machinery import ModuleSpec
 from pathlib import Path
 
 import httpx
@@ -137,3 +139,16 @@ def test_malformed_requests_get_the_providers_400(path: str, body: bytes, needle
         response = httpx.post(fake.url + path, content=body, timeout=10)
     assert response.status_code == 400
     assert needle in response.text
+
+
+def test_without_aiohttp_starting_names_the_extra_to_install(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    real = importlib.util.find_spec
+
+    def hide_aiohttp(name: str, package: str | None = None) -> ModuleSpec | None:
+        return None if name == "aiohttp" else real(name, package)
+
+    monkeypatch.setattr(importlib.util, "find_spec", hide_aiohttp)
+    with pytest.raises(ConfigError, match=r"needs aiohttp.*pip install 'backstay\[fake\]'"):
+        FakeProvider().start()

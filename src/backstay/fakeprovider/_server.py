@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
 import json
 import socket
 import struct
@@ -24,7 +25,7 @@ from backstay.fakeprovider import _anthropic, _gemini, _openai_errors, _prompt
 from backstay.fakeprovider._answer import answer as _answer
 from backstay.fakeprovider._apis import ANTHROPIC, GEMINI, OPENAI_CHAT, OPENAI_RESPONSES, Api
 from backstay.fakeprovider._limits import Limiter, fault_headers
-from backstay.fakeprovider._replay import Replays
+from backstay.fakeprovider._replay import KeyReused, Replays
 from backstay.fakeprovider._select import FaultPicker
 from backstay.fakeprovider._wire import SSE_TYPE, ErrorContext, Reply
 from backstay.fakeprovider.faults import Fault, FaultKind
@@ -193,8 +194,9 @@ class FakeServer:
         self._number += 1
         number = self._number
         request_id = f"req_{number:024x}"
+        body = await request.read()
         try:
-            prompt = api.parse(_prompt.json_object(await request.read()), model, stream)
+            prompt = api.parse(_prompt.json_object(body), model, stream)
         except (ValueError, _prompt.BadRequest) as err:
             self._record(
                 request, api.name, model or None, stream=stream, key=None, fault=None, status=400
@@ -203,7 +205,23 @@ class FakeServer:
         header = request.headers.get("Idempotency-Key")
         key = (request.path, header) if header else None
         if key is not None:
-            stored = await self._replays.claim(key)
+            try:
+                stored = await self._replays.claim(key, hashlib.sha256(body).hexdigest())
+            except KeyReused:
+                self._record(
+                    request,
+                    api.name,
+                    prompt.model,
+                    stream=stream,
+                    key=header,
+                    fault=None,
+                    status=400,
+                )
+                message = (
+                    "Idempotency-Key was already used with a different request body; "
+                    "a key names one request"
+                )
+                return self._json(api.bad_request(message, request_id))
             if stored is not None:
                 self._record(
                     request,
