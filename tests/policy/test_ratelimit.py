@@ -176,16 +176,41 @@ def test_remaining_never_raises_the_level() -> None:
     assert limiter.reserve() == 1.0
 
 
-def test_an_exhausted_anthropic_dimension_blocks_until_its_reset() -> None:
+def test_an_exhausted_dimension_with_a_known_limit_is_paced_not_blocked_until_its_reset() -> None:
+    # The reset is when the bucket is full again (60 s from empty); 1,000 tokens fit after 1 s.
     limiter = RateLimiter("anthropic", clock=FakeClock())
     limiter.update_from_headers(
         {
             "anthropic-ratelimit-tokens-limit": "60000",
             "anthropic-ratelimit-tokens-remaining": "0",
+            "anthropic-ratelimit-tokens-reset": _at(60.0),
+        }
+    )
+    assert limiter.snapshot().blocked_for_s == 0.0
+    assert limiter.reserve(tokens=1000.0) == 1.0
+
+
+def test_an_exhausted_openai_dimension_with_a_known_limit_is_paced_at_its_rate() -> None:
+    limiter = RateLimiter("openai", clock=FakeClock())
+    limiter.update_from_headers(
+        {
+            "x-ratelimit-limit-requests": "1200",
+            "x-ratelimit-remaining-requests": "0",
+            "x-ratelimit-reset-requests": "1m0s",
+        }
+    )
+    assert _reserve_n(limiter, 3) == [0.05, 0.1, 0.15]
+
+
+def test_an_exhausted_anthropic_dimension_without_a_limit_blocks_until_its_reset() -> None:
+    limiter = RateLimiter("anthropic", clock=FakeClock())
+    limiter.update_from_headers(
+        {
+            "anthropic-ratelimit-tokens-remaining": "0",
             "anthropic-ratelimit-tokens-reset": _at(20.0),
         }
     )
-    assert limiter.reserve(tokens=1000.0) == 21.0  # the reset, then 1000 tokens at 1000/s
+    assert limiter.reserve(tokens=1000.0) == 20.0
 
 
 def test_an_exhausted_openai_dimension_blocks_for_its_relative_reset() -> None:

@@ -15,7 +15,9 @@ It learns the provider's limits from two sources:
 * ``update_from_headers(headers)``: the provider's rate-limit headers. A ``limit`` sizes a
   bucket (a configured rate is a ceiling the headers can only lower; without one, the
   headers' limit is adopted, read as per minute); ``remaining`` lowers the level, never
-  raises it; an exhausted dimension with a ``reset`` blocks until the reset.
+  raises it. An exhausted dimension with a ``reset`` blocks until the reset only when no
+  rate is known for it: the reset is when the limit is full again, not when the next
+  request fits, which the rate says.
 
 Reservations already handed out are not recalled by a block: their callers learn of it
 from their own failure, and re-reserve before their next attempt.
@@ -223,12 +225,13 @@ class RateLimiter:
                 )
             if seen.remaining is not None:
                 bucket = bucket.capped(now, seen.remaining)
-        if seen.exhausted and seen.reset_s is not None:
+        if bucket is None and seen.exhausted and seen.reset_s is not None:
+            # Without a rate, the reset is all there is to go by. With one, the bucket
+            # capped at zero above paces the next request: both providers' reset is the time
+            # until the limit is *fully* replenished (60 s for an empty per-minute bucket),
+            # while capacity comes back continuously, one request every 60 / limit seconds.
             until = now + min(seen.reset_s, self.settings.max_block_s)
-            if bucket is None:
-                self._blocked_until = max(self._blocked_until, until)
-            else:
-                bucket = bucket.blocked(now, until)
+            self._blocked_until = max(self._blocked_until, until)
         return bucket
 
     def _blocked(self, now: float) -> bool:
