@@ -15,6 +15,10 @@ cost per task state transition, beside reference per-task figures for Celery and
 And the fake provider (``fake_provider.py``): requests per second it answers, with the load
 from a separate process, against a bare aiohttp server returning a fixed body.
 
+Last, goodput under a provider's rate limit (``goodput.py``): M calls by N workers against
+the fake provider enforcing R requests (or tokens) per minute, through backstay, the openai
+SDK's own retries and tenacity, as a ratio of the ideal M / R and the share of 429s.
+
 Run with ``make bench``. Prints one table per section; ratios are backstay / peer.
 """
 
@@ -38,6 +42,7 @@ import async_retry
 import backstay
 import engine
 import fake_provider
+import goodput
 import retry
 from corpus import CASES
 
@@ -191,6 +196,7 @@ def main() -> None:
     async_retry.report()
     engine.report()
     fake_provider.report()
+    goodput.report()
 
 
 if __name__ == "__main__":

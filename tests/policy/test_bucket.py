@@ -183,3 +183,32 @@ def test_bucket_invariants_hold_for_any_sequence(
         assert level <= capacity
         outstanding = sum(n for due, n in reservations if due > now)
         assert -level <= outstanding + 1e-6 * (1.0 + outstanding)
+
+
+# -- synced: the level the provider reports, less what it has not seen ---------------------
+
+
+def test_synced_raises_the_level_to_what_the_provider_reports() -> None:
+    bucket = TokenBucket(capacity=100.0, refill_per_s=10.0, tokens=-50.0, updated_at=0.0)
+    synced = bucket.synced(1.0, remaining=80.0, since=1.0, outstanding=0.0)
+    assert (synced.tokens, synced.updated_at) == (80.0, 1.0)
+
+
+def test_synced_takes_off_what_was_reserved_after_the_answered_request() -> None:
+    bucket = TokenBucket.full(capacity=100.0, refill_per_s=10.0, now=0.0)
+    synced = bucket.synced(0.0, remaining=30.0, since=0.0, outstanding=45.0)
+    assert synced.level(0.0) == -15.0
+
+
+def test_synced_adds_the_refill_since_the_provider_counted_up_to_the_capacity() -> None:
+    bucket = TokenBucket.full(capacity=100.0, refill_per_s=10.0, now=0.0)
+    assert bucket.synced(2.0, remaining=50.0, since=1.0, outstanding=0.0).level(2.0) == 60.0
+    assert bucket.synced(2.0, remaining=95.0, since=0.0, outstanding=5.0).level(2.0) == 95.0
+
+
+def test_synced_keeps_a_block_and_ends_it_with_at_most_nothing() -> None:
+    blocked = TokenBucket.full(capacity=100.0, refill_per_s=10.0, now=0.0).blocked(0.0, 5.0)
+    synced = blocked.synced(1.0, remaining=90.0, since=1.0, outstanding=0.0)
+    assert (synced.tokens, synced.updated_at) == (0.0, 5.0)
+    owed = blocked.synced(1.0, remaining=0.0, since=1.0, outstanding=70.0)
+    assert owed.level(5.0) == -30.0  # 40 refilled until the block ends, 70 owed

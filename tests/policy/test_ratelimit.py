@@ -176,16 +176,41 @@ def test_remaining_never_raises_the_level() -> None:
     assert limiter.reserve() == 1.0
 
 
-def test_an_exhausted_anthropic_dimension_blocks_until_its_reset() -> None:
+def test_an_exhausted_dimension_with_a_known_limit_is_paced_not_blocked_until_its_reset() -> None:
+    # The reset is when the bucket is full again (60 s from empty); 1,000 tokens fit after 1 s.
     limiter = RateLimiter("anthropic", clock=FakeClock())
     limiter.update_from_headers(
         {
             "anthropic-ratelimit-tokens-limit": "60000",
             "anthropic-ratelimit-tokens-remaining": "0",
+            "anthropic-ratelimit-tokens-reset": _at(60.0),
+        }
+    )
+    assert limiter.snapshot().blocked_for_s == 0.0
+    assert limiter.reserve(tokens=1000.0) == 1.0
+
+
+def test_an_exhausted_openai_dimension_with_a_known_limit_is_paced_at_its_rate() -> None:
+    limiter = RateLimiter("openai", clock=FakeClock())
+    limiter.update_from_headers(
+        {
+            "x-ratelimit-limit-requests": "1200",
+            "x-ratelimit-remaining-requests": "0",
+            "x-ratelimit-reset-requests": "1m0s",
+        }
+    )
+    assert _reserve_n(limiter, 3) == [0.05, 0.1, 0.15]
+
+
+def test_an_exhausted_anthropic_dimension_without_a_limit_blocks_until_its_reset() -> None:
+    limiter = RateLimiter("anthropic", clock=FakeClock())
+    limiter.update_from_headers(
+        {
+            "anthropic-ratelimit-tokens-remaining": "0",
             "anthropic-ratelimit-tokens-reset": _at(20.0),
         }
     )
-    assert limiter.reserve(tokens=1000.0) == 21.0  # the reset, then 1000 tokens at 1000/s
+    assert limiter.reserve(tokens=1000.0) == 20.0
 
 
 def test_an_exhausted_openai_dimension_blocks_for_its_relative_reset() -> None:
@@ -249,6 +274,47 @@ def test_a_bucket_learned_during_a_block_starts_empty_at_its_end() -> None:
     limiter.observe(_limited(30.0))
     limiter.update_from_headers({"x-ratelimit-limit-requests": "60"})
     assert _reserve_n(limiter, 2) == [31.0, 32.0]
+
+
+# -- reservations read against the provider's remaining ------------------------------------
+
+
+def test_a_reservation_counts_the_requests_and_tokens_reserved_through_it() -> None:
+    limiter = RateLimiter("api", requests_per_minute=60, burst_s=1.0, clock=FakeClock())
+    first = limiter.reservation(tokens=40.0)
+    second = limiter.reservation(tokens=25.0)
+    assert (first.wait_s, first.requests_through, first.tokens_through) == (0.0, 1.0, 40.0)
+    assert (second.wait_s, second.requests_through, second.tokens_through) == (1.0, 2.0, 65.0)
+
+
+def test_remaining_answering_a_reservation_raises_the_level() -> None:
+    limiter = RateLimiter("openai", requests_per_minute=600, burst_s=10.0, clock=FakeClock())
+    limiter.update_from_headers({"x-ratelimit-remaining-requests": "0"})
+    answered = limiter.reservation()
+    _reserve_n(limiter, 4)
+    limiter.update_from_headers({"x-ratelimit-remaining-requests": "50"}, answering=answered)
+    # The provider had 50 left after the answered request; the 4 reserved after it are owed.
+    bucket = limiter.snapshot().requests
+    assert bucket is not None
+    assert bucket.tokens == 46.0
+
+
+def test_remaining_answering_a_reservation_counts_at_most_the_burst() -> None:
+    limiter = RateLimiter("openai", requests_per_minute=600, burst_s=10.0, clock=FakeClock())
+    answered = limiter.reservation()
+    _reserve_n(limiter, 120)
+    limiter.update_from_headers({"x-ratelimit-remaining-requests": "1000"}, answering=answered)
+    bucket = limiter.snapshot().requests
+    assert bucket is not None
+    assert bucket.tokens == 100.0 - 120.0
+
+
+def test_remaining_answering_a_reservation_lowers_by_what_was_reserved_after_it() -> None:
+    limiter = RateLimiter("openai", tokens_per_minute=60_000, burst_s=10.0, clock=FakeClock())
+    answered = limiter.reservation(tokens=100.0)
+    limiter.reservation(tokens=300.0)
+    limiter.update_from_headers({"x-ratelimit-remaining-tokens": "200"}, answering=answered)
+    assert limiter.reserve(tokens=400.0) == 0.5  # 200 - 300 - 400 = -500 at 1,000 a second
 
 
 # -- the object itself --------------------------------------------------------------------

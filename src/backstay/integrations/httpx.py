@@ -8,8 +8,10 @@ openai and google-genai SDKs now use) sends through::
 
 Each request then runs under ``backstay.call``'s machinery, per request:
 
-* the rate limiter is asked first (and learns from every response's rate-limit headers),
-  the circuit breaker gives a permit, the retry budget is charged for each retry;
+* the rate limiter is asked first, for one request and the request's estimated tokens
+  (its text at about four characters a token, plus its output limit), and learns from
+  every response's rate-limit headers, read against the reservation they answer; the
+  circuit breaker gives a permit, the retry budget is charged for each retry;
 * a transport error is classified (``backstay.classify``), a response with status >= 400
   by ``classify_response`` (body, ``x-should-retry``, ``Retry-After`` and the providers'
   own wait hints); the policy decides whether and when to retry;
@@ -38,6 +40,7 @@ from backstay.call import PolicySpec, acall, call, resolve_policy
 from backstay.classify import classify_response
 from backstay.clock import Clock
 from backstay.failure import Failure
+from backstay.integrations._paced import _Paced, estimate_tokens
 from backstay.policy.protocols import CircuitBreakerLike, RateLimiterLike, RetryBudgetLike
 from backstay.policy.retry import RetryPolicy
 
@@ -92,22 +95,27 @@ class _Core:
         self.idempotency_header = idempotency_header
         resolve_policy(policy, None)  # an unknown policy name fails here, not mid-request
 
-    def prepare(self, request: Any) -> RetryPolicy:
+    def prepare(self, request: Any) -> tuple[RetryPolicy, _Paced | None]:
         """Stamp the request's idempotency key; the policy it is sent under (one attempt
-        when its body cannot be sent again)."""
+        when its body cannot be sent again) and its view of the rate limiter."""
         header = self.idempotency_header
         if header and header not in request.headers:
             request.headers[header] = uuid.uuid4().hex
         policy = resolve_policy(self.policy, None)
-        if _replayable(request):
-            return policy
-        return policy.derive(name=f"{policy.name}-no-replay", max_attempts=1)
+        replayable = _replayable(request)
+        paced = None
+        if self.limiter is not None:
+            tokens = estimate_tokens(request.content) if replayable else 0.0
+            paced = _Paced(self.limiter, tokens)
+        if replayable:
+            return policy, paced
+        return policy.derive(name=f"{policy.name}-no-replay", max_attempts=1), paced
 
-    def observe(self, response: Any) -> bool:
+    @staticmethod
+    def observe(response: Any, paced: _Paced | None) -> bool:
         """Feed the limiter the response's headers; whether the response shows a failure."""
-        update = getattr(self.limiter, "update_from_headers", None)
-        if update is not None:
-            update(response.headers)
+        if paced is not None:
+            paced.update_from_headers(response.headers)
         return int(response.status_code) >= _FIRST_FAILING_STATUS
 
     def failed(self, request: Any, response: Any, raw: bytes) -> _FailedResponse:
@@ -157,10 +165,10 @@ class RetryTransport:
             idempotency_header=idempotency_header,
         )
 
-    def _attempt(self, request: Any) -> Any:
+    def _attempt(self, request: Any, paced: _Paced | None) -> Any:
         core = self._core
         response = core.transport.handle_request(request)
-        if not core.observe(response):
+        if not core.observe(response, paced):
             return response
         try:
             raw = b"".join(response.iter_raw())
@@ -170,16 +178,17 @@ class RetryTransport:
 
     def handle_request(self, request: Any) -> Any:
         core = self._core
-        policy = core.prepare(request)
+        policy, paced = core.prepare(request)
         try:
             return call(
                 self._attempt,
                 request,
+                paced,
                 policy=policy,
                 operation=core.operation,
                 breaker=core.breaker,
                 budget=core.budget,
-                limiter=core.limiter,
+                limiter=paced,
                 clock=core.clock,
             )
         except _FailedResponse as given_up:
@@ -224,10 +233,10 @@ class AsyncRetryTransport:
             idempotency_header=idempotency_header,
         )
 
-    async def _attempt(self, request: Any) -> Any:
+    async def _attempt(self, request: Any, paced: _Paced | None) -> Any:
         core = self._core
         response = await core.transport.handle_async_request(request)
-        if not core.observe(response):
+        if not core.observe(response, paced):
             return response
         try:
             raw = b"".join([chunk async for chunk in response.aiter_raw()])
@@ -237,16 +246,17 @@ class AsyncRetryTransport:
 
     async def handle_async_request(self, request: Any) -> Any:
         core = self._core
-        policy = core.prepare(request)
+        policy, paced = core.prepare(request)
         try:
             return await acall(
                 self._attempt,
                 request,
+                paced,
                 policy=policy,
                 operation=core.operation,
                 breaker=core.breaker,
                 budget=core.budget,
-                limiter=core.limiter,
+                limiter=paced,
                 clock=core.clock,
             )
         except _FailedResponse as given_up:

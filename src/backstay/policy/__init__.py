@@ -9,7 +9,7 @@ from backstay.policy.budget import BudgetSettings, RetryBudget
 from backstay.policy.builtin import AGENT_DISPATCH, AGGRESSIVE, BUILTIN_POLICIES, NO_RETRY, STANDARD
 from backstay.policy.limiters import RateLimiterRegistry
 from backstay.policy.protocols import CircuitBreakerLike, Permit, RateLimiterLike, RetryBudgetLike
-from backstay.policy.ratelimit import RateLimiter, RateLimitSettings
+from backstay.policy.ratelimit import RateLimiter, RateLimitSettings, Reservation
 from backstay.policy.registry import OperationType, PolicyRegistry
 from backstay.policy.retry import GiveUpReason, KindOverride, RetryDecision, RetryPolicy, decide
 
@@ -32,6 +32,7 @@ __all__ = [
     "RateLimiter",
     "RateLimiterLike",
     "RateLimiterRegistry",
+    "Reservation",
     "RetryBudget",
     "RetryBudgetLike",
     "RetryDecision",

@@ -7,7 +7,8 @@ repaid. Because every taker adds to the same debt, takers are served in the orde
 took — the due times of successive takes never decrease — instead of all trying at once.
 
 ``updated_at`` may lie in the future: nothing accrues before it. That is how a block
-(a provider's Retry-After or reset time) is written: ``blocked(now, until)``.
+(a provider's Retry-After or reset time) is written: ``blocked(now, until)``. ``synced``
+rebuilds the level from what the provider reports left, less what it has not seen yet.
 
 Every method takes ``now`` and returns a new bucket; none reads a clock.
 """
@@ -107,3 +108,20 @@ class TokenBucket:
             tokens=min(bucket.tokens, capacity),
             updated_at=bucket.updated_at,
         )
+
+    def synced(
+        self, now: float, *, remaining: float, since: float, outstanding: float
+    ) -> TokenBucket:
+        """The level at ``now`` as the provider reports it: ``remaining`` when it counted
+        (``since``, at most ``now``), plus the refill since then, at most ``capacity``, less
+        ``outstanding`` — what was reserved after the answered request, which the provider
+        had not counted yet. May raise the level as well as lower it. A bucket blocked past
+        ``now`` keeps its block, and still ends it with a level of at most zero."""
+        check_number(remaining, where="remaining", minimum=-math.inf)
+        check_number(outstanding, where="outstanding", minimum=-math.inf)
+        start = max(now, self.updated_at)
+        grown = remaining + max(0.0, start - since) * self.refill_per_s
+        level = min(self.capacity, grown) - outstanding
+        if start > now:
+            level = min(level, 0.0)
+        return self._moved(level, start)

@@ -15,7 +15,12 @@ It learns the provider's limits from two sources:
 * ``update_from_headers(headers)``: the provider's rate-limit headers. A ``limit`` sizes a
   bucket (a configured rate is a ceiling the headers can only lower; without one, the
   headers' limit is adopted, read as per minute); ``remaining`` lowers the level, never
-  raises it; an exhausted dimension with a ``reset`` blocks until the reset.
+  raises it — unless the caller hands back the ``Reservation`` the response answers
+  (``answering=``): the level is then set to what the provider had left when it counted
+  that request, less what this limiter reserved after it. An
+  exhausted dimension with a ``reset`` blocks until the reset only when no rate is known
+  for it: the reset is when the limit is full again, not when the next request fits,
+  which the rate says.
 
 Reservations already handed out are not recalled by a block: their callers learn of it
 from their own failure, and re-reserve before their next attempt.
@@ -37,7 +42,7 @@ from backstay.policy._limit_headers import REQUESTS, TOKENS, HeaderLimit, read_l
 from backstay.policy.bucket import TokenBucket
 from backstay.taxonomy import FailureKind
 
-__all__ = ["LimiterSnapshot", "RateLimitSettings", "RateLimiter"]
+__all__ = ["LimiterSnapshot", "RateLimitSettings", "RateLimiter", "Reservation"]
 
 # Providers may enforce a per-minute limit over shorter spans (Anthropic: 60 RPM "may be
 # enforced as 1 request per second"), so a bucket holds a sixth of a minute, not a minute.
@@ -89,6 +94,16 @@ class LimiterSnapshot:
     tokens: TokenBucket | None
 
 
+@dataclasses.dataclass(frozen=True, slots=True)
+class Reservation:
+    """One reservation: the seconds to wait before its attempt, and the requests and tokens
+    the limiter had reserved up to and including it."""
+
+    wait_s: float
+    requests_through: float
+    tokens_through: float
+
+
 class RateLimiter:
     """Requests and tokens per minute shared by every caller that holds it. Thread-safe.
 
@@ -96,7 +111,17 @@ class RateLimiter:
     both be ``None``: the limiter then only honours rate-limit failures and headers.
     """
 
-    __slots__ = ("_blocked_until", "_clock", "_lock", "_requests", "_tokens", "name", "settings")
+    __slots__ = (
+        "_blocked_until",
+        "_clock",
+        "_lock",
+        "_requested",
+        "_requests",
+        "_tokened",
+        "_tokens",
+        "name",
+        "settings",
+    )
 
     def __init__(
         self,
@@ -120,6 +145,8 @@ class RateLimiter:
         self._clock = clock or SYSTEM_CLOCK
         self._lock = threading.Lock()
         self._blocked_until = -math.inf
+        self._requested = 0.0  # requests and tokens reserved so far, for ``Reservation``
+        self._tokened = 0.0
         now = self._clock.monotonic()
         rpm, tpm = settings.requests_per_minute, settings.tokens_per_minute
         self._requests = None if rpm is None else settings.bucket(rpm, now)
@@ -149,6 +176,11 @@ class RateLimiter:
         The reservation is made whatever the wait: later callers queue behind it. Pass the
         expected token count of the request (prompt and output) to pace by tokens.
         """
+        return self.reservation(tokens).wait_s
+
+    def reservation(self, tokens: float = 1.0) -> Reservation:
+        """``reserve``, returning the whole ``Reservation``: hand it back with the headers
+        of the response to the request it was made for (``update_from_headers``)."""
         check_number(tokens, where="tokens")
         with self._lock:
             now = self._clock.monotonic()
@@ -159,7 +191,9 @@ class RateLimiter:
             if self._tokens is not None:
                 self._tokens, waited = self._tokens.take(now, tokens)
                 wait = max(wait, waited)
-            return wait
+            self._requested += 1.0
+            self._tokened += tokens
+            return Reservation(wait, self._requested, self._tokened)
 
     def observe(self, failure: Failure) -> None:
         """Learn from a failure: a rate limit blocks every caller until its wait is over."""
@@ -184,9 +218,15 @@ class RateLimiter:
             if self._tokens is not None:
                 self._tokens = self._tokens.blocked(now, until)
 
-    def update_from_headers(self, headers: object) -> None:
+    def update_from_headers(self, headers: object, *, answering: Reservation | None = None) -> None:
         """Feed the provider's rate-limit headers (any header shape; unreadable ones are
-        ignored): Anthropic ``anthropic-ratelimit-*`` and OpenAI ``x-ratelimit-*``."""
+        ignored): Anthropic ``anthropic-ratelimit-*`` and OpenAI ``x-ratelimit-*``.
+
+        ``answering``: the reservation of the request these headers answer. The provider's
+        ``remaining`` then sets the level, up or down, less what was reserved after that
+        request (the provider had not counted it yet). It is read as of now, the refill
+        during the call not counted: a little low, never high. Without a reservation,
+        ``remaining`` can only lower the level."""
         limits = read_limits(normalize_headers(headers), self._clock.now())
         if not limits:
             return
@@ -194,12 +234,22 @@ class RateLimiter:
         with self._lock:
             now = self._clock.monotonic()
             if REQUESTS in limits:
+                after = None if answering is None else self._requested - answering.requests_through
                 self._requests = self._learn(
-                    self._requests, settings.requests_per_minute, limits[REQUESTS], now
+                    self._requests,
+                    settings.requests_per_minute,
+                    limits[REQUESTS],
+                    now,
+                    after=after,
                 )
             if TOKENS in limits:
+                after = None if answering is None else self._tokened - answering.tokens_through
                 self._tokens = self._learn(
-                    self._tokens, settings.tokens_per_minute, limits[TOKENS], now
+                    self._tokens,
+                    settings.tokens_per_minute,
+                    limits[TOKENS],
+                    now,
+                    after=after,
                 )
 
     def _learn(
@@ -208,8 +258,11 @@ class RateLimiter:
         configured: float | None,
         seen: HeaderLimit,
         now: float,
+        *,
+        after: float | None,
     ) -> TokenBucket | None:
-        """One dimension's bucket after the headers ``seen`` at ``now``. Holds the lock."""
+        """One dimension's bucket after the headers ``seen`` at ``now``; ``after``: what was
+        reserved after the answered request (``None``: not known). Holds the lock."""
         per_minute = configured
         if seen.limit is not None and seen.limit > 0.0:
             per_minute = seen.limit if per_minute is None else min(per_minute, seen.limit)
@@ -221,14 +274,17 @@ class RateLimiter:
                 bucket = bucket.resized(
                     now, capacity=shape.capacity, refill_per_s=shape.refill_per_s
                 )
-            if seen.remaining is not None:
+            if seen.remaining is not None and after is not None:
+                bucket = bucket.synced(now, remaining=seen.remaining, since=now, outstanding=after)
+            elif seen.remaining is not None:
                 bucket = bucket.capped(now, seen.remaining)
-        if seen.exhausted and seen.reset_s is not None:
+        if bucket is None and seen.exhausted and seen.reset_s is not None:
+            # Without a rate, the reset is all there is to go by. With one, the bucket
+            # capped at zero above paces the next request: both providers' reset is the time
+            # until the limit is *fully* replenished (60 s for an empty per-minute bucket),
+            # while capacity comes back continuously, one request every 60 / limit seconds.
             until = now + min(seen.reset_s, self.settings.max_block_s)
-            if bucket is None:
-                self._blocked_until = max(self._blocked_until, until)
-            else:
-                bucket = bucket.blocked(now, until)
+            self._blocked_until = max(self._blocked_until, until)
         return bucket
 
     def _blocked(self, now: float) -> bool:
