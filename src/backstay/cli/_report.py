@@ -56,6 +56,8 @@ def summary_lines(summary: Summary, *, state_dir: Path) -> list[str]:
     if summary.failures_by_kind:
         kinds = ", ".join(f"{kind} {n}" for kind, n in summary.failures_by_kind.items())
         lines.append(f"  failed attempts by kind: {kinds}")
+    if summary.circuit_trips or summary.circuit_waits:
+        lines.append(f"  circuits: {circuit_text(summary)}")
     if summary.open_escalations:
         lines.append(
             f"  {summary.open_escalations} open escalation"
@@ -68,6 +70,18 @@ def summary_lines(summary: Summary, *, state_dir: Path) -> list[str]:
             f"earliest: backstay resume --state-dir {state_dir} continues after that"
         )
     return lines
+
+
+def circuit_text(summary: Summary) -> str:
+    """``"2 trips (anthropic-api/m 2); tasks waited 5 times, 18.0 s"``."""
+    trips = summary.circuit_trips
+    where = ", ".join(f"{name} {n}" for name, n in summary.trips_by_breaker.items())
+    text = f"{trips} trip{'' if trips == 1 else 's'}" + (f" ({where})" if where else "")
+    waits = summary.circuit_waits
+    return (
+        f"{text}; tasks waited {waits} time{'' if waits == 1 else 's'}, "
+        f"{summary.circuit_waited_s:.1f} s"
+    )
 
 
 def print_summary(summary: Summary, *, state_dir: Path, title: str) -> None:
