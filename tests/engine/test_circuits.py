@@ -166,4 +166,4 @@ def test_an_open_circuit_is_still_open_for_the_next_engine_on_the_state_dir(
 
 def test_breaker_settings_of_the_wrong_type_are_refused(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="breaker: must be a BreakerSettings or None"):
-        engine(tmp_path, ScriptedAdapter(), breaker={"failure_threshold": 2})  # type: ignore[arg-type]
+        engine(tmp_path, ScriptedAdapter(), breaker={"failure_threshold": 2})
