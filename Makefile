@@ -13,7 +13,7 @@ $(VENV)/bin/python:
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
 $(DEMO_STAMP): pyproject.toml | $(VENV)/bin/python
-	$(BIN)/python -m pip install --quiet -e .
+	$(BIN)/python -m pip install --quiet -e '.[demo]'
 	@touch $@
 
 $(STAMP): pyproject.toml | $(VENV)/bin/python
@@ -21,7 +21,7 @@ $(STAMP): pyproject.toml | $(VENV)/bin/python
 	@touch $@ $(DEMO_STAMP)
 
 demo: $(DEMO_STAMP)
-	$(BIN)/backstay explain --examples
+	$(BIN)/backstay demo
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests bench

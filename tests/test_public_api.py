@@ -16,6 +16,7 @@ MODULES = (
     "backstay.classify",
     "backstay.clock",
     "backstay.config",
+    "backstay.demo",
     "backstay.breaker",
     "backstay.call",
     "backstay.engine",

@@ -9,8 +9,16 @@ import sys
 
 import pytest
 
+from backstay.breaker import CircuitClosed, CircuitOpened, CircuitState
 from backstay.cli._progress import ProgressSink, showing_progress
-from backstay.engine import TaskEscalated, TaskPaused, TaskStarted, TaskState, TaskSucceeded
+from backstay.engine import (
+    TaskDeferred,
+    TaskEscalated,
+    TaskPaused,
+    TaskStarted,
+    TaskState,
+    TaskSucceeded,
+)
 from backstay.failure import Failure
 from backstay.observe.sinks import BUS
 
@@ -46,6 +54,41 @@ def test_the_sink_follows_its_tasks_and_ignores_other_operations() -> None:
     assert view.lines == [
         "a/T0-run_01: attempt 1 started",
         "a/T0-run_01: succeeded after 1 attempt",
+    ]
+
+
+def test_circuits_and_waits_for_them_are_shown_without_moving_the_task() -> None:
+    view = _Recorder()
+    sink = ProgressSink({A: TaskState.RETRYING}, view)
+    at = dt.datetime(2026, 3, 1, tzinfo=dt.UTC)
+    sink.emit(
+        CircuitOpened(
+            operation=A,
+            breaker="anthropic-api/m",
+            at=at,
+            from_state=CircuitState.CLOSED,
+            reason="consecutive_failures",
+            consecutive_failures=3,
+            open_duration_s=4.0,
+        )
+    )
+    sink.emit(
+        TaskDeferred(operation=A, task_id="a", attempt=3, breaker="anthropic-api/m", wait_s=4)
+    )
+    sink.emit(
+        CircuitClosed(
+            operation=A,
+            breaker="anthropic-api/m",
+            at=at,
+            from_state=CircuitState.HALF_OPEN,
+            reason="probes_succeeded",
+        )
+    )
+    assert sink.states == {A: TaskState.RETRYING}
+    assert view.lines == [
+        "circuit anthropic-api/m: opened (3 failures in a row); its tasks wait 4 s",
+        "a/T0-run_01: circuit anthropic-api/m is open: waiting 4.0 s (no attempt)",
+        "circuit anthropic-api/m: closed (probes succeeded)",
     ]
 
 

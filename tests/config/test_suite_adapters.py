@@ -42,17 +42,17 @@ def test_an_unknown_adapter_under_adapters_is_a_problem(tmp_path: Path) -> None:
     ]
 
 
-def test_a_reserved_adapter_name_is_accepted_as_written(tmp_path: Path) -> None:
+def test_an_api_adapter_is_told_which_variable_holds_its_key(tmp_path: Path) -> None:
     text = _suite(
-        "  anthropic-api: {base_url: 'http://127.0.0.1:8787', api_key_env: ANTHROPIC_API_KEY}",
+        "  anthropic-api: {base_url: 'http://127.0.0.1:8787', api_key_env: MY_KEY}",
         defaults="{adapter: anthropic-api, model: claude-sonnet-4-5}",
     )
     suite = load(tmp_path, text)
     assert suite.tasks[0].adapter == "anthropic-api"
     assert suite.adapters["anthropic-api"] == AdapterOptions(
         adapter="anthropic-api",
-        config={"base_url": "http://127.0.0.1:8787"},
-        api_key_env="ANTHROPIC_API_KEY",
+        config={"base_url": "http://127.0.0.1:8787", "api_key_env": "MY_KEY"},
+        api_key_env="MY_KEY",
     )
 
 

@@ -85,12 +85,15 @@ def command(state_dir: Path, work: Path, scenario: str = "flaky") -> list[str]:
 
 
 def engine(state_dir: Path) -> Engine:
+    # No circuit breaker: every task fails once with a counted kind, which would trip it
+    # (and make both runners wait); these tests are about leases and kills.
     return Engine(
         state_dir,
         adapters={"mock": MockAdapter},
         concurrency=CONCURRENCY,
         guard_settings=LEASES,
         env={},
+        breaker=None,
     )
 
 

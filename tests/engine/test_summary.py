@@ -9,7 +9,14 @@ from pathlib import Path
 from tests.engine.support import WALL, spec
 
 from backstay.adapters.usage import Usage
-from backstay.engine import AttemptOutcome, AttemptRecord, TaskRecord, TaskState
+from backstay.engine import (
+    AttemptOutcome,
+    AttemptRecord,
+    CircuitChange,
+    CircuitEntry,
+    TaskRecord,
+    TaskState,
+)
 from backstay.engine.summary import summarize
 from backstay.failure import Failure
 
@@ -106,3 +113,26 @@ def test_the_summary_is_json_data(tmp_path: Path) -> None:
     data = json.loads(json.dumps(summarize(tasks, [_attempt("a", 1)], []).to_dict()))
     assert (data["by_state"]["paused"], data["next_resume_at"]) == (1, WALL.isoformat())
     assert data["tasks"][0]["task_id"] == "a"
+
+
+def test_circuit_trips_and_waits_are_counted_for_the_tasks_summarized(tmp_path: Path) -> None:
+    def entry(change: CircuitChange, task_id: str, wait_s: float | None = None) -> CircuitEntry:
+        op = f"wf:{task_id}:run_01"
+        return CircuitEntry(breaker="x/m", change=change, at=WALL, operation_id=op, wait_s=wait_s)
+
+    entries = [
+        entry(CircuitChange.OPENED, "a"),
+        entry(CircuitChange.WAITED, "a", 4.0),
+        entry(CircuitChange.HALF_OPENED, "a"),
+        entry(CircuitChange.OPENED, "a"),
+        entry(CircuitChange.WAITED, "a", 2.5),
+        entry(CircuitChange.CLOSED, "a"),
+        entry(CircuitChange.OPENED, "other"),
+        entry(CircuitChange.WAITED, "other", 100.0),
+    ]
+    summary = summarize([_task(tmp_path, "a", S.SUCCEEDED)], [], [], circuits=entries)
+    assert (summary.circuit_trips, summary.circuit_waits) == (2, 2)
+    assert summary.circuit_waited_s == 6.5
+    assert dict(summary.trips_by_breaker) == {"x/m": 2}
+    data = summary.to_dict()
+    assert (data["circuit_trips"], data["circuit_waited_s"]) == (2, 6.5)

@@ -9,6 +9,7 @@ from backstay.cli import (
     agents,
     batch,
     config,
+    demo,
     escalations,
     explain,
     fake_provider,
@@ -52,6 +53,7 @@ app.command("status")(status.status)
 app.add_typer(escalations.app, name="escalations")
 app.add_typer(fake_provider.app, name="fake-provider")
 app.add_typer(agents.app, name="agents")
+app.command("demo")(demo.demo)
 
 
 def main() -> None:

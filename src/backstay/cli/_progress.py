@@ -1,7 +1,7 @@
-"""What a running batch shows: the engine's ``task.*`` events, received by a small sink
-added for the run and removed after it. On a terminal, a live bar (tasks settled out of
-all, counts by state) with one line per event above it; otherwise plain lines, one per
-event, for logs."""
+"""What a running batch shows: the engine's ``task.*`` events and its circuits'
+``circuit.*`` events, received by a small sink added for the run and removed after it.
+On a terminal, a live bar (tasks settled out of all, counts by state) with one line per
+event above it; otherwise plain lines, one per event, for logs."""
 
 from __future__ import annotations
 
@@ -24,9 +24,11 @@ from rich.progress import (
     TimeElapsedColumn,
 )
 
+from backstay.breaker import CircuitClosed, CircuitHalfOpened, CircuitOpened
 from backstay.cli._report import task_label
 from backstay.engine import (
     TaskCancelled,
+    TaskDeferred,
     TaskEscalated,
     TaskFailed,
     TaskPaused,
@@ -49,8 +51,26 @@ SETTLED: Final = frozenset(
 )
 
 
-def _describe(event: Event) -> tuple[TaskState, str] | None:
-    """The state ``event`` leaves its task in, and a line saying what happened."""
+def _circuit(event: CircuitOpened | CircuitHalfOpened | CircuitClosed) -> str:
+    """A line saying what a circuit did."""
+    if isinstance(event, CircuitOpened):
+        if event.reason == "probe_failed":
+            why = "its probe failed"
+        elif event.reason == "failure_rate":
+            why = f"{event.window_failures} of the last {event.window_calls} calls failed"
+        else:
+            why = f"{event.consecutive_failures} failures in a row"
+        return f"opened ({why}); its tasks wait {event.open_duration_s:g} s"
+    if isinstance(event, CircuitHalfOpened):
+        return "half-open: a probe goes through"
+    return f"closed ({event.reason.replace('_', ' ')})"
+
+
+def _describe(event: Event) -> tuple[TaskState | None, str] | None:
+    """The state ``event`` leaves its task in (``None``: unchanged), and a line saying
+    what happened."""
+    if isinstance(event, TaskDeferred):
+        return None, f"circuit {event.breaker} is open: waiting {event.wait_s:.1f} s (no attempt)"
     if isinstance(event, TaskStarted):
         return TaskState.RUNNING, f"attempt {event.attempt} started"
     if isinstance(event, RetryScheduled):
@@ -132,12 +152,17 @@ class ProgressSink:
         op = event.operation
         if op is None or op not in self.states:
             return
+        if isinstance(event, CircuitOpened | CircuitHalfOpened | CircuitClosed):
+            self._view.show(f"circuit {event.breaker}", _circuit(event), self.states)
+            return
         described = _describe(event)
         if described is None:
             return
         state, text = described
         # A spent quota pauses the task AND opens an escalation: it stays paused.
-        if not (state is TaskState.ESCALATED and self.states[op] is TaskState.PAUSED):
+        if state is not None and not (
+            state is TaskState.ESCALATED and self.states[op] is TaskState.PAUSED
+        ):
             self.states[op] = state
         self._view.show(task_label(op), text, self.states)
 

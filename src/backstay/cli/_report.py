@@ -56,6 +56,8 @@ def summary_lines(summary: Summary, *, state_dir: Path) -> list[str]:
     if summary.failures_by_kind:
         kinds = ", ".join(f"{kind} {n}" for kind, n in summary.failures_by_kind.items())
         lines.append(f"  failed attempts by kind: {kinds}")
+    if summary.circuit_trips or summary.circuit_waits:
+        lines.append(f"  circuits: {circuit_text(summary)}")
     if summary.open_escalations:
         lines.append(
             f"  {summary.open_escalations} open escalation"
@@ -68,6 +70,49 @@ def summary_lines(summary: Summary, *, state_dir: Path) -> list[str]:
             f"earliest: backstay resume --state-dir {state_dir} continues after that"
         )
     return lines
+
+
+def circuit_text(summary: Summary) -> str:
+    """``"2 trips (anthropic-api/m 2); tasks waited 5 times, 18.0 s"``."""
+    trips = summary.circuit_trips
+    where = ", ".join(f"{name} {n}" for name, n in summary.trips_by_breaker.items())
+    text = f"{trips} trip{'' if trips == 1 else 's'}" + (f" ({where})" if where else "")
+    waits = summary.circuit_waits
+    return (
+        f"{text}; tasks waited {waits} time{'' if waits == 1 else 's'}, "
+        f"{summary.circuit_waited_s:.1f} s"
+    )
+
+
+def summary_table(summary: Summary, *, title: str) -> Table:
+    """The summary as a two-column table: tasks by state, failed attempts by kind,
+    attempts, waits (retries and open circuits), circuit trips, escalations, tokens, cost."""
+    table = Table(title=title, title_justify="left", show_header=False)
+    table.add_column("what", style="bold")
+    table.add_column("", overflow="fold")
+    states = [
+        f"[{_STYLES.get(state, '')}]{n} {state}[/]" if _STYLES.get(state) else f"{n} {state}"
+        for state, n in summary.by_state.items()
+        if n
+    ]
+    table.add_row("tasks", f"{summary.total}: " + ", ".join(states))
+    kinds = ", ".join(f"{kind} {n}" for kind, n in summary.failures_by_kind.items())
+    table.add_row("failed attempts by kind", escape(kinds) or "none")
+    table.add_row("attempts", str(summary.attempts))
+    table.add_row(
+        "time spent waiting",
+        f"{summary.waited_s:.1f} s before retries; {summary.circuit_waited_s:.1f} s for open "
+        f"circuits ({summary.circuit_waits} wait{'' if summary.circuit_waits == 1 else 's'})",
+    )
+    where = ", ".join(f"{name} {n}" for name, n in summary.trips_by_breaker.items())
+    table.add_row(
+        "circuit trips", f"{summary.circuit_trips}" + (f" ({escape(where)})" if where else "")
+    )
+    table.add_row("open escalations", str(summary.open_escalations))
+    usage = summary.usage
+    table.add_row("tokens", f"{usage.prompt_tokens} in / {usage.output_tokens} out")
+    table.add_row("cost", "unknown" if usage.cost_usd is None else f"${usage.cost_usd:.4f}")
+    return table
 
 
 def print_summary(summary: Summary, *, state_dir: Path, title: str) -> None:

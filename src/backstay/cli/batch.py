@@ -17,7 +17,8 @@ from backstay.engine import DEFAULT_CONCURRENCY, Engine, SuiteBatch, TaskState, 
 from backstay.errors import ConfigError
 
 CONFIG_HELP = (
-    "The configuration file whose policies the suite may name "
+    "The configuration file whose policies the suite may name and whose "
+    "retry.circuit_breaker the batch's circuit breakers use "
     "(default: $BACKSTAY_CONFIG, else ./backstay.yaml if any)."
 )
 
@@ -55,7 +56,8 @@ def batch(
     or were cancelled, 4 some wait (paused, escalated), 2 bad input (nothing ran).
     """
     try:
-        suite = load_suite(file, registry=load_config(config_file).registry)
+        config = load_config(config_file)
+        suite = load_suite(file, registry=config.registry)
         adapters = suite_adapters(suite)
         # Reads the agents' environment first: an unset key variable leaves nothing behind.
         opened = SuiteBatch.open(suite, state_dir)
@@ -65,6 +67,7 @@ def batch(
             adapters=adapters,
             concurrency=concurrency,
             guard_settings=_state.guard_settings(lease_ttl),
+            breaker=config.breaker_settings(),
         )
     except (ConfigError, OSError) as err:
         raise _state.run_failed(err, state_dir) from None

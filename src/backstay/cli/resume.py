@@ -3,12 +3,17 @@ decision or a quota's reset; the same exit codes as ``backstay batch``."""
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Annotated
+
 import typer
 
 from backstay.cli import _state
 from backstay.cli._errors import usage_error
 from backstay.cli._progress import showing_progress
 from backstay.cli._report import report_run
+from backstay.cli.batch import CONFIG_HELP
+from backstay.config import load_config
 from backstay.engine import DEFAULT_CONCURRENCY, read_identity
 from backstay.errors import ConfigError
 
@@ -17,6 +22,7 @@ def resume(
     state_dir: _state.StateDirOption,
     concurrency: _state.ConcurrencyOption = DEFAULT_CONCURRENCY,
     lease_ttl: _state.LeaseOption = _state.DEFAULT_LEASE_TTL,
+    config_file: Annotated[Path | None, typer.Option("--config", help=CONFIG_HELP)] = None,
 ) -> None:
     """Continue the batch in --state-dir: every task that can run now runs.
 
@@ -26,10 +32,12 @@ def resume(
     lapses (--lease-ttl of that runner). Exit codes as for backstay batch.
     """
     try:
+        breaker = load_config(config_file).breaker_settings()
         engine = _state.open_engine(
             state_dir,
             concurrency=concurrency,
             guard_settings=_state.guard_settings(lease_ttl),
+            breaker=breaker,
         )
         identity = read_identity(state_dir)
     except ConfigError as err:

@@ -6,7 +6,9 @@ its own settings (``validate_config``); a reserved one cannot yet, and is taken 
 
 Secrets are never written in a suite: an option that would hold one (``api_key``,
 ``token``, ``password`` …) is refused without repeating its value, and the agent gets the
-key from the environment variable ``api_key_env`` names.
+key from the environment variable ``api_key_env`` names. An adapter that reads its key
+from a variable it is told about (its own ``api_key_env`` setting: the API adapters) is
+also given that name as its setting, so a variable of any name reaches it.
 """
 
 from __future__ import annotations
@@ -15,7 +17,12 @@ import re
 from collections.abc import Collection
 from typing import Any, Final
 
-from backstay.adapters.registry import PLANNED_ADAPTERS, adapter_names, get_adapter
+from backstay.adapters.registry import (
+    PLANNED_ADAPTERS,
+    adapter_class,
+    adapter_names,
+    get_adapter,
+)
 from backstay.config._document import Document
 from backstay.config._fields import check, listing, suggestion
 from backstay.config._paths import Path, format_path
@@ -25,6 +32,7 @@ from backstay.config._suite_spec import ADAPTER_OPTION_FIELDS, RUN_FIELDS, SECRE
 from backstay.errors import ConfigError
 
 _SECRET_KEY: Final = re.compile(SECRET_KEY_PATTERN)
+_KEY_ENV: Final = "api_key_env"
 _INDEX: Final = re.compile(r"\[[^\]]*\]")
 
 
@@ -60,6 +68,18 @@ def _secret_reason(key: str) -> str:
     )
 
 
+def reads_key_env(adapter: str) -> bool:
+    """Whether ``adapter`` takes ``api_key_env`` as a setting of its own (it names the
+    variable the adapter reads its key from); ``False`` for one not available now."""
+    if adapter not in adapter_names():
+        return False
+    try:
+        cls = adapter_class(adapter)
+    except ConfigError:  # a broken third-party entry point: reported where it is checked
+        return False
+    return _KEY_ENV in getattr(cls, "config_keys", frozenset())
+
+
 def adapter_options(doc: Document, path: Path, adapter: str, raw: object) -> AdapterOptions | None:
     """The options of ``adapter`` at ``path``: the adapter's own settings and the names
     of the variables it is given; ``None`` when they hold a problem."""
@@ -79,6 +99,9 @@ def adapter_options(doc: Document, path: Path, adapter: str, raw: object) -> Ada
             config[key] = value
     if body is None or len(doc.problems) > before:
         return None
+    if env.get(_KEY_ENV) and reads_key_env(adapter):
+        # The agent gets the key under the variable's own name; the adapter must know it.
+        config[_KEY_ENV] = env[_KEY_ENV]
     return AdapterOptions(adapter=adapter, config=config, **env)
 
 

@@ -7,16 +7,21 @@ human escalation queue and batch summaries. See ``docs/design/engine.md``.
 * ``runner``: ``Engine`` (``run``, ``resume`` and their sync forms);
 * ``driver``: one task's attempts; ``decision``: a failed attempt's next state;
 * ``resume``: how a stored task is taken up;
+* ``circuits``: ``CircuitGate``, the circuit breakers asked before each attempt;
+  ``circuit_log``: ``SQLiteCircuitLog``, what they did (trips, waits);
 * ``escalations``: ``EscalationQueue``; ``summary``: ``Summary``; ``events``: its events;
 * ``suite_batch``: ``SuiteBatch``, a suite run as one batch in a state directory.
 """
 
 from __future__ import annotations
 
+from backstay.engine.circuit_log import CircuitChange, CircuitEntry, SQLiteCircuitLog
+from backstay.engine.circuits import BreakerKeyFn, CircuitGate, breaker_key
 from backstay.engine.escalations import ACTION_STATES, EscalationQueue
 from backstay.engine.events import (
     EscalationResolved,
     TaskCancelled,
+    TaskDeferred,
     TaskEscalated,
     TaskFailed,
     TaskPaused,
@@ -33,7 +38,7 @@ from backstay.engine.records import (
     TaskRecord,
 )
 from backstay.engine.resume import StartPlan, StartStep, plan_start
-from backstay.engine.runner import DEFAULT_CONCURRENCY, Engine
+from backstay.engine.runner import DEFAULT_BREAKER, DEFAULT_CONCURRENCY, Engine
 from backstay.engine.sqlite_tasks import STATE_FILE, SQLiteTaskStore
 from backstay.engine.states import (
     TERMINAL,
@@ -60,6 +65,7 @@ from backstay.engine.taskstore import TaskStore
 __all__ = [
     "ACTION_STATES",
     "BATCH_FILE",
+    "DEFAULT_BREAKER",
     "DEFAULT_CONCURRENCY",
     "STATE_FILE",
     "TERMINAL",
@@ -69,6 +75,10 @@ __all__ = [
     "AttemptRecord",
     "BatchIdentity",
     "BatchRun",
+    "BreakerKeyFn",
+    "CircuitChange",
+    "CircuitEntry",
+    "CircuitGate",
     "Engine",
     "Escalation",
     "EscalationQueue",
@@ -77,12 +87,14 @@ __all__ = [
     "InvalidTransition",
     "Outcome",
     "ResolveAction",
+    "SQLiteCircuitLog",
     "SQLiteTaskStore",
     "StartPlan",
     "StartStep",
     "SuiteBatch",
     "Summary",
     "TaskCancelled",
+    "TaskDeferred",
     "TaskEscalated",
     "TaskFailed",
     "TaskPaused",
@@ -94,6 +106,7 @@ __all__ = [
     "TaskState",
     "TaskStore",
     "TaskSucceeded",
+    "breaker_key",
     "outcome_for",
     "plan_start",
     "read_identity",

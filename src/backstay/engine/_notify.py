@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from backstay.engine.events import (
     TaskCancelled,
+    TaskDeferred,
     TaskEscalated,
     TaskFailed,
     TaskPaused,
@@ -18,7 +19,7 @@ from backstay.failure import Failure
 from backstay.observe.events import RetryScheduled
 from backstay.observe.sinks import BUS
 
-__all__ = ["after_failure", "resumed", "started", "succeeded"]
+__all__ = ["after_failure", "deferred", "resumed", "started", "succeeded"]
 
 
 def started(record: TaskRecord, *, attempt_id: str, policy: str) -> None:
@@ -30,6 +31,20 @@ def started(record: TaskRecord, *, attempt_id: str, policy: str) -> None:
                 task_id=record.task_id,
                 attempt=record.attempts_used,
                 attempt_id=attempt_id,
+            )
+        )
+
+
+def deferred(record: TaskRecord, *, breaker: str, wait_s: float, policy: str) -> None:
+    if BUS.wants(TaskDeferred.level):
+        BUS.emit(
+            TaskDeferred(
+                operation=record.operation_id,
+                policy=policy,
+                task_id=record.task_id,
+                attempt=record.attempts_used + 1,
+                breaker=breaker,
+                wait_s=wait_s,
             )
         )
 

@@ -12,6 +12,12 @@ touches the task meanwhile. Each attempt:
 5. ``end_attempt`` records all of that in one transaction BEFORE any event or sleep;
 6. retrying: sleep the recorded delay on the clock, and go to 1.
 
+With a ``CircuitGate``, step 1 waits for a permit first: while the task's circuit is open
+the driver records a wait (the circuit log, ``task.deferred``), sleeps the circuit's
+remaining open time and asks again. Waiting is not an attempt: nothing is begun, no
+attempt is counted. The attempt's end is reported on the permit (success, its
+``Failure``, or a release when it never ended), which is how circuits open and close.
+
 ``drive`` returns the result of a task that succeeded (recorded before it returns) and
 raises ``TaskStopped`` for any other end, so the guard caches only successes.
 """
@@ -30,6 +36,7 @@ from backstay.adapters.usage import Usage
 from backstay.classify import classify
 from backstay.clock import Clock
 from backstay.engine import _notify as notify
+from backstay.engine.circuits import CircuitGate
 from backstay.engine.decision import draw_for, next_step
 from backstay.engine.records import (
     AttemptEnd,
@@ -42,9 +49,10 @@ from backstay.engine.resume import StartStep, plan_start
 from backstay.engine.states import InvalidTransition, TaskState
 from backstay.engine.task import TaskSpec
 from backstay.engine.taskstore import TaskStore
-from backstay.errors import AdapterError
+from backstay.errors import AdapterError, CircuitOpen
 from backstay.failure import Failure
 from backstay.idempotency.ids import attempt_id as make_attempt_id
+from backstay.policy.protocols import Permit
 from backstay.policy.retry import RetryPolicy
 from backstay.redact import redact
 from backstay.taxonomy import FailureKind
@@ -53,6 +61,12 @@ __all__ = ["TaskDriver", "TaskStopped"]
 
 # How much of a failed attempt's partial output an escalation keeps for its reader.
 _CONTEXT_OUTPUT_CHARS: Final = 2000
+# How long to wait when a half-open circuit has every probe out (no time to wait for is
+# known): the probes' ends decide, so ask again soon.
+PROBES_OUT_WAIT_S: Final = 1.0
+# The shortest wait for an open circuit: a circuit due to half-open "now" is asked again
+# after this, never in a tight loop.
+_MIN_CIRCUIT_WAIT_S: Final = 0.05
 
 
 class TaskStopped(Exception):
@@ -97,6 +111,7 @@ class TaskDriver:
         store: TaskStore,
         clock: Clock,
         state_dir: Path,
+        circuits: CircuitGate | None = None,
     ) -> None:
         self.spec = spec
         self.adapter = adapter
@@ -104,6 +119,7 @@ class TaskDriver:
         self.store = store
         self.clock = clock
         self.state_dir = state_dir
+        self.circuits = circuits
         self.operation_id = spec.operation_id
         # Whether this driver found or made the task succeeded in the store.
         self.succeeded = False
@@ -118,7 +134,13 @@ class TaskDriver:
         if wait > 0.0:
             await self.clock.asleep(wait)
         while True:
-            record, delay = await self._attempt(record)
+            permit = await self._admitted(record)
+            try:
+                record, delay = await self._attempt(record, permit)
+            except BaseException:
+                if permit is not None:  # nothing reported: the attempt never ended
+                    permit.release()
+                raise
             if record.state is TaskState.SUCCEEDED:
                 self.succeeded = True
                 return dict(record.result or {})
@@ -172,8 +194,25 @@ class TaskDriver:
             raise LookupError(f"task {self.operation_id!r} was never registered")
         return record
 
-    async def _attempt(self, record: TaskRecord) -> tuple[TaskRecord, float]:
-        """One attempt, recorded before and after; the task as stored and the delay."""
+    async def _admitted(self, record: TaskRecord) -> Permit | None:
+        """A permit of the task's circuit (``None`` without a gate), after waiting out an
+        open circuit: each wait is recorded before it is slept."""
+        gate = self.circuits
+        if gate is None:
+            return None
+        while True:
+            try:
+                return gate.acquire(self.spec)
+            except CircuitOpen as refused:
+                after = refused.retry_after_s
+                wait = max(PROBES_OUT_WAIT_S if after is None else after, _MIN_CIRCUIT_WAIT_S)
+                gate.waited(self.spec, breaker=refused.name, wait_s=wait, at=self.clock.now())
+                notify.deferred(record, breaker=refused.name, wait_s=wait, policy=self.policy.name)
+                await self.clock.asleep(wait)
+
+    async def _attempt(self, record: TaskRecord, permit: Permit | None) -> tuple[TaskRecord, float]:
+        """One attempt, recorded before and after; the task as stored and the delay. The
+        attempt's end is reported on ``permit`` as soon as it is known."""
         number = record.attempts_used + 1
         attempt_id = make_attempt_id(self.operation_id, number)
         output_dir = self.spec.attempt_dir(self.state_dir, number)
@@ -188,6 +227,11 @@ class TaskDriver:
         notify.started(record, attempt_id=attempt_id, policy=self.policy.name)
         done = await self._dispatch(output_dir, attempt_id, started_at)
         ended_at = self.clock.now()
+        if permit is not None:
+            if done.result is not None:
+                permit.success()
+            elif done.failure is not None:
+                permit.failure(done.failure)
         if done.result is not None:
             end = AttemptEnd(
                 number=number,

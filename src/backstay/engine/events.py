@@ -7,6 +7,7 @@ the call drivers use as well.
 | event | name | when |
 |---|---|---|
 | ``TaskStarted`` | ``task.started`` | an attempt was recorded and is about to be dispatched |
+| ``TaskDeferred`` | ``task.deferred`` | the task's circuit is open: it waits, without an attempt |
 | ``TaskSucceeded`` | ``task.succeeded`` | the task succeeded (or its cached result was adopted) |
 | ``TaskFailed`` | ``task.failed`` | the task failed for good |
 | ``TaskPaused`` | ``task.paused`` | a quota ran out; ``resumes_at`` when it resets, if known |
@@ -29,6 +30,7 @@ from backstay.observe.events import Event
 __all__ = [
     "EscalationResolved",
     "TaskCancelled",
+    "TaskDeferred",
     "TaskEscalated",
     "TaskFailed",
     "TaskPaused",
@@ -55,6 +57,17 @@ class TaskStarted(_TaskEvent):
     name: ClassVar[str] = "task.started"
     attempt: int
     attempt_id: str
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class TaskDeferred(_TaskEvent):
+    """The circuit ``breaker`` is open: the task waits ``wait_s`` before it asks again
+    for attempt ``attempt``. A wait, not an attempt: no attempt is recorded or counted."""
+
+    name: ClassVar[str] = "task.deferred"
+    attempt: int
+    breaker: str
+    wait_s: float
 
 
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)

@@ -20,6 +20,10 @@ claimed task is taken up as ``backstay.engine.resume.plan_start`` says and drive
 
 Adapters, policies and adapter settings are resolved and checked for every task before
 anything is recorded or run, so a mistake in the batch is a ``ConfigError`` up front.
+
+Before each attempt the driver asks the task's circuit breaker (``CircuitGate``, one per
+adapter and model by default, kept in ``state.sqlite``); while it is open the task waits,
+recorded in the circuit log, without spending an attempt. ``breaker=None`` turns that off.
 """
 
 from __future__ import annotations
@@ -34,10 +38,14 @@ from typing import Any, Final
 from backstay._checks import check_number
 from backstay.adapters.contract import Adapter
 from backstay.adapters.registry import get_adapter
+from backstay.breaker.settings import BreakerSettings
 from backstay.call import current_registry
 from backstay.clock import SYSTEM_CLOCK, Clock
 from backstay.engine import _notify as notify
 from backstay.engine._spec_codec import encode_spec, missing_secret
+from backstay.engine.circuit_log import SQLiteCircuitLog
+from backstay.engine.circuits import BreakerKeyFn, CircuitGate
+from backstay.engine.circuits import breaker_key as default_breaker_key
 from backstay.engine.driver import TaskDriver, TaskStopped
 from backstay.engine.escalations import EscalationQueue
 from backstay.engine.records import StateChange, TaskRecord
@@ -54,10 +62,12 @@ from backstay.policy.registry import OperationType, PolicyRegistry
 from backstay.policy.retry import RetryPolicy
 from backstay.store.sqlite import SQLiteOperationStore
 
-__all__ = ["DEFAULT_CONCURRENCY", "AdapterSource", "Engine"]
+__all__ = ["DEFAULT_BREAKER", "DEFAULT_CONCURRENCY", "AdapterSource", "Engine"]
 
 # Agent runs are heavy (a CLI process each, provider rate limits shared): a few at a time.
 DEFAULT_CONCURRENCY: Final = 4
+# The circuit breaker every engine has unless told otherwise (docs/design/breaker.md).
+DEFAULT_BREAKER: Final = BreakerSettings()
 AdapterSource = Adapter | Callable[[], Adapter]
 _CACHED_REASON: Final = "succeeded: the operation's cached result was adopted"
 
@@ -72,6 +82,8 @@ class Engine:
     * ``env``: where the secret environment variables of resumed tasks come from
       (default: this process's environment); they are never written to the state file.
     * ``guard_settings``, ``owner``: the operation leases (``IdempotencyGuard``).
+    * ``breaker``: the settings of the circuit breakers asked before each attempt, one per
+      ``breaker_key(spec)`` (default ``(adapter, model)``); ``None``: no breakers.
     """
 
     def __init__(
@@ -85,8 +97,15 @@ class Engine:
         guard_settings: GuardSettings | None = None,
         env: Mapping[str, str] | None = None,
         owner: str | None = None,
+        breaker: BreakerSettings | None = DEFAULT_BREAKER,
+        breaker_key: BreakerKeyFn = default_breaker_key,
     ) -> None:
         check_number(concurrency, where="concurrency", minimum=1, integer=True)
+        if breaker is not None and not isinstance(breaker, BreakerSettings):
+            raise ConfigError(
+                f"must be a BreakerSettings or None, got {type(breaker).__name__}",
+                where="breaker",
+            )
         if adapters is not None and not isinstance(adapters, Mapping):
             raise ConfigError("must map adapter names to adapters", where="adapters")
         if policies is not None and not isinstance(policies, PolicyRegistry):
@@ -99,6 +118,17 @@ class Engine:
         try:
             self.operations = SQLiteOperationStore(self.store.path, clock=clock)
         except BaseException:
+            self.store.close()
+            raise
+        try:
+            self.circuit_log = SQLiteCircuitLog(self.state_dir)
+            self.circuits = (
+                None
+                if breaker is None
+                else CircuitGate(breaker, log=self.circuit_log, clock=clock, key=breaker_key)
+            )
+        except BaseException:
+            self.operations.close()
             self.store.close()
             raise
         self.guard = IdempotencyGuard(
@@ -150,6 +180,7 @@ class Engine:
             store=self.store,
             clock=self.clock,
             state_dir=self.state_dir,
+            circuits=self.circuits,
         )
 
     # -- running ------------------------------------------------------------------------
@@ -197,7 +228,12 @@ class Engine:
         if operation_ids is not None:
             wanted = set(operation_ids)
             tasks = tuple(t for t in tasks if t.operation_id in wanted)
-        return summarize(tasks, self.store.attempts(), self.store.escalations())
+        return summarize(
+            tasks,
+            self.store.attempts(),
+            self.store.escalations(),
+            circuits=self.circuit_log.entries(),
+        )
 
     async def _drive_all(self, work: list[tuple[TaskDriver, TaskRecord]]) -> None:
         slots = asyncio.Semaphore(self.concurrency)
@@ -259,6 +295,9 @@ class Engine:
     def close(self) -> None:
         """Close the state file's connections."""
         try:
+            if self.circuits is not None:
+                self.circuits.close()
+            self.circuit_log.close()
             self.operations.close()
         finally:
             self.store.close()

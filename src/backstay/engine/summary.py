@@ -7,6 +7,9 @@ of every run of the batch, including those of processes that died.
 * ``failures_by_kind``: failed attempts per failure kind;
 * ``attempts``: attempts made (an ``interrupted`` one counts: it may have run);
 * ``waited_s``: the delays chosen before retries (backoff and Retry-After), added up;
+* ``circuit_trips`` (and ``trips_by_breaker``): how often an attempt of these tasks
+  opened a circuit; ``circuit_waits`` and ``circuit_waited_s``: how often and how long
+  they waited for an open circuit (from the circuit log; waits are not attempts);
 * tokens and ``cost_usd`` over every attempt (``None`` when no attempt reported a cost);
 * ``open_escalations`` and ``next_resume_at`` (the earliest reset of a paused task);
 * ``tasks``: one ``TaskReport`` per task, in registration order.
@@ -22,6 +25,7 @@ from types import MappingProxyType
 from typing import Any
 
 from backstay.adapters.usage import Usage
+from backstay.engine.circuit_log import CircuitChange, CircuitEntry
 from backstay.engine.records import (
     AttemptOutcome,
     AttemptRecord,
@@ -64,6 +68,12 @@ class Summary:
     waited_s: float
     usage: Usage
     open_escalations: int
+    circuit_trips: int = 0
+    trips_by_breaker: Mapping[str, int] = dataclasses.field(
+        default_factory=lambda: MappingProxyType({})
+    )
+    circuit_waits: int = 0
+    circuit_waited_s: float = 0.0
     next_resume_at: _dt.datetime | None
     tasks: tuple[TaskReport, ...]
 
@@ -86,6 +96,10 @@ class Summary:
             "failures_by_kind": dict(self.failures_by_kind),
             "attempts": self.attempts,
             "waited_s": round(self.waited_s, 3),
+            "circuit_trips": self.circuit_trips,
+            "trips_by_breaker": dict(self.trips_by_breaker),
+            "circuit_waits": self.circuit_waits,
+            "circuit_waited_s": round(self.circuit_waited_s, 3),
             "tokens_input": self.usage.prompt_tokens,
             "tokens_output": self.usage.output_tokens,
             "tokens_total": self.usage.tokens_total,
@@ -102,8 +116,11 @@ def summarize(
     tasks: Iterable[TaskRecord],
     attempts: Iterable[AttemptRecord],
     escalations: Iterable[Escalation],
+    *,
+    circuits: Iterable[CircuitEntry] = (),
 ) -> Summary:
-    """The summary of ``tasks``; attempts and escalations of other tasks are ignored."""
+    """The summary of ``tasks``; attempts, escalations and circuit entries of other tasks
+    are ignored."""
     chosen = list(tasks)
     ids = {t.operation_id for t in chosen}
     mine = [a for a in attempts if a.operation_id in ids]
@@ -116,6 +133,9 @@ def summarize(
     usage = Usage()
     for attempt in mine:
         usage = usage + attempt.usage
+    entries = [e for e in circuits if e.operation_id in ids]
+    trips = Counter(e.breaker for e in entries if e.change is CircuitChange.OPENED)
+    waits = [e.wait_s or 0.0 for e in entries if e.change is CircuitChange.WAITED]
     resets = [t.next_run_at for t in chosen if t.state is TaskState.PAUSED and t.next_run_at]
     return Summary(
         by_state=MappingProxyType({state: states.get(state, 0) for state in TaskState}),
@@ -127,6 +147,10 @@ def summarize(
             1 for e in escalations if e.operation_id in ids and e.status is EscalationStatus.OPEN
         ),
         next_resume_at=min(resets, default=None),
+        circuit_trips=sum(trips.values()),
+        trips_by_breaker=MappingProxyType(dict(sorted(trips.items()))),
+        circuit_waits=len(waits),
+        circuit_waited_s=sum(waits),
         tasks=tuple(
             TaskReport(
                 operation_id=t.operation_id,

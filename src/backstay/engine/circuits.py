@@ -1,0 +1,170 @@
+"""``CircuitGate``: the engine's circuit breakers, asked before every attempt.
+
+One breaker per key, by default ``(adapter, model)`` (``breaker_key``): the name
+``"anthropic-api/claude-haiku-4-5"``. The breakers keep their records in the state file
+(``SQLiteBreakerStore`` on ``<state_dir>/state.sqlite``), so every runner of the state
+directory sees the same circuits and a resumed batch finds an open circuit still open.
+
+* ``acquire(spec)`` gives a permit for one attempt, or raises ``CircuitOpen`` with the
+  time until the next probe; the driver reports the attempt's end on the permit
+  (success, the ``Failure``, or a release when the attempt never ended).
+* Each change of a circuit is written to the circuit log (``SQLiteCircuitLog``) and
+  emitted as the breaker's own event (``circuit.opened`` …) with ``operation`` set to
+  the task whose attempt caused it.
+* ``waited(...)`` writes a task's wait for an open circuit to the log, before it sleeps.
+
+Which task caused a change is known because the breaker calls back synchronously inside
+``acquire()`` and the permit's report: the gate names the task in a context variable
+around exactly those calls.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import dataclasses
+import datetime as _dt
+from collections.abc import Callable, Iterator
+from typing import Final
+
+from backstay.breaker.breaker import CircuitBreaker
+from backstay.breaker.events import CircuitClosed, CircuitHalfOpened, CircuitOpened
+from backstay.breaker.registry import BreakerKey, BreakerRegistry
+from backstay.breaker.settings import BreakerSettings
+from backstay.breaker.sqlite import SQLiteBreakerStore
+from backstay.clock import Clock
+from backstay.engine.circuit_log import CircuitChange, CircuitEntry, SQLiteCircuitLog
+from backstay.engine.task import TaskSpec
+from backstay.failure import Failure
+from backstay.observe.sinks import BUS
+from backstay.policy.protocols import Permit
+
+__all__ = ["BreakerKeyFn", "CircuitGate", "breaker_key"]
+
+BreakerKeyFn = Callable[[TaskSpec], BreakerKey]
+
+_CHANGES: Final = {
+    CircuitOpened: CircuitChange.OPENED,
+    CircuitHalfOpened: CircuitChange.HALF_OPENED,
+    CircuitClosed: CircuitChange.CLOSED,
+}
+# The task whose call is inside a breaker right now (set only around acquire and reports).
+_acting: contextvars.ContextVar[str | None] = contextvars.ContextVar(
+    "backstay_engine_circuit_task", default=None
+)
+
+
+def breaker_key(spec: TaskSpec) -> BreakerKey:
+    """``(adapter, model)``: what fails together when a provider's model is down."""
+    return (spec.adapter, spec.model)
+
+
+@contextlib.contextmanager
+def _acting_for(operation_id: str) -> Iterator[None]:
+    token = _acting.set(operation_id)
+    try:
+        yield
+    finally:
+        _acting.reset(token)
+
+
+class _TaskPermit:
+    """A breaker's permit whose reports name the task they come from."""
+
+    __slots__ = ("_inner", "_operation_id")
+
+    def __init__(self, inner: Permit, operation_id: str) -> None:
+        self._inner = inner
+        self._operation_id = operation_id
+
+    def success(self) -> None:
+        with _acting_for(self._operation_id):
+            self._inner.success()
+
+    def failure(self, failure: Failure) -> None:
+        with _acting_for(self._operation_id):
+            self._inner.failure(failure)
+
+    def release(self) -> None:
+        with _acting_for(self._operation_id):
+            self._inner.release()
+
+
+def _reason(event: CircuitOpened | CircuitHalfOpened | CircuitClosed) -> str:
+    if isinstance(event, CircuitOpened):
+        if event.reason == "consecutive_failures":
+            why = f"{event.consecutive_failures} consecutive failures"
+        elif event.reason == "failure_rate":
+            why = f"{event.window_failures} of the last {event.window_calls} calls failed"
+        else:
+            why = "a probe failed"
+        return f"{why}; open for {event.open_duration_s:g} s"
+    if isinstance(event, CircuitHalfOpened):
+        return f"letting {event.max_probes} probe(s) through ({event.reason})"
+    return f"closed ({event.reason})"
+
+
+class CircuitGate:
+    """The breakers of one engine over ``state_dir``; see the module docstring."""
+
+    def __init__(
+        self,
+        settings: BreakerSettings,
+        *,
+        log: SQLiteCircuitLog,
+        clock: Clock,
+        key: BreakerKeyFn = breaker_key,
+    ) -> None:
+        self.settings = settings
+        self.log = log
+        self._clock = clock
+        self._key = key
+        self._store = SQLiteBreakerStore(log.path)
+        self.registry = BreakerRegistry(
+            settings=settings, store=self._store, clock=clock, on_event=self._changed
+        )
+
+    def breaker(self, spec: TaskSpec) -> CircuitBreaker:
+        """The breaker ``spec``'s attempts go through."""
+        return self.registry.breaker_for(self._key(spec))
+
+    def acquire(self, spec: TaskSpec) -> Permit:
+        """A permit for one attempt of ``spec``; ``CircuitOpen`` while its circuit refuses."""
+        breaker = self.breaker(spec)
+        with _acting_for(spec.operation_id):
+            permit = breaker.acquire()
+        return _TaskPermit(permit, spec.operation_id)
+
+    def waited(self, spec: TaskSpec, *, breaker: str, wait_s: float, at: _dt.datetime) -> None:
+        """Record that ``spec``'s task waits ``wait_s`` for the open circuit ``breaker``."""
+        self.log.add(
+            CircuitEntry(
+                breaker=breaker,
+                change=CircuitChange.WAITED,
+                at=at,
+                operation_id=spec.operation_id,
+                reason="the circuit is open: waiting, not attempting",
+                wait_s=wait_s,
+            )
+        )
+
+    def _changed(self, event: object) -> None:
+        """The registry's callback: log the change, then emit it naming the task."""
+        if not isinstance(event, CircuitOpened | CircuitHalfOpened | CircuitClosed):
+            return
+        operation_id = _acting.get()
+        self.log.add(
+            CircuitEntry(
+                breaker=event.breaker,
+                change=_CHANGES[type(event)],
+                at=event.at,
+                operation_id=operation_id,
+                reason=_reason(event),
+            )
+        )
+        if BUS.wants(event.level):
+            BUS.emit(dataclasses.replace(event, operation=operation_id))
+
+    def close(self) -> None:
+        """Close the breakers' store (the log belongs to the engine)."""
+        self._store.close()
