@@ -45,6 +45,7 @@ BUILTIN_ADAPTERS: Final[Mapping[str, str]] = MappingProxyType(
         "openai-api": "backstay.adapters.openai_api:OpenAIApiAdapter",
         "gemini-api": "backstay.adapters.gemini_api:GeminiApiAdapter",
         "codex": "backstay.adapters.codex:CodexAdapter",
+        "opencode": "backstay.adapters.opencode:OpencodeAdapter",
     }
 )
 
@@ -54,7 +55,6 @@ PLANNED_ADAPTERS: Final[Mapping[str, str]] = MappingProxyType(
         "claude-code": "the Claude Code CLI (npm @anthropic-ai/claude-code)",
         "gemini-cli": "the Gemini CLI (npm @google/gemini-cli)",
         "aider": "Aider (PyPI aider-chat)",
-        "opencode": "opencode (npm opencode-ai)",
     }
 )
 
