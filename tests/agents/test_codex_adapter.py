@@ -20,9 +20,9 @@ from tests.agents.fake_pool import FakePool, netns_pool
 
 from backstay.adapters.capture import Capture
 from backstay.adapters.codex import CodexAdapter
-from backstay.adapters.contract import Adapter, AgentRequest
+from backstay.adapters.contract import Adapter, AgentRequest, TierConfig
 from backstay.engine.states import TaskState
-from backstay.errors import AdapterError
+from backstay.errors import AdapterError, ConfigError
 from backstay.policy.retry import RetryPolicy
 from backstay.taxonomy import FailureKind
 from backstay.testing._contract_run import check_attempt_files, run_task
@@ -212,3 +212,56 @@ def _dispatch(adapter: CodexAdapter, request: AgentRequest) -> Any:
                 return err
 
     return asyncio.run(go())
+
+
+def test_a_tier_without_tools_is_accepted_by_codex_strict_config(
+    fakes: tuple[NetworkNamespace, Fakes], tmp_path: Path
+) -> None:
+    namespace, pool = fakes
+    url = pool.start([])
+    request = AgentRequest(
+        model=MODEL,
+        workspace=workspace(tmp_path),
+        output_dir=tmp_path / "out",
+        timeout_s=60.0,
+        prompt="say hi",
+        env=KEY_ENV,
+        config=_config(url),
+        tier=TierConfig(tier_id="t0", system_prompt='Answer "briefly".', tools_enabled=False),
+    )
+    outcome = _dispatch(CodexAdapter(launcher=namespace.launcher), request)
+    assert not isinstance(outcome, AdapterError), outcome.failure
+    assert outcome.output.startswith("Fake reply to:")
+
+
+def test_a_tier_naming_a_tool_codex_lacks_is_an_invalid_request(tmp_path: Path) -> None:
+    request = AgentRequest(
+        model=MODEL,
+        workspace=workspace(tmp_path),
+        output_dir=tmp_path / "out",
+        timeout_s=60.0,
+        prompt="say hi",
+        env=KEY_ENV,
+        tier=TierConfig(tier_id="t1", allowed_tools=("shell", "browser")),
+    )
+    outcome = _dispatch(CodexAdapter(), request)
+    assert isinstance(outcome, AdapterError)
+    assert outcome.failure.code == "ERR_REQUEST_INVALID"
+    assert outcome.failure.details["where"] == "tier.allowed_tools"
+
+
+@pytest.mark.parametrize(
+    ("config", "where"),
+    [
+        ({"base_url": "ftp://x"}, "config.base_url"),
+        ({"api_key_env": "1BAD"}, "config.api_key_env"),
+        ({"reasoning_effort": "huge"}, "config.reasoning_effort"),
+        ({"stream_idle_timeout_s": 0}, "config.stream_idle_timeout_s"),
+        ({"binary": "/nonexistent/codex"}, "config.binary"),
+        ({"turns": 3}, "config.turns"),
+    ],
+)
+def test_bad_settings_name_what_and_where(config: dict[str, Any], where: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        CodexAdapter().validate_config(config)
+    assert info.value.where == where

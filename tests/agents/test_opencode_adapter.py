@@ -19,10 +19,10 @@ from tests.agents.clis import CANARY_KEY
 from tests.agents.fake_pool import FakePool, netns_pool
 
 from backstay.adapters.capture import Capture
-from backstay.adapters.contract import Adapter, AgentRequest
+from backstay.adapters.contract import Adapter, AgentRequest, TierConfig
 from backstay.adapters.opencode import OpencodeAdapter
 from backstay.engine.states import TaskState
-from backstay.errors import AdapterError
+from backstay.errors import AdapterError, ConfigError
 from backstay.policy.retry import RetryPolicy
 from backstay.taxonomy import FailureKind
 from backstay.testing._contract_run import check_attempt_files, run_task
@@ -202,3 +202,39 @@ def _dispatch(adapter: OpencodeAdapter, request: AgentRequest) -> Any:
                 return err
 
     return asyncio.run(go())
+
+
+def test_a_tier_without_tools_and_a_turn_limit_is_accepted_by_opencode(
+    fakes: tuple[NetworkNamespace, Fakes], tmp_path: Path
+) -> None:
+    namespace, pool = fakes
+    url = pool.start([])
+    request = AgentRequest(
+        model=MODEL,
+        workspace=workspace(tmp_path),
+        output_dir=tmp_path / "out",
+        timeout_s=60.0,
+        prompt="say hi",
+        env=KEY_ENV,
+        config=_config(url, max_turns=2),
+        tier=TierConfig(tier_id="t0", system_prompt='Answer "briefly".', tools_enabled=False),
+    )
+    outcome = _dispatch(OpencodeAdapter(launcher=namespace.launcher), request)
+    assert not isinstance(outcome, AdapterError), outcome.failure
+    assert outcome.output.startswith("Fake reply to:")
+    assert outcome.usage.api_calls == 1
+
+
+@pytest.mark.parametrize(
+    ("config", "where"),
+    [
+        ({"base_url": "ftp://x"}, "config.base_url"),
+        ({"max_turns": 0}, "config.max_turns"),
+        ({"error_grace_s": -1}, "config.error_grace_s"),
+        ({"binary": "/nonexistent/opencode"}, "config.binary"),
+    ],
+)
+def test_bad_settings_name_what_and_where(config: dict[str, Any], where: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        OpencodeAdapter().validate_config(config)
+    assert info.value.where == where
