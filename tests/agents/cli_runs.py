@@ -3,6 +3,7 @@ fake providers in a namespace per scenario, and one engine task run through an a
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, Final
@@ -27,6 +28,7 @@ FAULTS: Final[Mapping[ContractScenario, list[dict[str, Any]]]] = {
     "quota_exhausted": [{"fault": "quota_exhausted"}],
     "hang": [{"fault": "hang"}],
 }
+COUNT_WAIT_S: Final = 5.0
 KEY_ENV: Final = {"OPENAI_API_KEY": CANARY_KEY, "PATH": "/usr/local/bin:/usr/bin:/bin"}
 
 
@@ -66,6 +68,17 @@ def fakes_fixture(
 
 
 AdapterFactory = Callable[[tuple[str, ...]], Adapter]
+
+
+def faults_seen(pool: FakePool, url: str, expected: Mapping[str, int]) -> dict[str, int]:
+    """The faults the fake at ``url`` counted, once they are ``expected`` or after
+    ``COUNT_WAIT_S`` (a request cut short is counted when the server sees it closed)."""
+    deadline = time.monotonic() + COUNT_WAIT_S
+    while True:
+        seen: dict[str, int] = pool.stats(url)["by_fault"]
+        if seen == expected or time.monotonic() > deadline:
+            return seen
+        time.sleep(0.05)
 
 
 def workspace(tmp_path: Path) -> Path:

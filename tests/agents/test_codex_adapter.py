@@ -14,7 +14,15 @@ from pathlib import Path
 from typing import Any, ClassVar, Final
 
 import pytest
-from tests.agents.cli_runs import FAULTS, KEY_ENV, Fakes, fakes_fixture, require_cli, workspace
+from tests.agents.cli_runs import (
+    FAULTS,
+    KEY_ENV,
+    Fakes,
+    fakes_fixture,
+    faults_seen,
+    require_cli,
+    workspace,
+)
 from tests.agents.clis import CANARY_KEY
 from tests.agents.fake_pool import FakePool, netns_pool
 
@@ -198,7 +206,7 @@ def test_a_stalled_stream_is_killed_as_a_timeout_and_nothing_is_left(
         FailureKind.TIMEOUT,
     )
     assert watch.leftovers() == []
-    assert pool.pool.stats(url)["by_fault"] == {"stall": 1}
+    assert faults_seen(pool.pool, url, {"stall": 1}) == {"stall": 1}
 
 
 def _dispatch(adapter: CodexAdapter, request: AgentRequest) -> Any:
