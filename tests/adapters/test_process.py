@@ -254,3 +254,31 @@ def test_the_deadline_kills_a_command_started_by_a_launcher(capture: Capture) ->
     assert all(
         gone_within(pid) for pid in [outcome.pid, *spawned_pids(capture.output_dir / "stdout.log")]
     )
+
+
+def test_stderr_lines_reach_their_callback(capture: Capture) -> None:
+    lines: list[str] = []
+    code = "import sys; print('one', file=sys.stderr); print('two', file=sys.stderr)"
+    outcome = run(python(code), capture, on_stderr_line=lines.append)
+    assert outcome.exit_code == 0
+    assert lines == ["one", "two"]
+
+
+def test_setting_stop_kills_the_whole_group_early(capture: Capture) -> None:
+    stop = asyncio.Event()
+    seen: list[str] = []
+
+    def line(text: str) -> None:
+        seen.append(text)
+        if text.startswith("spawned "):
+            stop.set()
+
+    started = time.monotonic()
+    outcome = run(python(SPAWN_AND_SLEEP), capture, timeout_s=20.0, on_stdout_line=line, stop=stop)
+    assert (outcome.stopped, outcome.timed_out, outcome.stalled) == (True, False, False)
+    assert outcome.killed
+    assert outcome.exit_code == 128 + signal.SIGTERM
+    assert time.monotonic() - started < 10.0
+    [grandchild] = spawned_pids(capture.path(Stream.STDOUT))
+    assert gone_within(outcome.pid)
+    assert gone_within(grandchild)

@@ -96,7 +96,7 @@ def test_check_notes_an_adapter_that_is_not_available_yet(tmp_path: Path) -> Non
     assert result.exit_code == 0, result.output
     assert result.stderr == (
         "note: adapter 'claude-code' is not available yet: its runs cannot start "
-        "(available: anthropic-api, gemini-api, mock, openai-api)\n"
+        "(available: anthropic-api, codex, gemini-api, mock, openai-api, opencode)\n"
     )
 
 

@@ -14,6 +14,9 @@
   group the same way before the cancellation propagates.
 * When ``run_process`` returns, no process of the group is alive: what the child left
   running when it exited is killed too.
+* ``stop`` (an ``asyncio.Event``) ends the run early, on the adapter's word: the group is
+  killed the same way, and the outcome says ``stopped`` (for a CLI that would go on
+  retrying an error by itself, when backstay's policy should decide instead).
 * ``launcher`` prefixes the command: ``("nsenter", "-t", PID, "-n", "--")`` runs the CLI
   in the network namespace of process PID (``backstay.testing.netns``), ``("nice",)`` at a
   lower priority. A launcher must run the command in the same process group (every
@@ -72,19 +75,21 @@ class ProcessOutcome:
     duration_s: float
     timed_out: bool = False
     stalled: bool = False
+    stopped: bool = False
     stdout_tail: str = ""
     stderr_tail: str = ""
 
     @property
     def killed(self) -> bool:
-        """Whether backstay killed the process group (deadline or stall)."""
-        return self.timed_out or self.stalled
+        """Whether backstay killed the process group (deadline, stall or ``stop``)."""
+        return self.timed_out or self.stalled or self.stopped
 
 
 class _Verdict(enum.Enum):
     EXITED = "exited"
     TIMED_OUT = "timed out"
     STALLED = "stalled"
+    STOPPED = "stopped"
 
 
 def _validate(
@@ -137,11 +142,14 @@ async def _watch(
     activity: Activity,
     deadline: float,
     stall_timeout_s: float | None,
+    stop: asyncio.Event | None = None,
 ) -> _Verdict:
-    """Wait for the leader to exit, the deadline to pass, or the output to stall."""
+    """Wait for the leader to exit, the deadline to pass, the output to stall, or ``stop``."""
     waiter = asyncio.ensure_future(proc.wait())
     try:
         while proc.returncode is None:
+            if stop is not None and stop.is_set():
+                return _Verdict.STOPPED
             now = time.monotonic()
             horizon = deadline
             if stall_timeout_s is not None:
@@ -182,12 +190,16 @@ async def run_process(
     on_stdout_line: LineCallback | None = None,
     kill_grace_s: float = DEFAULT_KILL_GRACE_S,
     launcher: Sequence[str] = (),
+    on_stderr_line: LineCallback | None = None,
+    stop: asyncio.Event | None = None,
 ) -> ProcessOutcome:
     """Run ``argv`` in ``cwd`` with exactly ``env``, stream its output into ``capture``,
     and return how it ended (see the module docstring for the guarantees).
 
     ``on_stdout_line`` receives each stdout line, raw and without its newline, as it
-    arrives (for adapters that read a JSON stream). ``launcher`` is a command prefix that
+    arrives (for adapters that read a JSON stream); ``on_stderr_line`` the same for
+    stderr. Setting ``stop`` kills the group early (``ProcessOutcome.stopped``); it is
+    looked at every 50 ms. ``launcher`` is a command prefix that
     runs ``argv`` (see the module docstring). Raises ``ConfigError`` for invalid
     arguments and ``OSError`` when the program cannot be started; both before any process
     exists.
@@ -217,10 +229,10 @@ async def run_process(
     await capture.alog(f"started pid {proc.pid}: {shlex.join(command)}")
     activity = Activity(started)
     out = Pump(proc.stdout, Stream.STDOUT, capture, activity, on_stdout_line)
-    err = Pump(proc.stderr, Stream.STDERR, capture, activity, None)
+    err = Pump(proc.stderr, Stream.STDERR, capture, activity, on_stderr_line)
     pumps = [asyncio.create_task(out.run()), asyncio.create_task(err.run())]
     try:
-        verdict = await _watch(proc, activity, started + timeout_s, stall_timeout_s)
+        verdict = await _watch(proc, activity, started + timeout_s, stall_timeout_s, stop)
         if verdict is _Verdict.EXITED:
             _signal_group(proc.pid, signal.SIGKILL)  # whatever the child left running
         else:
@@ -234,7 +246,10 @@ async def run_process(
             task.cancel()
         raise
     duration = time.monotonic() - started
-    exit_code = _shell_code(proc.returncode) if verdict is _Verdict.EXITED else TIMEOUT_EXIT_CODE
+    if verdict is _Verdict.EXITED or verdict is _Verdict.STOPPED:
+        exit_code = _shell_code(proc.returncode)
+    else:
+        exit_code = TIMEOUT_EXIT_CODE
     await capture.alog(f"pid {proc.pid} ended with exit code {exit_code} after {duration:.3f} s")
     return ProcessOutcome(
         pid=proc.pid,
@@ -242,6 +257,7 @@ async def run_process(
         duration_s=duration,
         timed_out=verdict is _Verdict.TIMED_OUT,
         stalled=verdict is _Verdict.STALLED,
+        stopped=verdict is _Verdict.STOPPED,
         stdout_tail=out.tail,
         stderr_tail=err.tail,
     )
@@ -258,9 +274,12 @@ def run_process_sync(
     on_stdout_line: LineCallback | None = None,
     kill_grace_s: float = DEFAULT_KILL_GRACE_S,
     launcher: Sequence[str] = (),
+    on_stderr_line: LineCallback | None = None,
+    stop: asyncio.Event | None = None,
 ) -> ProcessOutcome:
     """``run_process`` for callers outside asyncio (it runs its own event loop; calling it
-    from a running loop raises ``RuntimeError``). Ctrl-C kills the group too."""
+    from a running loop raises ``RuntimeError``). Ctrl-C kills the group too. ``stop`` may
+    only be set from the callbacks (they run on that loop)."""
     return asyncio.run(
         run_process(
             argv,
@@ -272,5 +291,7 @@ def run_process_sync(
             on_stdout_line=on_stdout_line,
             kill_grace_s=kill_grace_s,
             launcher=launcher,
+            on_stderr_line=on_stderr_line,
+            stop=stop,
         )
     )

@@ -44,6 +44,8 @@ BUILTIN_ADAPTERS: Final[Mapping[str, str]] = MappingProxyType(
         "anthropic-api": "backstay.adapters.anthropic_api:AnthropicApiAdapter",
         "openai-api": "backstay.adapters.openai_api:OpenAIApiAdapter",
         "gemini-api": "backstay.adapters.gemini_api:GeminiApiAdapter",
+        "codex": "backstay.adapters.codex:CodexAdapter",
+        "opencode": "backstay.adapters.opencode:OpencodeAdapter",
     }
 )
 
@@ -51,10 +53,8 @@ BUILTIN_ADAPTERS: Final[Mapping[str, str]] = MappingProxyType(
 PLANNED_ADAPTERS: Final[Mapping[str, str]] = MappingProxyType(
     {
         "claude-code": "the Claude Code CLI (npm @anthropic-ai/claude-code)",
-        "codex": "the Codex CLI (npm @openai/codex)",
         "gemini-cli": "the Gemini CLI (npm @google/gemini-cli)",
         "aider": "Aider (PyPI aider-chat)",
-        "opencode": "opencode (npm opencode-ai)",
     }
 )
 

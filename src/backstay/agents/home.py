@@ -1,4 +1,5 @@
-"""Files a CLI's run ``HOME`` needs from its installation (``CliSpec.home_seed``).
+"""A run's private ``HOME`` (``home_env``), and the files it needs from the CLI's
+installation (``CliSpec.home_seed``).
 
 Aider's litellm fetches a model price list from the network on every start unless the
 copy it ships sits in ``$HOME/.aider/caches``: the seed maps that path inside ``HOME`` to
@@ -11,11 +12,34 @@ import shutil
 from collections.abc import Mapping
 from pathlib import Path
 from types import MappingProxyType
+from typing import Final
 
 from backstay.agents.catalog import CliSpec
 from backstay.errors import ConfigError
 
-__all__ = ["install_root", "seed_files", "seed_home"]
+__all__ = ["HOME_DIRS", "home_env", "install_root", "seed_files", "seed_home"]
+
+# Variable → folder inside the run's HOME: where CLIs keep config, caches, state and temp.
+HOME_DIRS: Final[Mapping[str, str]] = MappingProxyType(
+    {
+        "TMPDIR": "tmp",
+        "XDG_CONFIG_HOME": ".config",
+        "XDG_CACHE_HOME": ".cache",
+        "XDG_DATA_HOME": ".local/share",
+        "XDG_STATE_HOME": ".local/state",
+    }
+)
+
+
+def home_env(home: Path) -> dict[str, str]:
+    """Create the folders of a private ``home`` and return the variables that point a CLI
+    at them: ``HOME``, ``TMPDIR`` and the XDG directories, all inside ``home``."""
+    env = {"HOME": str(home)}
+    for name, folder in HOME_DIRS.items():
+        path = home / folder
+        path.mkdir(parents=True, exist_ok=True)
+        env[name] = str(path)
+    return env
 
 
 def install_root(binary: Path) -> Path:
