@@ -44,15 +44,15 @@ BUILTIN_ADAPTERS: Final[Mapping[str, str]] = MappingProxyType(
         "anthropic-api": "backstay.adapters.anthropic_api:AnthropicApiAdapter",
         "openai-api": "backstay.adapters.openai_api:OpenAIApiAdapter",
         "gemini-api": "backstay.adapters.gemini_api:GeminiApiAdapter",
+        "claude-code": "backstay.adapters.claude_code:ClaudeCodeAdapter",
+        "gemini-cli": "backstay.adapters.gemini_cli:GeminiCliAdapter",
     }
 )
 
 # Reserved names: what each will drive. Not importable until its module exists.
 PLANNED_ADAPTERS: Final[Mapping[str, str]] = MappingProxyType(
     {
-        "claude-code": "the Claude Code CLI (npm @anthropic-ai/claude-code)",
         "codex": "the Codex CLI (npm @openai/codex)",
-        "gemini-cli": "the Gemini CLI (npm @google/gemini-cli)",
         "aider": "Aider (PyPI aider-chat)",
         "opencode": "opencode (npm opencode-ai)",
     }

@@ -1,4 +1,5 @@
-"""Files a CLI's run ``HOME`` needs from its installation (``CliSpec.home_seed``).
+"""A run's private ``HOME``: its folders (``private_home``), and the files a CLI needs
+there from its installation (``CliSpec.home_seed``).
 
 Aider's litellm fetches a model price list from the network on every start unless the
 copy it ships sits in ``$HOME/.aider/caches``: the seed maps that path inside ``HOME`` to
@@ -11,11 +12,24 @@ import shutil
 from collections.abc import Mapping
 from pathlib import Path
 from types import MappingProxyType
+from typing import Final
 
 from backstay.agents.catalog import CliSpec
 from backstay.errors import ConfigError
 
-__all__ = ["install_root", "seed_files", "seed_home"]
+__all__ = ["HOME_FOLDERS", "install_root", "private_home", "seed_files", "seed_home"]
+
+# Variable → folder inside the run's HOME: where CLIs keep config, caches, data, state and
+# temporary files (crash reports, transcripts), so that nothing lands outside it.
+HOME_FOLDERS: Final[Mapping[str, str]] = MappingProxyType(
+    {
+        "TMPDIR": "tmp",
+        "XDG_CONFIG_HOME": ".config",
+        "XDG_CACHE_HOME": ".cache",
+        "XDG_DATA_HOME": ".local/share",
+        "XDG_STATE_HOME": ".local/state",
+    }
+)
 
 
 def install_root(binary: Path) -> Path:
@@ -47,3 +61,14 @@ def seed_home(files: Mapping[str, Path], home: Path) -> None:
         destination = home / target
         destination.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(source, destination)
+
+
+def private_home(home: Path) -> dict[str, str]:
+    """Make ``home`` and the folders of ``HOME_FOLDERS`` inside it; the variables that
+    point a CLI at them (``HOME`` included)."""
+    env = {"HOME": str(home)}
+    for variable, folder in HOME_FOLDERS.items():
+        path = home / folder
+        path.mkdir(parents=True, exist_ok=True)
+        env[variable] = str(path)
+    return env
