@@ -68,6 +68,7 @@ class Providers:
         self.namespace = namespace
         self._folder = folder
         self._next = FIRST_PORT
+        self._shared: dict[str, Served] = {}
 
     @property
     def launcher(self) -> list[str]:
@@ -89,10 +90,17 @@ class Providers:
         assert served.stats()["requests"] == 0
         return served
 
+    def shared(self, key: str, scenario: Mapping[str, Any]) -> Served:
+        """A provider for ``scenario`` shared by the tests of a module under ``key`` (only
+        for scenarios whose answers do not depend on the requests that came before)."""
+        if key not in self._shared:
+            self._shared[key] = self.serve(scenario)
+        return self._shared[key]
 
-@pytest.fixture(scope="module")
-def providers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Providers]:
-    """One namespace for a test module, in which each test starts the providers it needs."""
+
+def namespace_providers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Providers]:
+    """For a module-scoped fixture: one namespace for a test module, in which each test
+    starts the providers it needs; skips where no namespace can be made."""
     reason = unavailable_reason()
     if reason is not None:
         pytest.skip(f"no network namespace here: {reason}")

@@ -174,6 +174,9 @@ class GeminiCliAdapter(BaseAdapter):
             env = self.environment(
                 request, settings, cli, self.prepare_home(request, settings, home)
             )
+            await capture.alog(
+                f"settings.json: {json.dumps(run_settings(request, settings), sort_keys=True)}"
+            )
             outcome = await run_process(
                 argv,
                 cwd=request.workspace,
