@@ -210,3 +210,34 @@ def test_a_stalled_stream_is_killed_as_a_timeout_and_leaves_no_process(
     assert served.stats()["by_fault"].get("stall", 0) >= 1
     assert watch.seen
     assert watch.leftovers() == []
+
+
+@pytest.mark.usefixtures("cli")
+def test_a_tier_without_tools_offers_the_model_none(providers: Providers, tmp_path: Path) -> None:
+    served = providers.serve(
+        {
+            "reply": {
+                "tool_call": {
+                    "name": "write_file",
+                    "arguments": {"file_path": "x.txt", "content": "x"},
+                }
+            }
+        }
+    )
+    workspace = tmp_path / "workspace"
+    workspace.mkdir()
+    prompt = tmp_path / "prompt.txt"
+    prompt.write_text("Write x.txt.", encoding="utf-8")
+    code = GeminiCliAdapter().run(
+        MODEL,
+        prompt,
+        workspace,
+        tmp_path / "out",
+        _config(providers, served.url),
+        90.0,
+        env={**BASE_ENV, **KEY_ENV},
+        tier=TierConfig(tier_id="T0", tools_enabled=False),
+    )
+    assert code == 0
+    assert list(workspace.iterdir()) == []  # the fake asks for write_file only when it is offered
+    assert served.stats()["requests"] == 1
