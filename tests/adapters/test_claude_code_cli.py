@@ -32,6 +32,8 @@ from backstay.testing.fakeclock import FakeClock
 
 MODEL: Final = "claude-sonnet-4-5"
 KEY_ENV: Final = {"ANTHROPIC_API_KEY": CANARY_KEY}
+# Longer than the CLI's start on two busy cores (it prints nothing until then).
+STALL_S: Final = 6.0
 
 
 class TestClaudeCodeContract(RealCliContract):
@@ -185,7 +187,7 @@ def test_a_stalled_stream_is_killed_as_a_timeout_and_leaves_no_process(
         workspace=workspace,
         output_dir=tmp_path / "out",
         timeout_s=90.0,
-        stall_timeout_s=3.0,
+        stall_timeout_s=STALL_S,
         prompt="Say hi.",
         env={**BASE_ENV, **KEY_ENV},
         config=_config(providers, served.url),
