@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import math
+import re
+from typing import Final
 
 from backstay.errors import ConfigError
 
@@ -34,6 +36,29 @@ def check_number(
 def check_name(value: object, *, where: str) -> None:
     if not isinstance(value, str) or not value:
         raise ConfigError(f"must be a non-empty string, got {value!r}", where=where)
+
+
+_ENV_NAME: Final = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+def check_env_names(value: object, *, where: str) -> tuple[str, ...]:
+    """A list of environment variable names (letters, digits, ``_``); a tuple."""
+    if isinstance(value, str | bytes) or not isinstance(value, list | tuple):
+        raise ConfigError(f"must be a list of variable names, got {value!r}", where=where)
+    for i, name in enumerate(value):
+        if not isinstance(name, str) or not _ENV_NAME.match(name):
+            raise ConfigError(
+                f"must name an environment variable (letters, digits, _), got {name!r}",
+                where=f"{where}[{i}]",
+            )
+    return tuple(value)
+
+
+def check_url(value: object, *, where: str) -> str:
+    """An http(s) URL."""
+    if not isinstance(value, str) or not value.startswith(("http://", "https://")):
+        raise ConfigError(f"must be an http(s) URL, got {value!r}", where=where)
+    return value
 
 
 def check_launcher(value: object, *, where: str) -> tuple[str, ...]:

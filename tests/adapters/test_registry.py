@@ -117,9 +117,10 @@ def test_an_unknown_adapter_lists_the_available_ones() -> None:
     with pytest.raises(ConfigError) as info:
         get_adapter("no-such-agent")
     assert "unknown adapter 'no-such-agent'" in str(info.value)
-    assert "available: anthropic-api, codex, gemini-api, mock, openai-api, opencode" in str(
-        info.value
-    )
+    assert (
+        "available: anthropic-api, claude-code, codex, gemini-api, gemini-cli, mock, "
+        "openai-api, opencode"
+    ) in str(info.value)
 
 
 def test_an_entry_point_registers_a_third_party_adapter(install: Install) -> None:

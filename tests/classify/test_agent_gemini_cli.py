@@ -381,3 +381,50 @@ SUCCESSES = [
 @pytest.mark.parametrize(("text", "exit_code"), SUCCESSES)
 def test_success_is_none(text: str, exit_code: int | None) -> None:
     assert check_output(text, agent=AGENT, exit_code=exit_code, now=NOW) is None
+
+
+# --- a reply the CLI cannot use: exit 0, an error event, a result with status error -----
+
+
+def _unusable(reason: str) -> str:
+    """stream-json as 0.61.0 prints it (probe: a 200 stream without a finish reason)."""
+    events = [
+        {"type": "init", "timestamp": "2026-02-01T10:05:00.000Z", "session_id": "f7e662af"},
+        {"type": "message", "role": "user", "content": "fix the failing test"},
+        {
+            "type": "error",
+            "timestamp": "2026-02-01T10:05:01.000Z",
+            "severity": "error",
+            "message": reason,
+        },
+        {
+            "type": "result",
+            "timestamp": "2026-02-01T10:05:01.000Z",
+            "status": "error",
+            "stats": {"total_tokens": 812, "input_tokens": 812, "output_tokens": 0},
+        },
+    ]
+    return "\n".join(json.dumps(e) for e in events) + "\n"
+
+
+UNUSABLE = [
+    # probe: the provider blocked the prompt (promptFeedback.blockReason): the reason is lost
+    ("Model stream ended without a finish reason.", "ERR_RESPONSE_MALFORMED"),
+    # core/geminiChat.ts InvalidStreamError reasons
+    (
+        "Model stream ended due to safety settings (SAFETY) with empty response text.",
+        "ERR_LLM_CONTENT_FILTER",
+    ),
+    (
+        "Model stream ended due to token limit exhaustion (MAX_TOKENS) with empty response text.",
+        "ERR_OUTPUT_TRUNCATED",
+    ),
+    ("Model stream ended with malformed function call.", "ERR_OUTPUT_INVALID"),
+]
+
+
+@pytest.mark.parametrize(("reason", "code"), UNUSABLE)
+def test_a_run_ending_with_status_error_at_exit_0_is_a_failure(reason: str, code: str) -> None:
+    found = check_output(_unusable(reason), agent=AGENT, exit_code=0, now=NOW)
+    assert found is not None
+    assert (found.code, found.message) == (code, reason)

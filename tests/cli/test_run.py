@@ -161,10 +161,10 @@ def test_an_inline_key_exits_2_without_showing_it(tmp_path: Path) -> None:
 
 def test_an_adapter_not_available_yet_exits_2(tmp_path: Path) -> None:
     args = _args(tmp_path, [{"result": "done"}])
-    args[args.index("--adapter") + 1] = "claude-code"
+    args[args.index("--adapter") + 1] = "aider"
     result = _invoke(args)
     assert result.exit_code == 2
-    assert "adapter 'claude-code' for the Claude Code CLI" in result.stderr
+    assert "adapter 'aider' for Aider (PyPI aider-chat)" in result.stderr
 
 
 def test_every_bad_flag_is_listed_and_nothing_runs(tmp_path: Path) -> None:

@@ -91,12 +91,13 @@ def test_check_a_missing_file_exits_2(tmp_path: Path) -> None:
 
 
 def test_check_notes_an_adapter_that_is_not_available_yet(tmp_path: Path) -> None:
-    text = "suite: s\ntasks: [{id: a, prompt: hi, adapter: claude-code, model: m}]\n"
+    text = "suite: s\ntasks: [{id: a, prompt: hi, adapter: aider, model: m}]\n"
     result = runner.invoke(app, ["suite", "check", str(_file(tmp_path, text))])
     assert result.exit_code == 0, result.output
     assert result.stderr == (
-        "note: adapter 'claude-code' is not available yet: its runs cannot start "
-        "(available: anthropic-api, codex, gemini-api, mock, openai-api, opencode)\n"
+        "note: adapter 'aider' is not available yet: its runs cannot start "
+        "(available: anthropic-api, claude-code, codex, gemini-api, gemini-cli, mock, "
+        "openai-api, opencode)\n"
     )
 
 

@@ -121,8 +121,8 @@ def test_the_adapter_checks_its_own_options(flags: dict[str, Any]) -> None:
 
 
 def test_an_adapter_not_available_yet_is_a_problem(flags: dict[str, Any]) -> None:
-    message = _error(flags, adapter="claude-code", adapter_options=[])
-    assert message.startswith("--adapter: adapter 'claude-code' for the Claude Code CLI")
+    message = _error(flags, adapter="opencode", adapter_options=[])
+    assert message.startswith("--adapter: adapter 'opencode' for opencode")
     assert "is not available yet" in message
 
 

@@ -36,7 +36,7 @@ from backstay.adapters.capture import Capture
 from backstay.adapters.contract import AgentRequest, AgentResult, AgentStatus
 from backstay.adapters.pricing import price_usage
 from backstay.adapters.process import run_process
-from backstay.agents.home import home_env
+from backstay.agents.home import private_home
 from backstay.agents.locate import Located, locate
 from backstay.errors import ConfigError
 from backstay.failure import Failure
@@ -59,7 +59,7 @@ def child_env(request_env: Mapping[str, str], home: Path) -> dict[str, str]:
         if name not in _OWNED and not name.startswith(_OWNED_PREFIXES)
     }
     env.setdefault("PATH", _DEFAULT_PATH)
-    env |= home_env(home)
+    env |= private_home(home)
     env["CODEX_HOME"] = str(home / ".codex")
     return env
 

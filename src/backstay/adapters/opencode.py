@@ -41,7 +41,7 @@ from backstay.adapters.contract import AgentRequest, AgentResult, AgentStatus
 from backstay.adapters.pricing import price_usage
 from backstay.adapters.process import ProcessOutcome, run_process
 from backstay.adapters.usage import Usage
-from backstay.agents.home import home_env
+from backstay.agents.home import private_home
 from backstay.agents.locate import Located, locate
 from backstay.errors import ConfigError
 from backstay.failure import Failure
@@ -67,7 +67,7 @@ def child_env(
         if name not in _OWNED and not name.startswith(_OWNED_PREFIXES)
     }
     env.setdefault("PATH", _DEFAULT_PATH)
-    env |= home_env(home)
+    env |= private_home(home)
     env |= offline
     env["OPENCODE_CONFIG_CONTENT"] = content
     return env

@@ -44,6 +44,8 @@ BUILTIN_ADAPTERS: Final[Mapping[str, str]] = MappingProxyType(
         "anthropic-api": "backstay.adapters.anthropic_api:AnthropicApiAdapter",
         "openai-api": "backstay.adapters.openai_api:OpenAIApiAdapter",
         "gemini-api": "backstay.adapters.gemini_api:GeminiApiAdapter",
+        "claude-code": "backstay.adapters.claude_code:ClaudeCodeAdapter",
+        "gemini-cli": "backstay.adapters.gemini_cli:GeminiCliAdapter",
         "codex": "backstay.adapters.codex:CodexAdapter",
         "opencode": "backstay.adapters.opencode:OpencodeAdapter",
     }
@@ -52,8 +54,6 @@ BUILTIN_ADAPTERS: Final[Mapping[str, str]] = MappingProxyType(
 # Reserved names: what each will drive. Not importable until its module exists.
 PLANNED_ADAPTERS: Final[Mapping[str, str]] = MappingProxyType(
     {
-        "claude-code": "the Claude Code CLI (npm @anthropic-ai/claude-code)",
-        "gemini-cli": "the Gemini CLI (npm @google/gemini-cli)",
         "aider": "Aider (PyPI aider-chat)",
     }
 )

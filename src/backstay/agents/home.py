@@ -1,5 +1,5 @@
-"""A run's private ``HOME`` (``home_env``), and the files it needs from the CLI's
-installation (``CliSpec.home_seed``).
+"""A run's private ``HOME``: its folders (``private_home``), and the files a CLI needs
+there from its installation (``CliSpec.home_seed``).
 
 Aider's litellm fetches a model price list from the network on every start unless the
 copy it ships sits in ``$HOME/.aider/caches``: the seed maps that path inside ``HOME`` to
@@ -17,10 +17,11 @@ from typing import Final
 from backstay.agents.catalog import CliSpec
 from backstay.errors import ConfigError
 
-__all__ = ["HOME_DIRS", "home_env", "install_root", "seed_files", "seed_home"]
+__all__ = ["HOME_FOLDERS", "install_root", "private_home", "seed_files", "seed_home"]
 
-# Variable → folder inside the run's HOME: where CLIs keep config, caches, state and temp.
-HOME_DIRS: Final[Mapping[str, str]] = MappingProxyType(
+# Variable → folder inside the run's HOME: where CLIs keep config, caches, data, state and
+# temporary files (crash reports, transcripts), so that nothing lands outside it.
+HOME_FOLDERS: Final[Mapping[str, str]] = MappingProxyType(
     {
         "TMPDIR": "tmp",
         "XDG_CONFIG_HOME": ".config",
@@ -29,17 +30,6 @@ HOME_DIRS: Final[Mapping[str, str]] = MappingProxyType(
         "XDG_STATE_HOME": ".local/state",
     }
 )
-
-
-def home_env(home: Path) -> dict[str, str]:
-    """Create the folders of a private ``home`` and return the variables that point a CLI
-    at them: ``HOME``, ``TMPDIR`` and the XDG directories, all inside ``home``."""
-    env = {"HOME": str(home)}
-    for name, folder in HOME_DIRS.items():
-        path = home / folder
-        path.mkdir(parents=True, exist_ok=True)
-        env[name] = str(path)
-    return env
 
 
 def install_root(binary: Path) -> Path:
@@ -71,3 +61,14 @@ def seed_home(files: Mapping[str, Path], home: Path) -> None:
         destination = home / target
         destination.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(source, destination)
+
+
+def private_home(home: Path) -> dict[str, str]:
+    """Make ``home`` and the folders of ``HOME_FOLDERS`` inside it; the variables that
+    point a CLI at them (``HOME`` included)."""
+    env = {"HOME": str(home)}
+    for variable, folder in HOME_FOLDERS.items():
+        path = home / folder
+        path.mkdir(parents=True, exist_ok=True)
+        env[variable] = str(path)
+    return env

@@ -6,6 +6,13 @@ codes for its own fatal errors (41 auth, 42 input, 44 sandbox setup, 52 config, 
 In json mode the error goes to stderr as ``{"error": {"type", "message", "code"}}``; in
 stream-json mode stdout ends with a ``result`` whose message often embeds the raw provider
 body (``[API Error: {...}]``), which is read as a Gemini response.
+
+A reply the CLI cannot use (no finish reason, a safety stop with no text, a malformed
+function call) ends a stream-json run with exit code 0, an ``error`` event naming the
+reason and a ``result`` with ``status: error``: a failure, classified by that reason.
+A prompt the provider blocked (``promptFeedback.blockReason``) reaches the CLI as a
+stream without a finish reason: the block's reason is lost, so it is an unrecognised
+agent failure, not a content-policy one.
 """
 
 from __future__ import annotations
@@ -35,6 +42,14 @@ _FATAL_EXIT = {
     53: "ERR_LIMIT_MAX_TURNS",
     130: "ERR_CANCELLED",
 }
+# The CLI's own words for a reply it cannot use (its InvalidStreamError reasons).
+_INVALID_STREAM = (
+    ("due to safety settings", "ERR_LLM_CONTENT_FILTER"),
+    ("(MAX_TOKENS) with empty response", "ERR_OUTPUT_TRUNCATED"),
+    ("malformed function call", "ERR_OUTPUT_INVALID"),
+    ("unexpected tool call", "ERR_OUTPUT_INVALID"),
+    ("without a finish reason", "ERR_RESPONSE_MALFORMED"),
+)
 _HTTP_STATUSES = (400, 401, 403, 404, 408, 409, 413, 429, 499, 500, 502, 503, 504, 529)
 _STATUS_BY_EXIT = {s & 0xFF: s for s in _HTTP_STATUSES}
 
@@ -47,8 +62,24 @@ def _error_of(objects: list[dict[str, Any]]) -> Mapping[str, Any] | None:
     return None
 
 
+def _failed_run(objects: list[dict[str, Any]]) -> str | None:
+    """The reason a stream-json run gave for ending with ``status: error`` and no error
+    object (its last ``error`` event); ``None`` unless it ended so."""
+    results = [o for o in objects if o.get("type") == "result"]
+    if not results or results[-1].get("status") != "error" or "error" in results[-1]:
+        return None
+    events = [o for o in objects if o.get("type") == "error" and o.get("message")]
+    return str(events[-1]["message"]) if events else "the run ended with status error"
+
+
 def check(text: str, exit_code: int | None, now: _dt.datetime) -> Failure | None:
     objects = json_objects(text)
+    reason = _failed_run(objects)
+    if reason is not None:
+        code = next((c for words, c in _INVALID_STREAM if words in reason), None)
+        if code is not None:
+            return coded(code, reason, agent=AGENT, family=_FAMILY, exit_code=exit_code)
+        return from_text(reason, agent=AGENT, family=_FAMILY, now=now, exit_code=exit_code)
     error = _error_of(objects)
     if error is None:
         ok = any(o.get("status") == "success" or "response" in o for o in objects)
