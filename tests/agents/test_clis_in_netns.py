@@ -26,11 +26,12 @@ from backstay.testing.netns import NetworkNamespace, processes_in
 PORT: Final = 8400
 URL: Final = f"http://127.0.0.1:{PORT}"
 BACKSTAY: Final = [sys.executable, "-c", "from backstay.cli import main; main()"]
-STATS: Final = f"""
-import time, urllib.request
+# Prints the fake provider's counters (at the URL given as argument) once it answers.
+STATS: Final = """
+import sys, time, urllib.request
 for _ in range(200):
     try:
-        print(urllib.request.urlopen("{URL}/_backstay/stats", timeout=1).read().decode())
+        print(urllib.request.urlopen(sys.argv[1] + "/_backstay/stats", timeout=1).read().decode())
         break
     except OSError:
         time.sleep(0.05)
@@ -46,8 +47,8 @@ def installed(name: str) -> Located:
     return locate(name)
 
 
-def stats(ns: NetworkNamespace) -> dict[str, Any]:
-    done = ns.run([sys.executable, "-I", "-c", STATS], timeout_s=30)
+def stats(ns: NetworkNamespace, url: str = URL) -> dict[str, Any]:
+    done = ns.run([sys.executable, "-I", "-c", STATS, url], timeout_s=30)
     assert done.stdout.strip(), f"the fake provider did not answer: {done.stderr}"
     data: dict[str, Any] = json.loads(done.stdout)
     return data
