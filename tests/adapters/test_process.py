@@ -175,6 +175,41 @@ def test_stdout_lines_reach_the_callback_as_they_arrive(capture: Capture) -> Non
     assert lines == ["one", "two", "last without newline"]
 
 
+def test_setting_stop_from_the_line_callback_kills_the_group(capture: Capture) -> None:
+    code = (
+        "import subprocess, sys, time\n"
+        "child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'])\n"
+        "print('spawned', child.pid, flush=True)\n"
+        "print('Retrying in 0.2 seconds...', flush=True)\n"
+        "time.sleep(60)"
+    )
+    stop = asyncio.Event()
+
+    def line(text: str) -> None:
+        if text.startswith("Retrying"):
+            stop.set()
+
+    outcome = asyncio.run(
+        run_process(
+            python(code),
+            cwd=capture.output_dir,
+            env={},
+            timeout_s=30.0,
+            capture=capture,
+            on_stdout_line=line,
+            kill_grace_s=0.5,
+            stop=stop,
+        )
+    )
+    assert (outcome.stopped, outcome.timed_out, outcome.stalled) == (True, False, False)
+    assert outcome.exit_code == 128 + signal.SIGTERM
+    assert not outcome.killed
+    [grandchild] = spawned_pids(capture.path(Stream.STDOUT))
+    assert gone_within(outcome.pid)
+    assert gone_within(grandchild)
+    assert "stopped: killing process group" in capture.path(Stream.AGENT).read_text()
+
+
 def test_the_tails_keep_only_the_end_of_the_output(capture: Capture) -> None:
     code = f"print('x' * {TAIL_CHARS * 3}, end=''); print('END', end='')"
     outcome = run(python(code), capture)

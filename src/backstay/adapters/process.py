@@ -12,6 +12,10 @@
   group gets SIGTERM, ``kill_grace_s`` to finish, then SIGKILL; the exit code is then
   ``TIMEOUT_EXIT_CODE`` (124, as ``timeout(1)`` reports). A cancelled caller kills the
   group the same way before the cancellation propagates.
+* ``stop``, an ``asyncio.Event`` the caller (typically its ``on_stdout_line`` callback)
+  sets, ends the run early the same way: for a CLI that shows in its output that it
+  has failed but would go on (Aider retrying on its own). The exit code is then the
+  process's own, and the outcome says ``stopped``.
 * When ``run_process`` returns, no process of the group is alive: what the child left
   running when it exited is killed too.
 * ``launcher`` prefixes the command: ``("nsenter", "-t", PID, "-n", "--")`` runs the CLI
@@ -72,6 +76,7 @@ class ProcessOutcome:
     duration_s: float
     timed_out: bool = False
     stalled: bool = False
+    stopped: bool = False
     stdout_tail: str = ""
     stderr_tail: str = ""
 
@@ -85,6 +90,7 @@ class _Verdict(enum.Enum):
     EXITED = "exited"
     TIMED_OUT = "timed out"
     STALLED = "stalled"
+    STOPPED = "stopped"
 
 
 def _validate(
@@ -137,11 +143,15 @@ async def _watch(
     activity: Activity,
     deadline: float,
     stall_timeout_s: float | None,
+    stop: asyncio.Event | None,
 ) -> _Verdict:
-    """Wait for the leader to exit, the deadline to pass, or the output to stall."""
+    """Wait for the leader to exit, the deadline to pass, the output to stall, or
+    ``stop`` to be set."""
     waiter = asyncio.ensure_future(proc.wait())
     try:
         while proc.returncode is None:
+            if stop is not None and stop.is_set():
+                return _Verdict.STOPPED
             now = time.monotonic()
             horizon = deadline
             if stall_timeout_s is not None:
@@ -182,13 +192,15 @@ async def run_process(
     on_stdout_line: LineCallback | None = None,
     kill_grace_s: float = DEFAULT_KILL_GRACE_S,
     launcher: Sequence[str] = (),
+    stop: asyncio.Event | None = None,
 ) -> ProcessOutcome:
     """Run ``argv`` in ``cwd`` with exactly ``env``, stream its output into ``capture``,
     and return how it ended (see the module docstring for the guarantees).
 
     ``on_stdout_line`` receives each stdout line, raw and without its newline, as it
     arrives (for adapters that read a JSON stream). ``launcher`` is a command prefix that
-    runs ``argv`` (see the module docstring). Raises ``ConfigError`` for invalid
+    runs ``argv`` (see the module docstring); setting ``stop`` ends the run early (the
+    group is killed, within ``_EXIT_POLL_S``). Raises ``ConfigError`` for invalid
     arguments and ``OSError`` when the program cannot be started; both before any process
     exists.
     """
@@ -220,7 +232,7 @@ async def run_process(
     err = Pump(proc.stderr, Stream.STDERR, capture, activity, None)
     pumps = [asyncio.create_task(out.run()), asyncio.create_task(err.run())]
     try:
-        verdict = await _watch(proc, activity, started + timeout_s, stall_timeout_s)
+        verdict = await _watch(proc, activity, started + timeout_s, stall_timeout_s, stop)
         if verdict is _Verdict.EXITED:
             _signal_group(proc.pid, signal.SIGKILL)  # whatever the child left running
         else:
@@ -234,7 +246,8 @@ async def run_process(
             task.cancel()
         raise
     duration = time.monotonic() - started
-    exit_code = _shell_code(proc.returncode) if verdict is _Verdict.EXITED else TIMEOUT_EXIT_CODE
+    killed = verdict in (_Verdict.TIMED_OUT, _Verdict.STALLED)
+    exit_code = TIMEOUT_EXIT_CODE if killed else _shell_code(proc.returncode)
     await capture.alog(f"pid {proc.pid} ended with exit code {exit_code} after {duration:.3f} s")
     return ProcessOutcome(
         pid=proc.pid,
@@ -242,6 +255,7 @@ async def run_process(
         duration_s=duration,
         timed_out=verdict is _Verdict.TIMED_OUT,
         stalled=verdict is _Verdict.STALLED,
+        stopped=verdict is _Verdict.STOPPED,
         stdout_tail=out.tail,
         stderr_tail=err.tail,
     )
