@@ -13,6 +13,7 @@ import textwrap
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from types import MappingProxyType
 
 import pytest
 
@@ -21,6 +22,7 @@ from backstay.adapters.capture import Capture
 from backstay.adapters.contract import Adapter, AgentRequest
 from backstay.adapters.mock import MockAdapter
 from backstay.adapters.registry import (
+    BUILTIN_ADAPTERS,
     ENTRY_POINT_GROUP,
     PLANNED_ADAPTERS,
     adapter_names,
@@ -117,7 +119,9 @@ def test_an_unknown_adapter_lists_the_available_ones() -> None:
     with pytest.raises(ConfigError) as info:
         get_adapter("no-such-agent")
     assert "unknown adapter 'no-such-agent'" in str(info.value)
-    assert "available: anthropic-api, gemini-api, mock, openai-api" in str(info.value)
+    available = str(info.value).partition("available: ")[2].partition(";")[0]
+    assert available.split(", ") == sorted(BUILTIN_ADAPTERS)
+    assert "aider" in available
 
 
 def test_an_entry_point_registers_a_third_party_adapter(install: Install) -> None:
@@ -143,9 +147,13 @@ def test_a_third_party_adapter_runs_under_the_contract(install: Install, tmp_pat
     assert asyncio.run(main()) == "hello"
 
 
-def test_an_entry_point_may_fill_a_planned_name(install: Install) -> None:
-    install({"aider": "{module}:EchoAdapter"})
-    assert type(get_adapter("aider")).__name__ == "EchoAdapter"
+def test_an_entry_point_may_fill_a_planned_name(
+    install: Install, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    planned = {**registry.PLANNED_ADAPTERS, "planned-agent": "an agent still to come"}
+    monkeypatch.setattr(registry, "PLANNED_ADAPTERS", MappingProxyType(planned))
+    install({"planned-agent": "{module}:EchoAdapter"})
+    assert type(get_adapter("planned-agent")).__name__ == "EchoAdapter"
 
 
 def test_a_built_in_name_wins_over_an_entry_point(install: Install) -> None:

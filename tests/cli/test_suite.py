@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from backstay.adapters.registry import adapter_names
 from backstay.cli import app
 from backstay.config import suite_schema
 
@@ -96,7 +97,7 @@ def test_check_notes_an_adapter_that_is_not_available_yet(tmp_path: Path) -> Non
     assert result.exit_code == 0, result.output
     assert result.stderr == (
         "note: adapter 'claude-code' is not available yet: its runs cannot start "
-        "(available: anthropic-api, gemini-api, mock, openai-api)\n"
+        f"(available: {', '.join(adapter_names())})\n"
     )
 
 

@@ -44,6 +44,7 @@ BUILTIN_ADAPTERS: Final[Mapping[str, str]] = MappingProxyType(
         "anthropic-api": "backstay.adapters.anthropic_api:AnthropicApiAdapter",
         "openai-api": "backstay.adapters.openai_api:OpenAIApiAdapter",
         "gemini-api": "backstay.adapters.gemini_api:GeminiApiAdapter",
+        "aider": "backstay.adapters.aider:AiderAdapter",
     }
 )
 
@@ -53,7 +54,6 @@ PLANNED_ADAPTERS: Final[Mapping[str, str]] = MappingProxyType(
         "claude-code": "the Claude Code CLI (npm @anthropic-ai/claude-code)",
         "codex": "the Codex CLI (npm @openai/codex)",
         "gemini-cli": "the Gemini CLI (npm @google/gemini-cli)",
-        "aider": "Aider (PyPI aider-chat)",
         "opencode": "opencode (npm opencode-ai)",
     }
 )
