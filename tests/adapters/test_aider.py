@@ -11,12 +11,14 @@ the module, and each test starts its own fake provider (the faults count its req
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, ClassVar, Final
 
 import pytest
 from tests.adapters.aider_support import (
+    BACKSTAY,
     CANARY_KEY,
     MODEL,
     NamespacedFake,
@@ -274,6 +276,44 @@ def test_a_stalled_reply_is_killed_by_the_stall_limit_with_nothing_left(
     assert metrics["duration_seconds"] < RUN_TIMEOUT_S / 2
     assert fake.stats()["by_fault"] == {"stall": 1}
     assert _left_in(namespace, fake) == []
+
+
+def test_backstay_run_drives_aider_with_the_key_named_by_api_key_env(
+    namespace: NetworkNamespace, start_fake: StartFake, tmp_path: Path
+) -> None:
+    """The command line end to end: backstay itself runs inside the namespace, Aider as its
+    child, the key handed over through ``api_key_env`` and never written out."""
+    fake = start_fake(reply=HELLO_REPLY)
+    prompt, workspace, output = tmp_path / "prompt.md", tmp_path / "repo", tmp_path / "out"
+    prompt.write_text("Write hello world into hello.txt.", encoding="utf-8")
+    workspace.mkdir()
+    argv = [
+        *BACKSTAY,
+        "run",
+        "--adapter",
+        "aider",
+        "--model",
+        MODEL,
+        "--prompt-file",
+        str(prompt),
+        "--workspace",
+        str(workspace),
+        "--output-dir",
+        str(output),
+        "--timeout",
+        str(RUN_TIMEOUT_S),
+        "--adapter-option",
+        f"base_url={fake.url}",
+        "--adapter-option",
+        "api_key_env=OPENAI_API_KEY",
+    ]
+    env = {**os.environ, "OPENAI_API_KEY": CANARY_KEY, "UNRELATED_SECRET": CANARY_KEY}
+    done = namespace.run(argv, env=env, timeout_s=RUN_TIMEOUT_S + 30)
+    assert done.returncode == 0, done.stderr
+    assert "backstay run: aider succeeded (exit code 0)" in done.stderr
+    assert (workspace / "hello.txt").read_text() == "hello world\n"
+    assert fake.stats()["by_status"] == {"200": 1}
+    assert CANARY_KEY not in done.stdout + done.stderr + files_under(output)
 
 
 # The contract's scenarios as fake-provider faults (the OpenAI wire Aider speaks).

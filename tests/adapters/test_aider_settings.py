@@ -4,6 +4,7 @@ HOME is seeded with) is enough."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -74,7 +75,6 @@ def test_every_documented_setting_is_accepted(binary: Path) -> None:
             "git": True,
             "auto_commits": True,
             "prices": {"openai/fake-model": {"input_per_mtok": 1, "output_per_mtok": 2}},
-            "pass_env": ["AWS_REGION"],
             "extra_args": ["--map-tokens", "0"],
         }
     )
@@ -90,8 +90,7 @@ def test_every_documented_setting_is_accepted(binary: Path) -> None:
         ({"internal_retries": 9}, "config.internal_retries", "0 to 8"),
         ({"internal_retries": True}, "config.internal_retries", "0 to 8"),
         ({"auto_commits": True}, "config.auto_commits", "needs git"),
-        ({"pass_env": "AWS_REGION"}, "config.pass_env", "list of strings"),
-        ({"pass_env": ["AWS REGION"]}, "config.pass_env[0]", "environment variable"),
+        ({"extra_args": "--map-tokens 0"}, "config.extra_args", "list of strings"),
         ({"extra_args": ["--map-tokens", ""]}, "config.extra_args[1]", "non-empty"),
         ({"extra_args": ["--model=gpt-5"]}, "config.extra_args[0]", "set by the adapter"),
         ({"prices": {"m": {"input_per_mtok": 1}}}, "config.prices.m.output_per_mtok", "required"),
@@ -230,32 +229,39 @@ def test_the_private_home_is_seeded_and_sdk_retries_are_off(
     assert '"aider/extra_params"' in files.model_settings.read_text()
 
 
-def test_the_environment_passes_keys_and_named_variables_only(
+def test_the_environment_is_the_request_s_under_a_private_home(
     tmp_path: Path, located: Located
 ) -> None:
     files = files_for(tmp_path)
     req = request(
         tmp_path,
         env={
-            "PATH": "/usr/bin:/bin",
             "OPENAI_API_KEY": "sk-one",
-            "ANTHROPIC_API_KEY": "sk-two",
             "AWS_REGION": "eu-west-1",
-            "AIDER_MODEL": "gpt-5",
             "HOME": "/root",
-            "SOMETHING_ELSE": "x",
+            "XDG_CONFIG_HOME": "/root/.config",
         },
     )
-    env = environment(files, located, req, parse_settings({"pass_env": ["AWS_REGION"]}))
+    env = environment(files, located, req)
     assert env["OPENAI_API_KEY"] == "sk-one"
-    assert env["ANTHROPIC_API_KEY"] == "sk-two"
     assert env["AWS_REGION"] == "eu-west-1"
-    assert env["PATH"] == "/usr/bin:/bin"
     assert env["HOME"] == str(files.home)
     assert env["TMPDIR"].startswith(str(files.home))
     assert env["XDG_CONFIG_HOME"].startswith(str(files.home))
     assert env["PYTHONUNBUFFERED"] == "1"
     assert env["LITELLM_LOCAL_MODEL_COST_MAP"] == "True"
     assert Path(env["BROWSER"]).name == "true"
-    assert "AIDER_MODEL" not in env
-    assert "SOMETHING_ELSE" not in env
+    assert (env["PATH"], env["LANG"]) == (os.defpath, "C.UTF-8")
+    assert set(env) == set(req.env) | {
+        "PATH",
+        "LANG",
+        "TMPDIR",
+        "XDG_CACHE_HOME",
+        "XDG_DATA_HOME",
+        "XDG_STATE_HOME",
+        "PYTHONUNBUFFERED",
+        "COLUMNS",
+        "NO_COLOR",
+        "BROWSER",
+        "LITELLM_LOCAL_MODEL_COST_MAP",
+    }

@@ -16,7 +16,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-import re
 import shutil
 from collections.abc import Mapping
 from pathlib import Path
@@ -32,7 +31,6 @@ __all__ = ["AiderFiles", "command", "environment", "prepare", "tools_on"]
 # error and its provider message stay on one line.
 OUTPUT_COLUMNS: Final = "10000"
 BASE_URL_VARIABLES: Final = ("OPENAI_API_BASE", "OPENAI_BASE_URL")
-_KEY_VARIABLE: Final = re.compile(r"^[A-Z][A-Z0-9_]*_API_KEY$")
 # Every setting applied to every model Aider runs (see the module docstring).
 _MODEL_SETTINGS: Final = [{"name": "aider/extra_params", "extra_params": {"max_retries": 0}}]
 
@@ -158,17 +156,14 @@ def command(
     return [*argv, *settings.extra_args]
 
 
-def environment(
-    files: AiderFiles, located: Located, request: AgentRequest, settings: AiderSettings
-) -> dict[str, str]:
-    """Aider's whole environment: its private ``HOME``, switches that keep it quiet and
-    offline, and from the request only ``PATH``, ``LANG``, the ``*_API_KEY`` variables
-    and the names in ``pass_env``."""
+def environment(files: AiderFiles, located: Located, request: AgentRequest) -> dict[str, str]:
+    """Aider's whole environment: the request's (the harness built it explicitly: the
+    provider keys and the variables it was told to pass), with ``PATH`` and ``LANG``
+    defaulted, and the run's private ``HOME`` and the switches that keep Aider quiet and
+    offline put over it."""
     given = request.env
     home = str(files.home)
-    env = {
-        "PATH": given.get("PATH") or os.defpath,
-        "LANG": given.get("LANG") or "C.UTF-8",
+    own = {
         "HOME": home,
         "TMPDIR": str(files.home / "tmp"),
         "XDG_CONFIG_HOME": f"{home}/.config",
@@ -181,14 +176,10 @@ def environment(
         "NO_COLOR": "1",
         **located.offline_env,
     }
+    env = {"PATH": os.defpath, "LANG": "C.UTF-8", **given, **own}
     # Aider offers to open the URLs in error messages, and --yes-always accepts: the
     # "browser" is a program that does nothing.
     true = shutil.which("true", path=env["PATH"])
     if true is not None:
         env["BROWSER"] = true
-    passed = {
-        name: value
-        for name, value in given.items()
-        if _KEY_VARIABLE.match(name) or name in settings.pass_env
-    }
-    return {**env, **passed}
+    return env

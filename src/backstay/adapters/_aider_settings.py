@@ -17,15 +17,12 @@ Keys (all optional):
 * ``auto_commits``: let Aider commit its edits (needs ``git``; default ``false``);
 * ``prices``: model name → price in USD per million tokens, for models Aider has no
   price for (``backstay.adapters.pricing``);
-* ``pass_env``: names of further variables of the request's environment to pass to Aider
-  (besides ``PATH``, ``LANG`` and every ``*_API_KEY``);
 * ``extra_args``: more Aider flags, appended to the command line as given.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import re
 from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any, Final
@@ -51,7 +48,6 @@ CONFIG_KEYS: Final = frozenset(
         "git",
         "auto_commits",
         "prices",
-        "pass_env",
         "extra_args",
     }
 )
@@ -70,7 +66,6 @@ EDIT_FORMATS: Final = (
 )
 # Aider doubles its retry delay from 0.25 s and stops once it would pass 60 s: after 8.
 MAX_INTERNAL_RETRIES: Final = 8
-_ENV_NAME: Final = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 # Flags the adapter sets itself: giving them again in extra_args would contradict it.
 _OWN_FLAGS: Final = frozenset(
     {
@@ -101,7 +96,6 @@ class AiderSettings:
     prices: Mapping[str, ModelPrice] = dataclasses.field(
         default_factory=lambda: MappingProxyType({})
     )
-    pass_env: tuple[str, ...] = ()
     extra_args: tuple[str, ...] = ()
 
 
@@ -173,13 +167,6 @@ def parse_settings(config: Mapping[str, Any]) -> AiderSettings:
     auto_commits = _flag(config, "auto_commits", False)
     if auto_commits and not git:
         raise _fail("auto_commits", "needs git: true (Aider commits only inside a repository)")
-    pass_env = _strings(config, "pass_env")
-    for i, name in enumerate(pass_env):
-        if not _ENV_NAME.match(name):
-            raise ConfigError(
-                f"adapter 'aider': must name an environment variable, got {name!r}",
-                where=f"config.pass_env[{i}]",
-            )
     extra_args = _strings(config, "extra_args")
     for i, arg in enumerate(extra_args):
         if arg.partition("=")[0] in _OWN_FLAGS:
@@ -200,6 +187,5 @@ def parse_settings(config: Mapping[str, Any]) -> AiderSettings:
         git=git,
         auto_commits=auto_commits,
         prices=prices,
-        pass_env=pass_env,
         extra_args=extra_args,
     )

@@ -122,7 +122,7 @@ class AiderAdapter(BaseAdapter):
             outcome = await run_process(
                 command(located.path, files, request, settings),
                 cwd=request.workspace,
-                env=environment(files, located, request, settings),
+                env=environment(files, located, request),
                 timeout_s=request.timeout_s,
                 stall_timeout_s=request.stall_timeout_s,
                 capture=capture,
