@@ -278,6 +278,20 @@ def test_a_stalled_reply_is_killed_by_the_stall_limit_with_nothing_left(
     assert _left_in(namespace, fake) == []
 
 
+def test_a_flag_aider_rejects_is_a_configuration_failure_before_any_request(
+    namespace: NetworkNamespace, start_fake: StartFake, tmp_path: Path
+) -> None:
+    fake = start_fake()
+    code, _, output = _harness(namespace, fake, tmp_path, extra_args=["--no-such-flag"])
+    assert code == 2  # argparse's exit code, passed on
+    metrics = json.loads((output / "metrics.json").read_text())
+    assert metrics["error"] == (
+        "ERR_AGENT_CONFIG: aider exited 2 before any request: "
+        "aider: error: unrecognized arguments: --no-such-flag"
+    )
+    assert fake.stats()["requests"] == 0
+
+
 def test_backstay_run_drives_aider_with_the_key_named_by_api_key_env(
     namespace: NetworkNamespace, start_fake: StartFake, tmp_path: Path
 ) -> None:

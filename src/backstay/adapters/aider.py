@@ -157,24 +157,29 @@ class AiderAdapter(BaseAdapter):
     def _failure(
         self, outcome: ProcessOutcome, request: AgentRequest, report: AiderReport
     ) -> Failure | None:
-        """Killed first; then what the output shows; then an ending without an answer."""
+        """Killed first; then Aider ending before any request; then what its output
+        shows; then an ending without an answer."""
+        details = {"agent": CLI_NAME, "exit_code": outcome.exit_code}
+        if outcome.killed:
+            return self.process_failure(outcome, request, evidence=outcome.stdout_tail)
+        if report.api_calls == 0 and report.answers == 0:
+            said = [line for line in outcome.stderr_tail.splitlines() if line.strip()]
+            why = said[-1].strip() if said else report.exit_reason or "no reason given"
+            return Failure(
+                code="ERR_AGENT_CONFIG",
+                message=f"aider exited {outcome.exit_code} before any request: {why}",
+                details=details,
+            )
         failure = self.process_failure(outcome, request, evidence=outcome.stdout_tail)
         if failure is not None or (report.answers and report.completed and not outcome.stopped):
             return failure
-        if report.answers == 0 and report.api_calls == 0 and not report.completed:
-            return Failure(
-                code="ERR_AGENT_CONFIG",
-                message=f"aider ended ({report.exit_reason or 'no exit reason logged'}) "
-                "before making any request",
-                details={"agent": CLI_NAME, "exit_code": outcome.exit_code},
-            )
         why = report.exception or (
             "without an answer" if report.answers == 0 else "without finishing its message"
         )
         return Failure(
             code="ERR_AGENT_FAILED",
             message=f"aider exited {outcome.exit_code} {why}",
-            details={"agent": CLI_NAME, "exit_code": outcome.exit_code},
+            details=details,
         )
 
     @staticmethod
