@@ -172,6 +172,38 @@ def test_a_multi_turn_run_edits_the_workspace_and_reports_what_the_fake_served(
     assert CANARY_KEY not in files_under(output)
 
 
+def test_a_model_aider_has_no_price_for_is_priced_from_the_prices_setting(
+    namespace: NetworkNamespace, start_fake: StartFake, tmp_path: Path
+) -> None:
+    fake = start_fake(reply=HELLO_REPLY)
+    prices = {"openai/fake-model": {"input_per_mtok": 2.0, "output_per_mtok": 10.0}}
+    workspace = tmp_path / "workspace"
+    workspace.mkdir()
+    prompt = tmp_path / "prompt.txt"
+    prompt.write_text("Write hello world into hello.txt.", encoding="utf-8")
+    code = AiderAdapter(launcher=namespace.launcher).run(
+        "openai/fake-model",
+        prompt,
+        workspace,
+        tmp_path / "out",
+        {"base_url": fake.url, "prices": prices},
+        RUN_TIMEOUT_S,
+        env=ENV,
+    )
+    served = fake.stats()
+    assert code == 0
+    metrics = json.loads((tmp_path / "out" / "metrics.json").read_text())
+    assert (metrics["tokens_input"], metrics["tokens_output"]) == (
+        served["input_tokens"],
+        served["output_tokens"],
+    )
+    expected = (served["input_tokens"] * 2.0 + served["output_tokens"] * 10.0) / 1e6
+    assert metrics["cost_usd"] == pytest.approx(expected)
+    assert (
+        "priced from the adapter's prices setting" in (tmp_path / "out" / "agent.log").read_text()
+    )
+
+
 def test_a_rate_limit_is_retried_by_backstay_after_the_provider_s_wait(
     namespace: NetworkNamespace, start_fake: StartFake, tmp_path: Path
 ) -> None:
