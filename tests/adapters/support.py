@@ -6,7 +6,10 @@ import os
 import sys
 import time
 from pathlib import Path
+from types import MappingProxyType
 from typing import Final
+
+import pytest
 
 # A key-shaped canary (Anthropic's format) that redaction must remove wherever it appears.
 CANARY_KEY: Final = "sk-ant-api03-CanaryCanaryCanary0123456789"
@@ -60,3 +63,19 @@ def rss_kib() -> int:
         if line.startswith("VmRSS:"):
             return int(line.split()[1])
     raise AssertionError("no VmRSS in /proc/self/status")
+
+
+# An adapter name reserved for the future, for the tests of how one is reported.
+PLANNED_NAME: Final = "future-agent"
+PLANNED_WHAT: Final = "a future agent (npm future-agent)"
+
+
+def plan_an_adapter(monkeypatch: pytest.MonkeyPatch) -> str:
+    """Reserve ``PLANNED_NAME`` as a planned adapter for this test; its name."""
+    from backstay.adapters import registry  # noqa: PLC0415 - the module patched
+    from backstay.config import _suite_adapters  # noqa: PLC0415
+
+    planned = MappingProxyType({**registry.PLANNED_ADAPTERS, PLANNED_NAME: PLANNED_WHAT})
+    monkeypatch.setattr(registry, "PLANNED_ADAPTERS", planned)
+    monkeypatch.setattr(_suite_adapters, "PLANNED_ADAPTERS", planned)
+    return PLANNED_NAME

@@ -13,14 +13,17 @@ import textwrap
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from types import MappingProxyType
 
 import pytest
+from tests.adapters.support import PLANNED_WHAT, plan_an_adapter
 
 from backstay.adapters import registry
 from backstay.adapters.capture import Capture
 from backstay.adapters.contract import Adapter, AgentRequest
 from backstay.adapters.mock import MockAdapter
 from backstay.adapters.registry import (
+    BUILTIN_ADAPTERS,
     ENTRY_POINT_GROUP,
     PLANNED_ADAPTERS,
     adapter_names,
@@ -105,22 +108,29 @@ def test_adapter_modules_are_imported_only_when_asked_for() -> None:
     assert done.returncode == 0, done.stderr
 
 
-@pytest.mark.parametrize("name", sorted(PLANNED_ADAPTERS))
-def test_a_planned_adapter_says_it_is_not_available_yet(name: str) -> None:
+def test_a_planned_adapter_says_it_is_not_available_yet(monkeypatch: pytest.MonkeyPatch) -> None:
+    name = plan_an_adapter(monkeypatch)
     with pytest.raises(ConfigError) as info:
         get_adapter(name)
-    assert "not available yet" in str(info.value)
+    assert f"adapter {name!r} for {PLANNED_WHAT} is not available yet" in str(info.value)
     assert info.value.where == "adapter"
+
+
+def test_every_adapter_backstay_set_out_to_ship_is_built_in() -> None:
+    assert PLANNED_ADAPTERS == {}
+    for name in ("claude-code", "codex", "gemini-cli", "aider", "opencode"):
+        assert name in BUILTIN_ADAPTERS
+    for name in ("anthropic-api", "openai-api", "gemini-api"):
+        assert name in BUILTIN_ADAPTERS
 
 
 def test_an_unknown_adapter_lists_the_available_ones() -> None:
     with pytest.raises(ConfigError) as info:
         get_adapter("no-such-agent")
     assert "unknown adapter 'no-such-agent'" in str(info.value)
-    assert (
-        "available: anthropic-api, claude-code, codex, gemini-api, gemini-cli, mock, "
-        "openai-api, opencode"
-    ) in str(info.value)
+    available = str(info.value).partition("available: ")[2].partition(";")[0]
+    assert available.split(", ") == sorted(BUILTIN_ADAPTERS)
+    assert "aider" in available
 
 
 def test_an_entry_point_registers_a_third_party_adapter(install: Install) -> None:
@@ -146,9 +156,13 @@ def test_a_third_party_adapter_runs_under_the_contract(install: Install, tmp_pat
     assert asyncio.run(main()) == "hello"
 
 
-def test_an_entry_point_may_fill_a_planned_name(install: Install) -> None:
-    install({"aider": "{module}:EchoAdapter"})
-    assert type(get_adapter("aider")).__name__ == "EchoAdapter"
+def test_an_entry_point_may_fill_a_planned_name(
+    install: Install, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    planned = {**registry.PLANNED_ADAPTERS, "planned-agent": "an agent still to come"}
+    monkeypatch.setattr(registry, "PLANNED_ADAPTERS", MappingProxyType(planned))
+    install({"planned-agent": "{module}:EchoAdapter"})
+    assert type(get_adapter("planned-agent")).__name__ == "EchoAdapter"
 
 
 def test_a_built_in_name_wins_over_an_entry_point(install: Install) -> None:

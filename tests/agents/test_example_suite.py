@@ -14,7 +14,6 @@ import sys
 from pathlib import Path
 from typing import Final
 
-import pytest
 from tests.agents.test_clis_in_netns import installed, stats
 
 from backstay.testing.netns import NetworkNamespace

@@ -185,6 +185,17 @@ CASES = [
         "network",
         "ERR_NETWORK",
     ),
+    # probe (connection reset before any response): litellm calls it an InternalServerError
+    Case(
+        "internal_server_error_connection_error",
+        _error(
+            "litellm.InternalServerError: InternalServerError: OpenAIException - Connection error.",
+            SERVER_ADVICE,
+            retries=2,
+        ),
+        "network",
+        "ERR_NETWORK",
+    ),
     # aider/exceptions.py (NotFoundError, not retried); OpenAI's model_not_found text
     Case(
         "not_found_error_model",

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 import yaml
+from tests.adapters.support import PLANNED_WHAT, plan_an_adapter
 from typer.testing import CliRunner, Result
 
 from backstay.adapters.base import CANCELLED_EXIT_CODE
@@ -159,12 +160,15 @@ def test_an_inline_key_exits_2_without_showing_it(tmp_path: Path) -> None:
     assert KEY not in result.output
 
 
-def test_an_adapter_not_available_yet_exits_2(tmp_path: Path) -> None:
+def test_an_adapter_not_available_yet_exits_2(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    name = plan_an_adapter(monkeypatch)
     args = _args(tmp_path, [{"result": "done"}])
-    args[args.index("--adapter") + 1] = "aider"
+    args[args.index("--adapter") + 1] = name
     result = _invoke(args)
     assert result.exit_code == 2
-    assert "adapter 'aider' for Aider (PyPI aider-chat)" in result.stderr
+    assert f"adapter {name!r} for {PLANNED_WHAT}" in result.stderr
 
 
 def test_every_bad_flag_is_listed_and_nothing_runs(tmp_path: Path) -> None:

@@ -6,8 +6,10 @@ import json
 from pathlib import Path
 
 import pytest
+from tests.adapters.support import plan_an_adapter
 from typer.testing import CliRunner
 
+from backstay.adapters.registry import adapter_names
 from backstay.cli import app
 from backstay.config import suite_schema
 
@@ -90,14 +92,16 @@ def test_check_a_missing_file_exits_2(tmp_path: Path) -> None:
     assert result.stderr == f"error: {tmp_path / 'nope.yaml'}: no such file\n"
 
 
-def test_check_notes_an_adapter_that_is_not_available_yet(tmp_path: Path) -> None:
-    text = "suite: s\ntasks: [{id: a, prompt: hi, adapter: aider, model: m}]\n"
+def test_check_notes_an_adapter_that_is_not_available_yet(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    name = plan_an_adapter(monkeypatch)
+    text = f"suite: s\ntasks: [{{id: a, prompt: hi, adapter: {name}, model: m}}]\n"
     result = runner.invoke(app, ["suite", "check", str(_file(tmp_path, text))])
     assert result.exit_code == 0, result.output
     assert result.stderr == (
-        "note: adapter 'aider' is not available yet: its runs cannot start "
-        "(available: anthropic-api, claude-code, codex, gemini-api, gemini-cli, mock, "
-        "openai-api, opencode)\n"
+        f"note: adapter {name!r} is not available yet: its runs cannot start "
+        f"(available: {', '.join(adapter_names())})\n"
     )
 
 

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.adapters.support import PLANNED_WHAT, plan_an_adapter
 
 from backstay import ConfigError
 from backstay.adapters.contract import TierConfig
@@ -120,9 +121,12 @@ def test_the_adapter_checks_its_own_options(flags: dict[str, Any]) -> None:
     assert _error(flags, adapter_options=[]) == "--adapter-option: scenario: is required"
 
 
-def test_an_adapter_not_available_yet_is_a_problem(flags: dict[str, Any]) -> None:
-    message = _error(flags, adapter="opencode", adapter_options=[])
-    assert message.startswith("--adapter: adapter 'opencode' for opencode")
+def test_an_adapter_not_available_yet_is_a_problem(
+    flags: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    name = plan_an_adapter(monkeypatch)
+    message = _error(flags, adapter=name, adapter_options=[])
+    assert message.startswith(f"--adapter: adapter {name!r} for {PLANNED_WHAT}")
     assert "is not available yet" in message
 
 

@@ -48,15 +48,13 @@ BUILTIN_ADAPTERS: Final[Mapping[str, str]] = MappingProxyType(
         "gemini-cli": "backstay.adapters.gemini_cli:GeminiCliAdapter",
         "codex": "backstay.adapters.codex:CodexAdapter",
         "opencode": "backstay.adapters.opencode:OpencodeAdapter",
+        "aider": "backstay.adapters.aider:AiderAdapter",
     }
 )
 
-# Reserved names: what each will drive. Not importable until its module exists.
-PLANNED_ADAPTERS: Final[Mapping[str, str]] = MappingProxyType(
-    {
-        "aider": "Aider (PyPI aider-chat)",
-    }
-)
+# Reserved names: what each will drive. Not importable until its module exists. Every
+# adapter backstay set out to ship is built in now; the mapping stays for the next ones.
+PLANNED_ADAPTERS: Final[Mapping[str, str]] = MappingProxyType({})
 
 # Top-level module an adapter may import → the backstay extra that installs it.
 OPTIONAL_DEPENDENCIES: Final[dict[str, str]] = {

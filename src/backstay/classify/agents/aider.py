@@ -4,6 +4,8 @@ It prints litellm's exception name (``litellm.RateLimitError: …``) followed by
 message, retries on its own, and prints ``Tokens: N sent, M received.`` after an answer.
 The last litellm error counts only if no answer followed it. A quota 429 and a rate limit
 print the same advice, so the provider message decides ("exceeded your current quota").
+litellm reports a call that got no response at all (the OpenAI SDK's "Connection error.")
+as an ``InternalServerError``: that is a network failure, not a server's 500.
 """
 
 from __future__ import annotations
@@ -19,6 +21,8 @@ AGENT = "aider"
 _LITELLM = re.compile(r"litellm\.([A-Z]\w*(?:Error|Exception)|Timeout)\b")
 _ANSWERED = re.compile(r"^Tokens: .* sent", re.MULTILINE)
 _TOKEN_LIMIT = re.compile(r"has hit a token limit", re.IGNORECASE)
+# The SDK's own text for a call that got no HTTP response, after litellm's "…Exception - ".
+_NO_RESPONSE = re.compile(r"Exception - Connection error\.?$")
 
 # litellm exception class → HTTP status it stands for.
 _STATUS = {
@@ -63,5 +67,7 @@ def check(text: str, exit_code: int | None, now: _dt.datetime) -> Failure | None
     for name in reversed(classes):
         if name in _CODES:
             return coded(_CODES[name], message, agent=AGENT, family=None, exit_code=exit_code)
+    if _NO_RESPONSE.search(message.splitlines()[0].rstrip()):
+        return coded("ERR_NETWORK", message, agent=AGENT, family=None, exit_code=exit_code)
     status = next((_STATUS[n] for n in reversed(classes) if n in _STATUS), None)
     return from_text(message, agent=AGENT, family=None, status=status, now=now, exit_code=exit_code)
