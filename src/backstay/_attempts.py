@@ -1,7 +1,8 @@
 """The per-call state every retry driver shares: one object per call, nothing shared.
 
 ``CallState`` walks one logical call through its attempts: before each attempt it asks the
-rate limiter how long to wait and the breaker for a permit; after a failure it classifies
+rate limiter how long to wait (rechecking a provisional wait until it is final, when the
+limiter is a ``ReservingLimiterLike``) and the breaker for a permit; after a failure it classifies
 the exception, reports it, asks the policy (``backstay.policy.decide``) and the retry
 budget, and either returns the delay to sleep or re-raises the original exception with its
 ``Failure`` attached. The sync, async and block drivers in ``backstay.call`` only sleep
@@ -12,7 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-from typing import NoReturn
+from typing import Any, Final, NoReturn
 
 from backstay.classify import classify
 from backstay.clock import Clock, seeded_unit, unseeded_unit
@@ -27,12 +28,27 @@ from backstay.observe.events import (
     RetryScheduled,
 )
 from backstay.observe.sinks import BUS
-from backstay.policy.protocols import CircuitBreakerLike, Permit, RateLimiterLike, RetryBudgetLike
+from backstay.policy.protocols import (
+    CircuitBreakerLike,
+    Permit,
+    RateLimiterLike,
+    ReservationLike,
+    ReservingLimiterLike,
+    RetryBudgetLike,
+)
 from backstay.policy.retry import RetryPolicy, decide
 
 __all__ = ["CallState", "TestMode", "attach_failure", "test_mode"]
 
 _NOTE_PREFIX = "backstay: "
+# The shortest sleep between two rechecks, whatever a limiter asks: bounds the rechecks of
+# one wait to its length divided by this.
+MIN_RECHECK_S: Final = 0.001
+
+
+def _chunk(wait: float, recheck: float | None) -> float:
+    """What to sleep of ``wait`` before asking again (all of it when it is final)."""
+    return wait if recheck is None else min(wait, max(recheck, MIN_RECHECK_S))
 
 
 @dataclasses.dataclass(slots=True)
@@ -59,6 +75,8 @@ class CallState:
     """One logical call: attempt counter, timing, the open permit, the previous delay."""
 
     __slots__ = (
+        "_hold_due",
+        "_reserving",
         "attempt",
         "breaker",
         "budget",
@@ -68,6 +86,7 @@ class CallState:
         "permit",
         "policy",
         "previous_delay",
+        "reservation",
         "started",
     )
 
@@ -91,6 +110,11 @@ class CallState:
         self.permit: Permit | None = None
         self.previous_delay: float | None = None
         self.started = clock.monotonic()
+        self.reservation: ReservationLike | None = None
+        self._reserving: ReservingLimiterLike[Any] | None = (
+            limiter if isinstance(limiter, ReservingLimiterLike) else None
+        )
+        self._hold_due = 0.0
         if budget is not None:
             budget.record_call()
 
@@ -98,15 +122,26 @@ class CallState:
         return self.clock.monotonic() - self.started
 
     def limiter_wait(self) -> float:
-        """Seconds to wait before the next attempt because of the rate limiter (0: none)."""
-        if self.limiter is None:
+        """Seconds to sleep before the next attempt because of the rate limiter (0: none).
+        After sleeping them, ask ``limiter_recheck`` for the next sleep until it says 0.
+        ``DeadlineExceeded`` when the wait would outlast the policy's deadline."""
+        limiter = self.limiter
+        if limiter is None:
             return 0.0
-        wait = self.limiter.reserve()
+        reserving = self._reserving
+        recheck: float | None = None
+        if reserving is None:
+            wait = limiter.reserve()
+        else:
+            self._settle()
+            reservation = reserving.reservation()
+            self.reservation = reservation
+            wait, recheck = reservation.wait_s, reservation.recheck_s
         if wait <= 0.0:
             return 0.0
-        deadline = self.policy.deadline_s
-        if deadline is not None and self.elapsed() + wait > deadline:
-            raise DeadlineExceeded(deadline, needed_s=wait)
+        self._hold_due = self.clock.monotonic() + wait
+        sleep = _chunk(wait, recheck)
+        self._check_deadline(sleep, wait)
         if BUS.wants(RateLimited.level):
             BUS.emit(
                 RateLimited(
@@ -114,10 +149,46 @@ class CallState:
                     policy=self.policy.name,
                     attempt=self.attempt + 1,
                     wait_s=wait,
-                    limiter=self.limiter.name,
+                    limiter=limiter.name,
                 )
             )
-        return wait if not test_mode.active else 0.0
+        return sleep if not test_mode.active else 0.0
+
+    def limiter_recheck(self) -> float:
+        """After a sleep ``limiter_wait`` (or this) asked for: the next sleep, 0 when the
+        attempt may go. A provisional wait is rechecked with the limiter; it never runs past
+        the first wait's end, whatever the limiter says."""
+        reserving, reservation = self._reserving, self.reservation
+        if reserving is None or reservation is None or reservation.recheck_s is None:
+            return 0.0
+        if test_mode.active:
+            return 0.0
+        reservation = reserving.recheck(reservation)
+        self.reservation = reservation
+        wait, recheck = reservation.wait_s, reservation.recheck_s
+        if wait <= 0.0:
+            return 0.0
+        if recheck is not None:
+            left = self._hold_due - self.clock.monotonic()
+            if left <= 0.0:
+                return 0.0
+            wait = min(wait, left)
+        sleep = _chunk(wait, recheck)
+        self._check_deadline(sleep, wait)
+        return sleep
+
+    def _check_deadline(self, sleep: float, wait: float) -> None:
+        deadline = self.policy.deadline_s
+        if deadline is not None and self.elapsed() + sleep > deadline:
+            self._settle()
+            raise DeadlineExceeded(deadline, needed_s=wait)
+
+    def _settle(self) -> None:
+        """Tell a reserving limiter that the attempt of the current reservation ended."""
+        reservation = self.reservation
+        if reservation is not None and self._reserving is not None:
+            self.reservation = None
+            self._reserving.settle(reservation)
 
     def start_attempt(self) -> None:
         """Count the attempt and take a breaker permit (``CircuitOpen`` propagates)."""
@@ -132,6 +203,7 @@ class CallState:
             )
 
     def succeeded(self) -> None:
+        self._settle()
         if self.permit is not None:
             self.permit.success()
             self.permit = None
@@ -147,6 +219,7 @@ class CallState:
 
     def cancelled(self) -> None:
         """A ``BaseException`` that is not an ``Exception``: neither success nor failure."""
+        self._settle()
         if self.permit is not None:
             self.permit.release()
             self.permit = None
@@ -159,6 +232,7 @@ class CallState:
             self.permit = None
         if self.limiter is not None:
             self.limiter.observe(failure)
+        self._settle()
         policy = self.policy
         draw = (
             unseeded_unit()

@@ -7,6 +7,8 @@
   and ``SystemExit`` propagate at once, are never counted as failures, and release any
   breaker permit; a cancelled backoff sleep stops at once.
 * A zero delay means no sleep call at all.
+* A rate limiter's provisional wait (``ReservingLimiterLike``) is slept in the pieces it
+  asks for, rechecked after each; a ``BaseException`` while waiting settles it.
 * When the call gives up, the ORIGINAL exception propagates with its ``Failure`` attached
   (``exc.failure`` and a note); ``RetryBudgetExhausted`` / ``CircuitOpen`` are raised only
   when backstay itself refuses to call.
@@ -128,6 +130,30 @@ def _after_first_failure(
     return state
 
 
+def _limiter_wait(state: CallState, clk: Clock) -> None:
+    """Sleep what the rate limiter asks before an attempt, rechecking provisional waits."""
+    wait = state.limiter_wait()
+    try:
+        while wait > 0.0:
+            clk.sleep(wait)
+            wait = state.limiter_recheck()
+    except BaseException:
+        state.cancelled()
+        raise
+
+
+async def _alimiter_wait(state: CallState, clk: Clock) -> None:
+    """``_limiter_wait`` for the async drivers."""
+    wait = state.limiter_wait()
+    try:
+        while wait > 0.0:
+            await clk.asleep(wait)
+            wait = state.limiter_recheck()
+    except BaseException:
+        state.cancelled()
+        raise
+
+
 def call(
     fn: Callable[..., T],
     *args: Any,
@@ -173,9 +199,7 @@ def _run(fn: Callable[..., T], args: Any, kwargs: Any, opts: _Options) -> T:
             pol, clk, operation=operation, breaker=breaker, budget=budget, limiter=limiter
         )
     while True:
-        wait = state.limiter_wait()
-        if wait > 0.0:
-            clk.sleep(wait)
+        _limiter_wait(state, clk)
         state.start_attempt()
         try:
             result = fn(*args, **kwargs)
@@ -238,9 +262,7 @@ async def _arun(fn: Callable[..., Awaitable[T]], args: Any, kwargs: Any, opts: _
             pol, clk, operation=operation, breaker=breaker, budget=budget, limiter=limiter
         )
     while True:
-        wait = state.limiter_wait()
-        if wait > 0.0:
-            await clk.asleep(wait)
+        await _alimiter_wait(state, clk)
         state.start_attempt()
         try:
             if pol.deadline_s is None:
@@ -379,9 +401,7 @@ def attempts(
         clock=clock,
     )
     while True:
-        wait = state.limiter_wait()
-        if wait > 0.0:
-            clk.sleep(wait)
+        _limiter_wait(state, clk)
         state.start_attempt()
         attempt = Attempt(state)
         yield attempt
@@ -410,9 +430,7 @@ async def aattempts(
         clock=clock,
     )
     while True:
-        wait = state.limiter_wait()
-        if wait > 0.0:
-            await clk.asleep(wait)
+        await _alimiter_wait(state, clk)
         state.start_attempt()
         attempt = Attempt(state)
         yield attempt

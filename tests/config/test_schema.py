@@ -70,7 +70,13 @@ def test_the_sections_list_the_documented_keys() -> None:
         "buckets",
     ]
     limits = RETRY["rate_limits"]["additionalProperties"]["properties"]
-    assert list(limits) == ["requests_per_minute", "tokens_per_minute", "burst_s", "max_block_s"]
+    assert list(limits) == [
+        "requests_per_minute",
+        "tokens_per_minute",
+        "burst_s",
+        "max_block_s",
+        "probe_timeout_s",
+    ]
     assert list(CIRCUIT_BREAKER_FIELDS) == list(RETRY["circuit_breaker"]["properties"])
     assert list(BUDGET_FIELDS) == list(RETRY["budget"]["properties"])
 

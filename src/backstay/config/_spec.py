@@ -207,4 +207,10 @@ RATE_LIMIT_FIELDS: Final[Mapping[str, Field]] = {
         minimum=0,
         help="The longest a provider's wait may block every caller of the limiter (s).",
     ),
+    "probe_timeout_s": Field(
+        type="number",
+        minimum=0,
+        help="With neither limit set: the longest the first request holds the others while "
+        "the provider's limits are discovered (s; 0: no discovery).",
+    ),
 }

@@ -7,11 +7,15 @@ limiter, so that
   without it a tokens-per-minute limit cannot pace anything;
 * the response's rate-limit headers go back to the limiter with the reservation they
   answer, so that the provider's ``remaining`` is read against what was reserved after
-  this request (``RateLimiter.update_from_headers(..., answering=)``).
+  this request (``RateLimiter.update_from_headers(..., answering=)``), and the limiter
+  learns how far its estimates are from what the provider charges;
+* a limiter that holds reservations while it discovers a provider's limits
+  (``ReservingLimiterLike``) is rechecked and settled through it.
 
 The estimate is the one providers make before counting: the prompt's text at about four
 characters a token, plus the output limit the request sets (OpenAI counts ``max_tokens``
-against a tokens-per-minute limit up front). It is not a tokenizer; the headers correct it.
+against a tokens-per-minute limit up front). It is not a tokenizer; the headers correct it,
+and a ``RateLimiter`` scales it by the charged-per-estimated ratio it learns from them.
 """
 
 from __future__ import annotations
@@ -21,7 +25,7 @@ from collections.abc import Iterator
 from typing import Any, Final
 
 from backstay.failure import Failure
-from backstay.policy.protocols import RateLimiterLike
+from backstay.policy.protocols import RateLimiterLike, ReservationLike, ReservingLimiterLike
 from backstay.policy.ratelimit import RateLimiter, Reservation
 
 __all__ = ["estimate_tokens"]
@@ -79,7 +83,9 @@ def estimate_tokens(content: bytes) -> float:
 
 
 class _Paced:
-    """A ``RateLimiterLike`` for one request over the shared ``limiter``."""
+    """A ``ReservingLimiterLike`` for one request over the shared ``limiter``: the driver's
+    ``tokens`` are replaced by the request's estimate; the latest reservation is kept for
+    the headers that answer it."""
 
     __slots__ = ("_reservation", "limiter", "name", "tokens")
 
@@ -87,26 +93,49 @@ class _Paced:
         self.limiter = limiter
         self.name = limiter.name
         self.tokens = tokens
-        self._reservation: Reservation | None = None
+        self._reservation: ReservationLike | None = None
 
     def reserve(self, tokens: float = 1.0) -> float:
-        """Reserve for the next attempt of this request, with its estimated tokens (the
-        driver's ``tokens`` is replaced by them)."""
+        """Reserve for the next attempt of this request, placed at once (never held)."""
+        del tokens
+        return self.limiter.reserve(self.tokens)
+
+    def reservation(self, tokens: float = 1.0) -> ReservationLike:
+        """Reserve for the next attempt of this request; held or placed, as the shared
+        limiter says (a limiter that cannot hold gives a final wait)."""
         del tokens
         limiter = self.limiter
-        if isinstance(limiter, RateLimiter):
-            self._reservation = limiter.reservation(self.tokens)
-            return self._reservation.wait_s
-        return limiter.reserve(self.tokens)
+        if isinstance(limiter, ReservingLimiterLike):
+            reservation: ReservationLike = limiter.reservation(self.tokens)
+        else:
+            reservation = Reservation(limiter.reserve(self.tokens), 0.0, 0.0)
+        self._reservation = reservation
+        return reservation
+
+    def recheck(self, reservation: ReservationLike) -> ReservationLike:
+        limiter = self.limiter
+        if isinstance(limiter, ReservingLimiterLike):
+            reservation = limiter.recheck(reservation)
+        self._reservation = reservation
+        return reservation
+
+    def settle(self, reservation: ReservationLike) -> None:
+        limiter = self.limiter
+        if isinstance(limiter, ReservingLimiterLike):
+            limiter.settle(reservation)
 
     def observe(self, failure: Failure) -> None:
         self.limiter.observe(failure)
 
-    def update_from_headers(self, headers: Any) -> None:
-        """The headers of the answer to this request's latest attempt."""
+    def update_from_headers(self, headers: Any, *, refused: bool = False) -> None:
+        """The headers of the answer to this request's latest attempt; ``refused``: the
+        answer shows a failure (the provider is taken not to have charged for it)."""
         limiter = self.limiter
         if isinstance(limiter, RateLimiter):
-            limiter.update_from_headers(headers, answering=self._reservation)
+            answering = self._reservation
+            if not isinstance(answering, Reservation):
+                answering = None
+            limiter.update_from_headers(headers, answering=answering, refused=refused)
             return
         update = getattr(limiter, "update_from_headers", None)
         if update is not None:

@@ -114,9 +114,10 @@ class _Core:
     @staticmethod
     def observe(response: Any, paced: _Paced | None) -> bool:
         """Feed the limiter the response's headers; whether the response shows a failure."""
+        failing = int(response.status_code) >= _FIRST_FAILING_STATUS
         if paced is not None:
-            paced.update_from_headers(response.headers)
-        return int(response.status_code) >= _FIRST_FAILING_STATUS
+            paced.update_from_headers(response.headers, refused=failing)
+        return failing
 
     def failed(self, request: Any, response: Any, raw: bytes) -> _FailedResponse:
         """The failure ``response`` (whose body was read as ``raw``) shows, carrying a copy

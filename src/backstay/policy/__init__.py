@@ -8,7 +8,14 @@ from backstay.policy.bucket import TokenBucket
 from backstay.policy.budget import BudgetSettings, RetryBudget
 from backstay.policy.builtin import AGENT_DISPATCH, AGGRESSIVE, BUILTIN_POLICIES, NO_RETRY, STANDARD
 from backstay.policy.limiters import RateLimiterRegistry
-from backstay.policy.protocols import CircuitBreakerLike, Permit, RateLimiterLike, RetryBudgetLike
+from backstay.policy.protocols import (
+    CircuitBreakerLike,
+    Permit,
+    RateLimiterLike,
+    ReservationLike,
+    ReservingLimiterLike,
+    RetryBudgetLike,
+)
 from backstay.policy.ratelimit import RateLimiter, RateLimitSettings, Reservation
 from backstay.policy.registry import OperationType, PolicyRegistry
 from backstay.policy.retry import GiveUpReason, KindOverride, RetryDecision, RetryPolicy, decide
@@ -33,6 +40,8 @@ __all__ = [
     "RateLimiterLike",
     "RateLimiterRegistry",
     "Reservation",
+    "ReservationLike",
+    "ReservingLimiterLike",
     "RetryBudget",
     "RetryBudgetLike",
     "RetryDecision",

@@ -8,15 +8,28 @@ Implementations hold their own clock and state; the driver never locks around th
 * A ``RetryBudgetLike`` is told of every call and asked before every retry.
 * A ``RateLimiterLike`` says how long to wait before an attempt, and learns from
   rate-limit failures (a 429 with a wait makes every caller of that bucket wait).
+* A ``ReservingLimiterLike`` is a limiter whose waits may end early. Its ``reservation``
+  says how long to wait *as far as it knows now*, and with ``recheck_s`` when to ask
+  again (``recheck``): a limiter that is still learning a provider's limits holds callers
+  until it has heard from the provider. The driver sleeps ``min(wait_s, recheck_s)``,
+  rechecks, and reports the end of every attempt made under a reservation with
+  ``settle`` (answered, failed or cancelled alike). A recheck never lengthens a wait.
 """
 
 from __future__ import annotations
 
-from typing import Protocol, runtime_checkable
+from typing import Protocol, TypeVar, runtime_checkable
 
 from backstay.failure import Failure
 
-__all__ = ["CircuitBreakerLike", "Permit", "RateLimiterLike", "RetryBudgetLike"]
+__all__ = [
+    "CircuitBreakerLike",
+    "Permit",
+    "RateLimiterLike",
+    "ReservationLike",
+    "ReservingLimiterLike",
+    "RetryBudgetLike",
+]
 
 
 @runtime_checkable
@@ -60,4 +73,41 @@ class RateLimiterLike(Protocol):
 
     def observe(self, failure: Failure) -> None:
         """Learn from a failure: a rate limit with a wait blocks the bucket until then."""
+        ...
+
+
+@runtime_checkable
+class ReservationLike(Protocol):
+    """One attempt's place at a limiter, as of when it was made or last rechecked."""
+
+    @property
+    def wait_s(self) -> float:
+        """Seconds to wait from then before the attempt (0: go now)."""
+        ...
+
+    @property
+    def recheck_s(self) -> float | None:
+        """``None``: ``wait_s`` is final. Otherwise the wait is provisional: ask again
+        (``recheck``) after this many seconds, or after ``wait_s`` if that is shorter."""
+        ...
+
+
+R = TypeVar("R", bound=ReservationLike)
+
+
+@runtime_checkable
+class ReservingLimiterLike(RateLimiterLike, Protocol[R]):
+    """A ``RateLimiterLike`` whose waits may end early (see the module docstring)."""
+
+    def reservation(self, tokens: float = 1.0) -> R:
+        """Reserve capacity for one attempt, or hold it until the limiter knows more."""
+        ...
+
+    def recheck(self, reservation: R) -> R:
+        """The provisional ``reservation`` as of now: still held (with what is left of its
+        wait, never more), or placed with a final wait."""
+        ...
+
+    def settle(self, reservation: R) -> None:
+        """The attempt made under ``reservation`` ended, however it ended."""
         ...

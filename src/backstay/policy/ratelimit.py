@@ -24,6 +24,18 @@ It learns the provider's limits from two sources:
 
 Reservations already handed out are not recalled by a block: their callers learn of it
 from their own failure, and re-reserve before their next attempt.
+
+A limiter configured with no limits at all first *discovers* them (``probe_timeout_s``):
+the first ``reservation`` is a probe, which goes at once; later ones are *held* — a
+provisional wait to be rechecked (``recheck``) every ``HOLD_RECHECK_S`` — until the
+limiter hears from the provider (headers, or any failure), the probe's attempt ends
+(``settle``), or ``probe_timeout_s`` passes. Then they are placed in the buckets the answer
+sized: they go at the provider's pace instead of all at once into a bucket that may be
+empty. This happens once per limiter. ``reserve`` never holds (its callers cannot recheck).
+
+Token estimates are corrected by what the provider charges: the limiter learns the ratio
+of charged to estimated tokens from the ``remaining`` of successive answers
+(``_token_ratio.TokenRatio``, bounded to [0.5, 2]) and reserves ``tokens × ratio``.
 """
 
 from __future__ import annotations
@@ -39,6 +51,7 @@ from backstay.clock import SYSTEM_CLOCK, Clock
 from backstay.errors import ConfigError
 from backstay.failure import Failure
 from backstay.policy._limit_headers import REQUESTS, TOKENS, HeaderLimit, read_limits
+from backstay.policy._token_ratio import TokenRatio
 from backstay.policy.bucket import TokenBucket
 from backstay.taxonomy import FailureKind
 
@@ -49,6 +62,11 @@ __all__ = ["LimiterSnapshot", "RateLimitSettings", "RateLimiter", "Reservation"]
 DEFAULT_BURST_S: Final = 10.0
 # The longest a rate-limit hint may block every caller: a larger hint is read as this.
 DEFAULT_MAX_BLOCK_S: Final = 600.0
+# How long a limiter that knows no limits holds callers while its probe is out: long enough
+# for a first response's headers, short enough that a probe that never answers costs little.
+DEFAULT_PROBE_TIMEOUT_S: Final = 2.0
+# How often a held caller asks again: the most a held caller lags behind the probe's answer.
+HOLD_RECHECK_S: Final = 0.02
 _MINUTE_S: Final = 60.0
 
 
@@ -57,13 +75,16 @@ class RateLimitSettings:
     """One limiter's limits. ``None``: not limited on that dimension until headers say so.
 
     A bucket refills at ``per_minute / 60`` per second and holds ``burst_s`` seconds of
-    refill (at least one unit).
+    refill (at least one unit). ``probe_timeout_s``: with neither limit set, the longest
+    the first request (the probe) holds the others while the limits are discovered; 0
+    turns discovery off.
     """
 
     requests_per_minute: float | None = None
     tokens_per_minute: float | None = None
     burst_s: float = DEFAULT_BURST_S
     max_block_s: float = DEFAULT_MAX_BLOCK_S
+    probe_timeout_s: float = DEFAULT_PROBE_TIMEOUT_S
 
     def __post_init__(self) -> None:
         for name in ("requests_per_minute", "tokens_per_minute"):
@@ -72,6 +93,7 @@ class RateLimitSettings:
                 check_number(value, where=f"RateLimitSettings.{name}", above=True)
         check_number(self.burst_s, where="RateLimitSettings.burst_s", above=True)
         check_number(self.max_block_s, where="RateLimitSettings.max_block_s")
+        check_number(self.probe_timeout_s, where="RateLimitSettings.probe_timeout_s")
 
     def bucket(self, per_minute: float, now: float) -> TokenBucket:
         """A full bucket for ``per_minute`` at ``now``, shaped by these settings."""
@@ -86,22 +108,34 @@ DEFAULT_RATE_LIMIT_SETTINGS: Final = RateLimitSettings()
 
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
 class LimiterSnapshot:
-    """A limiter at monotonic time ``at``: its buckets brought forward to ``at``."""
+    """A limiter at monotonic time ``at``: its buckets brought forward to ``at``, whether it
+    is still discovering the limits, and the charged-per-estimated token ratio it uses."""
 
     at: float
     blocked_for_s: float
     requests: TokenBucket | None
     tokens: TokenBucket | None
+    discovering: bool = False
+    token_ratio: float = 1.0
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class Reservation:
     """One reservation: the seconds to wait before its attempt, and the requests and tokens
-    the limiter had reserved up to and including it."""
+    (as reserved, and as estimated) the limiter had reserved up to and including it.
+
+    ``tokens``: the estimate asked for. ``recheck_s`` is set while the reservation is held
+    (not yet placed: ``wait_s`` is what is left of the hold at most); ``probe`` marks the
+    request a limiter discovering its limits lets go first."""
 
     wait_s: float
     requests_through: float
     tokens_through: float
+    _: dataclasses.KW_ONLY
+    estimated_through: float = 0.0
+    tokens: float = 0.0
+    recheck_s: float | None = None
+    probe: bool = False
 
 
 class RateLimiter:
@@ -114,7 +148,11 @@ class RateLimiter:
     __slots__ = (
         "_blocked_until",
         "_clock",
+        "_discovering",
+        "_estimated",
         "_lock",
+        "_probe_until",
+        "_ratio",
         "_requested",
         "_requests",
         "_tokened",
@@ -131,6 +169,7 @@ class RateLimiter:
         tokens_per_minute: float | None = None,
         burst_s: float = DEFAULT_BURST_S,
         max_block_s: float = DEFAULT_MAX_BLOCK_S,
+        probe_timeout_s: float = DEFAULT_PROBE_TIMEOUT_S,
         clock: Clock | None = None,
     ) -> None:
         check_name(name, where="RateLimiter.name")
@@ -139,6 +178,7 @@ class RateLimiter:
             tokens_per_minute=tokens_per_minute,
             burst_s=burst_s,
             max_block_s=max_block_s,
+            probe_timeout_s=probe_timeout_s,
         )
         self.name = name
         self.settings = settings
@@ -147,8 +187,12 @@ class RateLimiter:
         self._blocked_until = -math.inf
         self._requested = 0.0  # requests and tokens reserved so far, for ``Reservation``
         self._tokened = 0.0
+        self._estimated = 0.0
+        self._ratio = TokenRatio()
         now = self._clock.monotonic()
         rpm, tpm = settings.requests_per_minute, settings.tokens_per_minute
+        self._discovering = rpm is None and tpm is None and settings.probe_timeout_s > 0.0
+        self._probe_until: float | None = None
         self._requests = None if rpm is None else settings.bucket(rpm, now)
         self._tokens = None if tpm is None else settings.bucket(tpm, now)
 
@@ -167,6 +211,7 @@ class RateLimiter:
             tokens_per_minute=settings.tokens_per_minute,
             burst_s=settings.burst_s,
             max_block_s=settings.max_block_s,
+            probe_timeout_s=settings.probe_timeout_s,
             clock=clock,
         )
 
@@ -174,29 +219,90 @@ class RateLimiter:
         """Reserve one request and ``tokens`` tokens; the seconds to wait before the attempt.
 
         The reservation is made whatever the wait: later callers queue behind it. Pass the
-        expected token count of the request (prompt and output) to pace by tokens.
+        expected token count of the request (prompt and output) to pace by tokens. Never
+        held, since its caller cannot recheck: it is placed with what is known now.
         """
-        return self.reservation(tokens).wait_s
+        check_number(tokens, where="tokens")
+        with self._lock:
+            return self._place(self._clock.monotonic(), tokens).wait_s
 
     def reservation(self, tokens: float = 1.0) -> Reservation:
         """``reserve``, returning the whole ``Reservation``: hand it back with the headers
-        of the response to the request it was made for (``update_from_headers``)."""
+        of the response to the request it was made for (``update_from_headers``), and to
+        ``settle`` when its attempt ends. While the limits are being discovered the first
+        one is the probe and the others are held: ``recheck`` them."""
         check_number(tokens, where="tokens")
         with self._lock:
             now = self._clock.monotonic()
-            wait = max(0.0, self._blocked_until - now)
-            if self._requests is not None:
-                self._requests, waited = self._requests.take(now, 1.0)
-                wait = max(wait, waited)
-            if self._tokens is not None:
-                self._tokens, waited = self._tokens.take(now, tokens)
-                wait = max(wait, waited)
-            self._requested += 1.0
-            self._tokened += tokens
-            return Reservation(wait, self._requested, self._tokened)
+            if self._discovering:
+                if self._probe_until is None:
+                    self._probe_until = now + self.settings.probe_timeout_s
+                    return self._place(now, tokens, probe=True)
+                if now < self._probe_until:
+                    return self._held(now, tokens)
+                self._discovering = False
+            return self._place(now, tokens)
+
+    def recheck(self, reservation: Reservation) -> Reservation:
+        """A held ``reservation`` as of now: still held, with what is left of the probe's
+        time (never more than before), or placed with a final wait. A placed one is
+        returned as it is."""
+        if reservation.recheck_s is None:
+            return reservation
+        with self._lock:
+            now = self._clock.monotonic()
+            until = self._probe_until
+            if self._discovering and until is not None and now < until:
+                return self._held(now, reservation.tokens)
+            self._discovering = False
+            return self._place(now, reservation.tokens)
+
+    def settle(self, reservation: Reservation) -> None:
+        """The attempt made under ``reservation`` ended: the probe's end ends discovery
+        (whatever it taught the limiter is learned by now)."""
+        if reservation.probe:
+            with self._lock:
+                self._discovering = False
+
+    def _place(self, now: float, tokens: float, *, probe: bool = False) -> Reservation:
+        """Take one request and ``tokens`` (times the learned ratio). Holds the lock."""
+        charged = tokens * self._ratio.ratio
+        wait = max(0.0, self._blocked_until - now)
+        if self._requests is not None:
+            self._requests, waited = self._requests.take(now, 1.0)
+            wait = max(wait, waited)
+        if self._tokens is not None:
+            self._tokens, waited = self._tokens.take(now, charged)
+            wait = max(wait, waited)
+        self._requested += 1.0
+        self._tokened += charged
+        self._estimated += tokens
+        return Reservation(
+            wait,
+            self._requested,
+            self._tokened,
+            estimated_through=self._estimated,
+            tokens=tokens,
+            probe=probe,
+        )
+
+    def _held(self, now: float, tokens: float) -> Reservation:
+        """A reservation held until the probe's answer (or its time is up). Holds the lock."""
+        until = self._probe_until if self._probe_until is not None else now
+        return Reservation(
+            until - now,
+            self._requested,
+            self._tokened,
+            estimated_through=self._estimated,
+            tokens=tokens,
+            recheck_s=HOLD_RECHECK_S,
+        )
 
     def observe(self, failure: Failure) -> None:
-        """Learn from a failure: a rate limit blocks every caller until its wait is over."""
+        """Learn from a failure: a rate limit blocks every caller until its wait is over.
+        Any failure ends discovery: the provider has answered, or the probe failed."""
+        with self._lock:
+            self._discovering = False
         if failure.kind is not FailureKind.RATE_LIMIT:
             return
         wait = failure.retry_after_s
@@ -218,7 +324,9 @@ class RateLimiter:
             if self._tokens is not None:
                 self._tokens = self._tokens.blocked(now, until)
 
-    def update_from_headers(self, headers: object, *, answering: Reservation | None = None) -> None:
+    def update_from_headers(
+        self, headers: object, *, answering: Reservation | None = None, refused: bool = False
+    ) -> None:
         """Feed the provider's rate-limit headers (any header shape; unreadable ones are
         ignored): Anthropic ``anthropic-ratelimit-*`` and OpenAI ``x-ratelimit-*``.
 
@@ -226,12 +334,16 @@ class RateLimiter:
         ``remaining`` then sets the level, up or down, less what was reserved after that
         request (the provider had not counted it yet). It is read as of now, the refill
         during the call not counted: a little low, never high. Without a reservation,
-        ``remaining`` can only lower the level."""
+        ``remaining`` can only lower the level. Any headers end discovery.
+
+        ``refused``: the response refused the request (a failure status): the provider is
+        taken not to have charged its tokens when the limiter learns its token ratio."""
         limits = read_limits(normalize_headers(headers), self._clock.now())
-        if not limits:
-            return
         settings = self.settings
         with self._lock:
+            self._discovering = False
+            if not limits:
+                return
             now = self._clock.monotonic()
             if REQUESTS in limits:
                 after = None if answering is None else self._requested - answering.requests_through
@@ -243,6 +355,15 @@ class RateLimiter:
                     after=after,
                 )
             if TOKENS in limits:
+                seen = limits[TOKENS]
+                if answering is not None and seen.remaining is not None and seen.limit:
+                    self._ratio = self._ratio.answered(
+                        estimated_through=answering.estimated_through,
+                        remaining=seen.remaining,
+                        limit=seen.limit,
+                        at=now,
+                        refused=answering.tokens if refused else 0.0,
+                    )
                 after = None if answering is None else self._tokened - answering.tokens_through
                 self._tokens = self._learn(
                     self._tokens,
@@ -299,6 +420,9 @@ class RateLimiter:
                 blocked_for_s=max(0.0, self._blocked_until - now),
                 requests=None if self._requests is None else self._requests.refilled(now),
                 tokens=None if self._tokens is None else self._tokens.refilled(now),
+                discovering=self._discovering
+                and (self._probe_until is None or now < self._probe_until),
+                token_ratio=self._ratio.ratio,
             )
 
     def __repr__(self) -> str:
