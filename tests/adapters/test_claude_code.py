@@ -13,8 +13,9 @@ from tests.adapters.support import CANARY_KEY
 
 from backstay.adapters._claude_code_settings import parse_settings
 from backstay.adapters._claude_code_stream import ClaudeStream, one_line
+from backstay.adapters._cli_common import MAX_PROMPT_BYTES
 from backstay.adapters.capture import Capture
-from backstay.adapters.claude_code import MAX_PROMPT_BYTES, ClaudeCodeAdapter
+from backstay.adapters.claude_code import ClaudeCodeAdapter
 from backstay.adapters.contract import AgentRequest, TierConfig
 from backstay.agents import CLIS, Located, Source
 from backstay.errors import ConfigError

@@ -39,6 +39,7 @@ from backstay.adapters._claude_code_settings import (
 )
 from backstay.adapters._claude_code_stream import ClaudeStream
 from backstay.adapters._claude_json import answer_of, usage_of
+from backstay.adapters._cli_common import DEFAULT_PATH, prompt_argument
 from backstay.adapters.base import BaseAdapter
 from backstay.adapters.capture import Capture
 from backstay.adapters.contract import AgentRequest, AgentResult, AgentStatus, TierConfig
@@ -47,18 +48,14 @@ from backstay.adapters.process import run_process
 from backstay.adapters.usage import Usage
 from backstay.agents.home import private_home
 from backstay.agents.locate import Located, locate
-from backstay.errors import ConfigError
 
-__all__ = ["BASE_ENV", "DEFAULT_PATH", "MAX_PROMPT_BYTES", "ClaudeCodeAdapter"]
+__all__ = ["BASE_ENV", "ClaudeCodeAdapter"]
 
 # What a run's environment takes from the request's besides keys: the program search path
 # (tools run shell commands) and the locale.
 BASE_ENV: Final = ("PATH", "LANG", "LC_ALL", "TZ")
-DEFAULT_PATH: Final = "/usr/local/bin:/usr/bin:/bin"
 KEY_ENV: Final = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN")
 BASE_URL_ENV: Final = "ANTHROPIC_BASE_URL"
-# The prompt is one argument: Linux refuses a single argument over 128 KiB.
-MAX_PROMPT_BYTES: Final = 120_000
 # Claude Code's tool that starts sub-agents: left out when a tier disables delegation.
 DELEGATION_TOOL: Final = "Task"
 _MODEL_PINS: Final = (
@@ -109,12 +106,7 @@ class ClaudeCodeAdapter(BaseAdapter):
         self, request: AgentRequest, settings: ClaudeCodeSettings, binary: Path
     ) -> list[str]:
         """The command line of one attempt."""
-        prompt = request.read_prompt()
-        if len(prompt.encode("utf-8")) > MAX_PROMPT_BYTES:
-            raise ConfigError(
-                f"is longer than the {MAX_PROMPT_BYTES} bytes a command-line argument may hold",
-                where="prompt",
-            )
+        prompt = prompt_argument(request)
         argv = [
             str(binary),
             "-p",

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any, ClassVar, Final
 
 from backstay._checks import check_launcher
+from backstay.adapters._cli_common import DEFAULT_PATH, prompt_argument
 from backstay.adapters._codex_events import EventReader, rollout_calls
 from backstay.adapters._codex_settings import (
     CONFIG_KEYS,
@@ -38,17 +39,13 @@ from backstay.adapters.pricing import price_usage
 from backstay.adapters.process import run_process
 from backstay.agents.home import private_home
 from backstay.agents.locate import Located, locate
-from backstay.errors import ConfigError
 from backstay.failure import Failure
 
-__all__ = ["MAX_PROMPT_BYTES", "CodexAdapter"]
+__all__ = ["CodexAdapter"]
 
-# Linux limits one argument to 128 KiB (MAX_ARG_STRLEN); the prompt is one argument.
-MAX_PROMPT_BYTES: Final = 128 * 1024 - 1
 # Variables of the request's env that would override what the run's config.toml says.
 _OWNED_PREFIXES: Final = ("CODEX_", "XDG_")
 _OWNED: Final = frozenset({"HOME", "TMPDIR", "OPENAI_BASE_URL", "CLAUDECODE"})
-_DEFAULT_PATH: Final = "/usr/local/bin:/usr/bin:/bin"
 
 
 def child_env(request_env: Mapping[str, str], home: Path) -> dict[str, str]:
@@ -58,7 +55,7 @@ def child_env(request_env: Mapping[str, str], home: Path) -> dict[str, str]:
         for name, value in request_env.items()
         if name not in _OWNED and not name.startswith(_OWNED_PREFIXES)
     }
-    env.setdefault("PATH", _DEFAULT_PATH)
+    env.setdefault("PATH", DEFAULT_PATH)
     env |= private_home(home)
     env["CODEX_HOME"] = str(home / ".codex")
     return env
@@ -90,12 +87,7 @@ class CodexAdapter(BaseAdapter):
     @staticmethod
     def command(binary: Path, request: AgentRequest) -> list[str]:
         """The command line of one attempt (the prompt is its last argument)."""
-        prompt = request.read_prompt()
-        if len(prompt.encode("utf-8")) > MAX_PROMPT_BYTES:
-            raise ConfigError(
-                f"is longer than the {MAX_PROMPT_BYTES} bytes codex accepts as an argument",
-                where="prompt",
-            )
+        prompt = prompt_argument(request)
         return [
             str(binary),
             "exec",

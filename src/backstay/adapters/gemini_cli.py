@@ -35,6 +35,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, ClassVar, Final
 
+from backstay.adapters._cli_common import DEFAULT_PATH, prompt_argument
 from backstay.adapters._gemini_cli_settings import CONFIG_KEYS, GeminiCliSettings, parse_settings
 from backstay.adapters._gemini_cli_stream import GeminiStream, result_usage, session_usage
 from backstay.adapters.base import BaseAdapter
@@ -45,15 +46,12 @@ from backstay.adapters.process import run_process
 from backstay.adapters.usage import Usage
 from backstay.agents.home import private_home
 from backstay.agents.locate import Located, locate
-from backstay.errors import ConfigError
 
 __all__ = ["GeminiCliAdapter", "run_settings"]
 
 BASE_ENV: Final = ("PATH", "LANG", "LC_ALL", "TZ")
-DEFAULT_PATH: Final = "/usr/local/bin:/usr/bin:/bin"
 KEY_ENV: Final = ("GEMINI_API_KEY", "GOOGLE_API_KEY")
 BASE_URL_ENV: Final = "GOOGLE_GEMINI_BASE_URL"
-MAX_PROMPT_BYTES: Final = 120_000
 SYSTEM_PROMPT_FILE: Final = "system.md"
 
 
@@ -99,12 +97,7 @@ class GeminiCliAdapter(BaseAdapter):
 
     def command(self, request: AgentRequest, binary: Path) -> list[str]:
         """The command line of one attempt."""
-        prompt = request.read_prompt()
-        if len(prompt.encode("utf-8")) > MAX_PROMPT_BYTES:
-            raise ConfigError(
-                f"is longer than the {MAX_PROMPT_BYTES} bytes a command-line argument may hold",
-                where="prompt",
-            )
+        prompt = prompt_argument(request)
         return [
             str(binary),
             "--output-format",

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any, ClassVar, Final
 
 from backstay._checks import check_launcher
+from backstay.adapters._cli_common import DEFAULT_PATH, prompt_argument
 from backstay.adapters._opencode_events import ErrorWatch, EventReader
 from backstay.adapters._opencode_settings import (
     CONFIG_KEYS,
@@ -43,17 +44,14 @@ from backstay.adapters.process import ProcessOutcome, run_process
 from backstay.adapters.usage import Usage
 from backstay.agents.home import private_home
 from backstay.agents.locate import Located, locate
-from backstay.errors import ConfigError
 from backstay.failure import Failure
 
-__all__ = ["MAX_PROMPT_BYTES", "OpencodeAdapter"]
+__all__ = ["OpencodeAdapter"]
 
 # Linux limits one argument to 128 KiB (MAX_ARG_STRLEN); the prompt is one argument.
-MAX_PROMPT_BYTES: Final = 128 * 1024 - 1
 SESSION_TITLE: Final = "backstay"
 _OWNED_PREFIXES: Final = ("OPENCODE_", "XDG_")
 _OWNED: Final = frozenset({"HOME", "TMPDIR", "CLAUDECODE"})
-_DEFAULT_PATH: Final = "/usr/local/bin:/usr/bin:/bin"
 
 
 def child_env(
@@ -66,7 +64,7 @@ def child_env(
         for name, value in request_env.items()
         if name not in _OWNED and not name.startswith(_OWNED_PREFIXES)
     }
-    env.setdefault("PATH", _DEFAULT_PATH)
+    env.setdefault("PATH", DEFAULT_PATH)
     env |= private_home(home)
     env |= offline
     env["OPENCODE_CONFIG_CONTENT"] = content
@@ -99,12 +97,7 @@ class OpencodeAdapter(BaseAdapter):
     @staticmethod
     def command(binary: Path, request: AgentRequest) -> list[str]:
         """The command line of one attempt (the prompt is its last argument)."""
-        prompt = request.read_prompt()
-        if len(prompt.encode("utf-8")) > MAX_PROMPT_BYTES:
-            raise ConfigError(
-                f"is longer than the {MAX_PROMPT_BYTES} bytes opencode accepts as an argument",
-                where="prompt",
-            )
+        prompt = prompt_argument(request)
         return [
             str(binary),
             "run",
