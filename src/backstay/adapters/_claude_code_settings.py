@@ -20,93 +20,41 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
-from types import MappingProxyType
 from typing import Any, Final
 
-from backstay._checks import check_env_names, check_launcher, check_number, check_url
-from backstay.adapters.pricing import ModelPrice, parse_prices
+from backstay._checks import check_number
+from backstay.adapters._cli_settings import (
+    COMMON_KEYS,
+    SYSTEM_PROMPT_MODES,
+    CliRunSettings,
+    parse_cli_settings,
+    reworded,
+)
 from backstay.errors import ConfigError
 
 __all__ = ["CONFIG_KEYS", "SYSTEM_PROMPT_MODES", "ClaudeCodeSettings", "parse_settings"]
 
-CONFIG_KEYS: Final = frozenset(
-    {
-        "binary",
-        "base_url",
-        "launcher",
-        "pass_env",
-        "prices",
-        "max_turns",
-        "cli_retries",
-        "system_prompt_mode",
-        "api_timeout_s",
-    }
-)
-SYSTEM_PROMPT_MODES: Final = ("append", "replace")
+CONFIG_KEYS: Final = COMMON_KEYS | {"api_timeout_s"}
 _NAME: Final = "claude-code"
 
 
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
-class ClaudeCodeSettings:
+class ClaudeCodeSettings(CliRunSettings):
     """The adapter's settings, checked (see the module docstring)."""
 
-    binary: str | None = None
-    base_url: str | None = None
-    launcher: tuple[str, ...] = ()
-    pass_env: tuple[str, ...] = ()
-    prices: Mapping[str, ModelPrice] = dataclasses.field(
-        default_factory=lambda: MappingProxyType({})
-    )
-    max_turns: int | None = None
-    cli_retries: int = 0
-    system_prompt_mode: str = "append"
     api_timeout_s: float | None = None
-
-
-def _reworded(err: ConfigError) -> ConfigError:
-    return ConfigError(f"adapter {_NAME!r}: {err.reason}", where=err.where)
 
 
 def parse_settings(config: Mapping[str, Any]) -> ClaudeCodeSettings:
     """``config`` as settings; ``ConfigError`` naming the key. Unknown keys are rejected
     by ``BaseAdapter.validate_config``."""
-    try:
-        return _parse(config)
-    except ConfigError as err:
-        raise _reworded(err) from None
-
-
-def _parse(config: Mapping[str, Any]) -> ClaudeCodeSettings:
-    binary = config.get("binary")
-    if binary is not None and (not isinstance(binary, str) or not binary):
-        raise ConfigError(
-            f"must be a path to the claude program, got {binary!r}", where="config.binary"
-        )
-    base_url = config.get("base_url")
-    if base_url is not None:
-        check_url(base_url, where="config.base_url")
-    max_turns = config.get("max_turns")
-    if max_turns is not None:
-        check_number(max_turns, where="config.max_turns", minimum=1, integer=True)
-    retries = config.get("cli_retries", 0)
-    check_number(retries, where="config.cli_retries", integer=True, maximum=10)
-    mode = config.get("system_prompt_mode", "append")
-    if mode not in SYSTEM_PROMPT_MODES:
-        raise ConfigError(
-            f"must be one of {', '.join(SYSTEM_PROMPT_MODES)}, got {mode!r}",
-            where="config.system_prompt_mode",
-        )
+    shared = parse_cli_settings(config, adapter=_NAME, program="claude")
     api_timeout = config.get("api_timeout_s")
     if api_timeout is not None:
-        check_number(api_timeout, where="config.api_timeout_s", above=True)
+        try:
+            check_number(api_timeout, where="config.api_timeout_s", above=True)
+        except ConfigError as err:
+            raise reworded(_NAME, err) from None
     return ClaudeCodeSettings(
-        binary=binary,
-        base_url=base_url,
-        launcher=check_launcher(config.get("launcher", ()), where="config.launcher"),
-        pass_env=check_env_names(config.get("pass_env", ()), where="config.pass_env"),
-        prices=parse_prices(config.get("prices", {}), where="config.prices"),
-        max_turns=max_turns,
-        cli_retries=retries,
-        system_prompt_mode=mode,
-        api_timeout_s=None if api_timeout is None else float(api_timeout),
+        **shared.shared(), api_timeout_s=None if api_timeout is None else float(api_timeout)
     )
