@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any, ClassVar, Final
 
 from backstay._checks import check_launcher
-from backstay.adapters._cli_common import DEFAULT_PATH, prompt_argument
+from backstay.adapters._cli_common import home_run_env, prompt_argument
 from backstay.adapters._codex_events import EventReader, rollout_calls
 from backstay.adapters._codex_settings import (
     CONFIG_KEYS,
@@ -37,7 +37,6 @@ from backstay.adapters.capture import Capture
 from backstay.adapters.contract import AgentRequest, AgentResult, AgentStatus
 from backstay.adapters.pricing import price_usage
 from backstay.adapters.process import run_process
-from backstay.agents.home import private_home
 from backstay.agents.locate import Located, locate
 from backstay.failure import Failure
 
@@ -50,13 +49,7 @@ _OWNED: Final = frozenset({"HOME", "TMPDIR", "OPENAI_BASE_URL", "CLAUDECODE"})
 
 def child_env(request_env: Mapping[str, str], home: Path) -> dict[str, str]:
     """The request's environment with the run's private home in place of the caller's."""
-    env = {
-        name: value
-        for name, value in request_env.items()
-        if name not in _OWNED and not name.startswith(_OWNED_PREFIXES)
-    }
-    env.setdefault("PATH", DEFAULT_PATH)
-    env |= private_home(home)
+    env = home_run_env(request_env, home, owned=_OWNED, owned_prefixes=_OWNED_PREFIXES)
     env["CODEX_HOME"] = str(home / ".codex")
     return env
 

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any, ClassVar, Final
 
 from backstay._checks import check_launcher
-from backstay.adapters._cli_common import DEFAULT_PATH, prompt_argument
+from backstay.adapters._cli_common import home_run_env, prompt_argument
 from backstay.adapters._opencode_events import ErrorWatch, EventReader
 from backstay.adapters._opencode_settings import (
     CONFIG_KEYS,
@@ -42,13 +42,11 @@ from backstay.adapters.contract import AgentRequest, AgentResult, AgentStatus
 from backstay.adapters.pricing import price_usage
 from backstay.adapters.process import ProcessOutcome, run_process
 from backstay.adapters.usage import Usage
-from backstay.agents.home import private_home
 from backstay.agents.locate import Located, locate
 from backstay.failure import Failure
 
 __all__ = ["OpencodeAdapter"]
 
-# Linux limits one argument to 128 KiB (MAX_ARG_STRLEN); the prompt is one argument.
 SESSION_TITLE: Final = "backstay"
 _OWNED_PREFIXES: Final = ("OPENCODE_", "XDG_")
 _OWNED: Final = frozenset({"HOME", "TMPDIR", "CLAUDECODE"})
@@ -59,13 +57,7 @@ def child_env(
 ) -> dict[str, str]:
     """The request's environment with the run's private home, opencode's offline
     switches and its configuration in place of anything the caller set for them."""
-    env = {
-        name: value
-        for name, value in request_env.items()
-        if name not in _OWNED and not name.startswith(_OWNED_PREFIXES)
-    }
-    env.setdefault("PATH", DEFAULT_PATH)
-    env |= private_home(home)
+    env = home_run_env(request_env, home, owned=_OWNED, owned_prefixes=_OWNED_PREFIXES)
     env |= offline
     env["OPENCODE_CONFIG_CONTENT"] = content
     return env
