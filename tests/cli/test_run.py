@@ -38,7 +38,8 @@ def _scenario(tmp_path: Path, *attempts: list[dict[str, Any]]) -> Path:
     return path
 
 
-def _args(tmp_path: Path, *attempts: list[dict[str, Any]]) -> list[str]:
+def _args(tmp_path: Path, *attempts: list[dict[str, Any]], once: bool = True) -> list[str]:
+    """The flags of a run of the mock acting out ``attempts``; one attempt if ``once``."""
     (tmp_path / "prompt.md").write_text("solve it", encoding="utf-8")
     (tmp_path / "ws").mkdir(exist_ok=True)
     return [
@@ -57,6 +58,7 @@ def _args(tmp_path: Path, *attempts: list[dict[str, Any]]) -> list[str]:
         "20",
         "--adapter-option",
         f"scenario={_scenario(tmp_path, *attempts)}",
+        *(["--policy", "none"] if once else []),
     ]
 
 
@@ -104,13 +106,13 @@ def test_a_run_past_its_timeout_exits_124(tmp_path: Path) -> None:
     assert "timed out (exit code 124)" in result.stderr
 
 
-def test_without_a_policy_a_run_is_one_attempt(tmp_path: Path) -> None:
+def test_policy_none_makes_one_attempt(tmp_path: Path) -> None:
     result = _invoke(_args(tmp_path, [{"error": "overloaded"}], [{"result": "done"}]))
     assert result.exit_code == 1
 
 
 def test_with_a_policy_a_failed_attempt_is_retried(tmp_path: Path) -> None:
-    args = _args(tmp_path, [{"error": "overloaded"}], [{"result": "done"}])
+    args = _args(tmp_path, [{"error": "overloaded"}], [{"result": "done"}], once=False)
     result = _invoke([*args, "--policy", FAST])
     assert result.exit_code == 0, result.output
     assert (tmp_path / "out" / "agent.log").read_text().count("acts out") == 2
@@ -119,7 +121,7 @@ def test_with_a_policy_a_failed_attempt_is_retried(tmp_path: Path) -> None:
 def test_a_policy_may_be_named_from_the_configuration(tmp_path: Path) -> None:
     config = tmp_path / "backstay.yaml"
     config.write_text(f"retry:\n  policies:\n    fast: {FAST}\n", encoding="utf-8")
-    args = _args(tmp_path, [{"error": "overloaded"}], [{"result": "done"}])
+    args = _args(tmp_path, [{"error": "overloaded"}], [{"result": "done"}], once=False)
     result = _invoke([*args, "--policy", "fast", "--config", str(config)])
     assert result.exit_code == 0, result.output
 

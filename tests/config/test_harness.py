@@ -49,7 +49,7 @@ def _error(flags: dict[str, Any], **changes: Any) -> str:
 
 def test_good_flags_make_a_harness_run(flags: dict[str, Any]) -> None:
     run = _run(flags)
-    assert (run.adapter, run.model, run.timeout_s, run.tier, run.policy) == (
+    assert (run.adapter, run.model, run.timeout_s, run.tier, run.run_number) == (
         "mock",
         "m",
         600.0,
@@ -67,6 +67,61 @@ def test_a_tier_flag_alone_makes_tier_t0(flags: dict[str, Any]) -> None:
 def test_tier_flags_make_a_tier(flags: dict[str, Any]) -> None:
     run = _run(flags, tier_id="T1", tier_name="Prompted", tier_prompt="Think.")
     assert run.tier == TierConfig(tier_id="T1", tier_name="Prompted", system_prompt="Think.")
+
+
+def test_without_a_policy_the_run_retries_under_the_agent_policy(flags: dict[str, Any]) -> None:
+    assert _run(flags).policy is AGENT_DISPATCH
+
+
+def test_the_agent_policy_of_the_configuration_is_the_default(flags: dict[str, Any]) -> None:
+    fast = RetryPolicy(name="fast", max_attempts=2)
+    registry = PolicyRegistry([fast], operation_policies={"agent": "fast"})
+    assert _run(flags, registry=registry).policy is fast
+
+
+@pytest.mark.parametrize("changes", [{"policy": "none"}, {"no_retry": True}])
+def test_policy_none_and_no_retry_make_one_attempt(
+    flags: dict[str, Any], changes: dict[str, Any]
+) -> None:
+    assert _run(flags, **changes).policy is None
+
+
+def test_no_retry_with_another_policy_is_a_problem(flags: dict[str, Any]) -> None:
+    message = _error(flags, policy="standard", no_retry=True)
+    assert message == "--policy: --no-retry makes one attempt; give one of the two"
+
+
+def test_model_and_tier_come_from_the_harness_variables_when_not_given(
+    flags: dict[str, Any],
+) -> None:
+    run = _run(flags, model=None, environ={"MODEL": "claude-x", "TIER": "T2", "RUN_NUMBER": "3"})
+    assert (run.model, run.tier, run.run_number) == ("claude-x", TierConfig(tier_id="T2"), 3)
+
+
+def test_the_flags_win_over_the_harness_variables(flags: dict[str, Any]) -> None:
+    run = _run(flags, tier_id="T1", environ={"MODEL": "other", "TIER": "T2"})
+    assert (run.model, run.tier) == ("m", TierConfig(tier_id="T1"))
+
+
+def test_an_empty_harness_variable_counts_as_unset(flags: dict[str, Any]) -> None:
+    run = _run(flags, environ={"TIER": "", "RUN_NUMBER": ""})
+    assert (run.tier, run.run_number) == (None, None)
+
+
+def test_no_model_anywhere_is_a_problem(flags: dict[str, Any]) -> None:
+    assert _error(flags, model=None) == "--model: no model: give --model or set MODEL"
+
+
+def test_a_bad_harness_variable_is_named_by_the_variable(flags: dict[str, Any]) -> None:
+    message = _error(flags, model=None, environ={"MODEL": "a b", "TIER": "a:b", "RUN_NUMBER": "x"})
+    lines = message.splitlines()
+    assert lines[0] == "command line: 3 problems:"
+    assert sorted(line.strip().split(":")[0] for line in lines[1:]) == [
+        "MODEL",
+        "RUN_NUMBER",
+        "TIER",
+    ]
+    assert "RUN_NUMBER: must be a whole number (0 or more), got 'x'" in message
 
 
 def test_a_named_policy_is_looked_up_in_the_registry(flags: dict[str, Any]) -> None:

@@ -9,7 +9,9 @@ request's environment are registered for redaction before anything runs.
 ``run`` / ``arun`` are the evaluation-harness entry point: one run of the agent, its logs
 and ``metrics.json`` in ``output_dir`` (on success, failure, timeout and cancellation
 alike), and the exit code (124 on timeout). There is no retry unless a ``policy`` is
-given, and then ``backstay.acall`` decides, from each attempt's ``Failure``.
+given, and then ``backstay.acall`` decides, from each attempt's ``Failure``; the run's
+files then hold every attempt (``metrics.json`` adds up their usage) and each attempt
+also has its own files in ``output_dir/attempt_N/``.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, ClassVar, Final
 
+from backstay.adapters._attempt_capture import AttemptCapture
 from backstay.adapters.capture import Capture
 from backstay.adapters.contract import AgentRequest, AgentResult, TierConfig
 from backstay.adapters.process import ProcessOutcome
@@ -188,10 +191,27 @@ class BaseAdapter(abc.ABC):
         numbers = itertools.count(1)
 
         async def attempt() -> AgentResult:
-            attempt_id = f"{operation}/{next(numbers)}"
-            return await self.dispatch(
-                request, operation_id=operation, attempt_id=attempt_id, capture=capture
-            )
+            number = next(numbers)
+            attempt_id = f"{operation}/{number}"
+            if policy is None:
+                return await self.dispatch(
+                    request, operation_id=operation, attempt_id=attempt_id, capture=capture
+                )
+            own = AttemptCapture(capture, number)
+            with own:
+                failure: Failure | None = None
+                try:
+                    return await self.dispatch(
+                        request, operation_id=operation, attempt_id=attempt_id, capture=own
+                    )
+                except AdapterError as err:
+                    failure = err.failure
+                    raise
+                except BaseException:
+                    failure = Failure(code="ERR_CANCELLED", message="the attempt was cancelled")
+                    raise
+                finally:
+                    own.finish(failure)
 
         with Capture(request.output_dir) as capture:
             started_at, started = _dt.datetime.now(_dt.UTC), time.monotonic()

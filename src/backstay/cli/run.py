@@ -5,20 +5,23 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Final
 
 import typer
 from rich.console import Console
 from rich.markup import escape
 
 from backstay.adapters.base import CANCELLED_EXIT_CODE, BaseAdapter
-from backstay.adapters.capture import METRICS_FILE
+from backstay.adapters.capture import METRICS_FILE, write_json_atomic
 from backstay.adapters.contract import TIMEOUT_EXIT_CODE
 from backstay.adapters.registry import get_adapter
 from backstay.cli._errors import usage_error
 from backstay.config import DEFAULT_TIMEOUT_S, HarnessRun, harness_run, load_config
+from backstay.config._harness import NO_RETRY_POLICY
 from backstay.errors import ConfigError
 
+# The key ``metrics.json`` of a run numbered by ``RUN_NUMBER`` holds that number in.
+RUN_NUMBER_KEY: Final = "run_number"
 _OUTCOMES = {0: "succeeded", TIMEOUT_EXIT_CODE: "timed out", CANCELLED_EXIT_CODE: "cancelled"}
 
 
@@ -43,6 +46,19 @@ def _report(spec: HarnessRun, code: int) -> None:
         ),
         highlight=False,
     )
+
+
+def _record_run_number(spec: HarnessRun) -> None:
+    """Add the harness's ``RUN_NUMBER`` to ``metrics.json``, after the standard keys."""
+    if spec.run_number is None:
+        return
+    path = spec.output_dir / METRICS_FILE
+    try:
+        metrics: Any = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return
+    if isinstance(metrics, dict):
+        write_json_atomic(path, {**metrics, RUN_NUMBER_KEY: spec.run_number})
 
 
 def _start(spec: HarnessRun) -> int:
@@ -71,7 +87,6 @@ def _start(spec: HarnessRun) -> int:
 
 def run(
     adapter: Annotated[str, typer.Option("--adapter", help="The adapter, e.g. mock.")],
-    model: Annotated[str, typer.Option("--model", help="The model the agent uses.")],
     prompt_file: Annotated[
         Path, typer.Option("--prompt-file", help="The file holding the prompt.")
     ],
@@ -80,6 +95,10 @@ def run(
         Path,
         typer.Option("--output-dir", help="Where the logs and metrics.json go (created)."),
     ],
+    model: Annotated[
+        str | None,
+        typer.Option("--model", help="The model the agent uses (default: $MODEL)."),
+    ] = None,
     timeout: Annotated[
         float, typer.Option("--timeout", help="Seconds allowed per attempt; then exit 124.")
     ] = DEFAULT_TIMEOUT_S,
@@ -87,7 +106,9 @@ def run(
         float | None,
         typer.Option("--stall-timeout", help="Kill an attempt silent for this many seconds."),
     ] = None,
-    tier_id: Annotated[str | None, typer.Option("--tier-id", help="The tier's id.")] = None,
+    tier_id: Annotated[
+        str | None, typer.Option("--tier-id", help="The tier's id (default: $TIER).")
+    ] = None,
     tier_name: Annotated[
         str | None, typer.Option("--tier-name", help="The tier's readable name.")
     ] = None,
@@ -103,9 +124,13 @@ def run(
         typer.Option(
             "--policy",
             help="Retry with this policy: a name, or YAML like '{extends: agent_dispatch, "
-            "max_attempts: 2}' (default: one attempt).",
+            "max_attempts: 2}'; 'none' for one attempt (default: the policy for agent "
+            "operations, agent_dispatch: 3 retries, 2 s, 4 s, 8 s).",
         ),
     ] = None,
+    no_retry: Annotated[
+        bool, typer.Option("--no-retry", help="One attempt, no retry (--policy none).")
+    ] = False,
     adapter_option: Annotated[
         list[str] | None,
         typer.Option(
@@ -126,10 +151,15 @@ def run(
     """Run one agent as an evaluation harness does, and exit with the run's exit code.
 
     0 on success, 124 on timeout, 2 for bad arguments (nothing runs), else the agent's own
-    code. Logs and metrics.json go to --output-dir. One attempt unless --policy is given.
+    code. Logs and metrics.json go to --output-dir (each retried attempt's own in
+    attempt_N/). Transient failures are retried as the adapter reliability contract says
+    unless --policy none or --no-retry. MODEL, TIER and RUN_NUMBER, as an evaluation
+    harness sets them, stand in for --model and --tier-id and number the run.
     """
     try:
-        registry = None if policy is None else load_config(config_file).registry
+        registry = (
+            None if no_retry or policy == NO_RETRY_POLICY else load_config(config_file).registry
+        )
         spec = harness_run(
             adapter=adapter,
             model=model,
@@ -143,11 +173,13 @@ def run(
             tier_prompt=tier_prompt,
             tools_enabled=tools,
             policy=policy,
+            no_retry=no_retry,
             adapter_options=adapter_option or (),
             registry=registry,
         )
         code = _start(spec)
     except ConfigError as err:
         raise usage_error(err) from None
+    _record_run_number(spec)
     _report(spec, code)
     raise typer.Exit(code)

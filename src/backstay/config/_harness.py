@@ -3,8 +3,17 @@ starts it) checked once and turned into a frozen ``HarnessRun``.
 
 The flags are checked by the same code as the keys of a suite file (adapter settings,
 tiers, policies), and every problem is listed at once, each named by its flag. Relative
-paths are relative to the working directory. The environment is read only for the
-variables the adapter options name (``api_key_env``, ``pass_env``).
+paths are relative to the working directory.
+
+Without ``--policy`` a run retries under the policy for ``agent`` operations (the adapter
+reliability contract's ``agent_dispatch`` unless the configuration maps another);
+``--policy none`` or ``--no-retry`` make one attempt.
+
+The environment is read here and nowhere else: for the variables the adapter options
+name (``api_key_env``, ``pass_env``), and for the variables an evaluation harness sets in
+the agent's container (the Scylla adapter contract): ``MODEL`` and ``TIER`` stand in for
+``--model`` and ``--tier-id`` when those are not given, and ``RUN_NUMBER`` (a whole number)
+is recorded with the run. An empty variable counts as unset.
 """
 
 from __future__ import annotations
@@ -34,9 +43,23 @@ from backstay.policy.registry import PolicyRegistry
 from backstay.policy.retry import RetryPolicy
 from backstay.redact import redact
 
-__all__ = ["INLINE_POLICY_NAME", "HarnessRun", "harness_run"]
+__all__ = [
+    "INLINE_POLICY_NAME",
+    "MODEL_VAR",
+    "NO_RETRY_POLICY",
+    "RUN_NUMBER_VAR",
+    "TIER_VAR",
+    "HarnessRun",
+    "harness_run",
+]
 
 INLINE_POLICY_NAME: Final = "run"
+# ``--policy none``: a single attempt, no retry.
+NO_RETRY_POLICY: Final = "none"
+# The variables an evaluation harness sets for the agent (the Scylla adapter contract).
+MODEL_VAR: Final = "MODEL"
+TIER_VAR: Final = "TIER"
+RUN_NUMBER_VAR: Final = "RUN_NUMBER"
 _WHERE: Final = "command line"
 _OPTION_FLAG: Final = "--adapter-option"
 # Key path of a checked value → the flag it came from.
@@ -63,8 +86,8 @@ class HarnessRun:
     """One run of one agent: what ``BaseAdapter.run`` is given.
 
     ``env`` is the agent's whole environment (the variables ``options`` name), left out of
-    ``repr``. ``tier`` is ``None`` when no tier flag was given; ``policy`` is ``None`` for
-    a single attempt.
+    ``repr``. ``tier`` is ``None`` when no tier flag (or ``TIER``) was given; ``policy`` is
+    ``None`` for a single attempt. ``run_number`` is the harness's ``RUN_NUMBER``, if set.
     """
 
     options: AdapterOptions
@@ -77,6 +100,7 @@ class HarnessRun:
     tier: TierConfig | None = None
     policy: RetryPolicy | None = None
     env: Mapping[str, str] = dataclasses.field(default_factory=dict, repr=False)
+    run_number: int | None = None
 
     @property
     def adapter(self) -> str:
@@ -114,13 +138,18 @@ def _tier(doc: Document, flags: Mapping[str, object]) -> TierConfig | None:
     return check_tier(doc, ("tier",), {"tier_id": DEFAULT_TIER_ID, **given})
 
 
-def _by_flag(doc: Document) -> None:
-    """Name each problem by its flag, with the rest of its key path (redacted)."""
+def _by_flag(doc: Document, from_env: Mapping[Path, str]) -> None:
+    """Name each problem by its flag (or the variable ``from_env`` says the value came
+    from), with the rest of its key path (redacted)."""
     fixed = []
     for problem in doc.problems:
         path, source = problem.path, problem.source
         for end in range(len(path), 0, -1):
+            variable = from_env.get(path[:end])
             flag = _FLAGS.get(path[:end])
+            if variable is not None:
+                path, source = path[end:], Source(SourceKind.ENV, variable)
+                break
             if flag is not None:
                 path, source = path[end:], Source(SourceKind.CLI, flag)
                 break
@@ -128,10 +157,50 @@ def _by_flag(doc: Document) -> None:
     doc.problems[:] = [dataclasses.replace(p, reason=redact(p.reason)) for p in fixed]
 
 
+def _variable(environ: Mapping[str, str], name: str) -> str | None:
+    value = environ.get(name, "")
+    return value or None
+
+
+def _run_number(doc: Document, environ: Mapping[str, str]) -> int | None:
+    text = _variable(environ, RUN_NUMBER_VAR)
+    if text is None:
+        return None
+    try:
+        number = int(text.strip())
+    except ValueError:
+        number = -1
+    if number < 0:
+        doc.problem(("run_number",), f"must be a whole number (0 or more), got {text!r}")
+        return None
+    return number
+
+
+def _policy(
+    doc: Document, policy: str | None, no_retry: bool, registry: PolicyRegistry | None
+) -> RetryPolicy | None:
+    """The run's policy: ``None`` for one attempt (``--no-retry``, ``--policy none``)."""
+    named_none = policy is not None and policy.strip() == NO_RETRY_POLICY
+    if no_retry:
+        if policy is not None and not named_none:
+            doc.problem(("policy",), "--no-retry makes one attempt; give one of the two")
+        return None
+    if named_none:
+        return None
+    registry = current_registry() if registry is None else registry
+    base = registry.for_operation("agent")
+    if policy is None:
+        return base
+    value = yaml_value(doc, policy, Source(SourceKind.CLI, "--policy"))
+    if value is UNSET:
+        return None
+    return policy_reference(doc, ("policy",), value, registry, name=INLINE_POLICY_NAME, base=base)
+
+
 def harness_run(
     *,
     adapter: str,
-    model: str,
+    model: str | None,
     prompt_file: str | os.PathLike[str],
     workspace: str | os.PathLike[str],
     output_dir: str | os.PathLike[str],
@@ -142,6 +211,7 @@ def harness_run(
     tier_prompt: str | None = None,
     tools_enabled: bool | None = None,
     policy: str | None = None,
+    no_retry: bool = False,
     adapter_options: Iterable[str] = (),
     registry: PolicyRegistry | None = None,
     environ: Mapping[str, str] | None = None,
@@ -149,13 +219,18 @@ def harness_run(
     """Check the flags of one run; one ``ConfigError`` lists every problem by its flag.
 
     ``adapter_options`` are ``KEY=VALUE`` items (``--adapter-option``), values read as
-    YAML, checked like the options of an adapter in a suite. Tier flags without
-    ``tier_id`` make tier ``T0``; none at all leave the tier to the
-    adapter. ``policy`` is a policy name or an inline YAML mapping (``{extends: x, …}``),
-    looked up in ``registry`` (default: the one the library uses now). The agent's
-    environment is taken from ``environ`` (default: this process's).
+    YAML, checked like the options of an adapter in a suite. ``model`` and ``tier_id``
+    left ``None`` are taken from ``MODEL`` and ``TIER`` in ``environ``; a model is
+    required one way or the other. Tier flags without ``tier_id`` make tier ``T0``; none
+    at all leave the tier to the adapter. ``policy`` is a policy name or an inline YAML
+    mapping (``{extends: x, …}``), looked up in ``registry`` (default: the one the library
+    uses now); without it the run uses the registry's policy for ``agent`` operations, and
+    ``"none"`` (or ``no_retry``) makes one attempt. The agent's environment and the
+    harness variables are taken from ``environ`` (default: this process's).
     """
+    environ = os.environ if environ is None else environ
     doc = Document(name=_WHERE)
+    from_env: dict[Path, str] = {("run_number",): RUN_NUMBER_VAR}
     try:
         adapter_class(adapter)
         available = True
@@ -172,29 +247,35 @@ def harness_run(
     output = pathlib.Path(output_dir)
     if output.exists() and not output.is_dir():
         doc.problem(("output_dir",), f"is not a folder: {output}")
-    checked_model = run_field(doc, ("model",), model)
+    if model is None:
+        model = _variable(environ, MODEL_VAR)
+        if model is not None:
+            from_env[("model",)] = MODEL_VAR
+    checked_model = None
+    if model is None:
+        doc.problem(("model",), f"no model: give --model or set {MODEL_VAR}")
+    else:
+        checked_model = run_field(doc, ("model",), model)
     timeout = run_field(doc, ("timeout_s",), timeout_s)
     stall = run_field(doc, ("stall_timeout_s",), stall_timeout_s)
+    if tier_id is None:
+        tier_id = _variable(environ, TIER_VAR)
+        if tier_id is not None:
+            from_env[("tier", "tier_id")] = TIER_VAR
     flags = {"tier_id": tier_id, "tier_name": tier_name, "tier_prompt": tier_prompt}
     tier = _tier(doc, {**flags, "tools_enabled": tools_enabled})
-    chosen = None
-    if policy is not None:
-        registry = current_registry() if registry is None else registry
-        value = yaml_value(doc, policy, Source(SourceKind.CLI, "--policy"))
-        if value is not UNSET:
-            base = registry.for_operation("agent")
-            chosen = policy_reference(
-                doc, ("policy",), value, registry, name=INLINE_POLICY_NAME, base=base
-            )
+    chosen = _policy(doc, policy, no_retry, registry)
+    run_number = _run_number(doc, environ)
     env: dict[str, str] = {}
     if options is not None:
         try:
-            env = options.child_env(os.environ if environ is None else environ)
+            env = options.child_env(environ)
         except ConfigError as err:
             doc.problem(("options", "api_key_env"), err.reason)
-    _by_flag(doc)
+    _by_flag(doc, from_env)
     if doc.problems or options is None or prompt is None or folder is None:
         raise doc.error()
+    assert checked_model is not None  # noqa: S101 - a missing model is a problem above
     return HarnessRun(
         options=options,
         model=checked_model,
@@ -206,4 +287,5 @@ def harness_run(
         tier=tier,
         policy=chosen,
         env=env,
+        run_number=run_number,
     )
