@@ -134,7 +134,7 @@ def test_a_state_directory_that_is_a_file_exits_2(tmp_path: Path) -> None:
     (tmp_path / "state").write_text("", encoding="utf-8")
     result = invoke("batch", write_suite(tmp_path, ["a"]), "--state-dir", "state")
     assert result.exit_code == 2
-    assert result.stderr.endswith("/state: is not a directory\n")
+    assert result.stderr == "error: --state-dir: state is a file, not a state directory\n"
     assert "Traceback" not in result.output
 
 

@@ -29,7 +29,8 @@ FAST = "{extends: agent_dispatch, initial_delay_s: 0.01, max_delay_s: 0.01}"
 @pytest.fixture(autouse=True)
 def _no_stray_config(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.chdir(tmp_path)
-    monkeypatch.delenv("BACKSTAY_CONFIG", raising=False)
+    for name in ("BACKSTAY_CONFIG", "MODEL", "TIER", "RUN_NUMBER"):
+        monkeypatch.delenv(name, raising=False)
 
 
 def _scenario(tmp_path: Path, *attempts: list[dict[str, Any]]) -> Path:
@@ -211,3 +212,34 @@ def test_the_exit_codes_are_documented() -> None:
     text = CLI_DOC.read_text(encoding="utf-8")
     for code in (0, USAGE_ERROR, TIMEOUT_EXIT_CODE, CANCELLED_EXIT_CODE):
         assert f"| `{code}` |" in text
+
+
+def test_the_harness_variables_stand_in_for_model_and_tier_and_number_the_run(
+    tmp_path: Path,
+) -> None:
+    args = _args(tmp_path, [{"print_env": "MODEL"}, {"result": "done"}])
+    del args[args.index("--model") : args.index("--model") + 2]
+    result = _invoke(args, env={"MODEL": "harness-model", "TIER": "T3", "RUN_NUMBER": "7"})
+    assert result.exit_code == 0, result.output
+    metrics = _metrics(tmp_path)
+    assert metrics["run_number"] == 7
+    assert list(metrics)[-1] == "run_number"
+    assert "model harness-model" in (tmp_path / "out" / "agent.log").read_text()
+
+
+def test_without_model_or_its_variable_nothing_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("MODEL", raising=False)
+    args = _args(tmp_path, [{"result": "done"}])
+    del args[args.index("--model") : args.index("--model") + 2]
+    result = _invoke(args)
+    assert result.exit_code == USAGE_ERROR
+    assert result.stderr == "error: --model: no model: give --model or set MODEL\n"
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_bad_run_number_exits_2_naming_the_variable(tmp_path: Path) -> None:
+    result = _invoke(_args(tmp_path, [{"result": "done"}]), env={"RUN_NUMBER": "first"})
+    assert result.exit_code == USAGE_ERROR
+    assert "RUN_NUMBER: must be a whole number" in result.stderr

@@ -31,7 +31,8 @@ CONTRACT_DELAYS: Final = [2.0, 4.0, 8.0]
 @pytest.fixture(autouse=True)
 def _no_stray_config(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.chdir(tmp_path)
-    monkeypatch.delenv("BACKSTAY_CONFIG", raising=False)
+    for name in ("BACKSTAY_CONFIG", "MODEL", "TIER", "RUN_NUMBER"):
+        monkeypatch.delenv(name, raising=False)
 
 
 def _run(tmp_path: Path, fake: FakeProvider, *extra: str, adapter: str = "anthropic-api") -> Result:

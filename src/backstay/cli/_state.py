@@ -3,6 +3,7 @@ a batch's summary comes to."""
 
 from __future__ import annotations
 
+import sqlite3
 from pathlib import Path
 from typing import Annotated, Any, Final
 
@@ -43,8 +44,16 @@ LeaseOption = Annotated[
 JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON.")]
 
 DEFAULT_LEASE_TTL: Final = DEFAULT_LEASE_TTL_S
+# SQLite's answers when another connection holds the lock a statement needs.
+_CONTENTION: Final = frozenset({"SQLITE_BUSY", "SQLITE_LOCKED"})
 # As a shell reports a process ended by Ctrl-C (SIGINT).
 INTERRUPTED: Final = 130
+
+
+def check_not_a_file(state_dir: Path) -> None:
+    """A ``ConfigError`` if ``state_dir`` exists and is not a directory."""
+    if state_dir.exists() and not state_dir.is_dir():
+        raise ConfigError(f"{state_dir} is a file, not a state directory", where="--state-dir")
 
 
 def open_engine(state_dir: Path, *, create: bool = False, **options: Any) -> Engine:
@@ -56,11 +65,20 @@ def open_engine(state_dir: Path, *, create: bool = False, **options: Any) -> Eng
             f"{state_dir} {what}: no batch ran there (start one with backstay batch)",
             where="--state-dir",
         )
+    check_not_a_file(state_dir)
     try:
         return Engine(state_dir, **options)
     except OSError as exc:
         raise ConfigError(
             f"cannot use {state_dir}: {exc.strerror or exc}", where="--state-dir"
+        ) from None
+    except sqlite3.OperationalError as exc:
+        if getattr(exc, "sqlite_errorname", "") not in _CONTENTION:
+            raise
+        raise ConfigError(
+            f"{state_dir / STATE_FILE} is locked by another process (a batch or resume "
+            "still running on it?); nothing was changed: try again when it has finished",
+            where="--state-dir",
         ) from None
 
 
@@ -94,5 +112,7 @@ def run_failed(err: ConfigError | OSError, state_dir: Path) -> typer.Exit:
     """A ``ConfigError`` as bad usage (exit 2); an ``OSError`` as one about the state
     directory's files."""
     if isinstance(err, OSError):
-        err = ConfigError(f"{err.strerror or err}: {err.filename}", where=str(state_dir))
+        err = ConfigError(
+            f"{err.strerror or err}: {err.filename}", where=f"--state-dir {state_dir}"
+        )
     return usage_error(err)

@@ -59,6 +59,7 @@ def batch(
         config = load_config(config_file)
         suite = load_suite(file, registry=config.registry)
         adapters = suite_adapters(suite)
+        _state.check_not_a_file(state_dir)
         # Reads the agents' environment first: an unset key variable leaves nothing behind.
         opened = SuiteBatch.open(suite, state_dir)
         engine = _state.open_engine(

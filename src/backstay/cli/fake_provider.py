@@ -16,6 +16,9 @@ from backstay.cli._errors import usage_error
 from backstay.errors import ConfigError
 from backstay.fakeprovider import FakeProvider, RateLimit, Scenario, load_scenario, parse_fault
 
+# What FakeProvider calls its settings → the flags that give them.
+_FLAGS = {"host": "--host", "port": "--port"}
+
 app = typer.Typer(
     name="fake-provider",
     help="A local fake LLM provider (Anthropic, OpenAI, Gemini wire formats) with faults.",
@@ -93,4 +96,5 @@ def serve(
         fake = FakeProvider(built, host=host, port=port, log_path=log)
         asyncio.run(_serve(fake))
     except ConfigError as err:
-        raise usage_error(err) from None
+        flag = _FLAGS.get(err.where or "")
+        raise usage_error(err if flag is None else ConfigError(err.reason, where=flag)) from None

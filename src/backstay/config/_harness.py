@@ -37,6 +37,7 @@ from backstay.config._suite_adapters import adapter_options as checked_options
 from backstay.config._suite_adapters import check_adapter_settings
 from backstay.config._suite_spec import DEFAULT_TIER_ID, DEFAULT_TIMEOUT_S
 from backstay.config._suite_tasks import existing_path, run_field
+from backstay.config._suite_tasks import prompt_file as checked_prompt_file
 from backstay.config._suite_tiers import tier as check_tier
 from backstay.errors import ConfigError
 from backstay.policy.registry import PolicyRegistry
@@ -242,7 +243,7 @@ def harness_run(
     if options is not None and available:
         check_adapter_settings(doc, options, at=("options",), given=True)
     cwd = pathlib.Path.cwd()
-    prompt = existing_path(doc, ("prompt_file",), os.fspath(prompt_file), cwd, directory=False)
+    prompt = checked_prompt_file(doc, ("prompt_file",), os.fspath(prompt_file), cwd)
     folder = existing_path(doc, ("workspace",), os.fspath(workspace), cwd, directory=True)
     output = pathlib.Path(output_dir)
     if output.exists() and not output.is_dir():

@@ -112,14 +112,37 @@ def existing_path(
     return None
 
 
+def prompt_file(doc: Document, path: Path, value: str, folder: pathlib.Path) -> pathlib.Path | None:
+    """``existing_path`` for a prompt file that also holds a prompt: UTF-8 text, not
+    blank (an agent given no prompt would run for nothing)."""
+    found = existing_path(doc, path, value, folder, directory=False)
+    if found is None:
+        return None
+    try:
+        text = found.read_bytes().decode("utf-8")
+    except OSError as err:
+        doc.problem(path, f"cannot read {found}: {err.strerror or err}")
+        return None
+    except UnicodeDecodeError as err:
+        doc.problem(path, f"is not UTF-8 text (byte {err.start}): {found}")
+        return None
+    if not text.strip():
+        doc.problem(path, f"is empty: {found}")
+        return None
+    return found
+
+
 def _own(doc: Document, path: Path, key: str, value: object, folder: pathlib.Path) -> Any:
     problems = check(TASK_FIELDS[key], value)
     for sub, reason in problems:
         doc.problem((*path, key, *sub), reason)
     if problems or not isinstance(value, str):
         return _INVALID
-    if key in ("prompt_file", "workspace"):
-        found = existing_path(doc, (*path, key), value, folder, directory=key == "workspace")
+    if key == "prompt_file":
+        found = prompt_file(doc, (*path, key), value, folder)
+        return _INVALID if found is None else found
+    if key == "workspace":
+        found = existing_path(doc, (*path, key), value, folder, directory=True)
         return _INVALID if found is None else found
     if key == "prompt" and not value.strip():
         doc.problem((*path, key), "is empty")
