@@ -9,6 +9,9 @@ the real use is charged, and a task whose next attempt does not fit is paused.
   them has no room, and nothing is held;
 * ``settle(spec, adapter, number, usage)``: right after the dispatch, the attempt's real
   use (``charge_for``) replaces its estimate;
+* ``should_wait(refusal)``: a refusal owed only to reservations of this runner's attempts
+  in flight is waited out (``settled()``: until one of them settles), not paused: they
+  usually cost less than their estimates;
 * ``pause(...)``: the refused task is recorded ``paused`` with a reason starting
   ``budget_exceeded`` (no attempt was begun), then ``budget.exceeded`` and ``task.paused``
   are emitted;
@@ -21,6 +24,7 @@ have room for its next attempt (``admits``), for instance after they were raised
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import logging
 from typing import Any, ClassVar, Final
@@ -153,6 +157,7 @@ class BudgetGate:
         self.ledger = ledger
         self.clock = clock
         self._estimates: dict[str, Spend] = {}
+        self._waiters: list[asyncio.Future[None]] = []
 
     def _attempt(self, spec: TaskSpec, adapter: Adapter, number: int) -> AttemptSpend:
         earlier = self.ledger.earlier(spec.adapter, spec.model)
@@ -191,6 +196,7 @@ class BudgetGate:
             reported_usd=charged.usd if usage.tokens_total else None,
             at=self.clock.now(),
         )
+        self._wake()
         return charged
 
     def release(self, spec: TaskSpec, number: int) -> None:
@@ -198,6 +204,30 @@ class BudgetGate:
         attempt_id = make_attempt_id(spec.operation_id, number)
         self._estimates.pop(attempt_id, None)
         self.ledger.release(attempt_id)
+        self._wake()
+
+    def should_wait(self, refusal: SpendRefusal) -> bool:
+        """Whether to wait for this runner's attempts in flight rather than pause: the
+        settled spending alone would leave room, and some of them may settle for less."""
+        return bool(self._estimates) and refusal.fits_once_settled
+
+    async def settled(self) -> None:
+        """Return once one of this runner's reservations is settled or released."""
+        if not self._estimates:
+            return
+        waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._waiters.append(waiter)
+        try:
+            await waiter
+        finally:
+            if waiter in self._waiters:
+                self._waiters.remove(waiter)
+
+    def _wake(self) -> None:
+        waiters, self._waiters = self._waiters, []
+        for waiter in waiters:
+            if not waiter.done():
+                waiter.set_result(None)
 
     def recover(self, operation_id: str) -> int:
         """Charge the reservations a dead runner left open at their estimates."""

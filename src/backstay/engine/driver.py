@@ -142,7 +142,9 @@ class TaskDriver:
             await self.clock.asleep(wait)
         while True:
             permit = await self._admitted(record)
-            self._reserve_spend(record, permit)
+            if not self._reserve_spend(record, permit):
+                await self._spend_settled()
+                continue
             try:
                 record, delay = await self._attempt(record, permit)
             except BaseException:
@@ -229,18 +231,25 @@ class TaskDriver:
         gate = self.budgets
         return gate is not None and gate.admits(self.spec, self.adapter, record.attempts_used + 1)
 
-    def _reserve_spend(self, record: TaskRecord, permit: Permit | None) -> None:
-        """Reserve the next attempt's estimate; a refusal pauses the task and raises
-        ``TaskStopped`` (the circuit's permit is given back: nothing was attempted)."""
+    def _reserve_spend(self, record: TaskRecord, permit: Permit | None) -> bool:
+        """Reserve the next attempt's estimate (``True``). Refused, the circuit's permit is
+        given back (nothing was attempted) and ``False`` says to wait for this runner's
+        attempts in flight to settle, or the task is paused and ``TaskStopped`` raised."""
         gate = self.budgets
         if gate is None:
-            return
+            return True
         refusal = gate.reserve(self.spec, self.adapter, record.attempts_used + 1)
         if refusal is None:
-            return
+            return True
         if permit is not None:
             permit.release()
+        if gate.should_wait(refusal):
+            return False
         raise TaskStopped(gate.pause(self.store, record, refusal, policy=self.policy.name))
+
+    async def _spend_settled(self) -> None:
+        if self.budgets is not None:
+            await self.budgets.settled()
 
     async def _attempt(self, record: TaskRecord, permit: Permit | None) -> tuple[TaskRecord, float]:
         """One attempt, recorded before and after; the task as stored and the delay. The

@@ -168,6 +168,13 @@ class SpendRefusal:
     dimension: str
 
     @property
+    def fits_once_settled(self) -> bool:
+        """Whether the settled spending alone leaves room for the estimate: the refusal
+        is owed to reservations of attempts in flight, which may settle for less."""
+        settled = dataclasses.replace(self.totals, reserved=Spend())
+        return check_spend([settled], self.estimate) is None
+
+    @property
     def reason(self) -> str:
         """``budget_exceeded: the batch's USD budget …`` — a task's paused reason."""
         t = self.totals
