@@ -88,7 +88,7 @@ def test_a_batch_stops_at_its_budget_and_finishes_once_it_is_raised(tmp_path: Pa
     first = _requests(log)
 
     # Every request the provider saw was admitted: what was spent before it plus its
-        # estimate fit the budget; and the next one would not have fit.
+    # estimate fit the budget; and the next one would not have fit.
     so_far = 0.0
     for entry in first:
         assert so_far + ESTIMATE_USD <= BUDGET_USD + 1e-12
