@@ -33,6 +33,7 @@ from backstay.policy.budget import BudgetSettings, RetryBudget
 from backstay.policy.limiters import RateLimiterRegistry
 from backstay.policy.ratelimit import RateLimiter, RateLimitSettings
 from backstay.policy.registry import OperationType, PolicyRegistry
+from backstay.policy.spend import SpendBudget
 from backstay.redact import redact, redact_mapping, register_secret
 from backstay.taxonomy import (
     CODES,
@@ -175,6 +176,7 @@ __all__ = [
     "RetryBudgetExhausted",
     "RetryPolicy",
     "SQLiteBreakerStore",
+    "SpendBudget",
     "StructuredOutcome",
     "Summary",
     "TaskSpec",

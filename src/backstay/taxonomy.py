@@ -313,6 +313,11 @@ _ALL_CODES: list[CodeInfo] = [
         ("ERR_LIMIT_EXCEEDED", "one of our own execution limits was reached"),
         ("ERR_LIMIT_MAX_TURNS", "the agent reached its maximum number of turns"),
         ("ERR_LIMIT_BUDGET", "the run reached its cost budget"),
+        (
+            "ERR_BUDGET_EXCEEDED",
+            "a spending budget (USD or tokens) of the task, batch or tenant has no room for "
+            "the next attempt: backstay did not start it",
+        ),
     ),
     *_codes(
         _K.SECURITY_VIOLATION,

@@ -24,7 +24,7 @@ from tests.cli.support import (
     write_suite,
 )
 
-from backstay.cli._state import ALL_SUCCEEDED, SOME_FAILED, SOME_WAITING
+from backstay.cli._state import ALL_SUCCEEDED, BUDGET_REACHED, SOME_FAILED, SOME_WAITING
 from backstay.engine import BATCH_FILE, STATE_FILE
 
 CLI_DOC = Path(__file__).resolve().parents[2] / "docs" / "cli.md"
@@ -222,7 +222,7 @@ def test_a_batch_killed_mid_run_is_finished_by_resume(tmp_path: Path) -> None:
 
 def test_the_exit_codes_are_documented() -> None:
     text = CLI_DOC.read_text(encoding="utf-8")
-    for code in (ALL_SUCCEEDED, SOME_FAILED, SOME_WAITING):
+    for code in (ALL_SUCCEEDED, SOME_FAILED, SOME_WAITING, BUDGET_REACHED):
         assert f"| `{code}` |" in text
     for command in ("backstay batch", "backstay resume", "backstay status", "escalations"):
         assert command in text

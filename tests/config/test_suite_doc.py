@@ -16,6 +16,8 @@ from backstay.config._fields import Field
 from backstay.config._suite_spec import (
     ADAPTER_OPTION_FIELDS,
     ADAPTER_OPTIONS_HELP,
+    BUDGET_FIELDS,
+    BUDGET_HELP,
     POLICY_HELP,
     RUN_DEFAULTS,
     RUN_FIELDS,
@@ -74,6 +76,7 @@ def _run_table() -> list[str]:
         f"{POLICY_HELP} |"
     )
     rows.append(f"| `tiers` | list of tiers | ≥ 1 tier | {RUN_DEFAULTS['tiers']} | {TIERS_HELP} |")
+    rows.append(f"| `budget` | budget | see below | {RUN_DEFAULTS['budget']} | {BUDGET_HELP} |")
     return [*rows, ""]
 
 
@@ -88,6 +91,9 @@ def render_keys() -> str:
     lines += _table(TASK_FIELDS)
     lines += ["### `tiers[]`", ""]
     lines += _table(TIER_FIELDS)
+    lines += ["### `budget`, `tenants.<tenant>.budget`, and `budget` in defaults or a task", ""]
+    lines += ["At least one key; a limit left out is not limited.", ""]
+    lines += _table(BUDGET_FIELDS)
     lines += ["### `adapters.<adapter name>`", ""]
     lines += _table(ADAPTER_OPTION_FIELDS)
     lines += [ADAPTER_OPTIONS_HELP, ""]

@@ -18,6 +18,7 @@ from backstay.config._suite_spec import (
     ADAPTER_OPTION_FIELDS,
     RUN_FIELDS,
     SECRET_KEY_PATTERN,
+    STRUCTURED_RUN_KEYS,
     TASK_FIELDS,
     TIER_FIELDS,
     TOP_LEVEL,
@@ -43,12 +44,12 @@ def test_the_schema_is_draft_2020_12_closed_and_requires_a_name_and_tasks() -> N
 def test_defaults_take_the_run_settings() -> None:
     defaults = SCHEMA["properties"]["defaults"]
     assert defaults["additionalProperties"] is False
-    assert list(defaults["properties"]) == [*RUN_FIELDS, "policy", "tiers"]
+    assert list(defaults["properties"]) == [*RUN_FIELDS, *STRUCTURED_RUN_KEYS]
 
 
 def test_a_task_takes_its_own_keys_and_the_run_settings() -> None:
     assert DEFS["task"]["additionalProperties"] is False
-    assert list(DEFS["task"]["properties"]) == [*TASK_FIELDS, *RUN_FIELDS, "policy", "tiers"]
+    assert list(DEFS["task"]["properties"]) == [*TASK_FIELDS, *RUN_FIELDS, *STRUCTURED_RUN_KEYS]
 
 
 def test_a_task_needs_an_id_and_exactly_one_prompt() -> None:

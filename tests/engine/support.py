@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any, ClassVar, Final
 
 from backstay import testing
-from backstay.adapters.contract import Adapter
+from backstay.adapters.contract import Adapter, AgentResult
 from backstay.adapters.usage import Usage
 from backstay.engine import Engine, TaskSpec
 from backstay.failure import Failure
@@ -23,8 +23,9 @@ QUICK: Final = RetryPolicy(
 )
 OK: Final = Usage(input_tokens=100, output_tokens=20, cost_usd=0.01, api_calls=1)
 
-# What a scripted attempt does: succeed with this usage, fail with this Failure, or raise.
-Step = Usage | Failure | Exception
+# What a scripted attempt does: succeed with this usage, fail with this Failure, or raise;
+# or return this result (a failed one fails, with its usage).
+Step = Usage | Failure | Exception | AgentResult
 Call = ScriptedCall
 
 

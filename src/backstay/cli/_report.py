@@ -15,6 +15,7 @@ from rich.table import Table
 from backstay.engine import BatchIdentity, Engine, Summary, TaskRecord, TaskState
 from backstay.errors import ConfigError
 from backstay.idempotency.ids import parse_operation_id
+from backstay.policy.spend import ScopeTotals
 
 _STYLES = {
     TaskState.SUCCEEDED: "green",
@@ -64,12 +65,35 @@ def summary_lines(summary: Summary, *, state_dir: Path) -> list[str]:
             f"{'' if summary.open_escalations == 1 else 's'}: "
             f"backstay escalations list --state-dir {state_dir}"
         )
+    lines += [f"  budget: {spending_text(t)}" for t in summary.spending if not t.budget.unlimited]
+    if summary.budget_paused:
+        n = summary.budget_paused
+        lines.append(
+            f"  {n} task{'' if n == 1 else 's'} paused at a spending budget (budget_exceeded): "
+            f"backstay resume --state-dir {state_dir} --budget-usd AMOUNT (or a raised budget "
+            "in the suite, then backstay batch) continues them"
+        )
     if summary.next_resume_at is not None:
         lines.append(
             f"  paused until {summary.next_resume_at.isoformat(timespec='seconds')} at the "
             f"earliest: backstay resume --state-dir {state_dir} continues after that"
         )
     return lines
+
+
+def spending_text(totals: ScopeTotals) -> str:
+    """``"batch: $0.0415 of $0.05, 415 tokens (no limit)"``: spent (and reserved) against
+    the budget."""
+    budget, spent, held = totals.budget, totals.spent, totals.reserved
+    usd_limit = "no limit" if budget.usd is None else f"of ${budget.usd:g}"
+    token_limit = "no limit" if budget.tokens is None else f"of {budget.tokens}"
+    text = (
+        f"{totals.scope.label}: ${spent.usd:.4f} ({usd_limit}), "
+        f"{spent.tokens} tokens ({token_limit})"
+    )
+    if held.tokens or held.usd:
+        text += f"; ${held.usd:.4f} and {held.tokens} tokens reserved by attempts in flight"
+    return text
 
 
 def circuit_text(summary: Summary) -> str:
@@ -112,6 +136,10 @@ def summary_table(summary: Summary, *, title: str) -> Table:
     usage = summary.usage
     table.add_row("tokens", f"{usage.prompt_tokens} in / {usage.output_tokens} out")
     table.add_row("cost", "unknown" if usage.cost_usd is None else f"${usage.cost_usd:.4f}")
+    budgets = [spending_text(t) for t in summary.spending if not t.budget.unlimited]
+    if budgets:
+        table.add_row("budgets", escape("; ".join(budgets)))
+        table.add_row("paused at a budget", str(summary.budget_paused))
     return table
 
 

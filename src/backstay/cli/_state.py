@@ -15,11 +15,13 @@ from backstay.cli._errors import usage_error
 from backstay.engine import STATE_FILE, TERMINAL, Engine, Summary, TaskState
 from backstay.errors import ConfigError
 from backstay.idempotency.settings import DEFAULT_LEASE_TTL_S, GuardSettings
+from backstay.policy.spend import BATCH_SCOPE, SpendBudget
 
 # Exit codes of `batch` and `resume` (docs/cli.md); 2 is bad usage, as for every command.
 ALL_SUCCEEDED: Final = 0
 SOME_FAILED: Final = 3
 SOME_WAITING: Final = 4
+BUDGET_REACHED: Final = 5
 
 StateDirOption = Annotated[
     Path,
@@ -42,6 +44,23 @@ LeaseOption = Annotated[
     ),
 ]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON.")]
+BudgetUsdOption = Annotated[
+    float | None,
+    typer.Option(
+        "--budget-usd",
+        min=0.0,
+        help="The batch's budget in US dollars: no attempt starts that its estimate does not "
+        "fit in (kept in the state directory; replaces the suite's).",
+    ),
+]
+BudgetTokensOption = Annotated[
+    int | None,
+    typer.Option(
+        "--budget-tokens",
+        min=0,
+        help="The batch's budget in tokens, prompt and output (kept as --budget-usd is).",
+    ),
+]
 
 DEFAULT_LEASE_TTL: Final = DEFAULT_LEASE_TTL_S
 # SQLite's answers when another connection holds the lock a statement needs.
@@ -87,8 +106,10 @@ def guard_settings(lease_ttl_s: float) -> GuardSettings:
 
 
 def exit_code(summary: Summary) -> int:
-    """4 while a task waits (paused, escalated, or not finished), else 3 if a task failed
-    or was cancelled, else 0."""
+    """5 when a spending budget paused a task, else 4 while a task waits (paused,
+    escalated, or not finished), else 3 if a task failed or was cancelled, else 0."""
+    if summary.budget_paused:
+        return BUDGET_REACHED
     if any(report.state not in TERMINAL for report in summary.tasks):
         return SOME_WAITING
     if summary.count(TaskState.FAILED) or summary.count(TaskState.CANCELLED):
@@ -116,3 +137,17 @@ def run_failed(err: ConfigError | OSError, state_dir: Path) -> typer.Exit:
             f"{err.strerror or err}: {err.filename}", where=f"--state-dir {state_dir}"
         )
     return usage_error(err)
+
+
+def keep_budget(
+    engine: Engine, base: SpendBudget | None, usd: float | None, tokens: int | None
+) -> None:
+    """Keep the batch's budget: ``base`` (the suite's; ``None``: the one kept in the state
+    directory) with the limits the flags give in place of its own."""
+    if base is None and usd is None and tokens is None:
+        return
+    kept = base or engine.spend.budget(BATCH_SCOPE)
+    budget = SpendBudget(
+        usd=kept.usd if usd is None else usd, tokens=kept.tokens if tokens is None else tokens
+    )
+    engine.spend.set_budget(BATCH_SCOPE, budget, at=engine.clock.now())

@@ -1,5 +1,6 @@
 """``backstay batch``: run every run of a suite durably in a state directory, and exit with
-what the batch came to (0 all succeeded, 3 some failed, 4 some wait)."""
+what the batch came to (0 all succeeded, 3 some failed, 4 some wait, 5 a spending budget
+was reached)."""
 
 from __future__ import annotations
 
@@ -48,12 +49,15 @@ def batch(
     concurrency: _state.ConcurrencyOption = DEFAULT_CONCURRENCY,
     config_file: Annotated[Path | None, typer.Option("--config", help=CONFIG_HELP)] = None,
     lease_ttl: _state.LeaseOption = _state.DEFAULT_LEASE_TTL,
+    budget_usd: _state.BudgetUsdOption = None,
+    budget_tokens: _state.BudgetTokensOption = None,
 ) -> None:
     """Run every run of the suite FILE (task × tier × run) in --state-dir.
 
     Running it again on the same state directory runs only what has not finished; a killed
     batch continues with backstay resume. Exit codes: 0 every task succeeded, 3 some failed
-    or were cancelled, 4 some wait (paused, escalated), 2 bad input (nothing ran).
+    or were cancelled, 4 some wait (paused, escalated), 5 a spending budget paused tasks
+    (budget_exceeded), 2 bad input (nothing ran).
     """
     try:
         config = load_config(config_file)
@@ -69,7 +73,9 @@ def batch(
             concurrency=concurrency,
             guard_settings=_state.guard_settings(lease_ttl),
             breaker=config.breaker_settings(),
+            tenant_budgets=suite.tenants,
         )
+        _state.keep_budget(engine, suite.budget, budget_usd, budget_tokens)
     except (ConfigError, OSError) as err:
         raise _state.run_failed(err, state_dir) from None
     with engine:

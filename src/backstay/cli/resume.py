@@ -1,5 +1,6 @@
 """``backstay resume``: continue the batch of a state directory after a crash, a human's
-decision or a quota's reset; the same exit codes as ``backstay batch``."""
+decision, a quota's reset or a raised spending budget; the same exit codes as
+``backstay batch``."""
 
 from __future__ import annotations
 
@@ -23,13 +24,16 @@ def resume(
     concurrency: _state.ConcurrencyOption = DEFAULT_CONCURRENCY,
     lease_ttl: _state.LeaseOption = _state.DEFAULT_LEASE_TTL,
     config_file: Annotated[Path | None, typer.Option("--config", help=CONFIG_HELP)] = None,
+    budget_usd: _state.BudgetUsdOption = None,
+    budget_tokens: _state.BudgetTokensOption = None,
 ) -> None:
     """Continue the batch in --state-dir: every task that can run now runs.
 
     Interrupted attempts are tried again, retries wait what is left of their delay, paused
-    tasks whose quota has reset and escalations resolved with retry or resume run again;
-    finished tasks never do. Tasks a killed runner held are taken over once its claim
-    lapses (--lease-ttl of that runner). Exit codes as for backstay batch.
+    tasks whose quota has reset and escalations resolved with retry or resume run again, and
+    so do tasks paused at a spending budget once it has room (--budget-usd, --budget-tokens
+    raise the batch's); finished tasks never do. Tasks a killed runner held are taken over
+    once its claim lapses (--lease-ttl of that runner). Exit codes as for backstay batch.
     """
     try:
         breaker = load_config(config_file).breaker_settings()
@@ -43,6 +47,7 @@ def resume(
     except ConfigError as err:
         raise usage_error(err) from None
     with engine:
+        _state.keep_budget(engine, None, budget_usd, budget_tokens)
         states = {record.operation_id: record.state for record in engine.store.tasks()}
         try:
             with showing_progress(states):

@@ -28,6 +28,7 @@ from backstay.errors import ConfigError
 from backstay.idempotency.ids import operation_id
 from backstay.policy.builtin import AGENT_DISPATCH
 from backstay.policy.retry import RetryPolicy
+from backstay.policy.spend import SpendBudget
 
 __all__ = [
     "DEFAULT_TIERS",
@@ -78,6 +79,13 @@ def _check_env_name(name: object, where: str) -> None:
     # The value is never echoed: a key pasted here by mistake must not reach a log.
     if not isinstance(name, str) or not _ENV_NAME.match(name):
         raise ConfigError("must be the name of an environment variable", where=where)
+
+
+def _check_spend_labels(tenant: object, budget: object, where: str) -> None:
+    if tenant is not None:
+        _check_id(tenant, f"{where}.tenant")
+    if budget is not None and not isinstance(budget, SpendBudget):
+        raise ConfigError("must be a SpendBudget or None", where=f"{where}.budget")
 
 
 def _frozen(value: Any) -> Any:
@@ -148,8 +156,11 @@ class SuiteDefaults:
     policy: RetryPolicy = AGENT_DISPATCH
     runs: int = DEFAULT_RUNS
     tiers: tuple[TierConfig, ...] = DEFAULT_TIERS
+    tenant: str | None = None
+    budget: SpendBudget | None = None
 
     def __post_init__(self) -> None:
+        _check_spend_labels(self.tenant, self.budget, "defaults")
         for name in ("adapter", "model"):
             value = getattr(self, name)
             if value is not None:
@@ -184,9 +195,12 @@ class SuiteTask:
     stall_timeout_s: float | None = None
     policy: RetryPolicy = AGENT_DISPATCH
     runs: int = DEFAULT_RUNS
+    tenant: str | None = None
+    budget: SpendBudget | None = None
 
     def __post_init__(self) -> None:
         _check_id(self.id, "task.id")
+        _check_spend_labels(self.tenant, self.budget, "task")
         check_name(self.adapter, where="task.adapter")
         check_name(self.model, where="task.model")
         if (self.prompt is None) == (self.prompt_file is None):
@@ -243,7 +257,8 @@ class Suite:
     """A suite as loaded: its name, defaults, adapter options and tasks (ids unique).
 
     ``file`` is the file it was loaded from (``None`` when built in code). Each task
-    already carries its effective settings, defaults applied.
+    already carries its effective settings, defaults applied. ``budget`` is the batch's
+    spending budget and ``tenants`` each tenant's (docs/budgets.md).
     """
 
     name: str
@@ -252,9 +267,17 @@ class Suite:
     adapters: Mapping[str, AdapterOptions] = dataclasses.field(default_factory=dict)
     description: str = ""
     file: Path | None = None
+    budget: SpendBudget | None = None
+    tenants: Mapping[str, SpendBudget] = dataclasses.field(default_factory=dict)
 
     def __post_init__(self) -> None:
         _check_id(self.name, "suite")
+        _check_spend_labels(None, self.budget, "suite")
+        if not isinstance(self.tenants, Mapping):
+            raise ConfigError("must map tenant names to SpendBudget", where="tenants")
+        for name, limit in self.tenants.items():
+            _check_spend_labels(name, limit, f"tenants.{name}")
+        object.__setattr__(self, "tenants", MappingProxyType(dict(self.tenants)))
         tasks = tuple(self.tasks)
         ids = [task.id for task in tasks]
         twice = sorted({i for i in ids if ids.count(i) > 1})

@@ -27,6 +27,7 @@ from backstay.config._suite_adapters import (
     check_adapter_settings,
     known_adapters,
 )
+from backstay.config._suite_budgets import budget, tenants
 from backstay.config._suite_spec import DESCRIPTION_FIELD, SUITE_NAME_FIELD, TOP_LEVEL
 from backstay.config._suite_tasks import Context, defaults, task
 from backstay.config._suite_tiers import first_seen
@@ -116,6 +117,8 @@ def _build(
     )
     context = dataclasses.replace(context, defaults=defaults(doc, raw.get("defaults"), context))
     options = _adapters(doc, raw.get("adapters"), known)
+    batch_budget = budget(doc, ("budget",), raw["budget"]) if "budget" in raw else None
+    tenant_budgets = tenants(doc, raw.get("tenants"))
     tasks = _tasks(doc, raw.get("tasks"), context) if "tasks" in raw else []
     references = _references(raw)
     for adapter in sorted(set(options) | set(references)):
@@ -137,6 +140,8 @@ def _build(
         adapters=options,
         tasks=tuple(tasks),
         file=file,
+        budget=batch_budget,
+        tenants=tenant_budgets,
     )
 
 

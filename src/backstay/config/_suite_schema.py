@@ -13,13 +13,17 @@ from backstay.config._suite_spec import (
     ADAPTER_OPTION_FIELDS,
     ADAPTER_OPTIONS_HELP,
     ADAPTER_PATTERN,
+    BUDGET_FIELDS,
+    BUDGET_HELP,
     DEFAULT_TIER_ID,
     DESCRIPTION_FIELD,
+    ID_PATTERN,
     POLICY_HELP,
     RUN_FIELDS,
     SECRET_KEY_PATTERN,
     SUITE_NAME_FIELD,
     TASK_FIELDS,
+    TENANT_KEYS,
     TIER_FIELDS,
     TIERS_HELP,
     TOP_LEVEL,
@@ -45,7 +49,35 @@ def _run_properties() -> dict[str, Any]:
         "minItems": 1,
         "items": {"$ref": "#/$defs/tier"},
     }
+    out["budget"] = {"description": BUDGET_HELP, "$ref": "#/$defs/budget"}
     return out
+
+
+def _budget() -> dict[str, Any]:
+    return {
+        "description": "A spending budget: usd and/or tokens (docs/budgets.md).",
+        "type": "object",
+        "additionalProperties": False,
+        "minProperties": 1,
+        "properties": _properties(BUDGET_FIELDS),
+    }
+
+
+def _tenants() -> dict[str, Any]:
+    return {
+        "description": TOP_LEVEL["tenants"],
+        "type": ["object", "null"],
+        "propertyNames": {"pattern": ID_PATTERN},
+        "additionalProperties": {
+            "type": "object",
+            "additionalProperties": False,
+            "required": ["budget"],
+            "properties": {
+                key: {"description": help_text, "$ref": "#/$defs/budget"}
+                for key, help_text in TENANT_KEYS.items()
+            },
+        },
+    }
 
 
 def _task() -> dict[str, Any]:
@@ -107,11 +139,14 @@ def suite_schema() -> dict[str, Any]:
                 "minItems": 1,
                 "items": {"$ref": "#/$defs/task"},
             },
+            "budget": {"description": TOP_LEVEL["budget"], "$ref": "#/$defs/budget"},
+            "tenants": _tenants(),
         },
         "$defs": {
             "task": _task(),
             "tier": _tier(),
             "adapter_options": _adapter_options(),
+            "budget": _budget(),
             "policy": policy_schema(),
             "kind_override": kind_override_schema(),
         },

@@ -36,6 +36,10 @@ TOP_LEVEL: Final[Mapping[str, str]] = {
     "defaults": "Settings every task starts from.",
     "adapters": "Per adapter: its own settings and the environment variables it is given.",
     "tasks": "The tasks, in order; each runs once per tier and run.",
+    "budget": "The batch's spending budget: what all its attempts together may spend "
+    "(docs/budgets.md).",
+    "tenants": "Per tenant (a name tasks give as `tenant`): its spending budget, over all the "
+    "tasks of the state directory that name it.",
 }
 
 SUITE_NAME_FIELD: Final = Field(
@@ -48,6 +52,9 @@ POLICY_HELP: Final = (
     "mapping of policy settings, optionally with `extends`."
 )
 TIERS_HELP: Final = "The tiers each run is repeated for (default: one tier, T0)."
+BUDGET_HELP: Final = (
+    "The spending budget of each run of the task: `usd` and/or `tokens` (default: none)."
+)
 
 # Keys a task may give and `defaults` may give for every task. `policy` and `tiers` are
 # structured, and checked on their own.
@@ -83,8 +90,18 @@ RUN_FIELDS: Final[Mapping[str, Field]] = {
         maximum=MAX_RUNS,
         help="How many times each tier of the task runs.",
     ),
+    "tenant": Field(
+        type="string",
+        pattern=ID_PATTERN,
+        pattern_hint=ID_HINT,
+        help="Whose work the task is: the tenant's budget (under `tenants`) covers it.",
+    ),
 }
-STRUCTURED_RUN_KEYS: Final[Mapping[str, str]] = {"policy": POLICY_HELP, "tiers": TIERS_HELP}
+STRUCTURED_RUN_KEYS: Final[Mapping[str, str]] = {
+    "policy": POLICY_HELP,
+    "tiers": TIERS_HELP,
+    "budget": BUDGET_HELP,
+}
 
 RUN_DEFAULTS: Final[Mapping[str, str]] = {
     "adapter": "-",
@@ -94,7 +111,22 @@ RUN_DEFAULTS: Final[Mapping[str, str]] = {
     "runs": f"{DEFAULT_RUNS}",
     "policy": "the policy for `agent` operations (agent_dispatch)",
     "tiers": f"one tier, {DEFAULT_TIER_ID}",
+    "tenant": "none",
+    "budget": "none",
 }
+
+# A spending budget: the batch's (top level), a tenant's, or each run's (defaults, task).
+BUDGET_FIELDS: Final[Mapping[str, Field]] = {
+    "usd": Field(
+        type="number",
+        minimum=0,
+        help="At most this many US dollars (the attempts' reported or priced cost).",
+    ),
+    "tokens": Field(
+        type="integer", minimum=0, help="At most this many tokens (prompt and output)."
+    ),
+}
+TENANT_KEYS: Final[Mapping[str, str]] = {"budget": "The tenant's spending budget."}
 
 TASK_FIELDS: Final[Mapping[str, Field]] = {
     "id": Field(

@@ -19,6 +19,7 @@ from backstay.config._policy_ref import policy_reference
 from backstay.config._sections import mapping
 from backstay.config._suite import SuiteDefaults, SuiteTask
 from backstay.config._suite_adapters import adapter_reference
+from backstay.config._suite_budgets import budget
 from backstay.config._suite_spec import RUN_FIELDS, STRUCTURED_RUN_KEYS, TASK_FIELDS
 from backstay.config._suite_tiers import tiers
 from backstay.errors import ConfigError
@@ -56,6 +57,8 @@ def _run_setting(
         out = tiers(doc, path, value)
     elif key == "adapter":
         out = adapter_reference(doc, path, value, context.adapters)
+    elif key == "budget":
+        out = budget(doc, path, value)
     else:
         out = run_field(doc, path, value)
     return _INVALID if len(doc.problems) > before else out

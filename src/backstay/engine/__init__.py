@@ -9,12 +9,15 @@ human escalation queue and batch summaries. See ``docs/design/engine.md``.
 * ``resume``: how a stored task is taken up;
 * ``circuits``: ``CircuitGate``, the circuit breakers asked before each attempt;
   ``circuit_log``: ``SQLiteCircuitLog``, what they did (trips, waits);
+* ``budgets``: ``BudgetGate``, the spending budgets asked before each attempt;
+  ``spend_ledger``: ``SQLiteSpendLedger``, what attempts spent and reserved;
 * ``escalations``: ``EscalationQueue``; ``summary``: ``Summary``; ``events``: its events;
 * ``suite_batch``: ``SuiteBatch``, a suite run as one batch in a state directory.
 """
 
 from __future__ import annotations
 
+from backstay.engine.budgets import BudgetExceeded, BudgetGate
 from backstay.engine.circuit_log import CircuitChange, CircuitEntry, SQLiteCircuitLog
 from backstay.engine.circuits import BreakerKeyFn, CircuitGate, breaker_key
 from backstay.engine.escalations import ACTION_STATES, EscalationQueue
@@ -39,6 +42,7 @@ from backstay.engine.records import (
 )
 from backstay.engine.resume import StartPlan, StartStep, plan_start
 from backstay.engine.runner import DEFAULT_BREAKER, DEFAULT_CONCURRENCY, Engine
+from backstay.engine.spend_ledger import SQLiteSpendLedger
 from backstay.engine.sqlite_tasks import STATE_FILE, SQLiteTaskStore
 from backstay.engine.states import (
     TERMINAL,
@@ -76,6 +80,8 @@ __all__ = [
     "BatchIdentity",
     "BatchRun",
     "BreakerKeyFn",
+    "BudgetExceeded",
+    "BudgetGate",
     "CircuitChange",
     "CircuitEntry",
     "CircuitGate",
@@ -88,6 +94,7 @@ __all__ = [
     "Outcome",
     "ResolveAction",
     "SQLiteCircuitLog",
+    "SQLiteSpendLedger",
     "SQLiteTaskStore",
     "StartPlan",
     "StartStep",

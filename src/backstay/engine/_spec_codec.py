@@ -24,6 +24,7 @@ from backstay.adapters.contract import TierConfig
 from backstay.engine.task import TaskSpec
 from backstay.errors import ConfigError
 from backstay.policy.retry import RetryPolicy
+from backstay.policy.spend import SpendBudget
 from backstay.redact import redact
 
 __all__ = ["decode_spec", "encode_spec", "missing_secret", "secret_env_names"]
@@ -84,6 +85,8 @@ def encode_spec(spec: TaskSpec) -> str:
         "config": _plain(spec.config),
         "stall_timeout_s": spec.stall_timeout_s,
         "policy": policy,
+        "budget": None if spec.budget is None else spec.budget.to_dict(),
+        "tenant": spec.tenant,
     }
     try:
         return json.dumps(data, allow_nan=False, ensure_ascii=False, sort_keys=True)
@@ -116,6 +119,7 @@ def decode_spec(text: str, *, secrets: Mapping[str, str]) -> tuple[TaskSpec, tup
     policy = data["policy"]
     if isinstance(policy, dict):
         policy = RetryPolicy.from_dict(policy)
+    budget = data.get("budget")  # absent from specs stored before budgets existed
     spec = TaskSpec(
         workflow_id=data["workflow_id"],
         task_id=data["task_id"],
@@ -131,5 +135,7 @@ def decode_spec(text: str, *, secrets: Mapping[str, str]) -> tuple[TaskSpec, tup
         config=data["config"],
         stall_timeout_s=data["stall_timeout_s"],
         policy=policy,
+        budget=None if budget is None else SpendBudget.from_dict(budget),
+        tenant=data.get("tenant"),
     )
     return spec, missing

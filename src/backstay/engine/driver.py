@@ -18,6 +18,10 @@ remaining open time and asks again. Waiting is not an attempt: nothing is begun,
 attempt is counted. The attempt's end is reported on the permit (success, its
 ``Failure``, or a release when it never ended), which is how circuits open and close.
 
+With a ``BudgetGate``, the attempt's estimated spend is reserved after the permit and
+before step 1; when a budget has no room the task is paused (``budget_exceeded``) without
+an attempt. The real use is charged right after the dispatch (docs/budgets.md).
+
 ``drive`` returns the result of a task that succeeded (recorded before it returns) and
 raises ``TaskStopped`` for any other end, so the guard caches only successes.
 """
@@ -36,6 +40,7 @@ from backstay.adapters.usage import Usage
 from backstay.classify import classify
 from backstay.clock import Clock
 from backstay.engine import _notify as notify
+from backstay.engine.budgets import BudgetGate, paused_by_budget
 from backstay.engine.circuits import CircuitGate
 from backstay.engine.decision import draw_for, next_step
 from backstay.engine.records import (
@@ -112,6 +117,7 @@ class TaskDriver:
         clock: Clock,
         state_dir: Path,
         circuits: CircuitGate | None = None,
+        budgets: BudgetGate | None = None,
     ) -> None:
         self.spec = spec
         self.adapter = adapter
@@ -120,6 +126,7 @@ class TaskDriver:
         self.clock = clock
         self.state_dir = state_dir
         self.circuits = circuits
+        self.budgets = budgets
         self.operation_id = spec.operation_id
         # Whether this driver found or made the task succeeded in the store.
         self.succeeded = False
@@ -135,6 +142,9 @@ class TaskDriver:
             await self.clock.asleep(wait)
         while True:
             permit = await self._admitted(record)
+            if not self._reserve_spend(record, permit):
+                await self._spend_settled()
+                continue
             try:
                 record, delay = await self._attempt(record, permit)
             except BaseException:
@@ -163,6 +173,8 @@ class TaskDriver:
             if plan.step is StartStep.RUN:
                 return record
             previous = record.state
+            if paused_by_budget(record) and not self._budget_admits(record):
+                raise TaskStopped(record)
             try:
                 if plan.step is StartStep.REQUEUE:
                     change = StateChange(state=TaskState.PENDING, reason=plan.reason, at=now)
@@ -174,6 +186,8 @@ class TaskDriver:
                     record = self.store.recover_interrupted(
                         self.operation_id, at=now, killed=killed
                     )
+                    if self.budgets is not None:
+                        self.budgets.recover(self.operation_id)
             except InvalidTransition:  # a human's decision moved it meanwhile: plan again
                 record = self._record()
                 continue
@@ -210,6 +224,33 @@ class TaskDriver:
                 notify.deferred(record, breaker=refused.name, wait_s=wait, policy=self.policy.name)
                 await self.clock.asleep(wait)
 
+    # -- spending budgets (docs/budgets.md) --------------------------------------------
+
+    def _budget_admits(self, record: TaskRecord) -> bool:
+        """Whether the budgets that paused ``record`` now have room for its next attempt."""
+        gate = self.budgets
+        return gate is not None and gate.admits(self.spec, self.adapter, record.attempts_used + 1)
+
+    def _reserve_spend(self, record: TaskRecord, permit: Permit | None) -> bool:
+        """Reserve the next attempt's estimate (``True``). Refused, the circuit's permit is
+        given back (nothing was attempted) and ``False`` says to wait for this runner's
+        attempts in flight to settle, or the task is paused and ``TaskStopped`` raised."""
+        gate = self.budgets
+        if gate is None:
+            return True
+        refusal = gate.reserve(self.spec, self.adapter, record.attempts_used + 1)
+        if refusal is None:
+            return True
+        if permit is not None:
+            permit.release()
+        if gate.should_wait(refusal):
+            return False
+        raise TaskStopped(gate.pause(self.store, record, refusal, policy=self.policy.name))
+
+    async def _spend_settled(self) -> None:
+        if self.budgets is not None:
+            await self.budgets.settled()
+
     async def _attempt(self, record: TaskRecord, permit: Permit | None) -> tuple[TaskRecord, float]:
         """One attempt, recorded before and after; the task as stored and the delay. The
         attempt's end is reported on ``permit`` as soon as it is known."""
@@ -232,6 +273,8 @@ class TaskDriver:
                 permit.success()
             elif done.failure is not None:
                 permit.failure(done.failure)
+        if self.budgets is not None:
+            self.budgets.settle(self.spec, self.adapter, number, done.usage)
         if done.result is not None:
             end = AttemptEnd(
                 number=number,

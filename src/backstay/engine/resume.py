@@ -10,6 +10,7 @@ takes it up, whether this is the first run, a second ``run`` of the same batch, 
 | ``escalated`` | ``skip`` | waits for a human (``EscalationQueue.resolve``) |
 | ``paused``, reset not yet passed or unknown | ``skip`` | waits for the reset, or a human |
 | ``paused``, reset passed | ``requeue`` | back to ``pending``; its escalation is closed |
+| ``paused``, ``budget_exceeded`` | ``requeue`` | if its budgets have room now (the driver checks) |
 | ``running`` | ``recover`` | the runner died: the attempt ends ``interrupted``, task ``retrying`` |
 | ``retrying`` | ``run`` | after what is left of the recorded delay |
 | ``pending`` | ``run`` | now |
@@ -28,6 +29,7 @@ import enum
 
 from backstay.engine.records import TaskRecord
 from backstay.engine.states import TERMINAL, TaskState
+from backstay.policy.spend import BUDGET_EXCEEDED
 
 __all__ = ["StartPlan", "StartStep", "plan_start"]
 
@@ -55,6 +57,9 @@ def plan_start(record: TaskRecord, now: _dt.datetime) -> StartPlan:
         return StartPlan(step=StartStep.SKIP, reason=f"already {state}")
     if state is TaskState.ESCALATED:
         return StartPlan(step=StartStep.SKIP, reason="waiting for a human's decision")
+    if state is TaskState.PAUSED and record.reason.startswith(BUDGET_EXCEEDED):
+        reason = "its budgets have room for its next attempt"
+        return StartPlan(step=StartStep.REQUEUE, reason=reason)
     if state is TaskState.PAUSED:
         resets = record.next_run_at
         if resets is None:

@@ -24,6 +24,11 @@ anything is recorded or run, so a mistake in the batch is a ``ConfigError`` up f
 Before each attempt the driver asks the task's circuit breaker (``CircuitGate``, one per
 adapter and model by default, kept in ``state.sqlite``); while it is open the task waits,
 recorded in the circuit log, without spending an attempt. ``breaker=None`` turns that off.
+
+Spending budgets (``budget``, ``tenant_budgets``, and each spec's own) are checked before
+each attempt with its estimate and charged with its real use after it, in ``state.sqlite``
+(``BudgetGate``, docs/budgets.md); a task whose next attempt does not fit is paused with
+reason ``budget_exceeded``, and runs again once the budgets have room.
 """
 
 from __future__ import annotations
@@ -43,6 +48,7 @@ from backstay.call import current_registry
 from backstay.clock import SYSTEM_CLOCK, Clock
 from backstay.engine import _notify as notify
 from backstay.engine._spec_codec import encode_spec, missing_secret
+from backstay.engine.budgets import BudgetGate
 from backstay.engine.circuit_log import SQLiteCircuitLog
 from backstay.engine.circuits import BreakerKeyFn, CircuitGate
 from backstay.engine.circuits import breaker_key as default_breaker_key
@@ -50,16 +56,18 @@ from backstay.engine.driver import TaskDriver, TaskStopped
 from backstay.engine.escalations import EscalationQueue
 from backstay.engine.records import StateChange, TaskRecord
 from backstay.engine.resume import StartStep, plan_start
+from backstay.engine.spend_ledger import SQLiteSpendLedger
 from backstay.engine.sqlite_tasks import SQLiteTaskStore
 from backstay.engine.states import TaskState
 from backstay.engine.summary import Summary, summarize
-from backstay.engine.task import TaskSpec
+from backstay.engine.task import TaskSpec, check_identifier
 from backstay.errors import ConfigError
 from backstay.idempotency.errors import LeaseLost, OperationInProgress
 from backstay.idempotency.guard import IdempotencyGuard
 from backstay.idempotency.settings import GuardSettings
 from backstay.policy.registry import OperationType, PolicyRegistry
 from backstay.policy.retry import RetryPolicy
+from backstay.policy.spend import BATCH_SCOPE, ScopeKind, ScopeTotals, SpendBudget, SpendScope
 from backstay.store.sqlite import SQLiteOperationStore
 
 __all__ = ["DEFAULT_BREAKER", "DEFAULT_CONCURRENCY", "AdapterSource", "Engine"]
@@ -84,6 +92,10 @@ class Engine:
     * ``guard_settings``, ``owner``: the operation leases (``IdempotencyGuard``).
     * ``breaker``: the settings of the circuit breakers asked before each attempt, one per
       ``breaker_key(spec)`` (default ``(adapter, model)``); ``None``: no breakers.
+    * ``budget``: the spending budget of the batch (every task of the state directory),
+      and ``tenant_budgets`` those of tenants (the tasks whose spec names the tenant); kept
+      in the state file, so ``None`` / a tenant left out keeps the budget kept there, and
+      ``SpendBudget()`` removes it.
     """
 
     def __init__(
@@ -99,6 +111,8 @@ class Engine:
         owner: str | None = None,
         breaker: BreakerSettings | None = DEFAULT_BREAKER,
         breaker_key: BreakerKeyFn = default_breaker_key,
+        budget: SpendBudget | None = None,
+        tenant_budgets: Mapping[str, SpendBudget] | None = None,
     ) -> None:
         check_number(concurrency, where="concurrency", minimum=1, integer=True)
         if breaker is not None and not isinstance(breaker, BreakerSettings):
@@ -110,6 +124,7 @@ class Engine:
             raise ConfigError("must map adapter names to adapters", where="adapters")
         if policies is not None and not isinstance(policies, PolicyRegistry):
             raise ConfigError(f"must be a PolicyRegistry, got {policies!r}", where="policies")
+        budgets = _budget_scopes(budget, tenant_budgets)
         # Absolute: attempt directories are recorded, and tag the agents' processes.
         self.state_dir = Path(state_dir).absolute()
         self.clock = clock
@@ -121,6 +136,15 @@ class Engine:
             self.store.close()
             raise
         try:
+            self.spend = SQLiteSpendLedger(self.state_dir)
+        except BaseException:
+            self.operations.close()
+            self.store.close()
+            raise
+        try:
+            for scope, limit in budgets.items():
+                self.spend.set_budget(scope, limit, at=clock.now())
+            self.budgets = BudgetGate(self.spend, clock=clock)
             self.circuit_log = SQLiteCircuitLog(self.state_dir)
             self.circuits = (
                 None
@@ -128,6 +152,7 @@ class Engine:
                 else CircuitGate(breaker, log=self.circuit_log, clock=clock, key=breaker_key)
             )
         except BaseException:
+            self.spend.close()
             self.operations.close()
             self.store.close()
             raise
@@ -181,6 +206,7 @@ class Engine:
             clock=self.clock,
             state_dir=self.state_dir,
             circuits=self.circuits,
+            budgets=self.budgets,
         )
 
     # -- running ------------------------------------------------------------------------
@@ -233,7 +259,12 @@ class Engine:
             self.store.attempts(),
             self.store.escalations(),
             circuits=self.circuit_log.entries(),
+            spending=self.spend.overview(),
         )
+
+    def spending(self) -> tuple[ScopeTotals, ...]:
+        """The batch's and each tenant's budget, spent and reserved amounts."""
+        return self.spend.overview()
 
     async def _drive_all(self, work: list[tuple[TaskDriver, TaskRecord]]) -> None:
         slots = asyncio.Semaphore(self.concurrency)
@@ -298,6 +329,7 @@ class Engine:
             if self.circuits is not None:
                 self.circuits.close()
             self.circuit_log.close()
+            self.spend.close()
             self.operations.close()
         finally:
             self.store.close()
@@ -312,3 +344,26 @@ class Engine:
         tb: TracebackType | None,
     ) -> None:
         self.close()
+
+
+def _budget_scopes(
+    budget: SpendBudget | None, tenants: Mapping[str, SpendBudget] | None
+) -> dict[SpendScope, SpendBudget]:
+    """The batch and tenant budgets to keep, checked (``ConfigError`` naming the one)."""
+    out: dict[SpendScope, SpendBudget] = {}
+    if budget is not None:
+        if not isinstance(budget, SpendBudget):
+            raise ConfigError(
+                f"must be a SpendBudget or None, got {type(budget).__name__}", where="budget"
+            )
+        out[BATCH_SCOPE] = budget
+    if tenants is not None and not isinstance(tenants, Mapping):
+        raise ConfigError("must map tenant names to SpendBudget", where="tenant_budgets")
+    for name, limit in (tenants or {}).items():
+        check_identifier(name, where="tenant_budgets (a tenant name)")
+        if not isinstance(limit, SpendBudget):
+            raise ConfigError(
+                f"must be a SpendBudget, got {type(limit).__name__}", where=f"tenant_budgets.{name}"
+            )
+        out[SpendScope(kind=ScopeKind.TENANT, name=name)] = limit
+    return out

@@ -9,6 +9,7 @@ them, and what a failure moves a task to.
                  ├──────────────────┘   (a retryable failure with attempts left)
                  ├──▶ failed            (retries exhausted, or a failure that fails)
                  ├──▶ paused ──▶ pending (quota: resumes at resets_at, or by a human)
+    pending, retrying ──▶ paused      (a spending budget has no room for the next attempt)
                  ├──▶ escalated ──▶ pending | failed | cancelled (a human decided)
                  └──▶ cancelled
 
@@ -52,11 +53,11 @@ class TaskState(enum.StrEnum):
 _S = TaskState
 
 TRANSITIONS: Final[Mapping[TaskState, frozenset[TaskState]]] = {
-    _S.PENDING: frozenset({_S.RUNNING, _S.CANCELLED}),
+    _S.PENDING: frozenset({_S.RUNNING, _S.PAUSED, _S.CANCELLED}),
     _S.RUNNING: frozenset(
         {_S.SUCCEEDED, _S.RETRYING, _S.FAILED, _S.PAUSED, _S.ESCALATED, _S.CANCELLED}
     ),
-    _S.RETRYING: frozenset({_S.RUNNING, _S.FAILED, _S.CANCELLED}),
+    _S.RETRYING: frozenset({_S.RUNNING, _S.PAUSED, _S.FAILED, _S.CANCELLED}),
     _S.PAUSED: frozenset({_S.PENDING, _S.FAILED, _S.CANCELLED}),
     _S.ESCALATED: frozenset({_S.PENDING, _S.FAILED, _S.CANCELLED, _S.SUCCEEDED}),
     _S.SUCCEEDED: frozenset(),

@@ -243,6 +243,8 @@ class SuiteBatch:
                 env=envs[task.adapter],
                 config=options.config,
                 policy=task.policy,
+                budget=task.budget,
+                tenant=task.tenant,
             )
             workspace = spec.run_dir(root) / WORKSPACE_DIR
             runs.append(

@@ -12,6 +12,9 @@ of every run of the batch, including those of processes that died.
   they waited for an open circuit (from the circuit log; waits are not attempts);
 * tokens and ``cost_usd`` over every attempt (``None`` when no attempt reported a cost);
 * ``open_escalations`` and ``next_resume_at`` (the earliest reset of a paused task);
+* ``budget_paused``: tasks paused because a spending budget had no room for their next
+  attempt (``budget_exceeded``), and ``spending``: the batch's and tenants' budgets with
+  what was spent and is reserved (docs/budgets.md);
 * ``tasks``: one ``TaskReport`` per task, in registration order.
 """
 
@@ -34,6 +37,7 @@ from backstay.engine.records import (
     TaskRecord,
 )
 from backstay.engine.states import TERMINAL, TaskState
+from backstay.policy.spend import BUDGET_EXCEEDED, ScopeTotals
 
 __all__ = ["Summary", "TaskReport", "summarize"]
 
@@ -74,6 +78,8 @@ class Summary:
     )
     circuit_waits: int = 0
     circuit_waited_s: float = 0.0
+    budget_paused: int = 0
+    spending: tuple[ScopeTotals, ...] = ()
     next_resume_at: _dt.datetime | None
     tasks: tuple[TaskReport, ...]
 
@@ -105,6 +111,8 @@ class Summary:
             "tokens_total": self.usage.tokens_total,
             "cost_usd": self.usage.cost_usd,
             "open_escalations": self.open_escalations,
+            "budget_paused": self.budget_paused,
+            "spending": [totals.to_dict() for totals in self.spending],
             "next_resume_at": None
             if self.next_resume_at is None
             else self.next_resume_at.isoformat(),
@@ -118,6 +126,7 @@ def summarize(
     escalations: Iterable[Escalation],
     *,
     circuits: Iterable[CircuitEntry] = (),
+    spending: Iterable[ScopeTotals] = (),
 ) -> Summary:
     """The summary of ``tasks``; attempts, escalations and circuit entries of other tasks
     are ignored."""
@@ -151,6 +160,8 @@ def summarize(
         trips_by_breaker=MappingProxyType(dict(sorted(trips.items()))),
         circuit_waits=len(waits),
         circuit_waited_s=sum(waits),
+        budget_paused=sum(1 for t in chosen if _paused_by_budget(t)),
+        spending=tuple(spending),
         tasks=tuple(
             TaskReport(
                 operation_id=t.operation_id,
@@ -162,3 +173,7 @@ def summarize(
             for t in chosen
         ),
     )
+
+
+def _paused_by_budget(task: TaskRecord) -> bool:
+    return task.state is TaskState.PAUSED and task.reason.startswith(BUDGET_EXCEEDED)

@@ -9,6 +9,9 @@ Its ``operation_id`` is ``"{workflow_id}:{task_id}:{task_run_id}"`` with ``task_
 ``"{tier_id}-run_{NN}"`` (``"run_{NN}"`` without a tier): the same for every attempt and
 every resume of the task, so it is the key the idempotency guard deduplicates on.
 
+``budget`` limits what the task's attempts may spend (USD, tokens); ``tenant`` names whose
+work it is, so that the tenant's budget covers it (docs/budgets.md).
+
 Identifiers end up in file paths (``runs/<task_id>/<tier_id>/run_NN/``), so they are
 restricted to letters, digits, ``.``, ``_`` and ``-``, starting with a letter or digit.
 """
@@ -26,6 +29,7 @@ from backstay.adapters.contract import AgentRequest, TierConfig
 from backstay.errors import ConfigError
 from backstay.idempotency.ids import operation_id as make_operation_id
 from backstay.policy.retry import RetryPolicy
+from backstay.policy.spend import SpendBudget
 
 __all__ = ["NO_TIER_DIR", "TaskSpec", "check_identifier", "task_run_id"]
 
@@ -70,6 +74,8 @@ class TaskSpec:
     config: Mapping[str, Any] = dataclasses.field(default_factory=dict)
     stall_timeout_s: float | None = None
     policy: str | RetryPolicy | None = None
+    budget: SpendBudget | None = None
+    tenant: str | None = None
 
     def __post_init__(self) -> None:
         check_identifier(self.workflow_id, where="workflow_id")
@@ -85,6 +91,12 @@ class TaskSpec:
             )
         if isinstance(self.policy, str) and not self.policy:
             raise ConfigError("must be a non-empty name", where="policy")
+        if self.budget is not None and not isinstance(self.budget, SpendBudget):
+            raise ConfigError(
+                f"must be a SpendBudget or None, got {type(self.budget).__name__}", where="budget"
+            )
+        if self.tenant is not None:
+            check_identifier(self.tenant, where="tenant")
         # The request's own checks (prompt, paths, timeouts, env, tier, config), run once.
         probe = self.request(_PLACEHOLDER_OUTPUT)
         object.__setattr__(self, "workspace", probe.workspace)

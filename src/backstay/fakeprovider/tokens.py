@@ -2,7 +2,8 @@
 
 Text is cut into words (runs of letters, digits and ``_``) and single other non-space
 characters; each piece counts one token per started 4 characters. ``"The cat sat."`` is
-4 tokens, ``"Hello, world!"`` 6; ``"internationalization"`` (20 characters) is 5.
+4 tokens, ``"Hello, world!"`` 6; ``"internationalization"`` (20 characters) is 5. The count
+is ``backstay._tokens.count_tokens``, which spending budgets estimate prompts with.
 """
 
 from __future__ import annotations
@@ -11,15 +12,9 @@ import re
 from collections.abc import Iterable
 from typing import Final
 
+from backstay._tokens import count_tokens
+
 __all__ = ["count_tokens", "split_pieces"]
-
-_PIECES: Final = re.compile(r"\w+|[^\w\s]")
-_CHARS_PER_TOKEN: Final = 4
-
-
-def count_tokens(text: str) -> int:
-    """The token count of ``text`` (0 for an empty or blank text)."""
-    return sum(-(-len(piece) // _CHARS_PER_TOKEN) for piece in _PIECES.findall(text))
 
 
 def count_all(texts: Iterable[str]) -> int:

@@ -1,5 +1,5 @@
-"""Pure decision logic: backoff, retry policies, and the protocols of breakers, budgets and
-rate limiters. Nothing here does I/O or reads a clock."""
+"""Pure decision logic: backoff, retry policies, spending budgets, and the protocols of
+breakers, budgets and rate limiters. Nothing here does I/O or reads a clock."""
 
 from __future__ import annotations
 
@@ -19,6 +19,16 @@ from backstay.policy.protocols import (
 from backstay.policy.ratelimit import RateLimiter, RateLimitSettings, Reservation
 from backstay.policy.registry import OperationType, PolicyRegistry
 from backstay.policy.retry import GiveUpReason, KindOverride, RetryDecision, RetryPolicy, decide
+from backstay.policy.spend import (
+    ScopeKind,
+    ScopeTotals,
+    Spend,
+    SpendBudget,
+    SpendLedger,
+    SpendRefusal,
+    SpendScope,
+    check_spend,
+)
 
 __all__ = [
     "AGENT_DISPATCH",
@@ -46,7 +56,15 @@ __all__ = [
     "RetryBudgetLike",
     "RetryDecision",
     "RetryPolicy",
+    "ScopeKind",
+    "ScopeTotals",
+    "Spend",
+    "SpendBudget",
+    "SpendLedger",
+    "SpendRefusal",
+    "SpendScope",
     "TokenBucket",
+    "check_spend",
     "decide",
     "next_delay",
 ]
