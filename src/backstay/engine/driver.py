@@ -31,8 +31,8 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as _dt
-from pathlib import Path
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any, Final
 
 from backstay.adapters.capture import Capture
@@ -47,8 +47,8 @@ from backstay.engine.decision import NextStep, draw_for, next_step
 from backstay.engine.fallback import TaskFallback
 from backstay.engine.records import (
     AttemptEnd,
-    AttemptRecord,
     AttemptOutcome,
+    AttemptRecord,
     NewEscalation,
     StateChange,
     TaskRecord,

@@ -165,7 +165,10 @@ class TaskFallback:
             self.rules, failure, index=current, partial=partial, operation=record.operation_id
         )
         # The failed attempt is still recorded running: it is added here.
-        tried = [*self._tried(record, attempts), Tried(index=current, failure=failure, partial=partial)]
+        tried = [
+            *self._tried(record, attempts),
+            Tried(index=current, failure=failure, partial=partial),
+        ]
         target = choose(
             self.rules,
             self.candidates,
