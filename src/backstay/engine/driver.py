@@ -12,43 +12,39 @@ touches the task meanwhile. Each attempt:
 5. ``end_attempt`` records all of that in one transaction BEFORE any event or sleep;
 6. retrying: sleep the recorded delay on the clock, and go to 1.
 
-With a ``CircuitGate``, step 1 waits for a permit first: while the task's circuit is open
-the driver records a wait (the circuit log, ``task.deferred``), sleeps the circuit's
-remaining open time and asks again. Waiting is not an attempt: nothing is begun, no
+With a ``CircuitGate``, step 1 waits for a permit first (``CircuitGate.admit``): while
+the task's circuit is open it records a wait (the circuit log, ``task.deferred``), sleeps
+the circuit's remaining open time and asks again. Waiting is not an attempt: nothing is begun, no
 attempt is counted. The attempt's end is reported on the permit (success, its
 ``Failure``, or a release when it never ended), which is how circuits open and close.
 
 ``drive`` returns the result of a task that succeeded (recorded before it returns) and
 raises ``TaskStopped`` for any other end, so the guard caches only successes.
 
-With a ``TaskFallback`` (a task with ``fallbacks``), each attempt runs on the candidate
-it chooses, records that candidate, and a failure that moves retries at once on another
-(``backstay.engine.fallback``); ``metrics.json`` and a success's result name the
-requested and the answering adapter and model.
+A task with ``fallbacks`` has a ``TaskFallback`` (``backstay.engine.fallback``) instead:
+it admits each attempt on the candidate it chooses, gives its adapter and request, and
+decides step 4 (``step_after``: a move at once to another candidate, or ``next_step``).
 """
 
 from __future__ import annotations
 
-import dataclasses
 import datetime as _dt
-from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Final
+from typing import Any
 
 from backstay.adapters.capture import Capture
-from backstay.adapters.contract import TIMEOUT_EXIT_CODE, Adapter, AgentResult
+from backstay.adapters.contract import Adapter, AgentResult
 from backstay.adapters.orphans import attempt_tag, stop_tagged
-from backstay.adapters.usage import Usage
 from backstay.classify import classify
 from backstay.clock import Clock
 from backstay.engine import _notify as notify
+from backstay.engine._attempt_done import AttemptDone, escalation_context, exit_status, result_data
 from backstay.engine.circuits import CircuitGate
-from backstay.engine.decision import NextStep, draw_for, next_step
-from backstay.engine.fallback import TaskFallback
+from backstay.engine.decision import draw_for
+from backstay.engine.fallback import TaskFallback, model_keys, step_after
 from backstay.engine.records import (
     AttemptEnd,
     AttemptOutcome,
-    AttemptRecord,
     NewEscalation,
     StateChange,
     TaskRecord,
@@ -57,24 +53,13 @@ from backstay.engine.resume import StartStep, plan_start
 from backstay.engine.states import InvalidTransition, TaskState
 from backstay.engine.task import TaskSpec
 from backstay.engine.taskstore import TaskStore
-from backstay.errors import AdapterError, CircuitOpen
+from backstay.errors import AdapterError
 from backstay.failure import Failure
 from backstay.idempotency.ids import attempt_id as make_attempt_id
 from backstay.policy.protocols import Permit
 from backstay.policy.retry import RetryPolicy
-from backstay.redact import redact
-from backstay.taxonomy import FailureKind
 
 __all__ = ["TaskDriver", "TaskStopped"]
-
-# How much of a failed attempt's partial output an escalation keeps for its reader.
-_CONTEXT_OUTPUT_CHARS: Final = 2000
-# How long to wait when a half-open circuit has every probe out (no time to wait for is
-# known): the probes' ends decide, so ask again soon.
-PROBES_OUT_WAIT_S: Final = 1.0
-# The shortest wait for an open circuit: a circuit due to half-open "now" is asked again
-# after this, never in a tight loop.
-_MIN_CIRCUIT_WAIT_S: Final = 0.05
 
 
 class TaskStopped(Exception):
@@ -84,28 +69,6 @@ class TaskStopped(Exception):
     def __init__(self, record: TaskRecord) -> None:
         self.record = record
         super().__init__(f"task {record.operation_id!r} is {record.state}: {record.reason}")
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class _Attempt:
-    """What one dispatch produced."""
-
-    result: AgentResult | None
-    failure: Failure | None
-    partial_output: str | None
-    usage: Usage
-    exit_code: int | None
-
-
-def _result_data(result: AgentResult, usage: Usage, model: Mapping[str, str]) -> dict[str, Any]:
-    return {
-        **model,
-        "output": result.output,
-        "usage": dataclasses.asdict(usage),
-        "exit_code": result.exit_code,
-        "duration_s": round(result.duration_s, 3),
-        "artefacts": [str(p) for p in result.artefacts],
-    }
 
 
 class TaskDriver:
@@ -122,9 +85,7 @@ class TaskDriver:
         state_dir: Path,
         circuits: CircuitGate | None = None,
         fallback: TaskFallback | None = None,
-        adapters: Mapping[str, Adapter] | None = None,
     ) -> None:
-        """``fallback``: the task's chain; ``adapters``: its candidates' adapters by name."""
         self.spec = spec
         self.adapter = adapter
         self.policy = policy
@@ -132,10 +93,7 @@ class TaskDriver:
         self.clock = clock
         self.state_dir = state_dir
         self.circuits = circuits
-        self.fallback = fallback
-        self.adapters = dict(adapters or {})
-        # The chain's candidate of the current attempt (0: the task's own adapter and model).
-        self.candidate = 0
+        self.fallback = fallback  # the task's chain, when it has fallbacks
         self.operation_id = spec.operation_id
         # Whether this driver found or made the task succeeded in the store.
         self.succeeded = False
@@ -214,52 +172,12 @@ class TaskDriver:
         """A permit of the task's circuit (``None`` without a gate), after waiting out an
         open circuit: each wait is recorded before it is slept."""
         if self.fallback is not None:
-            return await self._admitted_candidate(record, self.fallback)
-        gate = self.circuits
-        if gate is None:
+            return await self.fallback.admit(record, store=self.store, policy=self.policy.name)
+        if self.circuits is None:
             return None
-        while True:
-            try:
-                return gate.acquire(self.spec)
-            except CircuitOpen as refused:
-                after = refused.retry_after_s
-                wait = max(PROBES_OUT_WAIT_S if after is None else after, _MIN_CIRCUIT_WAIT_S)
-                gate.waited(self.spec, breaker=refused.name, wait_s=wait, at=self.clock.now())
-                notify.deferred(record, breaker=refused.name, wait_s=wait, policy=self.policy.name)
-                await self.clock.asleep(wait)
-
-    async def _admitted_candidate(self, record: TaskRecord, chain: TaskFallback) -> Permit | None:
-        """The candidate of the next attempt (``self.candidate``) and its permit, after
-        waiting while none it may use is available; each wait is recorded first."""
-        while True:
-            attempts = self.store.attempts(self.operation_id)
-            index = chain.choose(record, attempts)
-            refused: str | None = None
-            if index is not None:
-                try:
-                    permit = chain.acquire(index)
-                except CircuitOpen as err:
-                    refused = err.name
-                else:
-                    self.candidate = index
-                    return permit
-            wait = chain.wait_s(record, attempts)
-            name = refused or chain.candidates[0 if index is None else index].name
-            if self.circuits is not None:
-                self.circuits.waited(self.spec, breaker=name, wait_s=wait, at=self.clock.now())
-            notify.deferred(record, breaker=name, wait_s=wait, policy=self.policy.name)
-            await self.clock.asleep(wait)
-
-    def _model(self) -> dict[str, str]:
-        """The requested and the answering adapter and model of the current attempt."""
-        spec = self.spec
-        answering = spec.candidates[self.candidate]
-        return {
-            "requested_adapter": spec.adapter,
-            "requested_model": spec.model,
-            "adapter": str(answering.adapter),
-            "model": answering.model,
-        }
+        return await self.circuits.admit(
+            self.spec, record, clock=self.clock, policy=self.policy.name
+        )
 
     async def _attempt(self, record: TaskRecord, permit: Permit | None) -> tuple[TaskRecord, float]:
         """One attempt, recorded before and after; the task as stored and the delay. The
@@ -274,7 +192,7 @@ class TaskDriver:
             attempt_id=attempt_id,
             output_dir=str(output_dir),
             at=started_at,
-            candidate=None if self.fallback is None else self._model_name(),
+            candidate=None if self.fallback is None else self.fallback.current_name,
         )
         notify.started(record, attempt_id=attempt_id, policy=self.policy.name)
         done = await self._dispatch(output_dir, attempt_id, started_at)
@@ -296,7 +214,7 @@ class TaskDriver:
                 state=TaskState.SUCCEEDED,
                 reason=f"succeeded on attempt {number}",
                 at=ended_at,
-                result=_result_data(done.result, done.usage, self._model()),
+                result=result_data(done.result, done.usage, model_keys(self.spec, self.fallback)),
             )
             record, _ = self.store.end_attempt(self.operation_id, end, change)
             notify.succeeded(record, policy=self.policy.name)
@@ -306,12 +224,10 @@ class TaskDriver:
 
     async def _dispatch(
         self, output_dir: Path, attempt_id: str, started_at: _dt.datetime
-    ) -> _Attempt:
-        adapter = self.adapter
-        request = self.spec.request(output_dir)
-        if self.fallback is not None and self.candidate:
-            request = self.fallback.request(self.candidate, output_dir)
-            adapter = self.adapters[request_adapter(self.fallback, self.candidate)]
+    ) -> AttemptDone:
+        adapter, request = self.adapter, self.spec.request(output_dir)
+        if self.fallback is not None:
+            adapter, request = self.fallback.target(adapter, output_dir)
         started = self.clock.monotonic()
         with Capture(output_dir) as capture:
             result: AgentResult | None = None
@@ -330,33 +246,41 @@ class TaskDriver:
             capture.write_metrics(
                 usage=usage,
                 duration_s=self.clock.monotonic() - started,
-                exit_code=_exit_status(result, failure, exit_code),
+                exit_code=exit_status(result, failure, exit_code),
                 failure=failure,
                 started_at=started_at,
                 ended_at=self.clock.now(),
                 durable=False,  # state.sqlite holds the attempt durably; this is its view
-                extra=self._model(),
+                extra=model_keys(self.spec, self.fallback),
             )
-        return _Attempt(result, failure, partial, usage, exit_code)
+        return AttemptDone(result, failure, partial, usage, exit_code)
 
     def _failed(
-        self, record: TaskRecord, done: _Attempt, ended_at: _dt.datetime, number: int, output: str
+        self,
+        record: TaskRecord,
+        done: AttemptDone,
+        ended_at: _dt.datetime,
+        number: int,
+        output: str,
     ) -> tuple[TaskRecord, float]:
         failure = done.failure
         assert failure is not None  # noqa: S101 - only failed attempts come here
-        attempts = self.store.attempts(self.operation_id)
-        draw = draw_for(self.policy, self.operation_id, number)
-        moved = self._moved(record, done, attempts, ended_at, draw)
-        step = (
-            next_step(
-                self.policy, failure, record=record, attempts=attempts, ended_at=ended_at, draw=draw
-            )
-            if moved is None
-            else moved[0]
+        if self.fallback is not None:  # marked when an agent changed its workspace
+            failure = self.fallback.checked(failure)
+        step, moved_to = step_after(
+            self.fallback,
+            self.policy,
+            failure,
+            record=record,
+            attempts=self.store.attempts(self.operation_id),
+            ended_at=ended_at,
+            draw=draw_for(self.policy, self.operation_id, number),
         )
         escalation = None
         if step.escalate:
-            context = self._context(done, number, output, step.reason)
+            context = escalation_context(
+                self.spec, self.fallback, done, number=number, output_dir=output, reason=step.reason
+            )
             escalation = NewEscalation(failure=failure, context=context)
         end = AttemptEnd(
             number=number,
@@ -374,63 +298,7 @@ class TaskDriver:
             self.operation_id, end, change, escalation=escalation
         )
         delay = step.delay_s or 0.0
-        if moved is not None and self.fallback is not None:
-            self.fallback.fell_back(
-                record, failure, current=self.candidate, target=moved[1], policy=self.policy.name
-            )
+        if moved_to is not None and self.fallback is not None:
+            self.fallback.fell_back(record, failure, target=moved_to, policy=self.policy.name)
         notify.after_failure(record, failure, added, policy=self.policy.name, delay_s=delay)
         return record, delay
-
-    def _moved(
-        self,
-        record: TaskRecord,
-        done: _Attempt,
-        attempts: tuple[AttemptRecord, ...],
-        ended_at: _dt.datetime,
-        draw: float,
-    ) -> tuple[NextStep, int] | None:
-        """The move to another candidate ``done``'s failure calls for (``None``: none)."""
-        if self.fallback is None or done.failure is None:
-            return None
-        return self.fallback.move(
-            self.policy,
-            done.failure,
-            record=record,
-            attempts=attempts,
-            current=self.candidate,
-            # An API stream cut after output says so in ``details.stream_interrupted`` (the
-            # rules never move it); an agent CLI's partial output is its own log text.
-            partial=False,
-            ended_at=ended_at,
-            draw=draw,
-        )
-
-    def _model_name(self) -> str:
-        return self.spec.candidates[self.candidate].name
-
-    def _context(self, done: _Attempt, number: int, output_dir: str, reason: str) -> dict[str, Any]:
-        partial = redact(done.partial_output or "")[-_CONTEXT_OUTPUT_CHARS:]
-        return {
-            "task_id": self.spec.task_id,
-            **self._model(),
-            "attempt": number,
-            "reason": reason,
-            "output_dir": output_dir,
-            "exit_code": done.exit_code,
-            "partial_output": partial,
-        }
-
-
-def request_adapter(chain: TaskFallback, index: int) -> str:
-    """The adapter name of candidate ``index`` of ``chain``."""
-    return str(chain.candidates[index].adapter)
-
-
-def _exit_status(result: AgentResult | None, failure: Failure | None, exit_code: int | None) -> int:
-    """What ``metrics.json`` reports, as a harness does: 0, 124 on timeout, else the
-    agent's own non-zero code or 1."""
-    if result is not None:
-        return 0
-    if failure is not None and failure.kind is FailureKind.TIMEOUT:
-        return TIMEOUT_EXIT_CODE
-    return exit_code or 1

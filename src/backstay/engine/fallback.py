@@ -10,6 +10,17 @@ cooldowns the rules call for and, when the failure moves on and the budget allow
 returns the task's next step: ``retrying`` at once on another candidate. Otherwise the
 driver decides as for any task (``decision.next_step``).
 
+The chain keeps the candidate of the current attempt (``current``): ``admit`` sets it,
+``target`` gives its adapter and request, ``model_keys`` names it in ``metrics.json``
+and a success's result, ``move`` moves from it.
+
+An agent CLI's partial work: an attempt on an agent CLI (an adapter with an ``agent``)
+that changed its workspace (``backstay.fallback.workspace``) never moves to another
+candidate — another agent would start from a half-done workspace, which backstay does
+not reset; the failure is handled as without a chain (retried on the same candidate or
+not, as the policy says). An API adapter's stream cut after output says so in
+``details.stream_interrupted``, which never moves either.
+
 Breakers are the engine's ``CircuitGate`` breakers named ``Candidate.name`` (the task's
 own is ``"adapter/model"``, the breaker every task of that model shares); cooldowns are
 kept in ``state.sqlite`` (``SQLiteFallbackStore``), so every runner sees them.
@@ -19,44 +30,33 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as _dt
-import logging
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
-from backstay.adapters.contract import AgentRequest
+from backstay.adapters.contract import Adapter, AgentRequest
 from backstay.clock import Clock
+from backstay.engine import _notify as notify
 from backstay.engine.circuits import CircuitGate
-from backstay.engine.decision import NextStep
-from backstay.engine.events import _TaskEvent
+from backstay.engine.decision import NextStep, next_step
+from backstay.engine.events import TaskFellBack
 from backstay.engine.records import AttemptOutcome, AttemptRecord, TaskRecord
 from backstay.engine.states import TaskState
 from backstay.engine.task import TaskSpec
+from backstay.engine.taskstore import TaskStore
+from backstay.errors import CircuitOpen
 from backstay.failure import Failure
 from backstay.fallback.candidate import Candidate
 from backstay.fallback.health import CandidateHealth
-from backstay.fallback.rules import FallbackRules
+from backstay.fallback.rules import FallbackRules, mark_workspace_changed
 from backstay.fallback.select import Tried, choose, plan_failure
 from backstay.fallback.store import FallbackStore
+from backstay.fallback.workspace import WorkspaceMark
 from backstay.observe.sinks import BUS
 from backstay.policy.protocols import Permit
 from backstay.policy.retry import RetryPolicy
 
-__all__ = ["TaskFallback", "TaskFellBack", "candidate_config"]
-
-
-@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
-class TaskFellBack(_TaskEvent):
-    """Attempt ``attempt`` failed on ``from_candidate`` with ``kind``; the next attempt
-    runs on ``to_candidate`` at once."""
-
-    name: ClassVar[str] = "task.fell_back"
-    level: ClassVar[int] = logging.WARNING
-    attempt: int
-    from_candidate: str
-    to_candidate: str
-    kind: str
-    failure: Failure
+__all__ = ["TaskFallback", "candidate_config", "model_keys", "step_after"]
 
 
 def candidate_config(spec: TaskSpec, candidate: Candidate) -> dict[str, Any]:
@@ -69,6 +69,18 @@ def candidate_config(spec: TaskSpec, candidate: Candidate) -> dict[str, Any]:
     if candidate.base_url is not None:
         config["base_url"] = candidate.base_url
     return config
+
+
+def model_keys(spec: TaskSpec, chain: TaskFallback | None) -> dict[str, str]:
+    """The requested and the answering adapter and model of ``chain``'s current attempt
+    (the task's own without a chain)."""
+    answering = spec.candidates[0 if chain is None else chain.current]
+    return {
+        "requested_adapter": spec.adapter,
+        "requested_model": spec.model,
+        "adapter": str(answering.adapter),
+        "model": answering.model,
+    }
 
 
 def _index(candidates: Sequence[Candidate], name: str | None) -> int:
@@ -89,8 +101,15 @@ class TaskFallback:
         store: FallbackStore,
         gate: CircuitGate | None,
         clock: Clock,
+        adapters: Mapping[str, Adapter] | None = None,
     ) -> None:
+        """``adapters``: the fallback candidates' adapters by name."""
         self.spec = spec
+        self.adapters = dict(adapters or {})
+        # The candidate of the current attempt (0: the task's own adapter and model).
+        self.current = 0
+        # The workspace before the current attempt, when its agent may edit it.
+        self._before: tuple[WorkspaceMark, Path, Path] | None = None
         self.rules = rules
         self.clock = clock
         self.gate = gate
@@ -104,9 +123,9 @@ class TaskFallback:
             self.candidates, store=store, breaker=None, clock=clock, breakers=breakers
         )
 
-    def configs(self) -> list[tuple[str, Mapping[str, Any]]]:
-        """Each fallback candidate's adapter and config, to be validated up front."""
-        return [(str(c.adapter), candidate_config(self.spec, c)) for c in self.spec.fallbacks]
+    @property
+    def current_name(self) -> str:
+        return self.candidates[self.current].name
 
     def _tried(self, record: TaskRecord, attempts: Sequence[AttemptRecord]) -> list[Tried]:
         return [
@@ -137,15 +156,57 @@ class TaskFallback:
             return None
         return self.gate.acquire_named(self.candidates[index].name, self.spec.operation_id)
 
-    def request(self, index: int, output_dir: Path) -> AgentRequest:
-        """The request of an attempt on candidate ``index``."""
+    async def admit(self, record: TaskRecord, *, store: TaskStore, policy: str) -> Permit | None:
+        """Choose the candidate of the next attempt (``current``) and take its permit,
+        after waiting while none it may use is available; each wait is recorded first
+        (the circuit log, ``task.deferred``), and is not an attempt."""
+        while True:
+            attempts = store.attempts(record.operation_id)
+            index = self.choose(record, attempts)
+            refused: str | None = None
+            if index is not None:
+                try:
+                    permit = self.acquire(index)
+                except CircuitOpen as err:
+                    refused = err.name
+                else:
+                    self.current = index
+                    return permit
+            wait = self.wait_s(record, attempts)
+            name = refused or self.candidates[0 if index is None else index].name
+            if self.gate is not None:
+                self.gate.waited(self.spec, breaker=name, wait_s=wait, at=self.clock.now())
+            notify.deferred(record, breaker=name, wait_s=wait, policy=policy)
+            await self.clock.asleep(wait)
+
+    def target(self, adapter: Adapter, output_dir: Path) -> tuple[Adapter, AgentRequest]:
+        """The adapter and request of the current attempt (``adapter``: the task's own);
+        marks the workspace first when the attempt's agent may edit it."""
+        index = self.current
         candidate = self.candidates[index]
         request = self.spec.request(output_dir)
-        if index == 0:
-            return request
-        return dataclasses.replace(
-            request, model=candidate.model, config=candidate_config(self.spec, candidate)
-        )
+        if index:
+            adapter = self.adapters[str(candidate.adapter)]
+            request = dataclasses.replace(
+                request, model=candidate.model, config=candidate_config(self.spec, candidate)
+            )
+        self._before = None
+        if getattr(adapter, "agent", None) is not None:
+            mark = WorkspaceMark.take(request.workspace, exclude=[output_dir])
+            self._before = (mark, request.workspace, output_dir)
+        return adapter, request
+
+    def checked(self, failure: Failure) -> Failure:
+        """``failure`` of the current attempt, marked ``details.workspace_changed`` when
+        its agent changed the workspace (such a failure never moves; it is recorded so,
+        and so read again on a resume)."""
+        before, self._before = self._before, None
+        if before is None:
+            return failure
+        mark, workspace, output_dir = before
+        if WorkspaceMark.take(workspace, exclude=[output_dir]).changed_since(mark):
+            return mark_workspace_changed(failure)
+        return failure
 
     def move(
         self,
@@ -154,20 +215,20 @@ class TaskFallback:
         *,
         record: TaskRecord,
         attempts: Sequence[AttemptRecord],
-        current: int,
-        partial: bool,
         ended_at: _dt.datetime,
         draw: float,
     ) -> tuple[NextStep, int] | None:
-        """Cool candidates down as ``failure`` calls for; the next step and candidate when
-        the task moves to another candidate, ``None`` when it does not move."""
+        """Cool candidates down as ``failure`` of the current attempt calls for; the next
+        step and candidate when the task moves to another candidate, ``None`` when it
+        does not move (``failure`` is ``checked`` already)."""
+        current = self.current
         self.health.cool_down(
-            self.rules, failure, index=current, partial=partial, operation=record.operation_id
+            self.rules, failure, index=current, partial=False, operation=record.operation_id
         )
         # The failed attempt is still recorded running: it is added here.
         tried = [
             *self._tried(record, attempts),
-            Tried(index=current, failure=failure, partial=partial),
+            Tried(index=current, failure=failure),
         ]
         target = choose(
             self.rules,
@@ -204,9 +265,7 @@ class TaskFallback:
             step.candidate,
         )
 
-    def fell_back(
-        self, record: TaskRecord, failure: Failure, *, current: int, target: int, policy: str
-    ) -> None:
+    def fell_back(self, record: TaskRecord, failure: Failure, *, target: int, policy: str) -> None:
         """Emit ``task.fell_back`` (after the move was recorded)."""
         if BUS.wants(TaskFellBack.level):
             BUS.emit(
@@ -215,9 +274,33 @@ class TaskFallback:
                     policy=policy,
                     task_id=record.task_id,
                     attempt=record.attempts_used,
-                    from_candidate=self.candidates[current].name,
+                    from_candidate=self.current_name,
                     to_candidate=self.candidates[target].name,
                     kind=str(failure.kind),
                     failure=failure,
                 )
             )
+
+
+def step_after(
+    chain: TaskFallback | None,
+    policy: RetryPolicy,
+    failure: Failure,
+    *,
+    record: TaskRecord,
+    attempts: Sequence[AttemptRecord],
+    ended_at: _dt.datetime,
+    draw: float,
+) -> tuple[NextStep, int | None]:
+    """The task's next step after a failed attempt, and the candidate it moved to
+    (``None``: no move, the step is ``decision.next_step``'s)."""
+    if chain is not None:
+        moved = chain.move(
+            policy, failure, record=record, attempts=attempts, ended_at=ended_at, draw=draw
+        )
+        if moved is not None:
+            return moved
+    step = next_step(
+        policy, failure, record=record, attempts=attempts, ended_at=ended_at, draw=draw
+    )
+    return step, None

@@ -52,7 +52,7 @@ from backstay.engine.circuits import BreakerKeyFn, CircuitGate
 from backstay.engine.circuits import breaker_key as default_breaker_key
 from backstay.engine.driver import TaskDriver, TaskStopped
 from backstay.engine.escalations import EscalationQueue
-from backstay.engine.fallback import TaskFallback
+from backstay.engine.fallback import TaskFallback, candidate_config
 from backstay.engine.records import StateChange, TaskRecord
 from backstay.engine.resume import StartStep, plan_start
 from backstay.engine.sqlite_tasks import SQLiteTaskStore
@@ -184,7 +184,7 @@ class Engine:
             adapter.validate_config(spec.config)
         except ConfigError as err:
             raise ConfigError(err.reason, where=f"task {spec.task_id!r}: {err.where}") from None
-        chain, adapters = self._fallback(spec)
+        chain = self._fallback(spec)
         return TaskDriver(
             spec,
             adapter=adapter,
@@ -194,32 +194,31 @@ class Engine:
             state_dir=self.state_dir,
             circuits=self.circuits,
             fallback=chain,
-            adapters=adapters,
         )
 
-    def _fallback(self, spec: TaskSpec) -> tuple[TaskFallback | None, dict[str, Adapter]]:
-        """The chain of a spec with fallbacks and its candidates' adapters, each config
-        checked; ``(None, {})`` for a spec without."""
+    def _fallback(self, spec: TaskSpec) -> TaskFallback | None:
+        """The chain of a spec with fallbacks, with its candidates' adapters, each config
+        checked; ``None`` for a spec without."""
         if not spec.fallbacks:
-            return None, {}
+            return None
         if self._fallback_store is None:
             self._fallback_store = SQLiteFallbackStore(self.store.path)
-        chain = TaskFallback(
+        adapters: dict[str, Adapter] = {}
+        for i, candidate in enumerate(spec.fallbacks):
+            adapter = adapters[str(candidate.adapter)] = self.adapter(str(candidate.adapter))
+            try:
+                adapter.validate_config(candidate_config(spec, candidate))
+            except ConfigError as err:
+                where = f"task {spec.task_id!r}: fallbacks[{i}]: {err.where}"
+                raise ConfigError(err.reason, where=where) from None
+        return TaskFallback(
             spec,
             rules=self.fallback_rules,
             store=self._fallback_store,
             gate=self.circuits,
             clock=self.clock,
+            adapters=adapters,
         )
-        adapters: dict[str, Adapter] = {}
-        for i, (name, config) in enumerate(chain.configs()):
-            adapter = adapters[name] = self.adapter(name)
-            try:
-                adapter.validate_config(config)
-            except ConfigError as err:
-                where = f"task {spec.task_id!r}: fallbacks[{i}]: {err.where}"
-                raise ConfigError(err.reason, where=where) from None
-        return chain, adapters
 
     # -- running ------------------------------------------------------------------------
 

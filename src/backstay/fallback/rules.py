@@ -20,7 +20,9 @@ candidate's cooldown and, through the breaker's counted kinds, its circuit:
   ``never``; ``cancelled`` → ``never`` (cannot be changed).
 
 A failure after a stream's first token (``details.stream_interrupted``, or an
-``AdapterError`` with ``partial_output``) never moves, whatever its kind.
+``AdapterError`` with ``partial_output``) never moves, whatever its kind; nor does one
+after an agent CLI changed its workspace (``details.workspace_changed``, set by the code
+running the agent: ``backstay.fallback.workspace``).
 """
 
 from __future__ import annotations
@@ -44,7 +46,9 @@ __all__ = [
     "FallbackRules",
     "Move",
     "failure_wait_s",
+    "mark_workspace_changed",
     "stream_interrupted",
+    "workspace_changed",
 ]
 
 
@@ -128,7 +132,7 @@ class FallbackRules:
     ) -> Move:
         """The move ``failure`` calls for; ``never`` after partial output, and a rate limit
         resolved to ``next`` or ``never`` by its wait."""
-        if partial or stream_interrupted(failure):
+        if partial or stream_interrupted(failure) or workspace_changed(failure):
             return Move.NEVER
         move = self.moves[failure.kind]
         if move is Move.NEXT_IF_LONG_WAIT:
@@ -175,6 +179,16 @@ class FallbackRules:
 def stream_interrupted(failure: Failure) -> bool:
     """Whether ``failure`` ended a stream that had already delivered output."""
     return bool(failure.details.get("stream_interrupted"))
+
+
+def workspace_changed(failure: Failure) -> bool:
+    """Whether ``failure`` ended an agent CLI's attempt that changed its workspace."""
+    return bool(failure.details.get("workspace_changed"))
+
+
+def mark_workspace_changed(failure: Failure) -> Failure:
+    """``failure`` with ``details.workspace_changed`` set: it will never move."""
+    return dataclasses.replace(failure, details={**failure.details, "workspace_changed": True})
 
 
 def failure_wait_s(failure: Failure, now: _dt.datetime | None) -> float | None:
