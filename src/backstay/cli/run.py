@@ -18,6 +18,7 @@ from backstay.adapters.registry import get_adapter
 from backstay.cli._errors import usage_error
 from backstay.config import DEFAULT_TIMEOUT_S, HarnessRun, harness_run, load_config
 from backstay.errors import ConfigError
+from backstay.fallback.harness import run_harness_chain
 
 _OUTCOMES = {0: "succeeded", TIMEOUT_EXIT_CODE: "timed out", CANCELLED_EXIT_CODE: "cancelled"}
 
@@ -46,6 +47,11 @@ def _report(spec: HarnessRun, code: int) -> None:
 
 
 def _start(spec: HarnessRun) -> int:
+    if spec.fallbacks:  # each attempt on a candidate of the chain (docs/fallback.md)
+        try:
+            return run_harness_chain(spec)
+        except KeyboardInterrupt:  # the run was cancelled; its metrics.json says so
+            return CANCELLED_EXIT_CODE
     adapter = get_adapter(spec.adapter)
     if not isinstance(adapter, BaseAdapter):
         raise ConfigError(
@@ -114,6 +120,23 @@ def run(
             "api_key_env=ANTHROPIC_API_KEY; repeatable.",
         ),
     ] = None,
+    fallback: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--fallback",
+            help="A candidate to move to when a failure calls for it: ADAPTER:MODEL, or YAML "
+            "like '{adapter: openai-api, model: gpt-4.1, api_key_env: OPENAI_API_KEY}'; "
+            "repeatable, tried in order (docs/fallback.md).",
+        ),
+    ] = None,
+    context_window: Annotated[
+        int | None,
+        typer.Option(
+            "--context-window",
+            help="The model's context window (tokens): a context overflow then moves to a "
+            "--fallback with a larger one.",
+        ),
+    ] = None,
     config_file: Annotated[
         Path | None,
         typer.Option(
@@ -129,7 +152,7 @@ def run(
     code. Logs and metrics.json go to --output-dir. One attempt unless --policy is given.
     """
     try:
-        registry = None if policy is None else load_config(config_file).registry
+        registry = None if policy is None and not fallback else load_config(config_file).registry
         spec = harness_run(
             adapter=adapter,
             model=model,
@@ -145,6 +168,8 @@ def run(
             policy=policy,
             adapter_options=adapter_option or (),
             registry=registry,
+            fallbacks=fallback or (),
+            context_window=context_window,
         )
         code = _start(spec)
     except ConfigError as err:

@@ -19,6 +19,7 @@ from backstay.adapters.contract import TierConfig
 from backstay.adapters.registry import adapter_class
 from backstay.call import current_registry
 from backstay.config._document import Document
+from backstay.config._harness_fallbacks import harness_fallbacks
 from backstay.config._overrides import UNSET, yaml_value
 from backstay.config._paths import Path, parse_path
 from backstay.config._policy_ref import policy_reference
@@ -30,6 +31,7 @@ from backstay.config._suite_spec import DEFAULT_TIER_ID, DEFAULT_TIMEOUT_S
 from backstay.config._suite_tasks import existing_path, run_field
 from backstay.config._suite_tiers import tier as check_tier
 from backstay.errors import ConfigError
+from backstay.fallback.candidate import Candidate
 from backstay.policy.registry import PolicyRegistry
 from backstay.policy.retry import RetryPolicy
 from backstay.redact import redact
@@ -49,6 +51,8 @@ _FLAGS: Final[Mapping[Path, str]] = {
     ("timeout_s",): "--timeout",
     ("stall_timeout_s",): "--stall-timeout",
     ("policy",): "--policy",
+    ("fallbacks",): "--fallback",
+    ("context_window",): "--context-window",
     ("options",): _OPTION_FLAG,
     ("tier", "tier_id"): "--tier-id",
     ("tier", "tier_name"): "--tier-name",
@@ -64,7 +68,9 @@ class HarnessRun:
 
     ``env`` is the agent's whole environment (the variables ``options`` name), left out of
     ``repr``. ``tier`` is ``None`` when no tier flag was given; ``policy`` is ``None`` for
-    a single attempt.
+    a single attempt. ``fallbacks`` are the candidates the run may move to
+    (``--fallback``; their credential variables are in ``env``), ``context_window`` the
+    model's own window (docs/fallback.md).
     """
 
     options: AdapterOptions
@@ -77,6 +83,8 @@ class HarnessRun:
     tier: TierConfig | None = None
     policy: RetryPolicy | None = None
     env: Mapping[str, str] = dataclasses.field(default_factory=dict, repr=False)
+    fallbacks: tuple[Candidate, ...] = ()
+    context_window: int | None = None
 
     @property
     def adapter(self) -> str:
@@ -145,6 +153,8 @@ def harness_run(
     adapter_options: Iterable[str] = (),
     registry: PolicyRegistry | None = None,
     environ: Mapping[str, str] | None = None,
+    fallbacks: Iterable[str] = (),
+    context_window: int | None = None,
 ) -> HarnessRun:
     """Check the flags of one run; one ``ConfigError`` lists every problem by its flag.
 
@@ -152,7 +162,8 @@ def harness_run(
     YAML, checked like the options of an adapter in a suite. Tier flags without
     ``tier_id`` make tier ``T0``; none at all leave the tier to the
     adapter. ``policy`` is a policy name or an inline YAML mapping (``{extends: x, …}``),
-    looked up in ``registry`` (default: the one the library uses now). The agent's
+    looked up in ``registry`` (default: the one the library uses now); with
+    ``fallbacks`` and no ``policy``, the registry's policy for agent runs. The agent's
     environment is taken from ``environ`` (default: this process's).
     """
     doc = Document(name=_WHERE)
@@ -187,11 +198,21 @@ def harness_run(
                 doc, ("policy",), value, registry, name=INLINE_POLICY_NAME, base=base
             )
     env: dict[str, str] = {}
+    source = os.environ if environ is None else environ
     if options is not None:
         try:
-            env = options.child_env(os.environ if environ is None else environ)
+            env = options.child_env(source)
         except ConfigError as err:
             doc.problem(("options", "api_key_env"), err.reason)
+    window = run_field(doc, ("context_window",), context_window)
+    try:
+        primary = Candidate(adapter=adapter, model=model)
+    except ConfigError:  # reported above, under its own flag
+        primary = Candidate(adapter="-", model="-")
+    chain, chain_env = harness_fallbacks(doc, fallbacks, primary=primary, environ=source)
+    env = {**chain_env, **env}
+    if chain and chosen is None:
+        chosen = (current_registry() if registry is None else registry).for_operation("agent")
     _by_flag(doc)
     if doc.problems or options is None or prompt is None or folder is None:
         raise doc.error()
@@ -206,4 +227,6 @@ def harness_run(
         tier=tier,
         policy=chosen,
         env=env,
+        fallbacks=chain,
+        context_window=window,
     )

@@ -46,7 +46,7 @@ from backstay.engine.task import TaskSpec
 from backstay.engine.taskstore import TaskStore
 from backstay.errors import CircuitOpen
 from backstay.failure import Failure
-from backstay.fallback.candidate import Candidate
+from backstay.fallback.candidate import Candidate, adapter_config
 from backstay.fallback.health import CandidateHealth
 from backstay.fallback.rules import FallbackRules, mark_workspace_changed
 from backstay.fallback.select import Tried, choose, plan_failure
@@ -60,15 +60,8 @@ __all__ = ["TaskFallback", "candidate_config", "model_keys", "step_after"]
 
 
 def candidate_config(spec: TaskSpec, candidate: Candidate) -> dict[str, Any]:
-    """The adapter config of an attempt on ``candidate``: the task's own config when the
-    adapter is the task's, else the adapter's defaults; with the candidate's credential
-    variable (``api_key_env``) and ``base_url`` when it names them."""
-    config: dict[str, Any] = dict(spec.config) if candidate.adapter == spec.adapter else {}
-    if candidate.api_key_env is not None:
-        config["api_key_env"] = candidate.api_key_env
-    if candidate.base_url is not None:
-        config["base_url"] = candidate.base_url
-    return config
+    """The adapter config of an attempt on ``candidate`` (``fallback.adapter_config``)."""
+    return adapter_config(candidate, adapter=spec.adapter, config=spec.config)
 
 
 def model_keys(spec: TaskSpec, chain: TaskFallback | None) -> dict[str, str]:

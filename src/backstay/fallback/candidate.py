@@ -13,12 +13,13 @@ from __future__ import annotations
 
 import dataclasses
 import re
+from collections.abc import Mapping
 from typing import Any, Final
 
 from backstay._checks import check_number
 from backstay.errors import ConfigError
 
-__all__ = ["Candidate", "Needs"]
+__all__ = ["Candidate", "Needs", "adapter_config"]
 
 _ENV_NAME: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
@@ -142,3 +143,18 @@ class Needs:
             return False
         window = candidate.context_window
         return self.context_tokens is None or window is None or window >= self.context_tokens
+
+
+def adapter_config(
+    candidate: Candidate, *, adapter: str, config: Mapping[str, Any]
+) -> dict[str, Any]:
+    """The adapter settings of an attempt on ``candidate`` in a chain whose first candidate
+    runs on ``adapter`` with ``config``: that ``config`` when the candidate's adapter is the
+    same, else the adapter's defaults; with the candidate's credential variable
+    (``api_key_env``) and ``base_url`` when it names them."""
+    out: dict[str, Any] = dict(config) if candidate.adapter == adapter else {}
+    if candidate.api_key_env is not None:
+        out["api_key_env"] = candidate.api_key_env
+    if candidate.base_url is not None:
+        out["base_url"] = candidate.base_url
+    return out
