@@ -36,6 +36,7 @@ from backstay.errors import ConfigError
 from backstay.fallback.candidate import Candidate
 from backstay.fallback.chain import FallbackChain
 from backstay.integrations.httpx import _Core, _FailedResponse, _replayable
+from backstay.redact import register_secret
 
 __all__ = [
     "CANDIDATE_EXTENSION",
@@ -86,6 +87,7 @@ class _Rewriter:
                 f"{variable} is not set (the key of candidate {candidate.name})",
                 where="api_key_env",
             )
+        register_secret(key)  # never shown in an event, log line or error
         for name in ("x-api-key", "authorization", "x-goog-api-key"):
             headers.pop(name, None)
         if self.provider == "anthropic":
