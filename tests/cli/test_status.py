@@ -5,7 +5,14 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from tests.cli.support import RESETS_AT, four_outcome_batch, invoke, status_json
+from tests.cli.support import (
+    DONE,
+    RESETS_AT,
+    four_outcome_batch,
+    invoke,
+    status_json,
+    write_suite,
+)
 
 from backstay.engine import STATE_FILE
 
@@ -81,3 +88,43 @@ def test_a_damaged_batch_file_exits_2(tmp_path: Path) -> None:
     result = invoke("status", "--state-dir", state)
     assert result.exit_code == 2
     assert "batch.json: is damaged" in result.stderr
+
+
+def _fallback_batch(tmp_path: Path) -> Path:
+    """Two tasks whose model may fall back to ``mock-spare``: ``moved`` fails once
+    (overloaded) and is answered by the fallback, ``stayed`` succeeds at once."""
+    suite = write_suite(
+        tmp_path,
+        ["moved", "stayed"],
+        scenarios={"moved": [[{"error": "overloaded"}], DONE]},
+        task_fields={"fallbacks": [{"adapter": "mock", "model": "mock-spare"}]},
+    )
+    state = tmp_path / "state"
+    result = invoke("batch", suite, "--state-dir", state)
+    assert result.exit_code == 0, result.output
+    return state
+
+
+def test_status_json_names_the_requested_and_the_answering_model(tmp_path: Path) -> None:
+    data = status_json(_fallback_batch(tmp_path))
+    tasks = {task["task_id"]: task for task in data["tasks"]}
+    assert (tasks["moved"]["requested"], tasks["moved"]["answered"]) == (
+        "mock/mock-model",
+        "mock/mock-spare",
+    )
+    assert tasks["moved"]["fell_back"] is True
+    assert (tasks["stayed"]["answered"], tasks["stayed"]["fell_back"]) == ("mock/mock-model", False)
+    assert data["fell_back"] == 1
+    assert data["answers_by_model"] == {"mock/mock-model": 1, "mock/mock-spare": 1}
+
+
+def test_status_shows_who_answered_a_task_that_fell_back(tmp_path: Path) -> None:
+    result = invoke("status", "--state-dir", _fallback_batch(tmp_path))
+    assert result.exit_code == 0, result.output
+    assert (
+        "fallbacks: 1 task answered by a fallback; "
+        "answers by model: mock/mock-model 1, mock/mock-spare 1"
+    ) in result.stdout
+    rows = {line.split()[1]: line for line in result.stdout.splitlines() if "/T0-run_01" in line}
+    assert "mock/mock-model -> mock/mock-spare" in rows["moved/T0-run_01"]
+    assert "->" not in rows["stayed/T0-run_01"]

@@ -18,6 +18,8 @@ from backstay.config._suite_spec import (
     ADAPTER_OPTIONS_HELP,
     BUDGET_FIELDS,
     BUDGET_HELP,
+    FALLBACK_FIELDS,
+    FALLBACKS_HELP,
     POLICY_HELP,
     RUN_DEFAULTS,
     RUN_FIELDS,
@@ -77,6 +79,10 @@ def _run_table() -> list[str]:
     )
     rows.append(f"| `tiers` | list of tiers | ≥ 1 tier | {RUN_DEFAULTS['tiers']} | {TIERS_HELP} |")
     rows.append(f"| `budget` | budget | see below | {RUN_DEFAULTS['budget']} | {BUDGET_HELP} |")
+    rows.append(
+        f"| `fallbacks` | list of candidates | see `fallbacks[]` | {RUN_DEFAULTS['fallbacks']} | "
+        f"{FALLBACKS_HELP} |"
+    )
     return [*rows, ""]
 
 
@@ -94,6 +100,8 @@ def render_keys() -> str:
     lines += ["### `budget`, `tenants.<tenant>.budget`, and `budget` in defaults or a task", ""]
     lines += ["At least one key; a limit left out is not limited.", ""]
     lines += _table(BUDGET_FIELDS)
+    lines += ["### `fallbacks[]`", "", "`adapter` and `model` are required.", ""]
+    lines += _table(FALLBACK_FIELDS)
     lines += ["### `adapters.<adapter name>`", ""]
     lines += _table(ADAPTER_OPTION_FIELDS)
     lines += [ADAPTER_OPTIONS_HELP, ""]

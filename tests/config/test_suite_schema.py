@@ -16,6 +16,7 @@ from backstay.adapters.contract import TierConfig
 from backstay.config import config_schema, suite_schema
 from backstay.config._suite_spec import (
     ADAPTER_OPTION_FIELDS,
+    FALLBACK_FIELDS,
     RUN_FIELDS,
     SECRET_KEY_PATTERN,
     STRUCTURED_RUN_KEYS,
@@ -50,6 +51,12 @@ def test_defaults_take_the_run_settings() -> None:
 def test_a_task_takes_its_own_keys_and_the_run_settings() -> None:
     assert DEFS["task"]["additionalProperties"] is False
     assert list(DEFS["task"]["properties"]) == [*TASK_FIELDS, *RUN_FIELDS, *STRUCTURED_RUN_KEYS]
+
+
+def test_a_fallback_has_the_keys_the_loader_checks() -> None:
+    assert list(DEFS["fallback"]["properties"]) == list(FALLBACK_FIELDS)
+    assert DEFS["fallback"]["required"] == ["adapter", "model"]
+    assert DEFS["fallback"]["additionalProperties"] is False
 
 
 def test_a_task_needs_an_id_and_exactly_one_prompt() -> None:

@@ -19,6 +19,7 @@ from backstay.engine import (
 )
 from backstay.engine.summary import summarize
 from backstay.failure import Failure
+from backstay.fallback import Candidate
 
 S = TaskState
 
@@ -136,3 +137,45 @@ def test_circuit_trips_and_waits_are_counted_for_the_tasks_summarized(tmp_path: 
     assert dict(summary.trips_by_breaker) == {"x/m": 2}
     data = summary.to_dict()
     assert (data["circuit_trips"], data["circuit_waited_s"]) == (2, 6.5)
+
+
+def test_a_task_answered_by_a_fallback_names_both_models(tmp_path: Path) -> None:
+    spare = Candidate(adapter="other", model="big", api_key_env="OTHER_KEY")
+    task = _task(
+        tmp_path,
+        "a",
+        S.SUCCEEDED,
+        spec=spec(tmp_path, "a", fallbacks=(spare,)),
+        attempts_used=2,
+    )
+    attempts = [
+        _attempt("a", 1, outcome=AttemptOutcome.FAILED, candidate="fake/m"),
+        _attempt("a", 2, candidate=spare.name),
+    ]
+    (report,) = summarize([task], attempts, []).tasks
+    assert (report.requested, report.answered, report.fell_back) == ("fake/m", "other/big", True)
+
+
+def test_a_task_answered_by_its_own_model_did_not_fall_back(tmp_path: Path) -> None:
+    (report,) = summarize([_task(tmp_path, "a", S.SUCCEEDED)], [_attempt("a", 1)], []).tasks
+    assert (report.requested, report.answered, report.fell_back) == ("fake/m", "fake/m", False)
+
+
+def test_a_task_that_has_not_succeeded_has_no_answering_model(tmp_path: Path) -> None:
+    failed = _attempt("a", 1, outcome=AttemptOutcome.FAILED)
+    (report,) = summarize([_task(tmp_path, "a", S.FAILED)], [failed], []).tasks
+    assert (report.answered, report.fell_back) == (None, False)
+
+
+def test_the_summary_counts_fallen_back_tasks_and_answers_per_model(tmp_path: Path) -> None:
+    spare = Candidate(adapter="other", model="big")
+    tasks = [
+        _task(tmp_path, t, S.SUCCEEDED, spec=spec(tmp_path, t, fallbacks=(spare,)))
+        for t in ("a", "b", "c")
+    ]
+    attempts = [_attempt("a", 1, candidate=spare.name), _attempt("b", 1, candidate=spare.name)]
+    attempts.append(_attempt("c", 1))
+    summary = summarize(tasks, attempts, [])
+    assert (summary.fell_back, summary.answers_by_model) == (2, {"fake/m": 1, "other/big": 2})
+    data = summary.to_dict()
+    assert (data["fell_back"], data["answers_by_model"]) == (2, {"fake/m": 1, "other/big": 2})

@@ -4,7 +4,8 @@ A harness run under a policy may take several attempts. The run's ``Capture`` in
 ``output_dir`` keeps everything, attempt after attempt (what a harness reads); each
 attempt also writes to ``output_dir/attempt_N/`` — the same three logs and its own
 ``metrics.json`` — so that one attempt's output can be read apart from the others, laid
-out like the engine's attempt folders.
+out like the engine's attempt folders. ``captured_attempt`` is how every harness run
+(``BaseAdapter.arun``, and a run over a fallback chain) makes an attempt.
 """
 
 from __future__ import annotations
@@ -12,15 +13,17 @@ from __future__ import annotations
 import asyncio
 import datetime as _dt
 import time
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Final
 
 from backstay.adapters.capture import Capture, Stream
 from backstay.adapters.contract import AgentResult
 from backstay.adapters.usage import Usage
+from backstay.errors import AdapterError
 from backstay.failure import Failure
 
-__all__ = ["ATTEMPT_DIR_PREFIX", "AttemptCapture", "attempt_dir"]
+__all__ = ["ATTEMPT_DIR_PREFIX", "AttemptCapture", "attempt_dir", "captured_attempt"]
 
 ATTEMPT_DIR_PREFIX: Final = "attempt_"
 
@@ -75,3 +78,30 @@ class AttemptCapture(Capture):
             ended_at=_dt.datetime.now(_dt.UTC),
             durable=False,  # the run's own metrics.json, written at its end, is the record
         )
+
+
+async def captured_attempt(
+    run: Capture,
+    number: int,
+    dispatch: Callable[[Capture], Awaitable[AgentResult]],
+    *,
+    apart: bool,
+) -> AgentResult:
+    """Attempt ``number`` of a harness run: ``dispatch(capture)`` into the run's capture,
+    and, when ``apart`` (a run that may take several attempts), through an
+    ``AttemptCapture`` whose ``metrics.json`` is written however the attempt ends."""
+    if not apart:
+        return await dispatch(run)
+    own = AttemptCapture(run, number)
+    with own:
+        failure: Failure | None = None
+        try:
+            return await dispatch(own)
+        except AdapterError as err:
+            failure = err.failure
+            raise
+        except BaseException:
+            failure = Failure(code="ERR_CANCELLED", message="the attempt was cancelled")
+            raise
+        finally:
+            own.finish(failure)

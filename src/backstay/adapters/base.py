@@ -18,17 +18,15 @@ from __future__ import annotations
 
 import abc
 import asyncio
-import dataclasses
-import datetime as _dt
 import itertools
 import re
-import time
 import uuid
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, ClassVar, Final
 
-from backstay.adapters._attempt_capture import AttemptCapture
+from backstay.adapters._attempt_capture import captured_attempt
+from backstay.adapters._harness_run import CANCELLED_EXIT_CODE, run_captured
 from backstay.adapters.capture import Capture
 from backstay.adapters.contract import AgentRequest, AgentResult, TierConfig
 from backstay.adapters.process import ProcessOutcome
@@ -41,8 +39,6 @@ from backstay.redact import register_secret
 
 __all__ = ["CANCELLED_EXIT_CODE", "BaseAdapter"]
 
-# The exit code of a run cancelled by its caller (as a shell reports Ctrl-C).
-CANCELLED_EXIT_CODE: Final = 130
 # Environment variables whose values are secrets: the rule ``backstay.redact`` applies to
 # the parent's own environment, applied to the environment a child is given.
 _SECRET_ENV_NAME: Final = re.compile(r"(?i)(key|token|secret|passw|credential|auth)")
@@ -188,48 +184,30 @@ class BaseAdapter(abc.ABC):
         )
         self.validate_config(request.config)
         operation = operation_id or uuid.uuid4().hex
-        numbers = itertools.count(1)
 
-        async def attempt() -> AgentResult:
-            number = next(numbers)
-            attempt_id = f"{operation}/{number}"
-            if policy is None:
-                return await self.dispatch(
-                    request, operation_id=operation, attempt_id=attempt_id, capture=capture
-                )
-            own = AttemptCapture(capture, number)
-            with own:
-                failure: Failure | None = None
-                try:
+        async def body(run: Capture) -> AgentResult:
+            numbers = itertools.count(1)
+
+            async def attempt() -> AgentResult:
+                number = next(numbers)
+
+                async def dispatch(capture: Capture) -> AgentResult:
+                    attempt_id = f"{operation}/{number}"
                     return await self.dispatch(
-                        request, operation_id=operation, attempt_id=attempt_id, capture=own
+                        request, operation_id=operation, attempt_id=attempt_id, capture=capture
                     )
-                except AdapterError as err:
-                    failure = err.failure
-                    raise
-                except BaseException:
-                    failure = Failure(code="ERR_CANCELLED", message="the attempt was cancelled")
-                    raise
-                finally:
-                    own.finish(failure)
 
-        with Capture(request.output_dir) as capture:
-            started_at, started = _dt.datetime.now(_dt.UTC), time.monotonic()
-            try:
-                if policy is None:
-                    result = await attempt()
-                else:
-                    result = await acall(attempt, policy=policy, operation="agent")
-            except AdapterError as err:
-                result = self._failed(err.failure, capture, err.partial_output)
-            except asyncio.CancelledError:
-                cancelled = Failure(code="ERR_CANCELLED", message="the run was cancelled")
-                self._finish(capture, self._failed(cancelled, capture, None), started_at, started)
-                raise
-            except Exception as exc:  # noqa: BLE001 - acall refused to call (Rejected): still a record
-                failure = self.classify_failure(error=exc) or classify(exc)
-                result = self._failed(failure, capture, None)
-            return self._finish(capture, result, started_at, started)
+                return await captured_attempt(run, number, dispatch, apart=policy is not None)
+
+            if policy is None:
+                return await attempt()
+            return await acall(attempt, policy=policy, operation="agent")
+
+        return await run_captured(
+            request.output_dir,
+            body,
+            classify_error=lambda exc: self.classify_failure(error=exc) or classify(exc),
+        )
 
     def run(  # noqa: PLR0917 - harnesses call run() positionally
         self,
@@ -264,28 +242,3 @@ class BaseAdapter(abc.ABC):
             )
         )
         return result.exit_status
-
-    @staticmethod
-    def _failed(failure: Failure, capture: Capture, partial: str | None) -> AgentResult:
-        return AgentResult.failed(
-            failure, output=partial or "", usage=capture.usage, exit_code=capture.exit_code
-        )
-
-    @staticmethod
-    def _finish(
-        capture: Capture, result: AgentResult, started_at: _dt.datetime, started: float
-    ) -> AgentResult:
-        duration = time.monotonic() - started
-        result = dataclasses.replace(result, usage=capture.usage, duration_s=duration)
-        cancelled = result.failure is not None and result.failure.code == "ERR_CANCELLED"
-        exit_code = CANCELLED_EXIT_CODE if cancelled else result.exit_status
-        capture.write_metrics(
-            usage=result.usage,
-            duration_s=duration,
-            exit_code=exit_code,
-            failure=result.failure,
-            started_at=started_at,
-            ended_at=_dt.datetime.now(_dt.UTC),
-        )
-        capture.log(f"run {result.status} with exit code {exit_code} after {duration:.3f} s")
-        return result

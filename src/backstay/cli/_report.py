@@ -12,7 +12,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from backstay.engine import BatchIdentity, Engine, Summary, TaskRecord, TaskState
+from backstay.engine import BatchIdentity, Engine, Summary, TaskRecord, TaskReport, TaskState
 from backstay.errors import ConfigError
 from backstay.idempotency.ids import parse_operation_id
 from backstay.policy.spend import ScopeTotals
@@ -59,6 +59,8 @@ def summary_lines(summary: Summary, *, state_dir: Path) -> list[str]:
         lines.append(f"  failed attempts by kind: {kinds}")
     if summary.circuit_trips or summary.circuit_waits:
         lines.append(f"  circuits: {circuit_text(summary)}")
+    if summary.fell_back:
+        lines.append(f"  fallbacks: {fallback_text(summary)}")
     if summary.open_escalations:
         lines.append(
             f"  {summary.open_escalations} open escalation"
@@ -108,6 +110,24 @@ def circuit_text(summary: Summary) -> str:
     )
 
 
+def fallback_text(summary: Summary) -> str:
+    """``"1 task answered by a fallback; answers by model: a/m 2, b/n 1"``."""
+    n = summary.fell_back
+    answers = ", ".join(f"{name} {count}" for name, count in summary.answers_by_model.items())
+    return (
+        f"{n} task{'' if n == 1 else 's'} answered by a fallback; "
+        f"answers by model: {answers or 'none'}"
+    )
+
+
+def model_text(report: TaskReport | None, record: TaskRecord) -> str:
+    """``"adapter/model"`` requested, with ``" -> adapter/model"`` when another answered."""
+    requested = f"{record.spec.adapter}/{record.spec.model}"
+    if report is None or not report.fell_back:
+        return requested
+    return f"{requested} -> {report.answered}"
+
+
 def summary_table(summary: Summary, *, title: str) -> Table:
     """The summary as a two-column table: tasks by state, failed attempts by kind,
     attempts, waits (retries and open circuits), circuit trips, escalations, tokens, cost."""
@@ -132,6 +152,8 @@ def summary_table(summary: Summary, *, title: str) -> Table:
     table.add_row(
         "circuit trips", f"{summary.circuit_trips}" + (f" ({escape(where)})" if where else "")
     )
+    if summary.fell_back:
+        table.add_row("fallbacks", escape(fallback_text(summary)))
     table.add_row("open escalations", str(summary.open_escalations))
     usage = summary.usage
     table.add_row("tokens", f"{usage.prompt_tokens} in / {usage.output_tokens} out")
@@ -168,7 +190,7 @@ def report_run(
         and record.state is not TaskState.SUCCEEDED
     ]
     if unsettled:
-        console().print(tasks_table(unsettled, title="tasks that did not succeed"))
+        console().print(tasks_table(unsettled, title="tasks that did not succeed", summary=summary))
 
 
 def _when(record: TaskRecord) -> str:
@@ -177,16 +199,21 @@ def _when(record: TaskRecord) -> str:
     return record.next_run_at.isoformat(timespec="seconds")
 
 
-def tasks_table(records: Iterable[TaskRecord], *, title: str) -> Table:
-    """One row per task: its run, state, attempts, reason and when it may run next."""
+def tasks_table(
+    records: Iterable[TaskRecord], *, title: str, summary: Summary | None = None
+) -> Table:
+    """One row per task: its run, state, model (requested, and the one that answered when
+    a fallback did, from ``summary``), attempts, reason and when it may run next."""
+    reports = {} if summary is None else {r.operation_id: r for r in summary.tasks}
     table = Table(title=title, title_justify="left")
-    for column in ("task", "state", "attempts", "reason", "next run"):
+    for column in ("task", "state", "model", "attempts", "reason", "next run"):
         table.add_column(column, overflow="fold")
     for record in records:
         style = _STYLES.get(record.state, "")
         table.add_row(
             escape(task_label(record.operation_id)),
             f"[{style}]{record.state}[/]" if style else str(record.state),
+            escape(model_text(reports.get(record.operation_id), record)),
             str(record.attempts_used),
             escape(record.reason),
             _when(record),

@@ -232,7 +232,7 @@ def _show(ran: _Ran) -> None:
     out.print(summary_table(summary, title=f"backstay demo {ran.workflow_id}"))
     unsettled = [t for t in ran.tasks if t.state is not TaskState.SUCCEEDED]
     if unsettled:
-        out.print(tasks_table(unsettled, title="tasks that did not succeed"))
+        out.print(tasks_table(unsettled, title="tasks that did not succeed", summary=summary))
     served = ran.served
     statuses = ", ".join(f"{status} x{n}" for status, n in sorted(served.by_status.items()))
     out.print(escape(f"fake provider: {served.requests} requests ({statuses})"), highlight=False)

@@ -19,6 +19,7 @@ from backstay.cli._errors import usage_error
 from backstay.config import DEFAULT_TIMEOUT_S, HarnessRun, harness_run, load_config
 from backstay.config._harness import NO_RETRY_POLICY
 from backstay.errors import ConfigError
+from backstay.fallback.harness import run_harness_chain
 
 # The key ``metrics.json`` of a run numbered by ``RUN_NUMBER`` holds that number in.
 RUN_NUMBER_KEY: Final = "run_number"
@@ -62,6 +63,11 @@ def _record_run_number(spec: HarnessRun) -> None:
 
 
 def _start(spec: HarnessRun) -> int:
+    if spec.fallbacks:  # each attempt on a candidate of the chain (docs/fallback.md)
+        try:
+            return run_harness_chain(spec)
+        except KeyboardInterrupt:  # the run was cancelled; its metrics.json says so
+            return CANCELLED_EXIT_CODE
     adapter = get_adapter(spec.adapter)
     if not isinstance(adapter, BaseAdapter):
         raise ConfigError(
@@ -139,6 +145,23 @@ def run(
             "api_key_env=ANTHROPIC_API_KEY; repeatable.",
         ),
     ] = None,
+    fallback: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--fallback",
+            help="A candidate to move to when a failure calls for it: ADAPTER:MODEL, or YAML "
+            "like '{adapter: openai-api, model: gpt-4.1, api_key_env: OPENAI_API_KEY}'; "
+            "repeatable, tried in order (docs/fallback.md).",
+        ),
+    ] = None,
+    context_window: Annotated[
+        int | None,
+        typer.Option(
+            "--context-window",
+            help="The model's context window (tokens): a context overflow then moves to a "
+            "--fallback with a larger one.",
+        ),
+    ] = None,
     config_file: Annotated[
         Path | None,
         typer.Option(
@@ -176,6 +199,8 @@ def run(
             no_retry=no_retry,
             adapter_options=adapter_option or (),
             registry=registry,
+            fallbacks=fallback or (),
+            context_window=context_window,
         )
         code = _start(spec)
     except ConfigError as err:

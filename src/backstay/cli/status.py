@@ -34,4 +34,4 @@ def status(state_dir: _state.StateDirOption, as_json: _state.JsonOption = False)
     name = "" if identity is None else f" {identity.workflow_id}"
     print_summary(summary, state_dir=state_dir, title=f"backstay status{name} ({state_dir})")
     if records:
-        console().print(tasks_table(records, title="tasks"))
+        console().print(tasks_table(records, title="tasks", summary=summary))

@@ -28,6 +28,7 @@ from backstay.adapters.contract import TierConfig
 from backstay.adapters.registry import adapter_class
 from backstay.call import current_registry
 from backstay.config._document import Document
+from backstay.config._harness_fallbacks import harness_fallbacks
 from backstay.config._overrides import UNSET, yaml_value
 from backstay.config._paths import Path, parse_path
 from backstay.config._policy_ref import policy_reference
@@ -40,6 +41,7 @@ from backstay.config._suite_tasks import existing_path, run_field
 from backstay.config._suite_tasks import prompt_file as checked_prompt_file
 from backstay.config._suite_tiers import tier as check_tier
 from backstay.errors import ConfigError
+from backstay.fallback.candidate import Candidate
 from backstay.policy.registry import PolicyRegistry
 from backstay.policy.retry import RetryPolicy
 from backstay.redact import redact
@@ -73,6 +75,8 @@ _FLAGS: Final[Mapping[Path, str]] = {
     ("timeout_s",): "--timeout",
     ("stall_timeout_s",): "--stall-timeout",
     ("policy",): "--policy",
+    ("fallbacks",): "--fallback",
+    ("context_window",): "--context-window",
     ("options",): _OPTION_FLAG,
     ("tier", "tier_id"): "--tier-id",
     ("tier", "tier_name"): "--tier-name",
@@ -89,6 +93,8 @@ class HarnessRun:
     ``env`` is the agent's whole environment (the variables ``options`` name), left out of
     ``repr``. ``tier`` is ``None`` when no tier flag (or ``TIER``) was given; ``policy`` is
     ``None`` for a single attempt. ``run_number`` is the harness's ``RUN_NUMBER``, if set.
+    ``fallbacks`` are the candidates the run may move to (``--fallback``; their credential
+    variables are in ``env``), ``context_window`` the model's own window (docs/fallback.md).
     """
 
     options: AdapterOptions
@@ -102,6 +108,8 @@ class HarnessRun:
     policy: RetryPolicy | None = None
     env: Mapping[str, str] = dataclasses.field(default_factory=dict, repr=False)
     run_number: int | None = None
+    fallbacks: tuple[Candidate, ...] = ()
+    context_window: int | None = None
 
     @property
     def adapter(self) -> str:
@@ -198,6 +206,30 @@ def _policy(
     return policy_reference(doc, ("policy",), value, registry, name=INLINE_POLICY_NAME, base=base)
 
 
+def _model(doc: Document, model: str | None) -> str | None:
+    if model is None:
+        doc.problem(("model",), f"no model: give --model or set {MODEL_VAR}")
+        return None
+    checked: str | None = run_field(doc, ("model",), model)
+    return checked
+
+
+def _chain(
+    doc: Document,
+    fallbacks: Iterable[str],
+    *,
+    adapter: str,
+    model: str | None,
+    environ: Mapping[str, str],
+) -> tuple[tuple[Candidate, ...], dict[str, str]]:
+    """The ``--fallback`` candidates after the run's own, and their keys' variables."""
+    try:
+        primary = Candidate(adapter=adapter, model=model or "-")
+    except ConfigError:  # reported under its own flag
+        primary = Candidate(adapter="-", model="-")
+    return harness_fallbacks(doc, fallbacks, primary=primary, environ=environ)
+
+
 def harness_run(
     *,
     adapter: str,
@@ -216,6 +248,8 @@ def harness_run(
     adapter_options: Iterable[str] = (),
     registry: PolicyRegistry | None = None,
     environ: Mapping[str, str] | None = None,
+    fallbacks: Iterable[str] = (),
+    context_window: int | None = None,
 ) -> HarnessRun:
     """Check the flags of one run; one ``ConfigError`` lists every problem by its flag.
 
@@ -226,8 +260,9 @@ def harness_run(
     at all leave the tier to the adapter. ``policy`` is a policy name or an inline YAML
     mapping (``{extends: x, …}``), looked up in ``registry`` (default: the one the library
     uses now); without it the run uses the registry's policy for ``agent`` operations, and
-    ``"none"`` (or ``no_retry``) makes one attempt. The agent's environment and the
-    harness variables are taken from ``environ`` (default: this process's).
+    ``"none"`` (or ``no_retry``) makes one attempt, across the whole chain when
+    ``fallbacks`` are given. The agent's environment and the harness variables are taken
+    from ``environ`` (default: this process's).
     """
     environ = os.environ if environ is None else environ
     doc = Document(name=_WHERE)
@@ -252,11 +287,7 @@ def harness_run(
         model = _variable(environ, MODEL_VAR)
         if model is not None:
             from_env[("model",)] = MODEL_VAR
-    checked_model = None
-    if model is None:
-        doc.problem(("model",), f"no model: give --model or set {MODEL_VAR}")
-    else:
-        checked_model = run_field(doc, ("model",), model)
+    checked_model = _model(doc, model)
     timeout = run_field(doc, ("timeout_s",), timeout_s)
     stall = run_field(doc, ("stall_timeout_s",), stall_timeout_s)
     if tier_id is None:
@@ -273,6 +304,9 @@ def harness_run(
             env = options.child_env(environ)
         except ConfigError as err:
             doc.problem(("options", "api_key_env"), err.reason)
+    window = run_field(doc, ("context_window",), context_window)
+    chain, chain_env = _chain(doc, fallbacks, adapter=adapter, model=model, environ=environ)
+    env = {**chain_env, **env}
     _by_flag(doc, from_env)
     if doc.problems or options is None or prompt is None or folder is None:
         raise doc.error()
@@ -289,4 +323,6 @@ def harness_run(
         policy=chosen,
         env=env,
         run_number=run_number,
+        fallbacks=chain,
+        context_window=window,
     )

@@ -25,6 +25,7 @@ from backstay.config._suite_spec import (
     MAX_RUNS,
 )
 from backstay.errors import ConfigError
+from backstay.fallback.candidate import Candidate
 from backstay.idempotency.ids import operation_id
 from backstay.policy.builtin import AGENT_DISPATCH
 from backstay.policy.retry import RetryPolicy
@@ -158,6 +159,8 @@ class SuiteDefaults:
     tiers: tuple[TierConfig, ...] = DEFAULT_TIERS
     tenant: str | None = None
     budget: SpendBudget | None = None
+    context_window: int | None = None
+    fallbacks: tuple[Candidate, ...] = ()
 
     def __post_init__(self) -> None:
         _check_spend_labels(self.tenant, self.budget, "defaults")
@@ -197,6 +200,8 @@ class SuiteTask:
     runs: int = DEFAULT_RUNS
     tenant: str | None = None
     budget: SpendBudget | None = None
+    context_window: int | None = None
+    fallbacks: tuple[Candidate, ...] = ()
 
     def __post_init__(self) -> None:
         _check_id(self.id, "task.id")

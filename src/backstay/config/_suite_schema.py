@@ -17,6 +17,8 @@ from backstay.config._suite_spec import (
     BUDGET_HELP,
     DEFAULT_TIER_ID,
     DESCRIPTION_FIELD,
+    FALLBACK_FIELDS,
+    FALLBACKS_HELP,
     ID_PATTERN,
     POLICY_HELP,
     RUN_FIELDS,
@@ -50,6 +52,11 @@ def _run_properties() -> dict[str, Any]:
         "items": {"$ref": "#/$defs/tier"},
     }
     out["budget"] = {"description": BUDGET_HELP, "$ref": "#/$defs/budget"}
+    out["fallbacks"] = {
+        "description": FALLBACKS_HELP,
+        "type": "array",
+        "items": {"$ref": "#/$defs/fallback"},
+    }
     return out
 
 
@@ -145,6 +152,13 @@ def suite_schema() -> dict[str, Any]:
         "$defs": {
             "task": _task(),
             "tier": _tier(),
+            "fallback": {
+                "description": "One fallback candidate.",
+                "type": "object",
+                "additionalProperties": False,
+                "required": ["adapter", "model"],
+                "properties": _properties(FALLBACK_FIELDS),
+            },
             "adapter_options": _adapter_options(),
             "budget": _budget(),
             "policy": policy_schema(),

@@ -23,6 +23,7 @@ from typing import Any, Final
 from backstay.adapters.contract import TierConfig
 from backstay.engine.task import TaskSpec
 from backstay.errors import ConfigError
+from backstay.fallback.candidate import Candidate
 from backstay.policy.retry import RetryPolicy
 from backstay.policy.spend import SpendBudget
 from backstay.redact import redact
@@ -88,6 +89,11 @@ def encode_spec(spec: TaskSpec) -> str:
         "budget": None if spec.budget is None else spec.budget.to_dict(),
         "tenant": spec.tenant,
     }
+    # Only when set, so a spec without them is stored exactly as before.
+    if spec.fallbacks:
+        data["fallbacks"] = [c.to_dict() for c in spec.fallbacks]
+    if spec.context_window is not None:
+        data["context_window"] = spec.context_window
     try:
         return json.dumps(data, allow_nan=False, ensure_ascii=False, sort_keys=True)
     except (TypeError, ValueError) as exc:
@@ -137,5 +143,9 @@ def decode_spec(text: str, *, secrets: Mapping[str, str]) -> tuple[TaskSpec, tup
         policy=policy,
         budget=None if budget is None else SpendBudget.from_dict(budget),
         tenant=data.get("tenant"),
+        fallbacks=tuple(
+            Candidate.from_dict(c, where="fallbacks") for c in data.get("fallbacks", ())
+        ),
+        context_window=data.get("context_window"),
     )
     return spec, missing

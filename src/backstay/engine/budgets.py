@@ -6,7 +6,12 @@ the real use is charged, and a task whose next attempt does not fit is paused.
 * ``reserve(spec, adapter, number)``: the attempt's estimate (``estimate_attempt``) is
   held in the task's, its tenant's and the batch's scopes, in the state file
   (``SQLiteSpendLedger``), BEFORE the attempt is begun; a ``SpendRefusal`` when one of
-  them has no room, and nothing is held;
+  them has no room, and nothing is held. ``spec`` and ``adapter`` are the attempt's own:
+  for a task with fallbacks, the chosen candidate's adapter, model and settings
+  (``engine.fallback.attempt_target``), so the estimate is that candidate's;
+* ``hold(...)``: what the driver calls after the circuit's permit: ``reserve``, and on a
+  refusal the permit given back (a refusal is no failure of the candidate), then either
+  a wait for this runner's attempts in flight or ``pause``;
 * ``settle(spec, adapter, number, usage)``: right after the dispatch, the attempt's real
   use (``charge_for``) replaces its estimate;
 * ``should_wait(refusal)``: a refusal owed only to reservations of this runner's attempts
@@ -45,6 +50,7 @@ from backstay.failure import Failure
 from backstay.idempotency.ids import attempt_id as make_attempt_id
 from backstay.observe.events import Event
 from backstay.observe.sinks import BUS
+from backstay.policy.protocols import Permit
 from backstay.policy.spend import (
     BUDGET_EXCEEDED,
     EarlierUse,
@@ -228,6 +234,30 @@ class BudgetGate:
         for waiter in waiters:
             if not waiter.done():
                 waiter.set_result(None)
+
+    async def hold(
+        self,
+        store: TaskStore,
+        record: TaskRecord,
+        spec: TaskSpec,
+        adapter: Adapter,
+        permit: Permit | None,
+        *,
+        policy: str,
+    ) -> bool | TaskRecord:
+        """Reserve the next attempt of ``record`` (as ``spec`` on ``adapter``): ``True``
+        when held. Refused, ``permit`` is released (nothing was attempted), and either
+        ``False`` once one of this runner's attempts in flight settled (ask again), or the
+        task paused, as stored."""
+        refusal = self.reserve(spec, adapter, record.attempts_used + 1)
+        if refusal is None:
+            return True
+        if permit is not None:
+            permit.release()
+        if self.should_wait(refusal):
+            await self.settled()
+            return False
+        return self.pause(store, record, refusal, policy=policy)
 
     def recover(self, operation_id: str) -> int:
         """Charge the reservations a dead runner left open at their estimates."""

@@ -11,7 +11,9 @@ directory sees the same circuits and a resumed batch finds an open circuit still
 * Each change of a circuit is written to the circuit log (``SQLiteCircuitLog``) and
   emitted as the breaker's own event (``circuit.opened`` …) with ``operation`` set to
   the task whose attempt caused it.
-* ``waited(...)`` writes a task's wait for an open circuit to the log, before it sleeps.
+* ``waited(...)`` writes a task's wait for an open circuit to the log, before it sleeps;
+  ``admit(...)`` is the driver's loop over both: a permit, after waiting out an open
+  circuit (each wait recorded and emitted as ``task.deferred`` first).
 
 Which task caused a change is known because the breaker calls back synchronously inside
 ``acquire()`` and the permit's report: the gate names the task in a context variable
@@ -33,13 +35,16 @@ from backstay.breaker.registry import BreakerKey, BreakerRegistry
 from backstay.breaker.settings import BreakerSettings
 from backstay.breaker.sqlite import SQLiteBreakerStore
 from backstay.clock import Clock
+from backstay.engine import _notify as notify
 from backstay.engine.circuit_log import CircuitChange, CircuitEntry, SQLiteCircuitLog
+from backstay.engine.records import TaskRecord
 from backstay.engine.task import TaskSpec
+from backstay.errors import CircuitOpen
 from backstay.failure import Failure
 from backstay.observe.sinks import BUS
 from backstay.policy.protocols import Permit
 
-__all__ = ["BreakerKeyFn", "CircuitGate", "breaker_key"]
+__all__ = ["PROBES_OUT_WAIT_S", "BreakerKeyFn", "CircuitGate", "breaker_key"]
 
 BreakerKeyFn = Callable[[TaskSpec], BreakerKey]
 
@@ -48,6 +53,12 @@ _CHANGES: Final = {
     CircuitHalfOpened: CircuitChange.HALF_OPENED,
     CircuitClosed: CircuitChange.CLOSED,
 }
+# How long to wait when a half-open circuit has every probe out (no time to wait for is
+# known): the probes' ends decide, so ask again soon.
+PROBES_OUT_WAIT_S: Final = 1.0
+# The shortest wait for an open circuit: a circuit due to half-open "now" is asked again
+# after this, never in a tight loop.
+_MIN_CIRCUIT_WAIT_S: Final = 0.05
 # The task whose call is inside a breaker right now (set only around acquire and reports).
 _acting: contextvars.ContextVar[str | None] = contextvars.ContextVar(
     "backstay_engine_circuit_task", default=None
@@ -130,10 +141,31 @@ class CircuitGate:
 
     def acquire(self, spec: TaskSpec) -> Permit:
         """A permit for one attempt of ``spec``; ``CircuitOpen`` while its circuit refuses."""
-        breaker = self.breaker(spec)
-        with _acting_for(spec.operation_id):
+        return self._acquire(self.breaker(spec), spec.operation_id)
+
+    def acquire_named(self, name: str, operation_id: str) -> Permit:
+        """A permit of the breaker ``name`` (a fallback candidate's) for ``operation_id``."""
+        return self._acquire(self.registry.breaker_for(name), operation_id)
+
+    def _acquire(self, breaker: CircuitBreaker, operation_id: str) -> Permit:
+        with _acting_for(operation_id):
             permit = breaker.acquire()
-        return _TaskPermit(permit, spec.operation_id)
+        return _TaskPermit(permit, operation_id)
+
+    async def admit(
+        self, spec: TaskSpec, record: TaskRecord, *, clock: Clock, policy: str
+    ) -> Permit:
+        """A permit for ``spec``'s next attempt, after waiting out an open circuit: each
+        wait is recorded (``waited``) and emitted (``task.deferred``) before it is slept."""
+        while True:
+            try:
+                return self.acquire(spec)
+            except CircuitOpen as refused:
+                after = refused.retry_after_s
+                wait = max(PROBES_OUT_WAIT_S if after is None else after, _MIN_CIRCUIT_WAIT_S)
+                self.waited(spec, breaker=refused.name, wait_s=wait, at=clock.now())
+                notify.deferred(record, breaker=refused.name, wait_s=wait, policy=policy)
+                await clock.asleep(wait)
 
     def waited(self, spec: TaskSpec, *, breaker: str, wait_s: float, at: _dt.datetime) -> None:
         """Record that ``spec``'s task waits ``wait_s`` for the open circuit ``breaker``."""

@@ -12,37 +12,42 @@ touches the task meanwhile. Each attempt:
 5. ``end_attempt`` records all of that in one transaction BEFORE any event or sleep;
 6. retrying: sleep the recorded delay on the clock, and go to 1.
 
-With a ``CircuitGate``, step 1 waits for a permit first: while the task's circuit is open
-the driver records a wait (the circuit log, ``task.deferred``), sleeps the circuit's
-remaining open time and asks again. Waiting is not an attempt: nothing is begun, no
+With a ``CircuitGate``, step 1 waits for a permit first (``CircuitGate.admit``): while
+the task's circuit is open it records a wait (the circuit log, ``task.deferred``), sleeps
+the circuit's remaining open time and asks again. Waiting is not an attempt: nothing is begun, no
 attempt is counted. The attempt's end is reported on the permit (success, its
 ``Failure``, or a release when it never ended), which is how circuits open and close.
 
 With a ``BudgetGate``, the attempt's estimated spend is reserved after the permit and
 before step 1; when a budget has no room the task is paused (``budget_exceeded``) without
-an attempt. The real use is charged right after the dispatch (docs/budgets.md).
+an attempt, and the permit is given back (a refusal is no failure of the candidate). The
+real use is charged right after the dispatch (docs/budgets.md).
 
 ``drive`` returns the result of a task that succeeded (recorded before it returns) and
 raises ``TaskStopped`` for any other end, so the guard caches only successes.
+
+A task with ``fallbacks`` has a ``TaskFallback`` (``backstay.engine.fallback``) instead:
+it admits each attempt on the candidate it chooses, gives its adapter and request, and
+decides step 4 (``step_after``: a move at once to another candidate, or ``next_step``).
+A budget estimates and charges each attempt as its candidate (``attempt_target``: that
+candidate's adapter, model and settings).
 """
 
 from __future__ import annotations
 
-import dataclasses
 import datetime as _dt
 from pathlib import Path
-from typing import Any, Final
+from typing import Any
 
-from backstay.adapters.capture import Capture
-from backstay.adapters.contract import TIMEOUT_EXIT_CODE, Adapter, AgentResult
+from backstay.adapters.contract import Adapter
 from backstay.adapters.orphans import attempt_tag, stop_tagged
-from backstay.adapters.usage import Usage
-from backstay.classify import classify
 from backstay.clock import Clock
 from backstay.engine import _notify as notify
+from backstay.engine._attempt_done import AttemptDone, dispatch, escalation_context, result_data
 from backstay.engine.budgets import BudgetGate, paused_by_budget
 from backstay.engine.circuits import CircuitGate
-from backstay.engine.decision import draw_for, next_step
+from backstay.engine.decision import draw_for
+from backstay.engine.fallback import TaskFallback, attempt_target, model_keys, step_after
 from backstay.engine.records import (
     AttemptEnd,
     AttemptOutcome,
@@ -54,24 +59,11 @@ from backstay.engine.resume import StartStep, plan_start
 from backstay.engine.states import InvalidTransition, TaskState
 from backstay.engine.task import TaskSpec
 from backstay.engine.taskstore import TaskStore
-from backstay.errors import AdapterError, CircuitOpen
-from backstay.failure import Failure
 from backstay.idempotency.ids import attempt_id as make_attempt_id
 from backstay.policy.protocols import Permit
 from backstay.policy.retry import RetryPolicy
-from backstay.redact import redact
-from backstay.taxonomy import FailureKind
 
 __all__ = ["TaskDriver", "TaskStopped"]
-
-# How much of a failed attempt's partial output an escalation keeps for its reader.
-_CONTEXT_OUTPUT_CHARS: Final = 2000
-# How long to wait when a half-open circuit has every probe out (no time to wait for is
-# known): the probes' ends decide, so ask again soon.
-PROBES_OUT_WAIT_S: Final = 1.0
-# The shortest wait for an open circuit: a circuit due to half-open "now" is asked again
-# after this, never in a tight loop.
-_MIN_CIRCUIT_WAIT_S: Final = 0.05
 
 
 class TaskStopped(Exception):
@@ -81,27 +73,6 @@ class TaskStopped(Exception):
     def __init__(self, record: TaskRecord) -> None:
         self.record = record
         super().__init__(f"task {record.operation_id!r} is {record.state}: {record.reason}")
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class _Attempt:
-    """What one dispatch produced."""
-
-    result: AgentResult | None
-    failure: Failure | None
-    partial_output: str | None
-    usage: Usage
-    exit_code: int | None
-
-
-def _result_data(result: AgentResult, usage: Usage) -> dict[str, Any]:
-    return {
-        "output": result.output,
-        "usage": dataclasses.asdict(usage),
-        "exit_code": result.exit_code,
-        "duration_s": round(result.duration_s, 3),
-        "artefacts": [str(p) for p in result.artefacts],
-    }
 
 
 class TaskDriver:
@@ -118,6 +89,7 @@ class TaskDriver:
         state_dir: Path,
         circuits: CircuitGate | None = None,
         budgets: BudgetGate | None = None,
+        fallback: TaskFallback | None = None,
     ) -> None:
         self.spec = spec
         self.adapter = adapter
@@ -127,6 +99,7 @@ class TaskDriver:
         self.state_dir = state_dir
         self.circuits = circuits
         self.budgets = budgets
+        self.fallback = fallback  # the task's chain, when it has fallbacks
         self.operation_id = spec.operation_id
         # Whether this driver found or made the task succeeded in the store.
         self.succeeded = False
@@ -142,9 +115,15 @@ class TaskDriver:
             await self.clock.asleep(wait)
         while True:
             permit = await self._admitted(record)
-            if not self._reserve_spend(record, permit):
-                await self._spend_settled()
-                continue
+            if self.budgets is not None:
+                spec, adapter = attempt_target(self.spec, self.adapter, self.fallback)
+                held = await self.budgets.hold(
+                    self.store, record, spec, adapter, permit, policy=self.policy.name
+                )
+                if isinstance(held, TaskRecord):  # paused: no room for the attempt
+                    raise TaskStopped(held)
+                if not held:  # waited for this runner's attempts in flight: ask again
+                    continue
             try:
                 record, delay = await self._attempt(record, permit)
             except BaseException:
@@ -211,45 +190,25 @@ class TaskDriver:
     async def _admitted(self, record: TaskRecord) -> Permit | None:
         """A permit of the task's circuit (``None`` without a gate), after waiting out an
         open circuit: each wait is recorded before it is slept."""
-        gate = self.circuits
-        if gate is None:
+        if self.fallback is not None:
+            return await self.fallback.admit(record, store=self.store, policy=self.policy.name)
+        if self.circuits is None:
             return None
-        while True:
-            try:
-                return gate.acquire(self.spec)
-            except CircuitOpen as refused:
-                after = refused.retry_after_s
-                wait = max(PROBES_OUT_WAIT_S if after is None else after, _MIN_CIRCUIT_WAIT_S)
-                gate.waited(self.spec, breaker=refused.name, wait_s=wait, at=self.clock.now())
-                notify.deferred(record, breaker=refused.name, wait_s=wait, policy=self.policy.name)
-                await self.clock.asleep(wait)
+        return await self.circuits.admit(
+            self.spec, record, clock=self.clock, policy=self.policy.name
+        )
 
     # -- spending budgets (docs/budgets.md) --------------------------------------------
 
     def _budget_admits(self, record: TaskRecord) -> bool:
-        """Whether the budgets that paused ``record`` now have room for its next attempt."""
-        gate = self.budgets
-        return gate is not None and gate.admits(self.spec, self.adapter, record.attempts_used + 1)
-
-    def _reserve_spend(self, record: TaskRecord, permit: Permit | None) -> bool:
-        """Reserve the next attempt's estimate (``True``). Refused, the circuit's permit is
-        given back (nothing was attempted) and ``False`` says to wait for this runner's
-        attempts in flight to settle, or the task is paused and ``TaskStopped`` raised."""
-        gate = self.budgets
-        if gate is None:
-            return True
-        refusal = gate.reserve(self.spec, self.adapter, record.attempts_used + 1)
-        if refusal is None:
-            return True
-        if permit is not None:
-            permit.release()
-        if gate.should_wait(refusal):
+        """Whether the budgets that paused ``record`` now have room for its next attempt,
+        on the candidate the chain would choose for it."""
+        if self.budgets is None:
             return False
-        raise TaskStopped(gate.pause(self.store, record, refusal, policy=self.policy.name))
-
-    async def _spend_settled(self) -> None:
-        if self.budgets is not None:
-            await self.budgets.settled()
+        attempts = self.store.attempts(self.operation_id)
+        index = None if self.fallback is None else self.fallback.upcoming(record, attempts)
+        spec, adapter = attempt_target(self.spec, self.adapter, self.fallback, index)
+        return self.budgets.admits(spec, adapter, record.attempts_used + 1)
 
     async def _attempt(self, record: TaskRecord, permit: Permit | None) -> tuple[TaskRecord, float]:
         """One attempt, recorded before and after; the task as stored and the delay. The
@@ -264,9 +223,21 @@ class TaskDriver:
             attempt_id=attempt_id,
             output_dir=str(output_dir),
             at=started_at,
+            candidate=None if self.fallback is None else self.fallback.current_name,
         )
         notify.started(record, attempt_id=attempt_id, policy=self.policy.name)
-        done = await self._dispatch(output_dir, attempt_id, started_at)
+        adapter, request = self.adapter, self.spec.request(output_dir)
+        if self.fallback is not None:
+            adapter, request = self.fallback.target(adapter, output_dir)
+        done = await dispatch(
+            adapter,
+            request,
+            operation_id=self.operation_id,
+            attempt_id=attempt_id,
+            clock=self.clock,
+            started_at=started_at,
+            metrics=model_keys(self.spec, self.fallback),
+        )
         ended_at = self.clock.now()
         if permit is not None:
             if done.result is not None:
@@ -274,7 +245,8 @@ class TaskDriver:
             elif done.failure is not None:
                 permit.failure(done.failure)
         if self.budgets is not None:
-            self.budgets.settle(self.spec, self.adapter, number, done.usage)
+            spec, adapter = attempt_target(self.spec, self.adapter, self.fallback)
+            self.budgets.settle(spec, adapter, number, done.usage)
         if done.result is not None:
             end = AttemptEnd(
                 number=number,
@@ -287,7 +259,7 @@ class TaskDriver:
                 state=TaskState.SUCCEEDED,
                 reason=f"succeeded on attempt {number}",
                 at=ended_at,
-                result=_result_data(done.result, done.usage),
+                result=result_data(done.result, done.usage, model_keys(self.spec, self.fallback)),
             )
             record, _ = self.store.end_attempt(self.operation_id, end, change)
             notify.succeeded(record, policy=self.policy.name)
@@ -295,42 +267,20 @@ class TaskDriver:
         assert done.failure is not None  # noqa: S101 - a dispatch gives a result or a failure
         return self._failed(record, done, ended_at, number, str(output_dir))
 
-    async def _dispatch(
-        self, output_dir: Path, attempt_id: str, started_at: _dt.datetime
-    ) -> _Attempt:
-        request = self.spec.request(output_dir)
-        started = self.clock.monotonic()
-        with Capture(output_dir) as capture:
-            result: AgentResult | None = None
-            failure: Failure | None = None
-            partial: str | None = None
-            try:
-                result = await self.adapter.dispatch(
-                    request, operation_id=self.operation_id, attempt_id=attempt_id, capture=capture
-                )
-            except AdapterError as err:
-                failure, partial = err.failure, err.partial_output
-            except Exception as exc:  # noqa: BLE001 - outside the contract: classified, not fatal
-                failure = classify(exc)
-            usage = result.usage if result is not None else capture.usage
-            exit_code = result.exit_code if result is not None else capture.exit_code
-            capture.write_metrics(
-                usage=usage,
-                duration_s=self.clock.monotonic() - started,
-                exit_code=_exit_status(result, failure, exit_code),
-                failure=failure,
-                started_at=started_at,
-                ended_at=self.clock.now(),
-                durable=False,  # state.sqlite holds the attempt durably; this is its view
-            )
-        return _Attempt(result, failure, partial, usage, exit_code)
-
     def _failed(
-        self, record: TaskRecord, done: _Attempt, ended_at: _dt.datetime, number: int, output: str
+        self,
+        record: TaskRecord,
+        done: AttemptDone,
+        ended_at: _dt.datetime,
+        number: int,
+        output: str,
     ) -> tuple[TaskRecord, float]:
         failure = done.failure
         assert failure is not None  # noqa: S101 - only failed attempts come here
-        step = next_step(
+        if self.fallback is not None:  # marked when an agent changed its workspace
+            failure = self.fallback.checked(failure)
+        step, moved_to = step_after(
+            self.fallback,
             self.policy,
             failure,
             record=record,
@@ -340,7 +290,9 @@ class TaskDriver:
         )
         escalation = None
         if step.escalate:
-            context = self._context(done, number, output, step.reason)
+            context = escalation_context(
+                self.spec, self.fallback, done, number=number, output_dir=output, reason=step.reason
+            )
             escalation = NewEscalation(failure=failure, context=context)
         end = AttemptEnd(
             number=number,
@@ -358,28 +310,7 @@ class TaskDriver:
             self.operation_id, end, change, escalation=escalation
         )
         delay = step.delay_s or 0.0
+        if moved_to is not None and self.fallback is not None:
+            self.fallback.fell_back(record, failure, target=moved_to, policy=self.policy.name)
         notify.after_failure(record, failure, added, policy=self.policy.name, delay_s=delay)
         return record, delay
-
-    def _context(self, done: _Attempt, number: int, output_dir: str, reason: str) -> dict[str, Any]:
-        partial = redact(done.partial_output or "")[-_CONTEXT_OUTPUT_CHARS:]
-        return {
-            "task_id": self.spec.task_id,
-            "adapter": self.spec.adapter,
-            "model": self.spec.model,
-            "attempt": number,
-            "reason": reason,
-            "output_dir": output_dir,
-            "exit_code": done.exit_code,
-            "partial_output": partial,
-        }
-
-
-def _exit_status(result: AgentResult | None, failure: Failure | None, exit_code: int | None) -> int:
-    """What ``metrics.json`` reports, as a harness does: 0, 124 on timeout, else the
-    agent's own non-zero code or 1."""
-    if result is not None:
-        return 0
-    if failure is not None and failure.kind is FailureKind.TIMEOUT:
-        return TIMEOUT_EXIT_CODE
-    return exit_code or 1

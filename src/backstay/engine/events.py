@@ -8,6 +8,7 @@ the call drivers use as well.
 |---|---|---|
 | ``TaskStarted`` | ``task.started`` | an attempt was recorded and is about to be dispatched |
 | ``TaskDeferred`` | ``task.deferred`` | the task's circuit is open: it waits, without an attempt |
+| ``TaskFellBack`` | ``task.fell_back`` | a failure moved the task to another fallback candidate |
 | ``TaskSucceeded`` | ``task.succeeded`` | the task succeeded (or its cached result was adopted) |
 | ``TaskFailed`` | ``task.failed`` | the task failed for good |
 | ``TaskPaused`` | ``task.paused`` | a quota ran out; ``resumes_at`` when it resets, if known |
@@ -33,6 +34,7 @@ __all__ = [
     "TaskDeferred",
     "TaskEscalated",
     "TaskFailed",
+    "TaskFellBack",
     "TaskPaused",
     "TaskResumed",
     "TaskStarted",
@@ -125,3 +127,17 @@ class EscalationResolved(_TaskEvent):
     state: str
     note: str
     by: str
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class TaskFellBack(_TaskEvent):
+    """Attempt ``attempt`` failed on ``from_candidate`` with ``kind``; the next attempt
+    runs on ``to_candidate`` at once."""
+
+    name: ClassVar[str] = "task.fell_back"
+    level: ClassVar[int] = logging.WARNING
+    attempt: int
+    from_candidate: str
+    to_candidate: str
+    kind: str
+    failure: Failure

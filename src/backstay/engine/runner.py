@@ -29,6 +29,11 @@ Spending budgets (``budget``, ``tenant_budgets``, and each spec's own) are check
 each attempt with its estimate and charged with its real use after it, in ``state.sqlite``
 (``BudgetGate``, docs/budgets.md); a task whose next attempt does not fit is paused with
 reason ``budget_exceeded``, and runs again once the budgets have room.
+
+A spec with ``fallbacks`` runs each attempt on a candidate of its chain
+(``backstay.engine.fallback``), under ``fallback_rules``; the candidates' cooldowns are
+kept in ``state.sqlite`` beside the breakers. Budgets estimate and charge each attempt
+as the candidate it runs on.
 """
 
 from __future__ import annotations
@@ -54,6 +59,7 @@ from backstay.engine.circuits import BreakerKeyFn, CircuitGate
 from backstay.engine.circuits import breaker_key as default_breaker_key
 from backstay.engine.driver import TaskDriver, TaskStopped
 from backstay.engine.escalations import EscalationQueue
+from backstay.engine.fallback import TaskFallback, candidate_config
 from backstay.engine.records import StateChange, TaskRecord
 from backstay.engine.resume import StartStep, plan_start
 from backstay.engine.spend_ledger import SQLiteSpendLedger
@@ -62,6 +68,8 @@ from backstay.engine.states import TaskState
 from backstay.engine.summary import Summary, summarize
 from backstay.engine.task import TaskSpec, check_identifier
 from backstay.errors import ConfigError
+from backstay.fallback.rules import FallbackRules
+from backstay.fallback.sqlite import SQLiteFallbackStore
 from backstay.idempotency.errors import LeaseLost, OperationInProgress
 from backstay.idempotency.guard import IdempotencyGuard
 from backstay.idempotency.settings import GuardSettings
@@ -96,6 +104,7 @@ class Engine:
       and ``tenant_budgets`` those of tenants (the tasks whose spec names the tenant); kept
       in the state file, so ``None`` / a tenant left out keeps the budget kept there, and
       ``SpendBudget()`` removes it.
+    * ``fallback_rules``: the move table of specs with ``fallbacks`` (docs/fallback.md).
     """
 
     def __init__(
@@ -113,6 +122,7 @@ class Engine:
         breaker_key: BreakerKeyFn = default_breaker_key,
         budget: SpendBudget | None = None,
         tenant_budgets: Mapping[str, SpendBudget] | None = None,
+        fallback_rules: FallbackRules | None = None,
     ) -> None:
         check_number(concurrency, where="concurrency", minimum=1, integer=True)
         if breaker is not None and not isinstance(breaker, BreakerSettings):
@@ -156,6 +166,8 @@ class Engine:
             self.operations.close()
             self.store.close()
             raise
+        self.fallback_rules = FallbackRules() if fallback_rules is None else fallback_rules
+        self._fallback_store: SQLiteFallbackStore | None = None
         self.guard = IdempotencyGuard(
             self.operations, settings=guard_settings, owner=owner, clock=clock
         )
@@ -198,6 +210,7 @@ class Engine:
             adapter.validate_config(spec.config)
         except ConfigError as err:
             raise ConfigError(err.reason, where=f"task {spec.task_id!r}: {err.where}") from None
+        chain = self._fallback(spec)
         return TaskDriver(
             spec,
             adapter=adapter,
@@ -207,6 +220,31 @@ class Engine:
             state_dir=self.state_dir,
             circuits=self.circuits,
             budgets=self.budgets,
+            fallback=chain,
+        )
+
+    def _fallback(self, spec: TaskSpec) -> TaskFallback | None:
+        """The chain of a spec with fallbacks, with its candidates' adapters, each config
+        checked; ``None`` for a spec without."""
+        if not spec.fallbacks:
+            return None
+        if self._fallback_store is None:
+            self._fallback_store = SQLiteFallbackStore(self.store.path)
+        adapters: dict[str, Adapter] = {}
+        for i, candidate in enumerate(spec.fallbacks):
+            adapter = adapters[str(candidate.adapter)] = self.adapter(str(candidate.adapter))
+            try:
+                adapter.validate_config(candidate_config(spec, candidate))
+            except ConfigError as err:
+                where = f"task {spec.task_id!r}: fallbacks[{i}]: {err.where}"
+                raise ConfigError(err.reason, where=where) from None
+        return TaskFallback(
+            spec,
+            rules=self.fallback_rules,
+            store=self._fallback_store,
+            gate=self.circuits,
+            clock=self.clock,
+            adapters=adapters,
         )
 
     # -- running ------------------------------------------------------------------------
@@ -326,6 +364,8 @@ class Engine:
     def close(self) -> None:
         """Close the state file's connections."""
         try:
+            if self._fallback_store is not None:
+                self._fallback_store.close()
             if self.circuits is not None:
                 self.circuits.close()
             self.circuit_log.close()

@@ -15,7 +15,11 @@ of every run of the batch, including those of processes that died.
 * ``budget_paused``: tasks paused because a spending budget had no room for their next
   attempt (``budget_exceeded``), and ``spending``: the batch's and tenants' budgets with
   what was spent and is reserved (docs/budgets.md);
-* ``tasks``: one ``TaskReport`` per task, in registration order.
+* ``fell_back``: succeeded tasks answered by another model than the one requested (a
+  fallback candidate), and ``answers_by_model``: succeeded tasks per answering
+  ``"adapter/model"``;
+* ``tasks``: one ``TaskReport`` per task, in registration order, each with its requested
+  adapter and model and, once it succeeded, the answering ones.
 """
 
 from __future__ import annotations
@@ -37,6 +41,7 @@ from backstay.engine.records import (
     TaskRecord,
 )
 from backstay.engine.states import TERMINAL, TaskState
+from backstay.engine.task import TaskSpec
 from backstay.policy.spend import BUDGET_EXCEEDED, ScopeTotals
 
 __all__ = ["Summary", "TaskReport", "summarize"]
@@ -44,13 +49,21 @@ __all__ = ["Summary", "TaskReport", "summarize"]
 
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
 class TaskReport:
-    """One task's line in a summary."""
+    """One task's line in a summary: ``requested`` is its own ``"adapter/model"``,
+    ``answered`` the one whose attempt succeeded (``None`` until one did)."""
 
     operation_id: str
     task_id: str
     state: TaskState
     reason: str
     attempts: int
+    requested: str = ""
+    answered: str | None = None
+
+    @property
+    def fell_back(self) -> bool:
+        """Whether another model than the one requested answered."""
+        return self.answered is not None and self.answered != self.requested
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -59,6 +72,9 @@ class TaskReport:
             "state": str(self.state),
             "reason": self.reason,
             "attempts": self.attempts,
+            "requested": self.requested,
+            "answered": self.answered,
+            "fell_back": self.fell_back,
         }
 
 
@@ -82,6 +98,17 @@ class Summary:
     spending: tuple[ScopeTotals, ...] = ()
     next_resume_at: _dt.datetime | None
     tasks: tuple[TaskReport, ...]
+
+    @property
+    def fell_back(self) -> int:
+        """Succeeded tasks answered by another model than the one requested."""
+        return sum(1 for report in self.tasks if report.fell_back)
+
+    @property
+    def answers_by_model(self) -> dict[str, int]:
+        """Succeeded tasks per answering ``"adapter/model"``, sorted by name."""
+        counts = Counter(r.answered for r in self.tasks if r.answered is not None)
+        return dict(sorted(counts.items()))
 
     @property
     def total(self) -> int:
@@ -110,6 +137,8 @@ class Summary:
             "tokens_output": self.usage.output_tokens,
             "tokens_total": self.usage.tokens_total,
             "cost_usd": self.usage.cost_usd,
+            "fell_back": self.fell_back,
+            "answers_by_model": self.answers_by_model,
             "open_escalations": self.open_escalations,
             "budget_paused": self.budget_paused,
             "spending": [totals.to_dict() for totals in self.spending],
@@ -145,6 +174,8 @@ def summarize(
     entries = [e for e in circuits if e.operation_id in ids]
     trips = Counter(e.breaker for e in entries if e.change is CircuitChange.OPENED)
     waits = [e.wait_s or 0.0 for e in entries if e.change is CircuitChange.WAITED]
+    # The candidate each task's succeeded attempt ran on (None: the task's own model).
+    succeeded = {a.operation_id: a.candidate for a in mine if a.outcome is AttemptOutcome.SUCCEEDED}
     resets = [t.next_run_at for t in chosen if t.state is TaskState.PAUSED and t.next_run_at]
     return Summary(
         by_state=MappingProxyType({state: states.get(state, 0) for state in TaskState}),
@@ -162,16 +193,26 @@ def summarize(
         circuit_waited_s=sum(waits),
         budget_paused=sum(1 for t in chosen if _paused_by_budget(t)),
         spending=tuple(spending),
-        tasks=tuple(
-            TaskReport(
-                operation_id=t.operation_id,
-                task_id=t.task_id,
-                state=t.state,
-                reason=t.reason,
-                attempts=t.attempts_used,
-            )
-            for t in chosen
-        ),
+        tasks=tuple(_report(t, succeeded) for t in chosen),
+    )
+
+
+def _model(spec: TaskSpec, candidate: str | None) -> str:
+    """``"adapter/model"`` of the candidate an attempt ran on (``None``: the task's own)."""
+    chosen = next((c for c in spec.candidates if c.name == candidate), spec.primary)
+    return f"{chosen.adapter}/{chosen.model}"
+
+
+def _report(task: TaskRecord, succeeded: Mapping[str, str | None]) -> TaskReport:
+    op = task.operation_id
+    return TaskReport(
+        operation_id=op,
+        task_id=task.task_id,
+        state=task.state,
+        reason=task.reason,
+        attempts=task.attempts_used,
+        requested=f"{task.spec.adapter}/{task.spec.model}",
+        answered=_model(task.spec, succeeded[op]) if op in succeeded else None,
     )
 
 

@@ -4,7 +4,9 @@
   httpx2 client that sends each request under a backstay policy, breaker, budget and
   rate limiter, classifying responses the way ``backstay.classify`` does;
 * ``clients``: ``anthropic_client``, ``openai_client``, ``gemini_client`` (and async
-  twins): the official clients with their own retries off and backstay's transport in.
+  twins): the official clients with their own retries off and backstay's transport in;
+* ``fallback``: ``FallbackTransport`` / ``AsyncFallbackTransport``, a fallback chain of
+  same-wire-format candidates inside one client (``openai_client(fallback=chain)``).
 
 Nothing here imports an SDK or an HTTP library until a client is built; a missing SDK is
 a ``ConfigError`` naming the extra to install. See ``docs/integrations.md``.
@@ -19,6 +21,11 @@ from backstay.integrations.clients import (
     gemini_client,
     openai_client,
 )
+from backstay.integrations.fallback import (
+    CANDIDATE_EXTENSION,
+    AsyncFallbackTransport,
+    FallbackTransport,
+)
 from backstay.integrations.httpx import (
     DEFAULT_IDEMPOTENCY_HEADER,
     AsyncRetryTransport,
@@ -26,8 +33,11 @@ from backstay.integrations.httpx import (
 )
 
 __all__ = [
+    "CANDIDATE_EXTENSION",
     "DEFAULT_IDEMPOTENCY_HEADER",
+    "AsyncFallbackTransport",
     "AsyncRetryTransport",
+    "FallbackTransport",
     "RetryTransport",
     "anthropic_client",
     "async_anthropic_client",

@@ -9,6 +9,13 @@ multiply attempts (3 SDK attempts × 3 backstay attempts = 9 requests, each with
 backoff, and none of them seeing the breaker). Every other keyword goes to the client
 (``api_key``, ``base_url``, ``timeout`` …), and the SDK reads its usual environment
 variables for what is not given.
+
+``fallback=chain`` (a ``FallbackChain`` of same-wire-format candidates: Anthropic models
+for the anthropic clients, OpenAI-compatible endpoints for the openai ones) sends every
+request through the chain instead (``backstay.integrations.fallback``): the chain's
+policy, breakers and cooldowns decide, so ``policy``, ``breaker``, ``budget`` and
+``limiter`` are refused with it; the client's ``base_url`` defaults to the chain's first
+candidate's.
 """
 
 from __future__ import annotations
@@ -19,6 +26,12 @@ from typing import TYPE_CHECKING, Any, Final
 from backstay.call import PolicySpec
 from backstay.clock import Clock
 from backstay.errors import ConfigError
+from backstay.fallback.chain import FallbackChain
+from backstay.integrations.fallback import (
+    AsyncFallbackTransport,
+    FallbackTransport,
+    chain_base_url,
+)
 from backstay.integrations.httpx import AsyncRetryTransport, RetryTransport
 from backstay.policy.protocols import CircuitBreakerLike, RateLimiterLike, RetryBudgetLike
 
@@ -91,20 +104,50 @@ def _options(
     }
 
 
+def _transport(http: Any, *, is_async: bool, options: dict[str, Any], chain: Any) -> Any:
+    """backstay's transport over the library's own: the chain's, else the retrying one."""
+    if chain is not None:
+        if not isinstance(chain, FallbackChain):
+            raise ConfigError(f"must be a FallbackChain, got {chain!r}", where="fallback")
+        given = [k for k in ("policy", "breaker", "budget", "limiter") if options[k] is not None]
+        if given:
+            raise ConfigError(
+                "the fallback chain's own policy, breakers and cooldowns decide; "
+                f"{', '.join(given)} cannot be given with it",
+                where="fallback",
+            )
+        provider = options["provider"]
+        if is_async:
+            return AsyncFallbackTransport(http.AsyncHTTPTransport(), chain, provider=provider)
+        return FallbackTransport(http.HTTPTransport(), chain, provider=provider)
+    options = {k: v for k, v in options.items() if k != "fallback"}
+    if is_async:
+        return AsyncRetryTransport(http.AsyncHTTPTransport(), **options)
+    return RetryTransport(http.HTTPTransport(), **options)
+
+
 def _stainless_client(
-    module: str, *, is_async: bool, provider: str, kwargs: dict[str, Any], options: dict[str, Any]
+    module: str,
+    *,
+    is_async: bool,
+    provider: str,
+    kwargs: dict[str, Any],
+    options: dict[str, Any],
+    fallback: FallbackChain | None = None,
 ) -> Any:
     """An anthropic or openai client (both are Stainless SDKs: same knobs)."""
     _refuse(kwargs)
     sdk = _sdk(module, module)
+    if fallback is not None:
+        kwargs = chain_base_url(fallback, kwargs)
     if is_async:
         http = _http_library(sdk.DefaultAsyncHttpxClient)
-        transport: Any = AsyncRetryTransport(http.AsyncHTTPTransport(), **options)
+        transport = _transport(http, is_async=True, options=options, chain=fallback)
         http_client = sdk.DefaultAsyncHttpxClient(transport=transport)
         client_class = sdk.AsyncAnthropic if provider == "anthropic" else sdk.AsyncOpenAI
     else:
         http = _http_library(sdk.DefaultHttpxClient)
-        transport = RetryTransport(http.HTTPTransport(), **options)
+        transport = _transport(http, is_async=False, options=options, chain=fallback)
         http_client = sdk.DefaultHttpxClient(transport=transport)
         client_class = sdk.Anthropic if provider == "anthropic" else sdk.OpenAI
     return client_class(max_retries=0, http_client=http_client, **kwargs)
@@ -117,6 +160,7 @@ def anthropic_client(
     budget: RetryBudgetLike | None = None,
     limiter: RateLimiterLike | None = None,
     clock: Clock | None = None,
+    fallback: FallbackChain | None = None,
     **kwargs: Any,
 ) -> anthropic.Anthropic:
     """``anthropic.Anthropic(**kwargs)`` retrying under backstay; see the module."""
@@ -129,7 +173,12 @@ def anthropic_client(
         provider="anthropic",
     )
     client: anthropic.Anthropic = _stainless_client(
-        "anthropic", is_async=False, provider="anthropic", kwargs=kwargs, options=options
+        "anthropic",
+        is_async=False,
+        provider="anthropic",
+        kwargs=kwargs,
+        options=options,
+        fallback=fallback,
     )
     return client
 
@@ -141,6 +190,7 @@ def async_anthropic_client(
     budget: RetryBudgetLike | None = None,
     limiter: RateLimiterLike | None = None,
     clock: Clock | None = None,
+    fallback: FallbackChain | None = None,
     **kwargs: Any,
 ) -> anthropic.AsyncAnthropic:
     """``anthropic.AsyncAnthropic(**kwargs)`` retrying under backstay; see the module."""
@@ -153,7 +203,12 @@ def async_anthropic_client(
         provider="anthropic",
     )
     client: anthropic.AsyncAnthropic = _stainless_client(
-        "anthropic", is_async=True, provider="anthropic", kwargs=kwargs, options=options
+        "anthropic",
+        is_async=True,
+        provider="anthropic",
+        kwargs=kwargs,
+        options=options,
+        fallback=fallback,
     )
     return client
 
@@ -165,6 +220,7 @@ def openai_client(
     budget: RetryBudgetLike | None = None,
     limiter: RateLimiterLike | None = None,
     clock: Clock | None = None,
+    fallback: FallbackChain | None = None,
     **kwargs: Any,
 ) -> openai.OpenAI:
     """``openai.OpenAI(**kwargs)`` retrying under backstay; see the module."""
@@ -177,7 +233,12 @@ def openai_client(
         provider="openai",
     )
     client: openai.OpenAI = _stainless_client(
-        "openai", is_async=False, provider="openai", kwargs=kwargs, options=options
+        "openai",
+        is_async=False,
+        provider="openai",
+        kwargs=kwargs,
+        options=options,
+        fallback=fallback,
     )
     return client
 
@@ -189,6 +250,7 @@ def async_openai_client(
     budget: RetryBudgetLike | None = None,
     limiter: RateLimiterLike | None = None,
     clock: Clock | None = None,
+    fallback: FallbackChain | None = None,
     **kwargs: Any,
 ) -> openai.AsyncOpenAI:
     """``openai.AsyncOpenAI(**kwargs)`` retrying under backstay; see the module."""
@@ -201,7 +263,12 @@ def async_openai_client(
         provider="openai",
     )
     client: openai.AsyncOpenAI = _stainless_client(
-        "openai", is_async=True, provider="openai", kwargs=kwargs, options=options
+        "openai",
+        is_async=True,
+        provider="openai",
+        kwargs=kwargs,
+        options=options,
+        fallback=fallback,
     )
     return client
 
