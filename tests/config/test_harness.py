@@ -86,6 +86,20 @@ def test_policy_none_and_no_retry_make_one_attempt(
     assert _run(flags, **changes).policy is None
 
 
+@pytest.mark.parametrize("changes", [{}, {"no_retry": True}])
+def test_fallbacks_keep_the_runs_own_policy(flags: dict[str, Any], changes: dict[str, Any]) -> None:
+    run = _run(flags, fallbacks=["mock:spare"], **changes)
+    assert [c.name for c in run.fallbacks] == ["mock/spare"]
+    assert run.policy is (None if changes else AGENT_DISPATCH)
+
+
+def test_a_fallback_on_the_model_from_the_harness_variable_is_already_in_the_chain(
+    flags: dict[str, Any],
+) -> None:
+    message = _error(flags, model=None, environ={"MODEL": "claude-x"}, fallbacks=["mock:claude-x"])
+    assert message == "--fallback: mock/claude-x is already in the chain"
+
+
 def test_no_retry_with_another_policy_is_a_problem(flags: dict[str, Any]) -> None:
     message = _error(flags, policy="standard", no_retry=True)
     assert message == "--policy: --no-retry makes one attempt; give one of the two"

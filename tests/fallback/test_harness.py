@@ -189,3 +189,39 @@ def test_an_agent_failing_after_editing_the_workspace_does_not_move(tmp_path: Pa
     metrics = _mock_run(tmp_path, [edit, {"error": "overloaded"}])
     assert metrics["candidates"] == ["mock/mock-main", "mock/mock-main"]
     assert metrics["model"] == "mock-main"
+
+
+def test_each_attempt_of_a_fallback_run_keeps_its_own_files(tmp_path: Path) -> None:
+    down = Fault(kind=FaultKind.SERVER_ERROR, model=PRIMARY)
+    with FakeProvider(Scenario(faults=(down,))) as fake:
+        result = _run(fake.url)  # no --policy: the agent policy, as any run
+    assert result.exit_code == 0, result.output
+    out = tmp_path / "out"
+    first = json.loads((out / "attempt_1" / "metrics.json").read_text())
+    second = json.loads((out / "attempt_2" / "metrics.json").read_text())
+    assert not (out / "attempt_3").exists()
+    assert first["exit_code"] != 0
+    assert first["error"].startswith("ERR_")
+    assert (second["exit_code"], second["error"]) == (0, None)
+    assert second["tokens_total"] > 0
+    assert "openai-api" in (out / "attempt_2" / "agent.log").read_text()
+    metrics = _metrics(tmp_path)  # the run's own: every attempt added up
+    assert metrics["api_calls"] == first["api_calls"] + second["api_calls"]
+    assert metrics["tokens_total"] == first["tokens_total"] + second["tokens_total"]
+    assert metrics["candidates"] == [
+        f"anthropic-api/{PRIMARY}",
+        f"openai-api/{SPARE}@RUN_OPENAI_KEY",
+    ]
+
+
+def test_no_retry_makes_one_attempt_across_the_chain(tmp_path: Path) -> None:
+    down = Fault(kind=FaultKind.SERVER_ERROR, model=PRIMARY)
+    with FakeProvider(Scenario(faults=(down,))) as fake:
+        result = _run(fake.url, "--no-retry")
+        by_api = dict(fake.stats().by_api)
+    assert result.exit_code == 1
+    assert by_api == {"anthropic": 1}  # no move: the one attempt was spent
+    metrics = _metrics(tmp_path)
+    assert metrics["candidates"] == [f"anthropic-api/{PRIMARY}"]
+    assert metrics["error"].startswith("ERR_")
+    assert not (tmp_path / "out" / "attempt_1").exists()  # one attempt: the run's files only
