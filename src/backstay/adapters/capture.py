@@ -36,7 +36,7 @@ from backstay.redact import redact
 if TYPE_CHECKING:
     from backstay.failure import Failure
 
-__all__ = ["METRICS_FILE", "METRICS_KEYS", "Capture", "Stream"]
+__all__ = ["METRICS_EXTRA_KEYS", "METRICS_FILE", "METRICS_KEYS", "Capture", "Stream"]
 
 METRICS_FILE: Final = "metrics.json"
 METRICS_KEYS: Final = (
@@ -50,6 +50,17 @@ METRICS_KEYS: Final = (
     "error",
     "started_at",
     "ended_at",
+)
+# Keys the engine and ``backstay run`` may add after ``METRICS_KEYS``: the requested and
+# the answering adapter and model, the candidate of each attempt of a run over a fallback
+# chain, and the harness's ``RUN_NUMBER``.
+METRICS_EXTRA_KEYS: Final = (
+    "requested_adapter",
+    "requested_model",
+    "adapter",
+    "model",
+    "candidates",
+    "run_number",
 )
 # The longest part of a line held back waiting for its newline.
 MAX_PENDING_CHARS: Final = 64 * 1024

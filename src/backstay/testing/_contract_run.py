@@ -12,7 +12,13 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from backstay.adapters.capture import METRICS_FILE, METRICS_KEYS, Capture, Stream
+from backstay.adapters.capture import (
+    METRICS_EXTRA_KEYS,
+    METRICS_FILE,
+    METRICS_KEYS,
+    Capture,
+    Stream,
+)
 from backstay.adapters.contract import Adapter, AgentRequest, AgentResult
 from backstay.engine.records import AttemptRecord, Escalation, TaskRecord
 from backstay.engine.runner import Engine
@@ -196,11 +202,15 @@ def _moment(value: object, key: str) -> _dt.datetime:
 
 
 def check_metrics(path: Path) -> dict[str, Any]:
-    """``metrics.json`` has exactly ``METRICS_KEYS`` with their documented types."""
+    """``metrics.json`` has ``METRICS_KEYS`` with their documented types, in order, then
+    at most the keys the engine and ``backstay run`` add (``METRICS_EXTRA_KEYS``)."""
     assert path.is_file(), f"no {METRICS_FILE} in {path.parent}"
     metrics = json.loads(path.read_text(encoding="utf-8"))
     assert isinstance(metrics, dict), f"{path} must hold a JSON object"
-    assert list(metrics) == list(METRICS_KEYS), f"{path} keys: {list(metrics)}"
+    keys = list(metrics)
+    assert keys[: len(METRICS_KEYS)] == list(METRICS_KEYS), f"{path} keys: {keys}"
+    extra = keys[len(METRICS_KEYS) :]
+    assert set(extra) <= set(METRICS_EXTRA_KEYS), f"{path} keys: {keys}"
     for key in ("tokens_input", "tokens_output", "tokens_total", "api_calls"):
         assert _is_int(metrics[key]), f"{path}: {key} must be an integer: {metrics[key]!r}"
         assert metrics[key] >= 0, f"{path}: {key} must be >= 0: {metrics[key]!r}"
