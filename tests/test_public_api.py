@@ -22,6 +22,7 @@ MODULES = (
     "backstay.engine",
     "backstay.errors",
     "backstay.failure",
+    "backstay.fallback",
     "backstay.fakeprovider",
     "backstay.idempotency",
     "backstay.integrations",
