@@ -29,6 +29,16 @@ MAX_DELAY_S: Final = 8.0  # litellm's MAX_RETRY_DELAY
 REQUEST_TIMEOUT_S: Final = 10.0
 PRIMARY: Final = ("anthropic", "claude-sonnet-4-6")
 FALLBACK: Final = ("openai", "gpt-5")
+# The outages the bench can play, as ``--fault`` takes them: the fake provider's fault and
+# its options. ``overloaded`` (529 ``overloaded_error``) is how an Anthropic incident looks
+# to its clients; ``reset`` drops each connection before any answer (a provider whose
+# front end is gone).
+FAULTS: Final = {
+    "overloaded": "overloaded",
+    "unavailable": "unavailable",
+    "server_error": "server_error",
+    "reset": "reset:after_events=0",
+}
 FAULT: Final = "overloaded"
 API_KEY: Final = "sk-bench-fallback-0000000000"
 PROMPT: Final = "Summarise the outage report in one line."
@@ -41,6 +51,7 @@ class Scenario:
     """The batch and the outage, in seconds from the provider's start."""
 
     duration_s: float
+    fault: str = FAULT
 
     @property
     def outage_start_s(self) -> float:
@@ -64,14 +75,16 @@ class Scenario:
 
     @property
     def allowance(self) -> int:
-        """Requests to the down primary that no client can avoid: one in flight per worker
-        when the outage starts, and one probe per cooldown period of the outage."""
-        return WORKERS + math.ceil(self.outage_s / self.cooldown_s)
+        """Requests to the down primary that neither client, as configured, can avoid: the
+        FAILURE_THRESHOLD failures that detect the outage, then one probe at the end of each
+        cooldown that starts inside it."""
+        return FAILURE_THRESHOLD + math.ceil(self.outage_s / self.cooldown_s) - 1
 
     def fault_flag(self) -> str:
         """The outage, as ``backstay fake-provider serve --fault`` takes it."""
         return (
-            f"{FAULT}:api={PRIMARY[0]}:start_s={self.outage_start_s:g}:outage_s={self.outage_s:g}"
+            f"{FAULTS[self.fault]}:api={PRIMARY[0]}:start_s={self.outage_start_s:g}"
+            f":outage_s={self.outage_s:g}"
         )
 
 
@@ -83,6 +96,8 @@ class Result:
     completion_s: float
     succeeded: int
     failed: int
+    p99_call_s: float
+    slowest_call_s: float
     requests: int
     down_requests: int
     wasted: int
@@ -189,15 +204,18 @@ def _result(
     refused: list[str],
 ) -> Result:
     primary = [entry for entry in log if entry["api"] == PRIMARY[0]]
-    down = [entry for entry in primary if entry["fault"] == FAULT]
+    down = [entry for entry in primary if entry["fault"] == scenario.fault]
     outage_start = started + scenario.outage_start_s
     back = [e["time"] for e in primary if e["status"] == 200 and e["time"] >= outage_start]
     outage_end = started + scenario.outage_end_s
+    durations = sorted(c.end - c.start for c in calls)
     return Result(
         client=client,
         completion_s=max(c.end for c in calls) - started,
         succeeded=sum(c.served_by is not None for c in calls),
         failed=sum(c.served_by is None for c in calls),
+        p99_call_s=durations[min(len(durations) - 1, math.ceil(0.99 * len(durations)) - 1)],
+        slowest_call_s=durations[-1],
         requests=len(log),
         down_requests=len(down),
         wasted=max(0, len(down) - scenario.allowance),
