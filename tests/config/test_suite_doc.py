@@ -16,6 +16,8 @@ from backstay.config._fields import Field
 from backstay.config._suite_spec import (
     ADAPTER_OPTION_FIELDS,
     ADAPTER_OPTIONS_HELP,
+    FALLBACK_FIELDS,
+    FALLBACKS_HELP,
     POLICY_HELP,
     RUN_DEFAULTS,
     RUN_FIELDS,
@@ -74,6 +76,10 @@ def _run_table() -> list[str]:
         f"{POLICY_HELP} |"
     )
     rows.append(f"| `tiers` | list of tiers | ≥ 1 tier | {RUN_DEFAULTS['tiers']} | {TIERS_HELP} |")
+    rows.append(
+        f"| `fallbacks` | list of candidates | see `fallbacks[]` | {RUN_DEFAULTS['fallbacks']} | "
+        f"{FALLBACKS_HELP} |"
+    )
     return [*rows, ""]
 
 
@@ -88,6 +94,8 @@ def render_keys() -> str:
     lines += _table(TASK_FIELDS)
     lines += ["### `tiers[]`", ""]
     lines += _table(TIER_FIELDS)
+    lines += ["### `fallbacks[]`", "", "`adapter` and `model` are required.", ""]
+    lines += _table(FALLBACK_FIELDS)
     lines += ["### `adapters.<adapter name>`", ""]
     lines += _table(ADAPTER_OPTION_FIELDS)
     lines += [ADAPTER_OPTIONS_HELP, ""]

@@ -16,6 +16,7 @@ from backstay.adapters.contract import TierConfig
 from backstay.config import config_schema, suite_schema
 from backstay.config._suite_spec import (
     ADAPTER_OPTION_FIELDS,
+    FALLBACK_FIELDS,
     RUN_FIELDS,
     SECRET_KEY_PATTERN,
     TASK_FIELDS,
@@ -43,12 +44,24 @@ def test_the_schema_is_draft_2020_12_closed_and_requires_a_name_and_tasks() -> N
 def test_defaults_take_the_run_settings() -> None:
     defaults = SCHEMA["properties"]["defaults"]
     assert defaults["additionalProperties"] is False
-    assert list(defaults["properties"]) == [*RUN_FIELDS, "policy", "tiers"]
+    assert list(defaults["properties"]) == [*RUN_FIELDS, "policy", "tiers", "fallbacks"]
 
 
 def test_a_task_takes_its_own_keys_and_the_run_settings() -> None:
     assert DEFS["task"]["additionalProperties"] is False
-    assert list(DEFS["task"]["properties"]) == [*TASK_FIELDS, *RUN_FIELDS, "policy", "tiers"]
+    assert list(DEFS["task"]["properties"]) == [
+        *TASK_FIELDS,
+        *RUN_FIELDS,
+        "policy",
+        "tiers",
+        "fallbacks",
+    ]
+
+
+def test_a_fallback_has_the_keys_the_loader_checks() -> None:
+    assert list(DEFS["fallback"]["properties"]) == list(FALLBACK_FIELDS)
+    assert DEFS["fallback"]["required"] == ["adapter", "model"]
+    assert DEFS["fallback"]["additionalProperties"] is False
 
 
 def test_a_task_needs_an_id_and_exactly_one_prompt() -> None:

@@ -8,7 +8,7 @@ from tests.config.suite_helpers import load, one_task, problems
 
 KNOWN_TASK_KEYS = (
     "id, description, prompt, prompt_file, workspace, adapter, model, timeout_s, "
-    "stall_timeout_s, runs, policy, tiers"
+    "stall_timeout_s, runs, context_window, policy, tiers, fallbacks"
 )
 
 

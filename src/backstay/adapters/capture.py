@@ -25,6 +25,7 @@ import json
 import os
 import string
 import threading
+from collections.abc import Mapping
 from pathlib import Path
 from types import TracebackType
 from typing import IO, TYPE_CHECKING, Any, Final
@@ -228,11 +229,13 @@ class Capture:
         started_at: _dt.datetime,
         ended_at: _dt.datetime,
         durable: bool = True,
+        extra: Mapping[str, Any] | None = None,
     ) -> Path:
         """Replace ``metrics.json`` atomically with exactly ``METRICS_KEYS``; ``error`` is
         ``"<code>: <message>"`` redacted, or null. Readers see the old file or the whole new
         one; ``durable`` also fsyncs it (see ``write_json_atomic``), for callers with no
-        other durable record of the attempt."""
+        other durable record of the attempt. ``extra`` keys follow ``METRICS_KEYS`` (the
+        engine adds which adapter and model answered, and which were requested)."""
         error = None if failure is None else redact(f"{failure.code}: {failure.message}")
         metrics: dict[str, Any] = {
             "tokens_input": usage.prompt_tokens,
@@ -246,6 +249,8 @@ class Capture:
             "started_at": utc_iso(started_at),
             "ended_at": utc_iso(ended_at),
         }
+        if extra:
+            metrics.update({k: v for k, v in extra.items() if k not in metrics})
         write_json_atomic(self.metrics_path, metrics, durable=durable)
         return self.metrics_path
 

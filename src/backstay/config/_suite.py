@@ -25,6 +25,7 @@ from backstay.config._suite_spec import (
     MAX_RUNS,
 )
 from backstay.errors import ConfigError
+from backstay.fallback.candidate import Candidate
 from backstay.idempotency.ids import operation_id
 from backstay.policy.builtin import AGENT_DISPATCH
 from backstay.policy.retry import RetryPolicy
@@ -148,6 +149,8 @@ class SuiteDefaults:
     policy: RetryPolicy = AGENT_DISPATCH
     runs: int = DEFAULT_RUNS
     tiers: tuple[TierConfig, ...] = DEFAULT_TIERS
+    context_window: int | None = None
+    fallbacks: tuple[Candidate, ...] = ()
 
     def __post_init__(self) -> None:
         for name in ("adapter", "model"):
@@ -184,6 +187,8 @@ class SuiteTask:
     stall_timeout_s: float | None = None
     policy: RetryPolicy = AGENT_DISPATCH
     runs: int = DEFAULT_RUNS
+    context_window: int | None = None
+    fallbacks: tuple[Candidate, ...] = ()
 
     def __post_init__(self) -> None:
         _check_id(self.id, "task.id")

@@ -15,6 +15,8 @@ from backstay.config._suite_spec import (
     ADAPTER_PATTERN,
     DEFAULT_TIER_ID,
     DESCRIPTION_FIELD,
+    FALLBACK_FIELDS,
+    FALLBACKS_HELP,
     POLICY_HELP,
     RUN_FIELDS,
     SECRET_KEY_PATTERN,
@@ -44,6 +46,11 @@ def _run_properties() -> dict[str, Any]:
         "type": "array",
         "minItems": 1,
         "items": {"$ref": "#/$defs/tier"},
+    }
+    out["fallbacks"] = {
+        "description": FALLBACKS_HELP,
+        "type": "array",
+        "items": {"$ref": "#/$defs/fallback"},
     }
     return out
 
@@ -111,6 +118,13 @@ def suite_schema() -> dict[str, Any]:
         "$defs": {
             "task": _task(),
             "tier": _tier(),
+            "fallback": {
+                "description": "One fallback candidate.",
+                "type": "object",
+                "additionalProperties": False,
+                "required": ["adapter", "model"],
+                "properties": _properties(FALLBACK_FIELDS),
+            },
             "adapter_options": _adapter_options(),
             "policy": policy_schema(),
             "kind_override": kind_override_schema(),

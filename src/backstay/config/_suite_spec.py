@@ -48,6 +48,10 @@ POLICY_HELP: Final = (
     "mapping of policy settings, optionally with `extends`."
 )
 TIERS_HELP: Final = "The tiers each run is repeated for (default: one tier, T0)."
+FALLBACKS_HELP: Final = (
+    "The candidates a run moves to, in order, when a failure calls for it (docs/fallback.md): "
+    "each an adapter, a model, and optionally its credential variable and capabilities."
+)
 
 # Keys a task may give and `defaults` may give for every task. `policy` and `tiers` are
 # structured, and checked on their own.
@@ -83,8 +87,19 @@ RUN_FIELDS: Final[Mapping[str, Field]] = {
         maximum=MAX_RUNS,
         help="How many times each tier of the task runs.",
     ),
+    "context_window": Field(
+        type="integer",
+        minimum=1,
+        nullable=True,
+        help="The model's context window (tokens), so that a context overflow can fall back "
+        "to a larger one; null: unknown.",
+    ),
 }
-STRUCTURED_RUN_KEYS: Final[Mapping[str, str]] = {"policy": POLICY_HELP, "tiers": TIERS_HELP}
+STRUCTURED_RUN_KEYS: Final[Mapping[str, str]] = {
+    "policy": POLICY_HELP,
+    "tiers": TIERS_HELP,
+    "fallbacks": FALLBACKS_HELP,
+}
 
 RUN_DEFAULTS: Final[Mapping[str, str]] = {
     "adapter": "-",
@@ -94,6 +109,43 @@ RUN_DEFAULTS: Final[Mapping[str, str]] = {
     "runs": f"{DEFAULT_RUNS}",
     "policy": "the policy for `agent` operations (agent_dispatch)",
     "tiers": f"one tier, {DEFAULT_TIER_ID}",
+    "context_window": "null",
+    "fallbacks": "none",
+}
+
+# The keys of one entry of `fallbacks`.
+FALLBACK_FIELDS: Final[Mapping[str, Field]] = {
+    "adapter": Field(
+        type="string",
+        pattern=ADAPTER_PATTERN,
+        pattern_hint="an adapter name such as openai-api",
+        help="The adapter that runs an attempt on this candidate (required).",
+    ),
+    "model": Field(
+        type="string",
+        pattern=r"^\S+$",
+        pattern_hint="a model name without spaces",
+        help="The model (required).",
+    ),
+    "api_key_env": Field(
+        type="string",
+        pattern=ENV_NAME_PATTERN,
+        pattern_hint=ENV_NAME_HINT,
+        sensitive=True,
+        help="The environment variable holding this candidate's key (default: the "
+        "adapter's usual one). Never the key itself.",
+    ),
+    "context_window": Field(
+        type="integer", minimum=1, help="Its context window in tokens (default: unknown)."
+    ),
+    "tools": Field(type="boolean", help="Whether it can use tools (default: true)."),
+    "streaming": Field(type="boolean", help="Whether it can stream (default: true)."),
+    "base_url": Field(
+        type="string",
+        pattern=r"^\S+$",
+        pattern_hint="a URL",
+        help="The API's base URL for this candidate (default: the adapter's).",
+    ),
 }
 
 TASK_FIELDS: Final[Mapping[str, Field]] = {

@@ -19,6 +19,7 @@ from backstay.config._policy_ref import policy_reference
 from backstay.config._sections import mapping
 from backstay.config._suite import SuiteDefaults, SuiteTask
 from backstay.config._suite_adapters import adapter_reference
+from backstay.config._suite_fallbacks import fallbacks
 from backstay.config._suite_spec import RUN_FIELDS, STRUCTURED_RUN_KEYS, TASK_FIELDS
 from backstay.config._suite_tiers import tiers
 from backstay.errors import ConfigError
@@ -54,6 +55,8 @@ def _run_setting(
         out = policy_reference(doc, path, value, context.registry, name=name, base=base)
     elif key == "tiers":
         out = tiers(doc, path, value)
+    elif key == "fallbacks":
+        out = fallbacks(doc, path, value)
     elif key == "adapter":
         out = adapter_reference(doc, path, value, context.adapters)
     else:

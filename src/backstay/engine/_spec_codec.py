@@ -23,6 +23,7 @@ from typing import Any, Final
 from backstay.adapters.contract import TierConfig
 from backstay.engine.task import TaskSpec
 from backstay.errors import ConfigError
+from backstay.fallback.candidate import Candidate
 from backstay.policy.retry import RetryPolicy
 from backstay.redact import redact
 
@@ -85,6 +86,11 @@ def encode_spec(spec: TaskSpec) -> str:
         "stall_timeout_s": spec.stall_timeout_s,
         "policy": policy,
     }
+    # Only when set, so a spec without them is stored exactly as before.
+    if spec.fallbacks:
+        data["fallbacks"] = [c.to_dict() for c in spec.fallbacks]
+    if spec.context_window is not None:
+        data["context_window"] = spec.context_window
     try:
         return json.dumps(data, allow_nan=False, ensure_ascii=False, sort_keys=True)
     except (TypeError, ValueError) as exc:
@@ -131,5 +137,9 @@ def decode_spec(text: str, *, secrets: Mapping[str, str]) -> tuple[TaskSpec, tup
         config=data["config"],
         stall_timeout_s=data["stall_timeout_s"],
         policy=policy,
+        fallbacks=tuple(
+            Candidate.from_dict(c, where="fallbacks") for c in data.get("fallbacks", ())
+        ),
+        context_window=data.get("context_window"),
     )
     return spec, missing

@@ -36,6 +36,7 @@ __all__ = [
     "DDL",
     "ESCALATIONS",
     "ESCALATION_COLUMNS",
+    "MIGRATIONS",
     "SCHEMA_VERSION",
     "TABLES",
     "TASKS",
@@ -56,7 +57,8 @@ __all__ = [
 ]
 
 COMPONENT: Final = "tasks"
-SCHEMA_VERSION: Final = 1
+# 2: each attempt records the candidate it ran on (``candidate``; NULL before).
+SCHEMA_VERSION: Final = 2
 TASKS: Final = "backstay_tasks"
 ATTEMPTS: Final = "backstay_attempts"
 ESCALATIONS: Final = "backstay_escalations"
@@ -90,6 +92,7 @@ DDL: Final = (
     delay_s REAL,
     exit_code INTEGER,
     usage_json TEXT,
+    candidate TEXT,
     PRIMARY KEY (operation_id, number)
 )""",
     f"""CREATE TABLE {ESCALATIONS} (
@@ -108,13 +111,16 @@ DDL: Final = (
     f"CREATE INDEX {ESCALATIONS}_open ON {ESCALATIONS} (status, operation_id)",
 )
 
+# The statements taking the component from each older version to the next.
+MIGRATIONS: Final = {1: (f"ALTER TABLE {ATTEMPTS} ADD COLUMN candidate TEXT",)}
+
 TASK_COLUMNS: Final = (
     "spec_json, state, reason, attempts_used, budget_base, next_run_at, result_json, "
     "created_at, updated_at"
 )
 ATTEMPT_COLUMNS: Final = (
     "operation_id, number, attempt_id, output_dir, started_at, ended_at, outcome, "
-    "failure_json, delay_s, exit_code, usage_json"
+    "failure_json, delay_s, exit_code, usage_json, candidate"
 )
 ESCALATION_COLUMNS: Final = (
     "escalation_id, operation_id, task_id, failure_json, context_json, created_at, status, "
@@ -228,6 +234,7 @@ def decode_attempt(row: tuple[Any, ...]) -> AttemptRecord:
         delay_s=row[8],
         exit_code=row[9],
         usage=Usage() if row[10] is None else Usage(**json.loads(row[10])),
+        candidate=row[11],
     )
 
 

@@ -25,7 +25,7 @@ CHANGE_STATE: Final = (
 COUNT_ATTEMPT: Final = "UPDATE backstay_tasks SET attempts_used = ? WHERE operation_id = ?"
 BEGIN_ATTEMPT: Final = (
     "INSERT INTO backstay_attempts (operation_id, number, attempt_id, output_dir, started_at, "
-    "outcome) VALUES (?, ?, ?, ?, ?, 'running')"
+    "outcome, candidate) VALUES (?, ?, ?, ?, ?, 'running', ?)"
 )
 END_ATTEMPT: Final = (
     "UPDATE backstay_attempts SET ended_at = ?, outcome = ?, failure_json = ?, delay_s = ?, "

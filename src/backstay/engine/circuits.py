@@ -130,10 +130,16 @@ class CircuitGate:
 
     def acquire(self, spec: TaskSpec) -> Permit:
         """A permit for one attempt of ``spec``; ``CircuitOpen`` while its circuit refuses."""
-        breaker = self.breaker(spec)
-        with _acting_for(spec.operation_id):
+        return self._acquire(self.breaker(spec), spec.operation_id)
+
+    def acquire_named(self, name: str, operation_id: str) -> Permit:
+        """A permit of the breaker ``name`` (a fallback candidate's) for ``operation_id``."""
+        return self._acquire(self.registry.breaker_for(name), operation_id)
+
+    def _acquire(self, breaker: CircuitBreaker, operation_id: str) -> Permit:
+        with _acting_for(operation_id):
             permit = breaker.acquire()
-        return _TaskPermit(permit, spec.operation_id)
+        return _TaskPermit(permit, operation_id)
 
     def waited(self, spec: TaskSpec, *, breaker: str, wait_s: float, at: _dt.datetime) -> None:
         """Record that ``spec``'s task waits ``wait_s`` for the open circuit ``breaker``."""

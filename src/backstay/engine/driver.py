@@ -20,12 +20,18 @@ attempt is counted. The attempt's end is reported on the permit (success, its
 
 ``drive`` returns the result of a task that succeeded (recorded before it returns) and
 raises ``TaskStopped`` for any other end, so the guard caches only successes.
+
+With a ``TaskFallback`` (a task with ``fallbacks``), each attempt runs on the candidate
+it chooses, records that candidate, and a failure that moves retries at once on another
+(``backstay.engine.fallback``); ``metrics.json`` and a success's result name the
+requested and the answering adapter and model.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import datetime as _dt
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Final
 
@@ -37,10 +43,12 @@ from backstay.classify import classify
 from backstay.clock import Clock
 from backstay.engine import _notify as notify
 from backstay.engine.circuits import CircuitGate
-from backstay.engine.decision import draw_for, next_step
+from backstay.engine.decision import NextStep, draw_for, next_step
+from backstay.engine.fallback import TaskFallback
 from backstay.engine.records import (
     AttemptEnd,
     AttemptOutcome,
+    AttemptRecord,
     NewEscalation,
     StateChange,
     TaskRecord,
@@ -89,8 +97,9 @@ class _Attempt:
     exit_code: int | None
 
 
-def _result_data(result: AgentResult, usage: Usage) -> dict[str, Any]:
+def _result_data(result: AgentResult, usage: Usage, model: Mapping[str, str]) -> dict[str, Any]:
     return {
+        **model,
         "output": result.output,
         "usage": dataclasses.asdict(usage),
         "exit_code": result.exit_code,
@@ -112,7 +121,10 @@ class TaskDriver:
         clock: Clock,
         state_dir: Path,
         circuits: CircuitGate | None = None,
+        fallback: TaskFallback | None = None,
+        adapters: Mapping[str, Adapter] | None = None,
     ) -> None:
+        """``fallback``: the task's chain; ``adapters``: its candidates' adapters by name."""
         self.spec = spec
         self.adapter = adapter
         self.policy = policy
@@ -120,6 +132,10 @@ class TaskDriver:
         self.clock = clock
         self.state_dir = state_dir
         self.circuits = circuits
+        self.fallback = fallback
+        self.adapters = dict(adapters or {})
+        # The chain's candidate of the current attempt (0: the task's own adapter and model).
+        self.candidate = 0
         self.operation_id = spec.operation_id
         # Whether this driver found or made the task succeeded in the store.
         self.succeeded = False
@@ -197,6 +213,8 @@ class TaskDriver:
     async def _admitted(self, record: TaskRecord) -> Permit | None:
         """A permit of the task's circuit (``None`` without a gate), after waiting out an
         open circuit: each wait is recorded before it is slept."""
+        if self.fallback is not None:
+            return await self._admitted_candidate(record, self.fallback)
         gate = self.circuits
         if gate is None:
             return None
@@ -209,6 +227,39 @@ class TaskDriver:
                 gate.waited(self.spec, breaker=refused.name, wait_s=wait, at=self.clock.now())
                 notify.deferred(record, breaker=refused.name, wait_s=wait, policy=self.policy.name)
                 await self.clock.asleep(wait)
+
+    async def _admitted_candidate(self, record: TaskRecord, chain: TaskFallback) -> Permit | None:
+        """The candidate of the next attempt (``self.candidate``) and its permit, after
+        waiting while none it may use is available; each wait is recorded first."""
+        while True:
+            attempts = self.store.attempts(self.operation_id)
+            index = chain.choose(record, attempts)
+            refused: str | None = None
+            if index is not None:
+                try:
+                    permit = chain.acquire(index)
+                except CircuitOpen as err:
+                    refused = err.name
+                else:
+                    self.candidate = index
+                    return permit
+            wait = chain.wait_s(record, attempts)
+            name = refused or chain.candidates[0 if index is None else index].name
+            if self.circuits is not None:
+                self.circuits.waited(self.spec, breaker=name, wait_s=wait, at=self.clock.now())
+            notify.deferred(record, breaker=name, wait_s=wait, policy=self.policy.name)
+            await self.clock.asleep(wait)
+
+    def _model(self) -> dict[str, str]:
+        """The requested and the answering adapter and model of the current attempt."""
+        spec = self.spec
+        answering = spec.candidates[self.candidate]
+        return {
+            "requested_adapter": spec.adapter,
+            "requested_model": spec.model,
+            "adapter": str(answering.adapter),
+            "model": answering.model,
+        }
 
     async def _attempt(self, record: TaskRecord, permit: Permit | None) -> tuple[TaskRecord, float]:
         """One attempt, recorded before and after; the task as stored and the delay. The
@@ -223,6 +274,7 @@ class TaskDriver:
             attempt_id=attempt_id,
             output_dir=str(output_dir),
             at=started_at,
+            candidate=None if self.fallback is None else self._model_name(),
         )
         notify.started(record, attempt_id=attempt_id, policy=self.policy.name)
         done = await self._dispatch(output_dir, attempt_id, started_at)
@@ -244,7 +296,7 @@ class TaskDriver:
                 state=TaskState.SUCCEEDED,
                 reason=f"succeeded on attempt {number}",
                 at=ended_at,
-                result=_result_data(done.result, done.usage),
+                result=_result_data(done.result, done.usage, self._model()),
             )
             record, _ = self.store.end_attempt(self.operation_id, end, change)
             notify.succeeded(record, policy=self.policy.name)
@@ -255,14 +307,18 @@ class TaskDriver:
     async def _dispatch(
         self, output_dir: Path, attempt_id: str, started_at: _dt.datetime
     ) -> _Attempt:
+        adapter = self.adapter
         request = self.spec.request(output_dir)
+        if self.fallback is not None and self.candidate:
+            request = self.fallback.request(self.candidate, output_dir)
+            adapter = self.adapters[request_adapter(self.fallback, self.candidate)]
         started = self.clock.monotonic()
         with Capture(output_dir) as capture:
             result: AgentResult | None = None
             failure: Failure | None = None
             partial: str | None = None
             try:
-                result = await self.adapter.dispatch(
+                result = await adapter.dispatch(
                     request, operation_id=self.operation_id, attempt_id=attempt_id, capture=capture
                 )
             except AdapterError as err:
@@ -279,6 +335,7 @@ class TaskDriver:
                 started_at=started_at,
                 ended_at=self.clock.now(),
                 durable=False,  # state.sqlite holds the attempt durably; this is its view
+                extra=self._model(),
             )
         return _Attempt(result, failure, partial, usage, exit_code)
 
@@ -287,13 +344,15 @@ class TaskDriver:
     ) -> tuple[TaskRecord, float]:
         failure = done.failure
         assert failure is not None  # noqa: S101 - only failed attempts come here
-        step = next_step(
-            self.policy,
-            failure,
-            record=record,
-            attempts=self.store.attempts(self.operation_id),
-            ended_at=ended_at,
-            draw=draw_for(self.policy, self.operation_id, number),
+        attempts = self.store.attempts(self.operation_id)
+        draw = draw_for(self.policy, self.operation_id, number)
+        moved = self._moved(record, done, attempts, ended_at, draw)
+        step = (
+            next_step(
+                self.policy, failure, record=record, attempts=attempts, ended_at=ended_at, draw=draw
+            )
+            if moved is None
+            else moved[0]
         )
         escalation = None
         if step.escalate:
@@ -315,21 +374,56 @@ class TaskDriver:
             self.operation_id, end, change, escalation=escalation
         )
         delay = step.delay_s or 0.0
+        if moved is not None and self.fallback is not None:
+            self.fallback.fell_back(
+                record, failure, current=self.candidate, target=moved[1], policy=self.policy.name
+            )
         notify.after_failure(record, failure, added, policy=self.policy.name, delay_s=delay)
         return record, delay
+
+    def _moved(
+        self,
+        record: TaskRecord,
+        done: _Attempt,
+        attempts: tuple[AttemptRecord, ...],
+        ended_at: _dt.datetime,
+        draw: float,
+    ) -> tuple[NextStep, int] | None:
+        """The move to another candidate ``done``'s failure calls for (``None``: none)."""
+        if self.fallback is None or done.failure is None:
+            return None
+        return self.fallback.move(
+            self.policy,
+            done.failure,
+            record=record,
+            attempts=attempts,
+            current=self.candidate,
+            # An API stream cut after output says so in ``details.stream_interrupted`` (the
+            # rules never move it); an agent CLI's partial output is its own log text.
+            partial=False,
+            ended_at=ended_at,
+            draw=draw,
+        )
+
+    def _model_name(self) -> str:
+        return self.spec.candidates[self.candidate].name
 
     def _context(self, done: _Attempt, number: int, output_dir: str, reason: str) -> dict[str, Any]:
         partial = redact(done.partial_output or "")[-_CONTEXT_OUTPUT_CHARS:]
         return {
             "task_id": self.spec.task_id,
-            "adapter": self.spec.adapter,
-            "model": self.spec.model,
+            **self._model(),
             "attempt": number,
             "reason": reason,
             "output_dir": output_dir,
             "exit_code": done.exit_code,
             "partial_output": partial,
         }
+
+
+def request_adapter(chain: TaskFallback, index: int) -> str:
+    """The adapter name of candidate ``index`` of ``chain``."""
+    return str(chain.candidates[index].adapter)
 
 
 def _exit_status(result: AgentResult | None, failure: Failure | None, exit_code: int | None) -> int:

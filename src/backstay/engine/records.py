@@ -101,6 +101,8 @@ class AttemptRecord:
     delay_s: float | None = None
     exit_code: int | None = None
     usage: Usage = dataclasses.field(default_factory=Usage)
+    # The fallback candidate the attempt ran on (``Candidate.name``); None: the task's own.
+    candidate: str | None = None
 
 
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)

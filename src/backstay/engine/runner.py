@@ -24,6 +24,10 @@ anything is recorded or run, so a mistake in the batch is a ``ConfigError`` up f
 Before each attempt the driver asks the task's circuit breaker (``CircuitGate``, one per
 adapter and model by default, kept in ``state.sqlite``); while it is open the task waits,
 recorded in the circuit log, without spending an attempt. ``breaker=None`` turns that off.
+
+A spec with ``fallbacks`` runs each attempt on a candidate of its chain
+(``backstay.engine.fallback``), under ``fallback_rules``; the candidates' cooldowns are
+kept in ``state.sqlite`` beside the breakers.
 """
 
 from __future__ import annotations
@@ -48,6 +52,7 @@ from backstay.engine.circuits import BreakerKeyFn, CircuitGate
 from backstay.engine.circuits import breaker_key as default_breaker_key
 from backstay.engine.driver import TaskDriver, TaskStopped
 from backstay.engine.escalations import EscalationQueue
+from backstay.engine.fallback import TaskFallback
 from backstay.engine.records import StateChange, TaskRecord
 from backstay.engine.resume import StartStep, plan_start
 from backstay.engine.sqlite_tasks import SQLiteTaskStore
@@ -55,6 +60,8 @@ from backstay.engine.states import TaskState
 from backstay.engine.summary import Summary, summarize
 from backstay.engine.task import TaskSpec
 from backstay.errors import ConfigError
+from backstay.fallback.rules import FallbackRules
+from backstay.fallback.sqlite import SQLiteFallbackStore
 from backstay.idempotency.errors import LeaseLost, OperationInProgress
 from backstay.idempotency.guard import IdempotencyGuard
 from backstay.idempotency.settings import GuardSettings
@@ -84,6 +91,7 @@ class Engine:
     * ``guard_settings``, ``owner``: the operation leases (``IdempotencyGuard``).
     * ``breaker``: the settings of the circuit breakers asked before each attempt, one per
       ``breaker_key(spec)`` (default ``(adapter, model)``); ``None``: no breakers.
+    * ``fallback_rules``: the move table of specs with ``fallbacks`` (docs/fallback.md).
     """
 
     def __init__(
@@ -99,6 +107,7 @@ class Engine:
         owner: str | None = None,
         breaker: BreakerSettings | None = DEFAULT_BREAKER,
         breaker_key: BreakerKeyFn = default_breaker_key,
+        fallback_rules: FallbackRules | None = None,
     ) -> None:
         check_number(concurrency, where="concurrency", minimum=1, integer=True)
         if breaker is not None and not isinstance(breaker, BreakerSettings):
@@ -131,6 +140,8 @@ class Engine:
             self.operations.close()
             self.store.close()
             raise
+        self.fallback_rules = FallbackRules() if fallback_rules is None else fallback_rules
+        self._fallback_store: SQLiteFallbackStore | None = None
         self.guard = IdempotencyGuard(
             self.operations, settings=guard_settings, owner=owner, clock=clock
         )
@@ -173,6 +184,7 @@ class Engine:
             adapter.validate_config(spec.config)
         except ConfigError as err:
             raise ConfigError(err.reason, where=f"task {spec.task_id!r}: {err.where}") from None
+        chain, adapters = self._fallback(spec)
         return TaskDriver(
             spec,
             adapter=adapter,
@@ -181,7 +193,33 @@ class Engine:
             clock=self.clock,
             state_dir=self.state_dir,
             circuits=self.circuits,
+            fallback=chain,
+            adapters=adapters,
         )
+
+    def _fallback(self, spec: TaskSpec) -> tuple[TaskFallback | None, dict[str, Adapter]]:
+        """The chain of a spec with fallbacks and its candidates' adapters, each config
+        checked; ``(None, {})`` for a spec without."""
+        if not spec.fallbacks:
+            return None, {}
+        if self._fallback_store is None:
+            self._fallback_store = SQLiteFallbackStore(self.store.path)
+        chain = TaskFallback(
+            spec,
+            rules=self.fallback_rules,
+            store=self._fallback_store,
+            gate=self.circuits,
+            clock=self.clock,
+        )
+        adapters: dict[str, Adapter] = {}
+        for i, (name, config) in enumerate(chain.configs()):
+            adapter = adapters[name] = self.adapter(name)
+            try:
+                adapter.validate_config(config)
+            except ConfigError as err:
+                where = f"task {spec.task_id!r}: fallbacks[{i}]: {err.where}"
+                raise ConfigError(err.reason, where=where) from None
+        return chain, adapters
 
     # -- running ------------------------------------------------------------------------
 
@@ -295,6 +333,8 @@ class Engine:
     def close(self) -> None:
         """Close the state file's connections."""
         try:
+            if self._fallback_store is not None:
+                self._fallback_store.close()
             if self.circuits is not None:
                 self.circuits.close()
             self.circuit_log.close()

@@ -72,6 +72,7 @@ class SQLiteTaskStore(SQLiteFile):
             tables=rows.TABLES,
             ddl=rows.DDL,
             timeout_s=timeout_s,
+            migrations=rows.MIGRATIONS,
         )
 
     # -- plumbing ---------------------------------------------------------------------
@@ -166,7 +167,14 @@ class SQLiteTaskStore(SQLiteFile):
         return self._tx(fn)
 
     def begin_attempt(
-        self, operation_id: str, *, number: int, attempt_id: str, output_dir: str, at: _dt.datetime
+        self,
+        operation_id: str,
+        *,
+        number: int,
+        attempt_id: str,
+        output_dir: str,
+        at: _dt.datetime,
+        candidate: str | None = None,
     ) -> TaskRecord:
         def fn(conn: sqlite3.Connection) -> TaskRecord:
             current, used = self._current(conn, operation_id)
@@ -180,7 +188,8 @@ class SQLiteTaskStore(SQLiteFile):
             self._apply(conn, operation_id, change)
             conn.execute(sql.COUNT_ATTEMPT, (number, operation_id))
             conn.execute(
-                sql.BEGIN_ATTEMPT, (operation_id, number, attempt_id, output_dir, at.timestamp())
+                sql.BEGIN_ATTEMPT,
+                (operation_id, number, attempt_id, output_dir, at.timestamp(), candidate),
             )
             return self._task_in(conn, operation_id)
 

@@ -39,7 +39,7 @@ from typing import Any, Final
 from backstay.adapters.contract import Adapter
 from backstay.adapters.registry import get_adapter
 from backstay.clock import SYSTEM_CLOCK, Clock
-from backstay.config import Suite, workflow_id
+from backstay.config import Suite, SuiteTask, workflow_id
 from backstay.engine.task import TaskSpec
 from backstay.errors import ConfigError
 
@@ -167,7 +167,34 @@ def _identity_for(state_dir: Path, suite: Suite, *, clock: Clock = SYSTEM_CLOCK)
 def suite_adapters(suite: Suite) -> dict[str, Adapter]:
     """One adapter per adapter name the suite's tasks use (``get_adapter``); a
     ``ConfigError`` for one that cannot be had (not installed, not available yet)."""
-    return {name: get_adapter(name) for name in sorted({task.adapter for task in suite.tasks})}
+    return {name: get_adapter(name) for name in _adapter_names(suite)}
+
+
+def _adapter_names(suite: Suite) -> list[str]:
+    """Every adapter a task may run on: its own, and its fallbacks'."""
+    names = {task.adapter for task in suite.tasks}
+    names.update(str(c.adapter) for task in suite.tasks for c in task.fallbacks)
+    return sorted(names)
+
+
+def _chain_env(
+    task: SuiteTask, envs: Mapping[str, Mapping[str, str]], source: Mapping[str, str]
+) -> dict[str, str]:
+    """The environment of a task's runs: its adapter's, then what its fallbacks' adapters
+    and credential variables add (a credential variable that is not set: ``ConfigError``)."""
+    env = dict(envs[task.adapter])
+    for i, candidate in enumerate(task.fallbacks):
+        for name, value in envs[str(candidate.adapter)].items():
+            env.setdefault(name, value)
+        variable = candidate.api_key_env
+        if variable is not None and variable not in env:
+            if variable not in source:
+                raise ConfigError(
+                    f"{variable} is not set (the key of fallback {candidate.name})",
+                    where=f"task {task.id!r}: fallbacks[{i}].api_key_env",
+                )
+            env[variable] = source[variable]
+    return env
 
 
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
@@ -218,10 +245,7 @@ class SuiteBatch:
         API key variable that is not set is a ``ConfigError``, raised before anything is
         written."""
         source = os.environ if environ is None else environ
-        envs = {
-            name: suite.options_for(name).child_env(source)
-            for name in sorted({task.adapter for task in suite.tasks})
-        }
+        envs = {name: suite.options_for(name).child_env(source) for name in _adapter_names(suite)}
         root = Path(state_dir).resolve()
         identity = _identity_for(root, suite, clock=clock)
         runs = []
@@ -240,9 +264,11 @@ class SuiteBatch:
                 stall_timeout_s=task.stall_timeout_s,
                 prompt=task.prompt,
                 prompt_file=task.prompt_file,
-                env=envs[task.adapter],
+                env=_chain_env(task, envs, source),
                 config=options.config,
                 policy=task.policy,
+                fallbacks=task.fallbacks,
+                context_window=task.context_window,
             )
             workspace = spec.run_dir(root) / WORKSPACE_DIR
             runs.append(

@@ -9,6 +9,10 @@ Its ``operation_id`` is ``"{workflow_id}:{task_id}:{task_run_id}"`` with ``task_
 ``"{tier_id}-run_{NN}"`` (``"run_{NN}"`` without a tier): the same for every attempt and
 every resume of the task, so it is the key the idempotency guard deduplicates on.
 
+``fallbacks`` are the candidates (``backstay.fallback.Candidate`` with an ``adapter``) the
+task may move to when a failure calls for it; ``context_window`` is the task's own
+model's window, so that a context overflow can move to a larger one (docs/fallback.md).
+
 Identifiers end up in file paths (``runs/<task_id>/<tier_id>/run_NN/``), so they are
 restricted to letters, digits, ``.``, ``_`` and ``-``, starting with a letter or digit.
 """
@@ -24,6 +28,7 @@ from typing import Any, Final
 from backstay._checks import check_number
 from backstay.adapters.contract import AgentRequest, TierConfig
 from backstay.errors import ConfigError
+from backstay.fallback.candidate import Candidate
 from backstay.idempotency.ids import operation_id as make_operation_id
 from backstay.policy.retry import RetryPolicy
 
@@ -70,6 +75,8 @@ class TaskSpec:
     config: Mapping[str, Any] = dataclasses.field(default_factory=dict)
     stall_timeout_s: float | None = None
     policy: str | RetryPolicy | None = None
+    fallbacks: tuple[Candidate, ...] = ()
+    context_window: int | None = None
 
     def __post_init__(self) -> None:
         check_identifier(self.workflow_id, where="workflow_id")
@@ -85,12 +92,40 @@ class TaskSpec:
             )
         if isinstance(self.policy, str) and not self.policy:
             raise ConfigError("must be a non-empty name", where="policy")
+        self._check_fallbacks()
         # The request's own checks (prompt, paths, timeouts, env, tier, config), run once.
         probe = self.request(_PLACEHOLDER_OUTPUT)
         object.__setattr__(self, "workspace", probe.workspace)
         object.__setattr__(self, "prompt_file", probe.prompt_file)
         object.__setattr__(self, "env", probe.env)
         object.__setattr__(self, "config", probe.config)
+
+    def _check_fallbacks(self) -> None:
+        fallbacks = tuple(self.fallbacks)
+        object.__setattr__(self, "fallbacks", fallbacks)
+        if self.context_window is not None:
+            check_number(self.context_window, where="context_window", minimum=1, integer=True)
+        names = {self.primary.name}
+        for i, candidate in enumerate(fallbacks):
+            where = f"fallbacks[{i}]"
+            if not isinstance(candidate, Candidate):
+                raise ConfigError(f"must be a Candidate, got {candidate!r}", where=where)
+            if candidate.adapter is None:
+                raise ConfigError("must name an adapter", where=where)
+            check_identifier(candidate.adapter, where=f"{where}.adapter")
+            if candidate.name in names:
+                raise ConfigError(f"{candidate.name} is already in the chain", where=where)
+            names.add(candidate.name)
+
+    @property
+    def primary(self) -> Candidate:
+        """The task's own adapter and model, as the first candidate of its chain."""
+        return Candidate(adapter=self.adapter, model=self.model, context_window=self.context_window)
+
+    @property
+    def candidates(self) -> tuple[Candidate, ...]:
+        """The task's chain: its own adapter and model, then its fallbacks."""
+        return (self.primary, *self.fallbacks)
 
     @property
     def task_run_id(self) -> str:

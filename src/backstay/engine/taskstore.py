@@ -63,7 +63,14 @@ class TaskStore(Protocol):
         ...
 
     def begin_attempt(
-        self, operation_id: str, *, number: int, attempt_id: str, output_dir: str, at: _dt.datetime
+        self,
+        operation_id: str,
+        *,
+        number: int,
+        attempt_id: str,
+        output_dir: str,
+        at: _dt.datetime,
+        candidate: str | None = None,
     ) -> TaskRecord: ...
 
     def end_attempt(

@@ -46,11 +46,17 @@ class CandidateHealth:
         breaker: BreakerSettings | None,
         clock: Clock,
         on_event: Callable[[object], None] | None = None,
+        breakers: Sequence[CircuitBreaker | None] | None = None,
     ) -> None:
+        """``breakers``, when given, are the candidates' breakers (in order) instead of
+        ones made from ``breaker`` on ``store.breakers``."""
         self.candidates = tuple(candidates)
         self.store = store
         self.clock = clock
-        self.breakers: tuple[CircuitBreaker | None, ...] = tuple(
+        if breakers is not None:
+            self.breakers: tuple[CircuitBreaker | None, ...] = tuple(breakers)
+            return
+        self.breakers = tuple(
             None
             if breaker is None
             else CircuitBreaker(

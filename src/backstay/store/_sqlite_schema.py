@@ -5,14 +5,17 @@ with its own tables and a row in ``backstay_schema`` giving the version of its l
 ``open_component`` refuses, with a ``ConfigError`` naming the file, a file that is not a
 SQLite database, one that holds tables backstay did not create, and one whose component
 was written by a newer backstay. Those checks only read: such a file is never changed
-(not even switched to WAL). A missing or empty file is initialised.
+(not even switched to WAL). A missing or empty file is initialised. A component at an
+older version is migrated when ``migrations`` has the statements taking each older
+version to the next (one transaction, the version raised with them); without them it is
+refused as before.
 """
 
 from __future__ import annotations
 
 import os
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Final
 
 from backstay.errors import ConfigError
@@ -59,6 +62,38 @@ def _stored_version(
     if version is not None and not isinstance(version, int):
         raise ConfigError(f"has a malformed {component} schema version {version!r}", where=where)
     return version
+
+
+_UPDATE_VERSION: Final = f"UPDATE {SCHEMA_TABLE} SET version = ? WHERE component = ?"  # noqa: S608
+
+
+def _migrate(
+    conn: sqlite3.Connection,
+    where: str,
+    *,
+    component: str,
+    version: int,
+    tables: Sequence[str],
+    migrations: Mapping[int, Sequence[str]],
+) -> None:
+    """Take ``component`` from its stored version to ``version``, in one transaction."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        stored = _stored_version(conn, where, component=component, tables=tables)
+        if stored is not None and stored < version:
+            for step in range(stored, version):
+                for statement in migrations[step]:
+                    conn.execute(statement)
+            conn.execute(_UPDATE_VERSION, (version, component))
+        conn.execute("COMMIT")
+    except BaseException:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise
+
+
+def _migratable(stored: int, version: int, migrations: Mapping[int, Sequence[str]]) -> bool:
+    return stored < version and all(step in migrations for step in range(stored, version))
 
 
 def _check_version(version: int, expected: int, where: str, component: str) -> None:
@@ -112,10 +147,12 @@ def open_component(
     tables: Sequence[str],
     ddl: Sequence[str],
     timeout_s: float,
+    migrations: Mapping[int, Sequence[str]] | None = None,
 ) -> sqlite3.Connection:
     """A connection (autocommit, WAL) to ``path`` holding ``component`` at ``version``.
 
-    ``tables`` are the component's table names and ``ddl`` the statements creating them.
+    ``tables`` are the component's table names and ``ddl`` the statements creating them;
+    ``migrations[n]`` the statements taking the component from version ``n`` to ``n + 1``.
     """
     where = os.fspath(path)
     conn = sqlite3.connect(where, timeout=timeout_s, isolation_level=None, check_same_thread=False)
@@ -125,6 +162,15 @@ def open_component(
             if stored is None:
                 _initialise(
                     conn, where, component=component, version=version, tables=tables, ddl=ddl
+                )
+            elif _migratable(stored, version, migrations or {}):
+                _migrate(
+                    conn,
+                    where,
+                    component=component,
+                    version=version,
+                    tables=tables,
+                    migrations=migrations or {},
                 )
             else:
                 _check_version(stored, version, where, component)
