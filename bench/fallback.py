@@ -26,7 +26,8 @@ Figures, from the fake provider's own request log and the callers' results:
   duration);
 * failed: calls whose caller saw an error;
 * p99 call, slowest: how long a call took, as its caller saw it (retries and backoff
-  before a fallback show here);
+  before a fallback show here); p99 ok: the same for the calls started before the outage,
+  the client's own cost on this machine;
 * requests: every request the provider received;
 * down: requests to the primary inside the outage window (each got the fault);
 * wasted: down beyond the ones neither client, as configured, can avoid: FAILURE_THRESHOLD
@@ -115,7 +116,8 @@ def _row(result: Result, scenario: Scenario) -> None:
     print(
         f"  {result.client:<9} {result.completion_s:7.2f} s "
         f"{result.completion_s / scenario.duration_s:5.2f}x {result.failed:6d} "
-        f"{result.p99_call_s:7.2f} s {result.slowest_call_s:6.2f} s {result.requests:8d} "
+        f"{result.p99_before_s:6.2f} s {result.p99_call_s:7.2f} s {result.slowest_call_s:6.2f} s "
+        f"{result.requests:8d} "
         f"{result.down_requests:5d} {result.wasted:6d} {result.fallback_served:8d} {back:>9}"
     )
 
@@ -134,8 +136,8 @@ def report(duration_s: float = DURATION_S, fault: str = FAULT) -> list[Result]:
     clients = CLIENTS if litellm_installed() else CLIENTS[:1]
     results = [measure(client, scenario) for client in clients]
     print(
-        f"  {'client':<9} {'completion':>9} {'/ideal':>6} {'failed':>6} {'p99 call':>9} "
-        f"{'slowest':>8} {'requests':>8} {'down':>5} {'wasted':>6} {'fallback':>8} "
+        f"  {'client':<9} {'completion':>9} {'/ideal':>6} {'failed':>6} {'p99 ok':>8} "
+        f"{'p99 call':>9} {'slowest':>8} {'requests':>8} {'down':>5} {'wasted':>6} {'fallback':>8} "
         f"{'back on A':>9}"
     )
     for result in results:
@@ -143,8 +145,8 @@ def report(duration_s: float = DURATION_S, fault: str = FAULT) -> list[Result]:
     print(
         "  down: requests to the primary during the outage; wasted: down beyond "
         f"{scenario.allowance} ({FAILURE_THRESHOLD} to detect it, then one probe per "
-        "cooldown); fallback: calls the fallback answered; back on A: from the outage's end "
-        "to the primary's first answer"
+        "cooldown); p99 ok: p99 call before the outage; fallback: calls the fallback answered; "
+        "back on A: from the outage's end to the primary's first answer"
     )
     outside = sum(r.outside_connections for r in results)
     if outside:

@@ -97,6 +97,7 @@ class Result:
     succeeded: int
     failed: int
     p99_call_s: float
+    p99_before_s: float
     slowest_call_s: float
     requests: int
     down_requests: int
@@ -194,6 +195,10 @@ async def _batch(client: Client, scenario: Scenario, started: float) -> list[Cal
     return calls
 
 
+def _p99(ordered: list[float]) -> float:
+    return ordered[min(len(ordered) - 1, math.ceil(0.99 * len(ordered)) - 1)]
+
+
 def _result(
     client: str,
     scenario: Scenario,
@@ -209,12 +214,14 @@ def _result(
     back = [e["time"] for e in primary if e["status"] == 200 and e["time"] >= outage_start]
     outage_end = started + scenario.outage_end_s
     durations = sorted(c.end - c.start for c in calls)
+    before = sorted(c.end - c.start for c in calls if c.start < outage_start) or [0.0]
     return Result(
         client=client,
         completion_s=max(c.end for c in calls) - started,
         succeeded=sum(c.served_by is not None for c in calls),
         failed=sum(c.served_by is None for c in calls),
-        p99_call_s=durations[min(len(durations) - 1, math.ceil(0.99 * len(durations)) - 1)],
+        p99_call_s=_p99(durations),
+        p99_before_s=_p99(before),
         slowest_call_s=durations[-1],
         requests=len(log),
         down_requests=len(down),

@@ -67,6 +67,7 @@ def test_result_counts_the_down_primary_and_the_return_from_the_log(
     assert (result.succeeded, result.failed, result.requests) == (1, 1, 19)
     assert result.completion_s == pytest.approx(9.5)
     assert result.slowest_call_s == pytest.approx(9.5)
+    assert result.p99_before_s == pytest.approx(9.5)  # both calls started before 3 s
 
 
 def test_loopback_guard_refuses_other_addresses_before_any_packet(
