@@ -235,8 +235,22 @@ def _result(
     )
 
 
+async def _warm_up(client: Client) -> None:
+    call, close = client
+    try:
+        await call()
+    finally:
+        await close()
+
+
 def run(client: str, prepare: Prepare, scenario: Scenario, refused: list[str]) -> Result:
-    """The batch against a fresh fake provider with the outage; the figures."""
+    """The batch against a fresh fake provider with the outage; the figures.
+
+    First one call through a client of its own against a provider whose primary always
+    fails, so that what a library loads on its first call (and on its first fallback) is
+    not counted in the batch; the batch's client, breakers and cooldowns are new."""
+    with provider_process.serve("--fault", f"{FAULTS[scenario.fault]}:api={PRIMARY[0]}") as url:
+        asyncio.run(_warm_up(prepare(url, scenario)))
     with tempfile.TemporaryDirectory(prefix="backstay-bench-fallback-") as tmp:
         log_path = Path(tmp) / "requests.jsonl"
         flags = ("--fault", scenario.fault_flag(), "--log", str(log_path))
