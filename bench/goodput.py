@@ -24,11 +24,9 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import subprocess
-import sys
 import time
-from collections.abc import Awaitable, Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Awaitable, Callable
+from contextlib import AbstractContextManager
 from typing import Any, Final
 
 import httpx
@@ -40,6 +38,7 @@ from tenacity import (
     wait_random_exponential,
 )
 
+import provider_process
 from backstay.integrations import async_openai_client
 from backstay.policy import RateLimiter
 
@@ -93,36 +92,12 @@ class Result:
 # ---- the provider, in its own process ---------------------------------------------------
 
 
-@contextmanager
-def _provider(limit: Limit) -> Iterator[str]:
+def _provider(limit: Limit) -> AbstractContextManager[str]:
     """``backstay fake-provider serve`` with ``limit`` in a child process; its URL."""
-    command = [
-        sys.executable,
-        "-c",
-        "from backstay.cli import main; main()",
-        "fake-provider",
-        "serve",
-        "--rpm",
-        str(limit.rpm),
-    ]
+    flags = ["--rpm", str(limit.rpm)]
     if limit.tpm is not None:
-        command += ["--tpm", str(limit.tpm)]
-    process = subprocess.Popen(  # noqa: S603 - our own CLI, our own arguments
-        command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True
-    )
-    try:
-        assert process.stdout is not None
-        line = process.stdout.readline()
-        if "listening on" not in line:
-            raise RuntimeError(f"the fake provider did not start: {line!r}")
-        yield line.rsplit(" ", 1)[-1].strip()
-    finally:
-        process.terminate()
-        try:
-            process.wait(START_TIMEOUT_S)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(START_TIMEOUT_S)
+        flags += ["--tpm", str(limit.tpm)]
+    return provider_process.serve(*flags)
 
 
 def _stats(url: str) -> dict[str, Any]:

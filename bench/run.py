@@ -19,6 +19,11 @@ Last, goodput under a provider's rate limit (``goodput.py``): M calls by N worke
 the fake provider enforcing R requests (or tokens) per minute, through backstay, the openai
 SDK's own retries and tenacity, as a ratio of the ideal M / R and the share of 429s.
 
+And fallback through a provider outage (``fallback.py``): a 60 s batch whose primary
+(Anthropic API) is down for 30 s, through backstay's ``FallbackChain`` and litellm's
+``Router`` with the same fallback: completion time, slowest calls, requests wasted on the
+down provider, and how soon work returns to the primary.
+
 Run with ``make bench``. Prints one table per section; ratios are backstay / peer.
 """
 
@@ -42,6 +47,7 @@ import async_retry
 import backstay
 import engine
 import fake_provider
+import fallback
 import goodput
 import retry
 from corpus import CASES
@@ -197,6 +203,7 @@ def main() -> None:
     engine.report()
     fake_provider.report()
     goodput.report()
+    fallback.report()
 
 
 if __name__ == "__main__":
