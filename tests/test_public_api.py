@@ -29,6 +29,7 @@ MODULES = (
     "backstay.outcome",
     "backstay.policy",
     "backstay.redact",
+    "backstay.runtime",
     "backstay.store",
     "backstay.taxonomy",
     "backstay.testing",
