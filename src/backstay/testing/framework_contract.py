@@ -152,7 +152,12 @@ class FrameworkContract:
     def test_the_trace_id_reaches_every_event_result_and_tool_call(self) -> None:
         seen: list[Event] = []
         inside: list[str | None] = []
-        probe = Tool(name="probe", fn=lambda: inside.append(current_trace_id()) or "ok")
+
+        def probe_fn() -> str:
+            inside.append(current_trace_id())
+            return "ok"
+
+        probe = Tool(name="probe", fn=probe_fn)
         settings = RuntimeSettings(tools=ToolPolicy(allowed={"probe"}))
         record, _ = self.run(
             Scenario(reply=Reply(tool_call=ToolCall(name="probe"))),
@@ -187,7 +192,12 @@ class FrameworkContract:
         outside.mkdir()
         (workspace / "link").symlink_to(outside)
         invoked: list[str] = []
-        secret = Tool(name="get_secret", fn=lambda name: invoked.append(name) or CANARY_SECRET)
+
+        def get_secret(name: str) -> str:
+            invoked.append(name)
+            return CANARY_SECRET
+
+        secret = Tool(name="get_secret", fn=get_secret)
         settings = RuntimeSettings(tools=ToolPolicy(allowed={"read_file", "write_file"}))
         record, _ = self.run(
             Scenario(reply=Reply(tool_call=ToolCall(name=tool, arguments=arguments))),
