@@ -30,7 +30,7 @@ _JWT = re.compile(r"\beyJ[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]{4,}
 _CARD = re.compile(r"(?<![\d-])(?:\d[ -]?){12,18}\d(?![\d-])")
 _IBAN = re.compile(r"\b[A-Z]{2}\d{2}(?:[ ]?[A-Z0-9]){11,30}\b")
 _PHONE = re.compile(
-    r"(?<![\w+])(?:\+\d{1,3}[ .-]?)?(?:\(\d{1,4}\)[ .-]?)?\d{2,4}(?:[ .-]\d{2,4}){2,4}(?!\w)"
+    r"(?<![\w+])(?:\+\d{1,3}[ .-]?)?(?:\(\d{1,4}\)[ .-]?)?\d{2,4}(?:[ .-]\d{2,4}){1,4}(?!\w)"
 )
 
 
@@ -86,10 +86,9 @@ class SensitiveRedactor:
         self._custom = tuple(re.compile(p) if isinstance(p, str) else p for p in patterns)
 
     def __call__(self, text: object) -> str:
-        out = redact(text)
+        out = redact(_JWT.sub(JWT, text if isinstance(text, str) else redact(text)))
         for pattern in self._custom:
             out = pattern.sub(CUSTOM, out)
-        out = _JWT.sub(JWT, out)
         if "@" in out:
             out = _EMAIL.sub(EMAIL, out)
         out = _IBAN.sub(_iban, out)

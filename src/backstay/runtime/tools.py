@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Set as AbstractSet
 from types import MappingProxyType
 from typing import Any
 
@@ -61,9 +62,9 @@ def _names(value: object, *, where: str) -> frozenset[str]:
 class ToolPolicy:
     """The allowlist and the rules of tool calls (empty ``allowed``: no tool may run)."""
 
-    allowed: frozenset[str] = frozenset()
-    approval: frozenset[str] = frozenset()
-    cacheable: frozenset[str] = frozenset()
+    allowed: AbstractSet[str] = frozenset()
+    approval: AbstractSet[str] = frozenset()
+    cacheable: AbstractSet[str] = frozenset()
     fallbacks: Mapping[str, str] = dataclasses.field(default_factory=dict)
 
     def __post_init__(self) -> None:
