@@ -43,7 +43,7 @@ async def main(base_url: str, state_dir: Path) -> int:
     workspace.mkdir(parents=True, exist_ok=True)
     store = SQLiteRunStore(state_dir / "state.sqlite")
     runtime = Runtime(
-        PydanticAIAdapter(agent="agent:build", base_url=base_url, api_key="test-key"),
+        PydanticAIAdapter(agent="pai_agent:build", base_url=base_url, api_key="test-key"),
         tools=workspace_tools(workspace),
         settings=RuntimeSettings(
             limits=ExecutionLimits(max_steps=5, max_tokens=20_000, wall_time_s=60),

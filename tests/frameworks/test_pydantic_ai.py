@@ -48,7 +48,7 @@ def test_make_agent_reads_the_suite_task_config(monkeypatch: pytest.MonkeyPatch)
     monkeypatch.setenv("MY_KEY", "sk-from-env")
     with FakeProvider(Scenario(reply=Reply(text="Hello."))) as fake:
         adapter = make_agent(
-            {"agent": "agent:build", "base_url": fake.url + "/v1", "api_key_env": "MY_KEY"}
+            {"agent": "pai_agent:build", "base_url": fake.url + "/v1", "api_key_env": "MY_KEY"}
         )
         settings = RuntimeSettings(tools=ToolPolicy(allowed={"write_file"}))
         record = asyncio.run(Runtime(adapter, settings=settings).run("hello"))

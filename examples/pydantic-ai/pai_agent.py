@@ -2,7 +2,7 @@
 
 The model and the tools come from the kit, so every model request goes through
 backstay's model gate and every tool call through its tool gate. A suite task names it
-as ``agent: agent:build`` (with this folder on ``PYTHONPATH``).
+as ``agent: pai_agent:build`` (with this folder on ``PYTHONPATH``).
 """
 
 from __future__ import annotations
