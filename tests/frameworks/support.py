@@ -79,7 +79,7 @@ def approval_pauses_then_resume_continues(
         return first, second, fake.stats().requests, workspace / "notes.txt"
 
 
-def check_approval_then_resume(make: Make, tmp_path: Path) -> None:
+def check_approval_then_resume(make: Make, tmp_path: Path, *, requests_in_all: int = 2) -> None:
     first, second, requests, written = approval_pauses_then_resume_continues(
         make, tmp_path, ApprovalStatus.APPROVED
     )
@@ -89,8 +89,8 @@ def check_approval_then_resume(make: Make, tmp_path: Path) -> None:
     assert second.status is RunStatus.SUCCEEDED, second.failure
     assert written.read_text() == "hello"
     # The tool call made before the pause is not asked of the model again: one request
-    # for the tool call, one for the answer after the tool's result.
-    assert requests == 2
+    # for the tool call, one for the answer after the tool's result (AutoGen asks again).
+    assert requests == requests_in_all
     assert second.results[-1].output["tool_calls"] >= 1
 
 
