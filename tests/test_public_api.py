@@ -23,6 +23,7 @@ MODULES = (
     "backstay.errors",
     "backstay.failure",
     "backstay.fakeprovider",
+    "backstay.frameworks",
     "backstay.idempotency",
     "backstay.integrations",
     "backstay.observe",
