@@ -19,6 +19,9 @@ Last, goodput under a provider's rate limit (``goodput.py``): M calls by N worke
 the fake provider enforcing R requests (or tokens) per minute, through backstay, the openai
 SDK's own retries and tenacity, as a ratio of the ideal M / R and the share of 429s.
 
+Then the agent runtime (``agent_runtime.py``): backstay's overhead per agent step with the
+SQLite run store, and the peak memory of 100 concurrent agent sessions.
+
 Run with ``make bench``. Prints one table per section; ratios are backstay / peer.
 """
 
@@ -38,6 +41,7 @@ import openai
 
 sys.path.insert(0, str(Path(__file__).parent))
 
+import agent_runtime
 import async_retry
 import backstay
 import engine
@@ -197,6 +201,7 @@ def main() -> None:
     engine.report()
     fake_provider.report()
     goodput.report()
+    agent_runtime.report()
 
 
 if __name__ == "__main__":

@@ -49,6 +49,7 @@ BUILTIN_ADAPTERS: Final[Mapping[str, str]] = MappingProxyType(
         "codex": "backstay.adapters.codex:CodexAdapter",
         "opencode": "backstay.adapters.opencode:OpencodeAdapter",
         "aider": "backstay.adapters.aider:AiderAdapter",
+        "agent-runtime": "backstay.runtime.engine_adapter:RuntimeTaskAdapter",
     }
 )
 

@@ -27,6 +27,7 @@ from backstay.runtime.events import (
     StepStarted,
     ToolCalled,
 )
+from backstay.runtime.health import HealthReport, health_check
 from backstay.runtime.hooks import Hooks
 from backstay.runtime.limits import ExecutionLimits, LimitBreach, LimitName
 from backstay.runtime.memory import InMemoryMemory, MemoryManager, Message, SessionMemory
@@ -59,6 +60,7 @@ __all__ = [
     "ExecutionContext",
     "ExecutionLimits",
     "FrameworkAdapter",
+    "HealthReport",
     "Hooks",
     "InMemoryMemory",
     "LimitBreach",
@@ -96,4 +98,5 @@ __all__ = [
     "ValidationIssue",
     "ValidationResult",
     "current_trace_id",
+    "health_check",
 ]

@@ -61,6 +61,7 @@ class RunDriver:
             redact=runtime.redactor.mapping,
             clock=runtime.clock,
         )
+        # Each result redacted once, when it is added: the recorded form.
         self.results: dict[str, StepResult] = {r.step_id: r for r in record.results}
         self._last_step: str | None = None
         self._step_repeats = 0
@@ -79,21 +80,29 @@ class RunDriver:
                 )
             )
 
-    def _save(self, status: RunStatus, failure: Failure | None = None) -> RunRecord:
+    def _keep(self, result: StepResult) -> None:
+        redacted = self.rt.redactor.mapping(result.output)
+        if redacted != result.output:
+            result = dataclasses.replace(result, output=redacted)
+        self.results[result.step_id] = result
+
+    def _save(
+        self, status: RunStatus, failure: Failure | None = None, newest: StepResult | None = None
+    ) -> RunRecord:
         redact = self.rt.redactor
-        results = tuple(
-            dataclasses.replace(r, output=redact.mapping(r.output)) for r in self.results.values()
-        )
         self.record = dataclasses.replace(
             self.record,
             status=status,
             input=redact.mapping(self.record.input),
-            results=results,
+            results=tuple(self.results.values()),
             state=redact.mapping(self.ctx.state),
             usage=self.ctx.usage,
             failure=failure,
         )
-        self.rt.store.save_run(self.record)
+        if newest is None:
+            self.rt.store.save_run(self.record)
+        else:
+            self.rt.store.save_progress(self.record, self.results[newest.step_id])
         return self.record
 
     async def run(self) -> RunRecord:
@@ -120,12 +129,12 @@ class RunDriver:
             if done is not None and done.ok:
                 continue
             result = await self._step(step)
-            self.results[step.id] = result
+            self._keep(result)
             if result.status is StepStatus.BLOCKED:
                 return self._finish(RunStatus.PAUSED, result.error)
             if not result.ok:
                 return self._finish(RunStatus.FAILED, result.error)
-            self._save(RunStatus.RUNNING)
+            self._save(RunStatus.RUNNING, newest=result)
         return self._finish(RunStatus.SUCCEEDED, None)
 
     async def _plan(self) -> Plan | Failure:

@@ -59,8 +59,9 @@ class RunRecord:
                 return found
         return None
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
+    def to_dict(self, *, results: bool = True, plan: bool = True) -> dict[str, Any]:
+        """JSON-ready fields; without ``results`` (and ``plan``) the header alone."""
+        out = {
             "tenant": self.tenant,
             "run_id": self.run_id,
             "adapter": self.adapter,
@@ -68,12 +69,15 @@ class RunRecord:
             "trace_id": self.trace_id,
             "status": str(self.status),
             "input": self.input,
-            "plan": None if self.plan is None else self.plan.to_dict(),
-            "results": [r.to_dict() for r in self.results],
             "state": dict(self.state),
             "usage": usage_to_dict(self.usage),
             "failure": None if self.failure is None else self.failure.to_error_info(),
         }
+        if plan:
+            out["plan"] = None if self.plan is None else self.plan.to_dict()
+        if results:
+            out["results"] = [r.to_dict() for r in self.results]
+        return out
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> RunRecord:

@@ -47,7 +47,14 @@ def _json(value: Any, *, where: str) -> Any:
 
 
 def usage_to_dict(usage: Usage) -> dict[str, Any]:
-    return dataclasses.asdict(usage)
+    return {
+        "input_tokens": usage.input_tokens,
+        "output_tokens": usage.output_tokens,
+        "cache_read_tokens": usage.cache_read_tokens,
+        "cache_write_tokens": usage.cache_write_tokens,
+        "cost_usd": usage.cost_usd,
+        "api_calls": usage.api_calls,
+    }
 
 
 def usage_from_dict(data: Mapping[str, Any]) -> Usage:

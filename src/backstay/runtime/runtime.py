@@ -22,7 +22,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import uuid
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from backstay._checks import check_name
@@ -31,6 +31,7 @@ from backstay.errors import ConfigError
 from backstay.policy.protocols import CircuitBreakerLike, RateLimiterLike, RetryBudgetLike
 from backstay.runtime._drive import RunDriver
 from backstay.runtime.context import ExecutionContext, ToolCache
+from backstay.runtime.health import HealthReport, health_check
 from backstay.runtime.hooks import Hooks, router
 from backstay.runtime.limits import LimitTracker
 from backstay.runtime.memory import InMemoryMemory, MemoryManager, SessionMemory
@@ -166,6 +167,10 @@ class Runtime:
         if not record.status.resumable:
             return record
         return await self._drive(record, user, hooks)
+
+    def health_check(self, *, exporter_probe: Callable[[], bool] | None = None) -> HealthReport:
+        """Adapters available, limits enforced, sandbox, trace exporter (``health``)."""
+        return health_check(self, exporter_probe=exporter_probe)
 
     def run_sync(self, input: Any, **kwargs: Any) -> RunRecord:
         """``run`` for code without an event loop."""

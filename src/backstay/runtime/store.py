@@ -14,13 +14,20 @@ from typing import Any, Protocol, runtime_checkable
 
 from backstay.errors import ConfigError
 from backstay.runtime.records import Approval, ApprovalStatus, RunRecord
+from backstay.runtime.results import StepResult
 
 __all__ = ["MemoryRunStore", "RunStore"]
 
 
 @runtime_checkable
 class RunStore(Protocol):
-    def save_run(self, record: RunRecord) -> None: ...
+    def save_run(self, record: RunRecord) -> None:
+        """Store ``record`` whole (its step results replace those stored)."""
+
+    def save_progress(self, record: RunRecord, result: StepResult) -> None:
+        """Store the run's header (status, plan, state, usage, failure) and ``result``,
+        its newest step result; the other results stored stay as they are. A run's
+        checkpoint after each step costs one step, not the whole history."""
 
     def load_run(self, tenant: str, run_id: str) -> RunRecord | None: ...
 
@@ -73,6 +80,9 @@ class MemoryRunStore:
     def save_run(self, record: RunRecord) -> None:
         with self._lock:
             self._runs[(record.tenant, record.run_id)] = record
+
+    def save_progress(self, record: RunRecord, result: StepResult) -> None:
+        self.save_run(record)
 
     def load_run(self, tenant: str, run_id: str) -> RunRecord | None:
         with self._lock:

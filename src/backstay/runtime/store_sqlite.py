@@ -13,11 +13,12 @@ import json
 import os
 import sqlite3
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Final
 
 from backstay._sqlite import SQLiteFile
 from backstay.runtime.records import Approval, ApprovalStatus, RunRecord
+from backstay.runtime.results import StepResult
 from backstay.runtime.store import check_decision
 
 __all__ = ["SQLiteRunStore"]
@@ -25,7 +26,10 @@ __all__ = ["SQLiteRunStore"]
 _SCHEMA: Final = """
 CREATE TABLE IF NOT EXISTS agent_runs (
     tenant TEXT NOT NULL, run_id TEXT NOT NULL, status TEXT NOT NULL, record TEXT NOT NULL,
-    PRIMARY KEY (tenant, run_id));
+    plan TEXT, PRIMARY KEY (tenant, run_id));
+CREATE TABLE IF NOT EXISTS agent_steps (
+    tenant TEXT NOT NULL, run_id TEXT NOT NULL, step_id TEXT NOT NULL, seq INTEGER NOT NULL,
+    result TEXT NOT NULL, PRIMARY KEY (tenant, run_id, step_id));
 CREATE TABLE IF NOT EXISTS agent_approvals (
     id INTEGER PRIMARY KEY AUTOINCREMENT, tenant TEXT NOT NULL, run_id TEXT NOT NULL,
     tool TEXT NOT NULL, key TEXT NOT NULL, arguments TEXT NOT NULL, status TEXT NOT NULL,
@@ -70,22 +74,79 @@ class SQLiteRunStore(SQLiteFile):
             self._conn.execute("PRAGMA synchronous=NORMAL")
             self._conn.executescript(_SCHEMA)
 
-    def save_run(self, record: RunRecord) -> None:
-        text = json.dumps(record.to_dict(), sort_keys=True, default=str)
-        with self._lock:
+    def _header(self, record: RunRecord, *, with_plan: bool) -> None:
+        """The run's row; its plan only ``with_plan`` (a plan is written once, not per step)."""
+        header = json.dumps(record.to_dict(results=False, plan=False), default=str)
+        key = (record.tenant, record.run_id, str(record.status), header)
+        if with_plan:
+            plan = None if record.plan is None else json.dumps(record.plan.to_dict())
             self._conn.execute(
-                "INSERT INTO agent_runs (tenant, run_id, status, record) VALUES (?, ?, ?, ?) "
-                "ON CONFLICT (tenant, run_id) DO UPDATE SET status=excluded.status, "
-                "record=excluded.record",
-                (record.tenant, record.run_id, str(record.status), text),
+                "INSERT INTO agent_runs (tenant, run_id, status, record, plan) "
+                "VALUES (?, ?, ?, ?, ?) ON CONFLICT (tenant, run_id) DO UPDATE SET "
+                "status=excluded.status, record=excluded.record, plan=excluded.plan",
+                (*key, plan),
             )
+        else:
+            self._conn.execute(
+                "UPDATE agent_runs SET status = ?, record = ? WHERE tenant = ? AND run_id = ?",
+                (key[2], key[3], key[0], key[1]),
+            )
+
+    def _step(self, record: RunRecord, result: StepResult, seq: int) -> None:
+        self._conn.execute(
+            "INSERT OR REPLACE INTO agent_steps (tenant, run_id, step_id, seq, result) "
+            "VALUES (?, ?, ?, ?, ?)",
+            (record.tenant, record.run_id, result.step_id, seq, json.dumps(result.to_dict())),
+        )
+
+    def _write(self, statements: Callable[[], None]) -> None:
+        with self._lock:
+            self._conn.execute("BEGIN IMMEDIATE")
+            try:
+                statements()
+            except BaseException:
+                self._conn.execute("ROLLBACK")
+                raise
+            self._conn.execute("COMMIT")
+
+    def save_run(self, record: RunRecord) -> None:
+        def write() -> None:
+            self._header(record, with_plan=True)
+            self._conn.execute(
+                "DELETE FROM agent_steps WHERE tenant = ? AND run_id = ?",
+                (record.tenant, record.run_id),
+            )
+            for seq, result in enumerate(record.results):
+                self._step(record, result, seq)
+
+        self._write(write)
+
+    def save_progress(self, record: RunRecord, result: StepResult) -> None:
+        """The header without the plan (``save_run`` wrote it) and the newest result."""
+        seq = next(i for i, r in enumerate(record.results) if r.step_id == result.step_id)
+
+        def write() -> None:
+            self._header(record, with_plan=False)
+            self._step(record, result, seq)
+
+        self._write(write)
 
     def load_run(self, tenant: str, run_id: str) -> RunRecord | None:
         with self._lock:
             row = self._conn.execute(
-                "SELECT record FROM agent_runs WHERE tenant = ? AND run_id = ?", (tenant, run_id)
+                "SELECT record, plan FROM agent_runs WHERE tenant = ? AND run_id = ?",
+                (tenant, run_id),
             ).fetchone()
-        return None if row is None else RunRecord.from_dict(json.loads(row[0]))
+            steps = self._conn.execute(
+                "SELECT result FROM agent_steps WHERE tenant = ? AND run_id = ? ORDER BY seq",
+                (tenant, run_id),
+            ).fetchall()
+        if row is None:
+            return None
+        data = json.loads(row[0])
+        data["plan"] = None if row[1] is None else json.loads(row[1])
+        data["results"] = [json.loads(s[0]) for s in steps]
+        return RunRecord.from_dict(data)
 
     def request_approval(
         self, tenant: str, run_id: str, *, tool: str, key: str, arguments: Mapping[str, Any]
