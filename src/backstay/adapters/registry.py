@@ -50,6 +50,10 @@ BUILTIN_ADAPTERS: Final[Mapping[str, str]] = MappingProxyType(
         "opencode": "backstay.adapters.opencode:OpencodeAdapter",
         "aider": "backstay.adapters.aider:AiderAdapter",
         "agent-runtime": "backstay.runtime.engine_adapter:RuntimeTaskAdapter",
+        "langgraph": "backstay.frameworks.tasks:LangGraphTask",
+        "pydantic-ai": "backstay.frameworks.tasks:PydanticAITask",
+        "llamaindex": "backstay.frameworks.tasks:LlamaIndexTask",
+        "autogen": "backstay.frameworks.tasks:AutoGenTask",
     }
 )
 
