@@ -48,7 +48,13 @@ def test_defaults_take_the_run_settings() -> None:
 
 def test_a_task_takes_its_own_keys_and_the_run_settings() -> None:
     assert DEFS["task"]["additionalProperties"] is False
-    assert list(DEFS["task"]["properties"]) == [*TASK_FIELDS, *RUN_FIELDS, "policy", "tiers"]
+    assert list(DEFS["task"]["properties"]) == [
+        *TASK_FIELDS,
+        "limits",
+        *RUN_FIELDS,
+        "policy",
+        "tiers",
+    ]
 
 
 def test_a_task_needs_an_id_and_exactly_one_prompt() -> None:

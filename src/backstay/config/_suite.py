@@ -184,6 +184,7 @@ class SuiteTask:
     stall_timeout_s: float | None = None
     policy: RetryPolicy = AGENT_DISPATCH
     runs: int = DEFAULT_RUNS
+    limits: Mapping[str, Any] = dataclasses.field(default_factory=dict)
 
     def __post_init__(self) -> None:
         _check_id(self.id, "task.id")
@@ -208,6 +209,9 @@ class SuiteTask:
         if not isinstance(self.policy, RetryPolicy):
             raise ConfigError("must be a RetryPolicy", where="task.policy")
         _check_runs(self.runs, "task.runs")
+        if not isinstance(self.limits, Mapping):
+            raise ConfigError("must be a mapping", where="task.limits")
+        object.__setattr__(self, "limits", _frozen(self.limits))
 
 
 def task_run_id(tier_id: str, run: int) -> str:

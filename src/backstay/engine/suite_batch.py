@@ -37,7 +37,8 @@ from pathlib import Path
 from typing import Any, Final
 
 from backstay.adapters.contract import Adapter
-from backstay.adapters.registry import get_adapter
+from backstay.adapters.limits import apply_task_limits
+from backstay.adapters.registry import adapter_class, get_adapter
 from backstay.clock import SYSTEM_CLOCK, Clock
 from backstay.config import Suite, workflow_id
 from backstay.engine.task import TaskSpec
@@ -241,7 +242,9 @@ class SuiteBatch:
                 prompt=task.prompt,
                 prompt_file=task.prompt_file,
                 env=envs[task.adapter],
-                config=options.config,
+                config=apply_task_limits(adapter_class(task.adapter), options.config, task.limits)
+                if task.limits
+                else options.config,
                 policy=task.policy,
             )
             workspace = spec.run_dir(root) / WORKSPACE_DIR

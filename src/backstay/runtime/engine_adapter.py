@@ -104,6 +104,15 @@ class RuntimeTaskAdapter(BaseAdapter):
         }
     )
 
+    task_limits: ClassVar[Mapping[str, str]] = {
+        "max_turns": "limits.max_model_calls",
+        "max_tokens": "limits.max_tokens",
+        "max_cost_usd": "limits.max_cost_usd",
+        "max_steps": "limits.max_steps",
+        "max_tool_calls": "limits.max_tool_calls",
+        "wall_time_s": "limits.wall_time_s",
+    }
+
     def validate_config(self, config: Mapping[str, Any]) -> None:
         super().validate_config(config)
         if "agent" not in config:
