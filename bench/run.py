@@ -24,6 +24,9 @@ And fallback through a provider outage (``fallback.py``): a 60 s batch whose pri
 ``Router`` with the same fallback: completion time, slowest calls, requests wasted on the
 down provider, and how soon work returns to the primary.
 
+Then the agent runtime (``agent_runtime.py``): backstay's overhead per agent step with the
+SQLite run store, and the peak memory of 100 concurrent agent sessions.
+
 Run with ``make bench``. Prints one table per section; ratios are backstay / peer.
 """
 
@@ -43,6 +46,7 @@ import openai
 
 sys.path.insert(0, str(Path(__file__).parent))
 
+import agent_runtime
 import async_retry
 import backstay
 import engine
@@ -204,6 +208,7 @@ def main() -> None:
     fake_provider.report()
     goodput.report()
     fallback.report()
+    agent_runtime.report()
 
 
 if __name__ == "__main__":

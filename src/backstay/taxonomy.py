@@ -318,10 +318,19 @@ _ALL_CODES: list[CodeInfo] = [
             "a spending budget (USD or tokens) of the task, batch or tenant has no room for "
             "the next attempt: backstay did not start it",
         ),
+        ("ERR_LIMIT_MAX_STEPS", "the agent run reached its maximum number of steps"),
+        ("ERR_LIMIT_TOKENS", "the agent run reached its token limit"),
+        ("ERR_LIMIT_WALL_TIME", "the agent run reached its wall-time limit"),
+        ("ERR_LIMIT_TOOL_CALLS", "the agent run reached its maximum number of tool calls"),
+        ("ERR_LIMIT_RETRIES", "the agent run reached its maximum number of retries"),
+        ("ERR_LIMIT_LOOP", "the agent repeated the same call with the same arguments"),
     ),
     *_codes(
         _K.SECURITY_VIOLATION,
         ("ERR_SECURITY_VIOLATION", "the agent tried something its sandbox forbids"),
+        ("ERR_TOOL_NOT_ALLOWED", "the agent asked for a tool that is not on its allowlist"),
+        ("ERR_SANDBOX_ESCAPE", "a tool was asked to reach outside its workspace or sandbox"),
+        ("ERR_APPROVAL_REQUIRED", "the action waits for a human decision before it runs"),
     ),
     *_codes(
         _K.CANCELLED,

@@ -79,8 +79,8 @@ def test_check_a_bad_suite_lists_every_problem_and_exits_2(tmp_path: Path) -> No
     assert result.stderr.splitlines() == [
         f"error: {path}: 2 problems:",
         f"  {path}:2: defaults.adapter: unknown adapter 'mok' (did you mean 'mock'?); known: "
-        "aider, anthropic-api, claude-code, codex, gemini-api, gemini-cli, mock, openai-api, "
-        "opencode",
+        "agent-runtime, aider, anthropic-api, autogen, claude-code, codex, gemini-api, "
+        "gemini-cli, langgraph, llamaindex, mock, openai-api … (14 in all)",
         f"  {path}:4: tasks[0].runs: must be >= 1, got 0",
     ]
     assert "Traceback" not in result.output

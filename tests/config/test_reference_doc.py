@@ -13,6 +13,12 @@ from pathlib import Path
 
 from backstay.config import load_config
 from backstay.config._fields import Field
+from backstay.config._frameworks import (
+    FRAMEWORK_HITL_FIELDS,
+    FRAMEWORK_LIMIT_FIELDS,
+    FRAMEWORK_SAFETY_FIELDS,
+    FRAMEWORK_SECTION,
+)
 from backstay.config._spec import (
     BUDGET_FIELDS,
     CIRCUIT_BREAKER_FIELDS,
@@ -35,6 +41,8 @@ def _type(field: Field) -> str:
         "integer": "whole number",
         "number": "number",
         "string": "text",
+        "strings": "list of texts",
+        "boolean": "true or false",
         "kinds": "list of failure kinds",
         "kinds_or_codes": "list of failure kinds or `ERR_*` codes",
     }
@@ -96,6 +104,14 @@ def render_keys() -> str:
     lines += _table(BUDGET_FIELDS)
     lines += ["### `retry.rate_limits.<provider or provider/model>`", ""]
     lines += _table(RATE_LIMIT_FIELDS)
+    lines += ["### `frameworks.<name>`", "", "| key | meaning |", "|---|---|"]
+    lines += [f"| `{key}` | {text} |" for key, text in FRAMEWORK_SECTION.items()]
+    lines += ["", "### `frameworks.<name>.limits`", ""]
+    lines += _table(FRAMEWORK_LIMIT_FIELDS)
+    lines += ["### `frameworks.<name>.safety`", ""]
+    lines += _table(FRAMEWORK_SAFETY_FIELDS)
+    lines += ["### `frameworks.<name>.human_in_the_loop`", ""]
+    lines += _table(FRAMEWORK_HITL_FIELDS)
     lines.append(END)
     return "\n".join(lines)
 
@@ -116,6 +132,9 @@ def test_the_example_in_the_reference_loads_strictly(tmp_path: Path) -> None:
     file.write_text(example.group(1), encoding="utf-8")
     config = load_config(file, environ={})
     assert config.registry.for_operation("agent").name == "agent_dispatch"
+    settings = config.frameworks["langgraph"].runtime_settings()
+    assert settings.limits.max_steps == 20
+    assert settings.tools.approval == {"write_file"}
 
 
 if __name__ == "__main__":

@@ -12,7 +12,8 @@ from backstay.config import AdapterOptions
 
 KEY = "sk-ant-api03-SuiteCanarySuiteCanary0123456789"
 KNOWN = (
-    "aider, anthropic-api, claude-code, codex, gemini-api, gemini-cli, mock, openai-api, opencode"
+    "agent-runtime, aider, anthropic-api, autogen, claude-code, codex, gemini-api, "
+    "gemini-cli, langgraph, llamaindex, mock, openai-api … (14 in all)"
 )
 
 

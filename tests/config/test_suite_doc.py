@@ -13,6 +13,7 @@ from pathlib import Path
 
 from backstay.config import load_suite
 from backstay.config._fields import Field
+from backstay.config._suite_limits import LIMITS_HELP, TASK_LIMIT_FIELDS
 from backstay.config._suite_spec import (
     ADAPTER_OPTION_FIELDS,
     ADAPTER_OPTIONS_HELP,
@@ -95,6 +96,8 @@ def render_keys() -> str:
     lines += ["### `tasks[]`: a task's own keys", ""]
     lines += ["`id` and one of `prompt` and `prompt_file` are required.", ""]
     lines += _table(TASK_FIELDS)
+    lines += ["### `tasks[].limits`", "", LIMITS_HELP, ""]
+    lines += _table(TASK_LIMIT_FIELDS)
     lines += ["### `tiers[]`", ""]
     lines += _table(TIER_FIELDS)
     lines += ["### `budget`, `tenants.<tenant>.budget`, and `budget` in defaults or a task", ""]

@@ -109,8 +109,8 @@ def test_every_problem_is_listed_at_once_with_line_and_key_path(tmp_path: Path) 
         "scenario: is required",
         "4: tasks[0]: give prompt (the text) or prompt_file (a file holding it)",
         "5: tasks[0].promt: unknown key (did you mean 'prompt'?); known: id, description, "
-        "prompt, prompt_file, workspace, adapter, model, timeout_s, stall_timeout_s, runs, "
-        "tenant, context_window, policy, tiers, budget, fallbacks",
+        "prompt, prompt_file, workspace, limits, adapter, model, timeout_s, stall_timeout_s, "
+        "runs, tenant, context_window, policy, tiers, budget, fallbacks",
     ]
 
 

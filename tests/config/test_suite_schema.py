@@ -50,7 +50,12 @@ def test_defaults_take_the_run_settings() -> None:
 
 def test_a_task_takes_its_own_keys_and_the_run_settings() -> None:
     assert DEFS["task"]["additionalProperties"] is False
-    assert list(DEFS["task"]["properties"]) == [*TASK_FIELDS, *RUN_FIELDS, *STRUCTURED_RUN_KEYS]
+    assert list(DEFS["task"]["properties"]) == [
+        *TASK_FIELDS,
+        "limits",
+        *RUN_FIELDS,
+        *STRUCTURED_RUN_KEYS,
+    ]
 
 
 def test_a_fallback_has_the_keys_the_loader_checks() -> None:

@@ -7,7 +7,7 @@ from pathlib import Path
 from tests.config.suite_helpers import load, one_task, problems
 
 KNOWN_TASK_KEYS = (
-    "id, description, prompt, prompt_file, workspace, adapter, model, timeout_s, "
+    "id, description, prompt, prompt_file, workspace, limits, adapter, model, timeout_s, "
     "stall_timeout_s, runs, tenant, context_window, policy, tiers, budget, fallbacks"
 )
 

@@ -107,3 +107,13 @@ def test_without_a_template_a_run_starts_in_an_empty_workspace(tmp_path: Path) -
 
 def test_the_suite_adapters_are_made_from_the_registry() -> None:
     assert list(suite_adapters(_suite())) == ["mock"]
+
+
+def test_a_tasks_limits_are_written_into_its_adapter_settings(tmp_path: Path) -> None:
+    task = SuiteTask(
+        id="ask", adapter="anthropic-api", model="m", prompt="hi", limits={"max_output_tokens": 32}
+    )
+    options = AdapterOptions(adapter="anthropic-api", config={"max_tokens": 4096})
+    suite = Suite(name="capped", tasks=(task,), adapters={"anthropic-api": options})
+    batch = SuiteBatch.open(suite, tmp_path, environ={}, clock=clock())
+    assert batch.specs[0].config["max_tokens"] == 32

@@ -201,6 +201,7 @@ class ApiAdapter(BaseAdapter):
     default_base_url: ClassVar[str] = ""
     default_max_tokens: ClassVar[int | None] = None
     config_keys: ClassVar[frozenset[str]] = COMMON_KEYS
+    task_limits: ClassVar[Mapping[str, str]] = {"max_output_tokens": "max_tokens"}
 
     def settings(self, config: Mapping[str, Any]) -> ApiSettings:
         return parse_settings(self.name, config, default_max_tokens=self.default_max_tokens)

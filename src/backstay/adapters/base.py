@@ -58,6 +58,8 @@ class BaseAdapter(abc.ABC):
     name: ClassVar[str] = ""
     agent: ClassVar[str | None] = None
     config_keys: ClassVar[frozenset[str]] = frozenset()
+    # Portable task limits this adapter enforces → its config key (``adapters.limits``).
+    task_limits: ClassVar[Mapping[str, str]] = {}
 
     def validate_config(self, config: Mapping[str, Any]) -> None:
         """Reject anything but a mapping whose keys are all in ``config_keys``.

@@ -90,6 +90,7 @@ class ClaudeCodeAdapter(BaseAdapter):
     name: ClassVar[str] = "claude-code"
     agent: ClassVar[str | None] = "claude-code"
     config_keys: ClassVar[frozenset[str]] = CONFIG_KEYS
+    task_limits: ClassVar[Mapping[str, str]] = {"max_turns": "max_turns"}
 
     def validate_config(self, config: Mapping[str, Any]) -> None:
         """The keys and values of the settings, and a supported ``claude`` installed

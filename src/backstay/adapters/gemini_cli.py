@@ -83,6 +83,7 @@ class GeminiCliAdapter(BaseAdapter):
     name: ClassVar[str] = "gemini-cli"
     agent: ClassVar[str | None] = "gemini-cli"
     config_keys: ClassVar[frozenset[str]] = CONFIG_KEYS
+    task_limits: ClassVar[Mapping[str, str]] = {"max_turns": "max_turns"}
 
     def validate_config(self, config: Mapping[str, Any]) -> None:
         """The keys and values of the settings, and a supported ``gemini`` installed

@@ -69,6 +69,7 @@ class OpencodeAdapter(BaseAdapter):
     name: ClassVar[str] = "opencode"
     agent: ClassVar[str | None] = "opencode"
     config_keys: ClassVar[frozenset[str]] = CONFIG_KEYS
+    task_limits: ClassVar[Mapping[str, str]] = {"max_turns": "max_turns"}
 
     def __init__(self, *, launcher: Sequence[str] = ()) -> None:
         """``launcher``: a command prefix for every run whose request names none (such as

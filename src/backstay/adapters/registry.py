@@ -49,6 +49,11 @@ BUILTIN_ADAPTERS: Final[Mapping[str, str]] = MappingProxyType(
         "codex": "backstay.adapters.codex:CodexAdapter",
         "opencode": "backstay.adapters.opencode:OpencodeAdapter",
         "aider": "backstay.adapters.aider:AiderAdapter",
+        "agent-runtime": "backstay.runtime.engine_adapter:RuntimeTaskAdapter",
+        "langgraph": "backstay.frameworks.tasks:LangGraphTask",
+        "pydantic-ai": "backstay.frameworks.tasks:PydanticAITask",
+        "llamaindex": "backstay.frameworks.tasks:LlamaIndexTask",
+        "autogen": "backstay.frameworks.tasks:AutoGenTask",
     }
 )
 

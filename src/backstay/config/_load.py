@@ -17,6 +17,7 @@ from types import MappingProxyType
 from typing import Any, Final
 
 from backstay.config._document import Document
+from backstay.config._frameworks import frameworks
 from backstay.config._model import BackstayConfig, EffectiveValue
 from backstay.config._overrides import apply_env, apply_sets
 from backstay.config._paths import Path, format_path
@@ -167,14 +168,27 @@ def _build(doc: Document, file: pathlib.Path | None) -> BackstayConfig:
     budget = section(doc, ("retry", "budget"), retry.get("budget"), BUDGET_FIELDS)
     limits = rate_limits(doc, ("retry", "rate_limits"), retry.get("rate_limits"))
     sections = {"circuit_breaker": breaker, "budget": budget, "rate_limits": limits}
+    configured = frameworks(doc, doc.data.get("frameworks"))
+    effective = _effective(doc, registry, policies, sections)
+    for name, fw in configured.items():
+        groups = {
+            "limits": fw.limits,
+            "safety": fw.safety,
+            "human_in_the_loop": fw.human_in_the_loop,
+        }
+        for path, value in flatten({"enabled": fw.enabled, **groups}).items():
+            full = ("frameworks", name, *path)
+            key = format_path(full)
+            effective[key] = EffectiveValue(key, value, doc.source_of(full) or DEFAULT)
     return BackstayConfig(
         file=file,
         registry=registry,
         circuit_breaker=breaker,
         budget=budget,
         rate_limits=limits,
-        effective=MappingProxyType(_effective(doc, registry, policies, sections)),
+        effective=MappingProxyType(effective),
         problems=tuple(doc.rendered_problems()),
+        frameworks=configured,
     )
 
 

@@ -10,6 +10,7 @@ from typing import Any
 
 from backstay.breaker.settings import BreakerSettings
 from backstay.clock import Clock
+from backstay.config._frameworks import FrameworkConfig
 from backstay.config._source import Source
 from backstay.policy.budget import BudgetSettings
 from backstay.policy.limiters import RateLimiterRegistry
@@ -44,6 +45,7 @@ class BackstayConfig:
     ``registry`` holds every policy (built-ins included), the default and the operation
     mapping. ``circuit_breaker``, ``budget`` and ``rate_limits`` are the validated settings
     of those sections, as read-only mappings of the documented keys (only the keys given).
+    ``frameworks`` maps each configured agent framework to its ``FrameworkConfig``.
     ``effective`` maps every dotted key to its value and source; ``problems`` lists what a
     lenient load (``strict=False``) ignored.
     """
@@ -55,6 +57,7 @@ class BackstayConfig:
     rate_limits: Mapping[str, Mapping[str, Any]]
     effective: Mapping[str, EffectiveValue]
     problems: tuple[str, ...] = ()
+    frameworks: Mapping[str, FrameworkConfig] = dataclasses.field(default_factory=dict)
 
     @property
     def default_policy(self) -> str:

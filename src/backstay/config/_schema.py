@@ -6,6 +6,14 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from backstay.config._fields import Field, json_schema
+from backstay.config._frameworks import (
+    ENABLED_FIELD,
+    FRAMEWORK_HITL_FIELDS,
+    FRAMEWORK_LIMIT_FIELDS,
+    FRAMEWORK_NAME_PATTERN,
+    FRAMEWORK_SAFETY_FIELDS,
+    FRAMEWORK_SECTION,
+)
 from backstay.config._spec import (
     BUDGET_FIELDS,
     CIRCUIT_BREAKER_FIELDS,
@@ -82,6 +90,28 @@ def _retry() -> dict[str, Any]:
     }
 
 
+def _frameworks() -> dict[str, Any]:
+    framework = {
+        "description": "One agent framework.",
+        "type": _OBJECT_OR_NULL,
+        "additionalProperties": False,
+        "properties": {
+            "enabled": json_schema(ENABLED_FIELD),
+            "limits": _object(FRAMEWORK_LIMIT_FIELDS, FRAMEWORK_SECTION["limits"]),
+            "safety": _object(FRAMEWORK_SAFETY_FIELDS, FRAMEWORK_SECTION["safety"]),
+            "human_in_the_loop": _object(
+                FRAMEWORK_HITL_FIELDS, FRAMEWORK_SECTION["human_in_the_loop"]
+            ),
+        },
+    }
+    return {
+        "description": TOP_LEVEL["frameworks"],
+        "type": _OBJECT_OR_NULL,
+        "propertyNames": {"pattern": FRAMEWORK_NAME_PATTERN},
+        "additionalProperties": framework,
+    }
+
+
 def kind_override_schema() -> dict[str, Any]:
     """The settings for one failure kind (``$defs/kind_override``)."""
     return _object(KIND_OVERRIDE_FIELDS, "Settings for one failure kind.")
@@ -94,6 +124,6 @@ def config_schema() -> dict[str, Any]:
         "title": "backstay configuration (backstay.yaml)",
         "type": _OBJECT_OR_NULL,
         "additionalProperties": False,
-        "properties": {"retry": _retry()},
+        "properties": {"retry": _retry(), "frameworks": _frameworks()},
         "$defs": {"policy": policy_schema(), "kind_override": kind_override_schema()},
     }

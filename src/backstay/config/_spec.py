@@ -23,6 +23,7 @@ RATE_LIMIT_KEY_PATTERN: Final = r"^[A-Za-z0-9][A-Za-z0-9_.-]*(/\S+)?$"
 
 TOP_LEVEL: Final[Mapping[str, str]] = {
     "retry": "Retry policies, which operation uses which, and the shared guards.",
+    "frameworks": "Agent frameworks run under backstay's runtime: limits, safety, approvals.",
 }
 
 RETRY_SECTION: Final[Mapping[str, str]] = {

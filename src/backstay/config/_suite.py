@@ -202,6 +202,7 @@ class SuiteTask:
     budget: SpendBudget | None = None
     context_window: int | None = None
     fallbacks: tuple[Candidate, ...] = ()
+    limits: Mapping[str, Any] = dataclasses.field(default_factory=dict)
 
     def __post_init__(self) -> None:
         _check_id(self.id, "task.id")
@@ -227,6 +228,9 @@ class SuiteTask:
         if not isinstance(self.policy, RetryPolicy):
             raise ConfigError("must be a RetryPolicy", where="task.policy")
         _check_runs(self.runs, "task.runs")
+        if not isinstance(self.limits, Mapping):
+            raise ConfigError("must be a mapping", where="task.limits")
+        object.__setattr__(self, "limits", _frozen(self.limits))
 
 
 def task_run_id(tier_id: str, run: int) -> str:

@@ -9,6 +9,7 @@ from typing import Any
 from backstay.config._fields import Field, json_schema
 from backstay.config._schema import SCHEMA_DIALECT, kind_override_schema, policy_schema
 from backstay.config._spec import POLICY_NAME_PATTERN
+from backstay.config._suite_limits import LIMITS_HELP, TASK_LIMIT_FIELDS
 from backstay.config._suite_spec import (
     ADAPTER_OPTION_FIELDS,
     ADAPTER_OPTIONS_HELP,
@@ -94,7 +95,16 @@ def _task() -> dict[str, Any]:
         "additionalProperties": False,
         "required": ["id"],
         "oneOf": [{"required": ["prompt"]}, {"required": ["prompt_file"]}],
-        "properties": {**_properties(TASK_FIELDS), **_run_properties()},
+        "properties": {
+            **_properties(TASK_FIELDS),
+            "limits": {
+                "description": LIMITS_HELP,
+                "type": ["object", "null"],
+                "additionalProperties": False,
+                "properties": _properties(TASK_LIMIT_FIELDS),
+            },
+            **_run_properties(),
+        },
     }
 
 

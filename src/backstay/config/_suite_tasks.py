@@ -21,6 +21,7 @@ from backstay.config._suite import SuiteDefaults, SuiteTask
 from backstay.config._suite_adapters import adapter_reference
 from backstay.config._suite_budgets import budget
 from backstay.config._suite_fallbacks import fallbacks
+from backstay.config._suite_limits import task_limits
 from backstay.config._suite_spec import RUN_FIELDS, STRUCTURED_RUN_KEYS, TASK_FIELDS
 from backstay.config._suite_tiers import tiers
 from backstay.errors import ConfigError
@@ -28,7 +29,7 @@ from backstay.policy.registry import PolicyRegistry
 from backstay.policy.retry import RetryPolicy
 
 RUN_KEYS: Final = (*RUN_FIELDS, *STRUCTURED_RUN_KEYS)
-TASK_KEYS: Final = (*TASK_FIELDS, *RUN_KEYS)
+TASK_KEYS: Final = (*TASK_FIELDS, "limits", *RUN_KEYS)
 _INVALID: Final = object()
 
 
@@ -176,6 +177,8 @@ def task(doc: Document, path: Path, raw: object, context: Context) -> SuiteTask 
     default = context.defaults
     values: dict[str, Any] = {}
     for key, value in raw.items():
+        if key == "limits":
+            continue  # checked once the adapter is known
         if key in TASK_FIELDS:
             checked = _own(doc, path, key, value, context.folder)
         elif key in RUN_KEYS:
@@ -193,6 +196,9 @@ def task(doc: Document, path: Path, raw: object, context: Context) -> SuiteTask 
     for key in unset:
         if ("defaults", key) not in doc.sources:  # given there but wrong: reported there
             doc.problem((*path, key), f"is not set, here or under defaults.{key}")
+    if "limits" in raw:
+        adapter = values.get("adapter", default.adapter)
+        values["limits"] = task_limits(doc, (*path, "limits"), raw["limits"], adapter)
     if len(doc.problems) > before or unset:
         return None
     inherited = {

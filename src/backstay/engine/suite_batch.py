@@ -37,7 +37,8 @@ from pathlib import Path
 from typing import Any, Final
 
 from backstay.adapters.contract import Adapter
-from backstay.adapters.registry import get_adapter
+from backstay.adapters.limits import apply_task_limits
+from backstay.adapters.registry import adapter_class, get_adapter
 from backstay.clock import SYSTEM_CLOCK, Clock
 from backstay.config import Suite, SuiteTask, workflow_id
 from backstay.engine.task import TaskSpec
@@ -265,7 +266,9 @@ class SuiteBatch:
                 prompt=task.prompt,
                 prompt_file=task.prompt_file,
                 env=_chain_env(task, envs, source),
-                config=options.config,
+                config=apply_task_limits(adapter_class(task.adapter), options.config, task.limits)
+                if task.limits
+                else options.config,
                 policy=task.policy,
                 budget=task.budget,
                 tenant=task.tenant,

@@ -1,0 +1,186 @@
+"""What the four framework adapters share.
+
+* ``require(module, extra)``: the lazy import of a framework, a ``ConfigError`` naming
+  ``pip install 'backstay[extra]'`` when it is missing;
+* ``ModelSettings``: the model a suite task's ``config`` names (``model``, ``base_url``,
+  ``api_key`` or ``api_key_env``, ``timeout_s``);
+* ``load_factory``: the user's agent given as ``module:function`` (or a callable);
+* ``task_plan`` / ``task_text``: a task text (one step) or ``{"steps": [...]}``, and the
+  step's prompt with the validation feedback of a previous attempt;
+* ``Checkpoint``: the framework's own checkpoint of a step, kept in the run's persistent
+  ``state`` (saved by the runtime with the run record, so ``resume`` finds it);
+* ``openai_usage``: an OpenAI-style token count as backstay's ``Usage``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import json
+import os
+from collections.abc import Callable, Mapping
+from types import ModuleType
+from typing import Any, Final
+
+from backstay._checks import check_name, check_number, check_url
+from backstay.adapters.usage import Usage
+from backstay.errors import ConfigError
+from backstay.runtime.context import ExecutionContext
+from backstay.runtime.plan import Plan, Step
+from backstay.runtime.results import StepResult, StepStatus
+
+__all__ = [
+    "Checkpoint",
+    "ModelSettings",
+    "answer",
+    "load_factory",
+    "openai_http_client",
+    "openai_usage",
+    "require",
+    "task_plan",
+    "task_text",
+    "tool_text",
+]
+
+DEFAULT_TIMEOUT_S: Final = 60.0
+
+
+def require(module: str, extra: str) -> ModuleType:
+    """``import module``, or a ``ConfigError`` naming the extra that brings it."""
+    try:
+        return importlib.import_module(module)
+    except ImportError as exc:
+        raise ConfigError(
+            f"needs the {module.partition('.')[0]!r} package, which is not installed: "
+            f"pip install 'backstay[{extra}]'",
+            where=module,
+        ) from exc
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class ModelSettings:
+    """An OpenAI-compatible chat model: ``model``, ``base_url`` (``None``: the SDK's
+    default), the key (never logged) and the per-request ``timeout_s``."""
+
+    model: str
+    base_url: str | None = None
+    api_key: str = dataclasses.field(default="", repr=False)
+    timeout_s: float = DEFAULT_TIMEOUT_S
+
+    def __post_init__(self) -> None:
+        check_name(self.model, where="config.model")
+        if self.base_url is not None:
+            check_url(self.base_url, where="config.base_url")
+        check_number(self.timeout_s, where="config.timeout_s", above=True)
+
+    @classmethod
+    def from_config(cls, config: Mapping[str, Any], *, default_model: str) -> ModelSettings:
+        """From a suite task's ``config``: the key is ``api_key``, else the variable
+        ``api_key_env`` names (default ``OPENAI_API_KEY``)."""
+        key = config.get("api_key")
+        if key is None:
+            env = config.get("api_key_env", "OPENAI_API_KEY")
+            check_name(env, where="config.api_key_env")
+            key = os.environ.get(env, "")
+        if not isinstance(key, str):
+            raise ConfigError("must be a string", where="config.api_key")
+        return cls(
+            model=config.get("model", default_model),
+            base_url=config.get("base_url"),
+            api_key=key,
+            timeout_s=config.get("timeout_s", DEFAULT_TIMEOUT_S),
+        )
+
+
+def load_factory(spec: object, *, where: str = "config.agent") -> Callable[..., Any] | None:
+    """The callable ``module:function`` names (a callable is returned as it is;
+    ``None``: the adapter's default agent)."""
+    if spec is None or callable(spec):
+        return spec
+    if not isinstance(spec, str) or spec.count(":") != 1:
+        raise ConfigError(f"must be 'module:function', got {spec!r}", where=where)
+    module_name, _, attr = spec.partition(":")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise ConfigError(f"cannot import {module_name!r}: {exc}", where=where) from None
+    found = getattr(module, attr, None)
+    if not callable(found):
+        raise ConfigError(f"{module_name!r} has no function {attr!r}", where=where)
+    return found  # type: ignore[no-any-return]
+
+
+def task_plan(input: Any, context: ExecutionContext, *, action: str) -> Plan:
+    """One step ``run`` for a task text (or ``{"task": text}``); ``{"steps": [...]}``
+    for several, each with its own ``parameters.task``."""
+    if isinstance(input, Mapping) and "steps" in input:
+        steps = tuple(Step.from_dict(s) for s in input["steps"])
+        return Plan(id=f"plan-{context.run_id}", steps=steps, max_steps=max(1, len(steps)))
+    task = input.get("task") if isinstance(input, Mapping) else input
+    if not isinstance(task, str) or not task:
+        raise ConfigError("must be a task text, {'task': text} or {'steps': [...]}", where="input")
+    step = Step(id="run", action=action, parameters={"task": task})
+    return Plan(id=f"plan-{context.run_id}", steps=(step,), max_steps=1)
+
+
+def task_text(step: Step, context: ExecutionContext) -> str:
+    """The step's task, with what did not hold in the previous attempt's output."""
+    task = str(step.parameters.get("task", step.action))
+    if context.feedback:
+        task += f"\n\nYour previous answer did not hold: {context.feedback}"
+    return task
+
+
+def tool_text(value: Any) -> str:
+    """A tool's JSON result as the text a model reads."""
+    return value if isinstance(value, str) else json.dumps(value, sort_keys=True, default=str)
+
+
+def answer(step: Step, text: str, tool_calls: int) -> StepResult:
+    """A step that ended with the model's answer: ``{"answer", "tool_calls"}``."""
+    return StepResult(
+        step_id=step.id,
+        status=StepStatus.SUCCESS,
+        output={"answer": text, "tool_calls": tool_calls},
+    )
+
+
+class Checkpoint:
+    """The framework checkpoint of one step in ``context.state`` (JSON). Written while
+    the step runs, so that a run halted mid-step (an approval, a limit) keeps it, and
+    cleared when the step returns."""
+
+    __slots__ = ("_ctx", "key")
+
+    def __init__(self, context: ExecutionContext, framework: str, step: Step) -> None:
+        self._ctx = context
+        self.key = f"{framework}:{step.id}"
+
+    def load(self) -> Any:
+        return self._ctx.state.get(self.key)
+
+    def save(self, data: Any) -> None:
+        self._ctx.state[self.key] = data
+
+    def clear(self) -> None:
+        self._ctx.state.pop(self.key, None)
+
+
+def openai_http_client() -> Any:
+    """A new HTTP client of the openai SDK's own kind (``openai.DefaultAsyncHttpxClient``),
+    to close when the step ends (an async context manager)."""
+    sdk = require("openai", "openai")
+    return sdk.DefaultAsyncHttpxClient()
+
+
+def openai_usage(
+    prompt_tokens: int | None, completion_tokens: int | None, cached_tokens: int | None = None
+) -> Usage:
+    """One model call's OpenAI-style count (cached tokens inside the prompt's)."""
+    cached = cached_tokens or 0
+    return Usage(
+        input_tokens=max(0, (prompt_tokens or 0) - cached),
+        cache_read_tokens=cached,
+        output_tokens=completion_tokens or 0,
+        api_calls=1,
+    )

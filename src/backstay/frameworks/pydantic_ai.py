@@ -1,0 +1,220 @@
+"""``PydanticAIAdapter``: a Pydantic-AI agent run under backstay's runtime.
+
+The user's agent is a factory ``build(kit) -> Agent`` (``agent: module:function``);
+without one, ``Agent(kit.model, toolsets=[kit.toolset])``. The kit hands it:
+
+* ``kit.model``: a ``WrapperModel`` over ``OpenAIChatModel`` (an ``openai.AsyncOpenAI``
+  with ``max_retries=0`` and the run's trace-id header) whose every ``request`` goes
+  through ``context.model`` (classify → limiter → breaker → policy, hard limits before
+  and after with the response's usage). The run is started with ``model=kit.model``
+  whatever model the agent was built with, so no request goes around the gate;
+  streamed requests (``run_stream``) are refused;
+* ``kit.toolset``: a ``FunctionToolset`` with every registered tool, each calling the
+  ``ToolGate`` (allowlist, approvals, limits, sandbox);
+* retries: the run is started with ``retries=0`` (no re-asking the model on a bad tool
+  argument or output: backstay's correction loop does that with ``context.feedback``)
+  and ``UsageLimits(request_limit=None)`` (backstay's limits are the limits);
+* checkpoint: the message history, as Pydantic-AI's own JSON, is kept in the run's
+  ``state`` after every node. A run paused for an approval is saved with the model's
+  tool call in it; ``resume`` starts the agent again from that history, which runs the
+  (now decided) tool call without asking the model again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Final, NoReturn
+
+from backstay.adapters.usage import Usage
+from backstay.errors import ConfigError
+from backstay.frameworks._common import (
+    Checkpoint,
+    ModelSettings,
+    answer,
+    load_factory,
+    openai_http_client,
+    openai_usage,
+    require,
+    task_plan,
+    task_text,
+)
+from backstay.runtime.context import ExecutionContext
+from backstay.runtime.plan import Plan, Step
+from backstay.runtime.results import StepResult, ValidationResult
+from backstay.runtime.schema_check import check_output
+from backstay.runtime.toolgate import ToolGate
+from backstay.runtime.trace import TRACE_HEADER
+
+__all__ = ["PydanticAIAdapter", "PydanticAIKit", "make_agent"]
+
+EXTRA: Final = "pydantic-ai"
+DEFAULT_MODEL: Final = "gpt-5"
+
+require("pydantic_ai", EXTRA)
+
+import openai  # noqa: E402
+from pydantic_ai import Agent, Tool  # noqa: E402
+from pydantic_ai.messages import ModelMessage, ModelMessagesTypeAdapter, ModelResponse  # noqa: E402
+from pydantic_ai.models import ModelRequestParameters  # noqa: E402
+from pydantic_ai.models.openai import OpenAIChatModel  # noqa: E402
+from pydantic_ai.models.wrapper import WrapperModel  # noqa: E402
+from pydantic_ai.providers.openai import OpenAIProvider  # noqa: E402
+from pydantic_ai.settings import ModelSettings as PAIModelSettings  # noqa: E402
+from pydantic_ai.toolsets import FunctionToolset  # noqa: E402
+from pydantic_ai.usage import UsageLimits  # noqa: E402
+
+
+def _usage(response: ModelResponse) -> Usage:
+    u = response.usage
+    return openai_usage(u.input_tokens, u.output_tokens, u.cache_read_tokens)
+
+
+class GatedModel(WrapperModel):
+    """A Pydantic-AI model whose requests all go through a run's model gate."""
+
+    def __init__(self, wrapped: Any, gate: Any) -> None:
+        super().__init__(wrapped)
+        self.gate = gate
+
+    async def request(
+        self,
+        messages: list[ModelMessage],
+        model_settings: PAIModelSettings | None,
+        model_request_parameters: ModelRequestParameters,
+    ) -> ModelResponse:
+        response: ModelResponse = await self.gate.acall(
+            self.wrapped.request,
+            messages,
+            model_settings,
+            model_request_parameters,
+            usage_of=_usage,
+        )
+        return response
+
+    def request_stream(self, *args: Any, **kwargs: Any) -> NoReturn:
+        raise ConfigError(
+            "streamed runs are not supported under backstay: use run or iter",
+            where="pydantic-ai",
+        )
+
+
+class PydanticAIKit:
+    """What an agent factory builds with: ``model``, ``toolset``, ``config``."""
+
+    def __init__(self, model: GatedModel, gate: ToolGate, config: Mapping[str, Any]) -> None:
+        self.model = model
+        self.config = config
+        self._gate = gate
+        self.tool_calls = 0
+        self.toolset: FunctionToolset[Any] = FunctionToolset(
+            [self._tool(spec) for spec in gate.specs()]
+        )
+
+    def _tool(self, spec: Mapping[str, Any]) -> Tool[Any]:
+        name = spec["name"]
+
+        async def run(**arguments: Any) -> Any:
+            self.tool_calls += 1
+            return await self._gate.invoke(name, arguments)
+
+        return Tool.from_schema(
+            run,
+            name=name,
+            description=spec["description"] or name,
+            json_schema=dict(spec["parameters"]),
+        )
+
+
+def default_agent(kit: PydanticAIKit) -> Agent[Any, Any]:
+    """The default agent: the kit's model and tools, no retries of its own."""
+    return Agent(kit.model, toolsets=[kit.toolset], retries=0)
+
+
+class PydanticAIAdapter:
+    """A ``FrameworkAdapter`` over a Pydantic-AI agent (see the module)."""
+
+    name = "pydantic-ai"
+
+    def __init__(
+        self,
+        *,
+        agent: Any = None,
+        model: str = DEFAULT_MODEL,
+        base_url: str | None = None,
+        api_key: str = "",
+        timeout_s: float = 60.0,
+        http_client: Any = None,
+        config: Mapping[str, Any] | None = None,
+    ) -> None:
+        self.factory = load_factory(agent) or default_agent
+        self.settings = ModelSettings(
+            model=model, base_url=base_url, api_key=api_key, timeout_s=timeout_s
+        )
+        self.http_client = http_client
+        self.config = dict(config or {})
+
+    def model(self, context: ExecutionContext, http_client: Any) -> GatedModel:
+        """The run's model: the SDK's retries off, every request through the gate."""
+        s = self.settings
+        client = openai.AsyncOpenAI(
+            base_url=s.base_url,
+            api_key=s.api_key or "unset",
+            timeout=s.timeout_s,
+            max_retries=0,
+            default_headers={TRACE_HEADER: context.trace_id},
+            http_client=http_client,
+        )
+        inner = OpenAIChatModel(s.model, provider=OpenAIProvider(openai_client=client))
+        return GatedModel(inner, context.model)
+
+    async def plan(self, input: Any, context: ExecutionContext) -> Plan:
+        return task_plan(input, context, action=self.name)
+
+    async def execute(self, step: Step, tools: ToolGate, context: ExecutionContext) -> StepResult:
+        if self.http_client is not None:
+            return await self._execute(step, tools, context, self.http_client)
+        async with openai_http_client() as http_client:
+            return await self._execute(step, tools, context, http_client)
+
+    async def _execute(
+        self, step: Step, tools: ToolGate, context: ExecutionContext, http_client: Any
+    ) -> StepResult:
+        kit = PydanticAIKit(self.model(context, http_client), tools, self.config)
+        agent = self.factory(kit)
+        checkpoint = Checkpoint(context, self.name, step)
+        saved = checkpoint.load()
+        history = ModelMessagesTypeAdapter.validate_python(saved) if saved else None
+        prompt = None if history else task_text(step, context)
+        async with agent.iter(
+            prompt,
+            message_history=history,
+            model=kit.model,
+            retries=0,
+            usage_limits=UsageLimits(request_limit=None),
+            metadata={"backstay_trace_id": context.trace_id},
+        ) as run:
+            async for _node in run:
+                messages = run.all_messages()
+                checkpoint.save(ModelMessagesTypeAdapter.dump_python(messages, mode="json"))
+            result = run.result
+        checkpoint.clear()
+        output = "" if result is None else result.output
+        return answer(step, output if isinstance(output, str) else str(output), kit.tool_calls)
+
+    def validate(self, output: Any, schema: Mapping[str, Any] | None) -> ValidationResult:
+        return check_output(output, schema)
+
+
+def make_agent(config: Mapping[str, Any]) -> PydanticAIAdapter:
+    """The factory a suite task names (``agent: backstay.frameworks.pydantic_ai:make_agent``):
+    ``config`` gives ``agent`` (``module:function``), ``model``, ``base_url``, ``api_key``
+    (or ``api_key_env``), ``timeout_s``."""
+    s = ModelSettings.from_config(config, default_model=DEFAULT_MODEL)
+    return PydanticAIAdapter(
+        agent=config.get("agent"),
+        model=s.model,
+        base_url=s.base_url,
+        api_key=s.api_key,
+        timeout_s=s.timeout_s,
+        config=config,
+    )

@@ -1,0 +1,72 @@
+"""Engine task adapters named for the frameworks: ``adapter: langgraph`` (``pydantic-ai``,
+``llamaindex``, ``autogen``) in a suite task.
+
+Each is the runtime's ``RuntimeTaskAdapter`` (checkpoint in the task's ``state.sqlite``,
+approvals escalating the task, ``backstay resume`` continuing the run) with the framework
+fixed: ``config.agent`` is the user's own factory (``module:function``: a graph, agent or
+workflow built from the kit; optional, each framework has a default agent) and
+``config.options`` the framework adapter's settings (``base_url``, ``timeout_s`` …)::
+
+    - id: notes
+      adapter: langgraph
+      model: gpt-5
+      prompt: Save a note saying hi.
+      config:
+        agent: graph_agent:build
+        options: {base_url: "http://127.0.0.1:8787/v1"}
+        api_key_env: OPENAI_API_KEY
+        allowed_tools: [read_file, write_file]
+        approval_tools: [write_file]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, ClassVar
+
+from backstay.adapters.base import BaseAdapter
+from backstay.adapters.contract import AgentRequest
+from backstay.errors import ConfigError
+from backstay.frameworks import framework_adapter
+from backstay.runtime.engine_adapter import RuntimeTaskAdapter
+from backstay.runtime.limits import ExecutionLimits
+from backstay.runtime.protocol import FrameworkAdapter
+
+__all__ = ["AutoGenTask", "LangGraphTask", "LlamaIndexTask", "PydanticAITask"]
+
+
+class _FrameworkTask(RuntimeTaskAdapter):
+    """A ``RuntimeTaskAdapter`` whose framework is fixed by ``name``."""
+
+    def validate_config(self, config: Mapping[str, Any]) -> None:
+        BaseAdapter.validate_config(self, config)
+        for key in ("options", "limits"):
+            if not isinstance(config.get(key, {}), Mapping):
+                raise ConfigError("must be a mapping", where=f"config.{key}")
+        ExecutionLimits(**dict(config.get("limits") or {}))
+
+    def make_framework(self, request: AgentRequest) -> FrameworkAdapter:
+        config = request.config
+        options: dict[str, Any] = {"model": request.model, **dict(config.get("options") or {})}
+        if config.get("agent") is not None:
+            options["agent"] = config["agent"]
+        key_env = config.get("api_key_env")
+        if key_env:
+            options["api_key"] = request.env.get(str(key_env), "")
+        return framework_adapter(self.name, options)
+
+
+class LangGraphTask(_FrameworkTask):
+    name: ClassVar[str] = "langgraph"
+
+
+class PydanticAITask(_FrameworkTask):
+    name: ClassVar[str] = "pydantic-ai"
+
+
+class LlamaIndexTask(_FrameworkTask):
+    name: ClassVar[str] = "llamaindex"
+
+
+class AutoGenTask(_FrameworkTask):
+    name: ClassVar[str] = "autogen"

@@ -1,0 +1,278 @@
+"""One run of a ``Runtime``: plan, each step in dependency order, validation, the end.
+
+Kept apart from ``runtime`` so the entry point stays readable; nothing here is public.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+from typing import TYPE_CHECKING, Any
+
+from backstay.classify import classify
+from backstay.failure import Failure
+from backstay.observe.sinks import BUS
+from backstay.runtime.context import ExecutionContext
+from backstay.runtime.errors import (
+    ApprovalRequired,
+    LimitExceeded,
+    RunHalted,
+    SecurityViolation,
+)
+from backstay.runtime.events import (
+    PlanCreated,
+    RunAborted,
+    RunFinished,
+    RuntimeEvent,
+    StepCompleted,
+    StepStarted,
+)
+from backstay.runtime.limits import LimitBreach, LimitName
+from backstay.runtime.plan import Plan, Step
+from backstay.runtime.protocol import FrameworkAdapter
+from backstay.runtime.records import RunRecord, RunStatus
+from backstay.runtime.results import StepResult, StepStatus
+from backstay.runtime.toolgate import ToolGate, call_key
+from backstay.runtime.trace import reset_trace_id, set_trace_id
+
+if TYPE_CHECKING:
+    from backstay.runtime.runtime import Runtime
+
+__all__ = ["RunDriver"]
+
+
+def _failed(step_id: str, failure: Failure, trace_id: str) -> StepResult:
+    return StepResult(step_id=step_id, status=StepStatus.FAILED, error=failure, trace_id=trace_id)
+
+
+class RunDriver:
+    """Drives one run of ``runtime`` from ``record`` (new or resumed)."""
+
+    def __init__(self, runtime: Runtime, record: RunRecord, ctx: ExecutionContext) -> None:
+        self.rt = runtime
+        self.record = record
+        self.ctx = ctx
+        self.tools = ToolGate(
+            ctx,
+            tools=runtime.tools,
+            policy=runtime.settings.tools,
+            store=runtime.store,
+            emit=self.emit,
+            redact=runtime.redactor.mapping,
+            clock=runtime.clock,
+        )
+        # Each result redacted once, when it is added: the recorded form.
+        self.results: dict[str, StepResult] = {r.step_id: r for r in record.results}
+        self._last_step: str | None = None
+        self._step_repeats = 0
+
+    def emit(self, cls: type[RuntimeEvent], fields: dict[str, Any]) -> None:
+        if BUS.wants(cls.level):
+            ctx = self.ctx
+            BUS.emit(
+                cls(
+                    trace_id=ctx.trace_id,
+                    tenant=ctx.tenant,
+                    run_id=ctx.run_id,
+                    adapter=ctx.adapter,
+                    operation=f"agent.run:{ctx.run_id}",
+                    **fields,
+                )
+            )
+
+    def _keep(self, result: StepResult) -> None:
+        redacted = self.rt.redactor.mapping(result.output)
+        if redacted != result.output:
+            result = dataclasses.replace(result, output=redacted)
+        self.results[result.step_id] = result
+
+    def _save(
+        self, status: RunStatus, failure: Failure | None = None, newest: StepResult | None = None
+    ) -> RunRecord:
+        redact = self.rt.redactor
+        self.record = dataclasses.replace(
+            self.record,
+            status=status,
+            input=redact.mapping(self.record.input),
+            results=tuple(self.results.values()),
+            state=redact.mapping(self.ctx.state),
+            usage=self.ctx.usage,
+            failure=failure,
+        )
+        if newest is None:
+            self.rt.store.save_run(self.record)
+        else:
+            self.rt.store.save_progress(self.record, self.results[newest.step_id])
+        return self.record
+
+    async def run(self) -> RunRecord:
+        token = set_trace_id(self.ctx.trace_id)
+        try:
+            return await self._run()
+        except RunHalted as exc:
+            return self._halted(self.ctx.halt(exc))
+        finally:
+            reset_trace_id(token)
+
+    async def _run(self) -> RunRecord:
+        plan = self.record.plan
+        if plan is None:
+            made = await self._plan()
+            if isinstance(made, Failure):
+                return self._finish(RunStatus.FAILED, made)
+            plan = made
+            self.record = dataclasses.replace(self.record, plan=plan)
+            self.emit(PlanCreated, {"plan_id": plan.id, "steps": len(plan.steps)})
+            self._save(RunStatus.RUNNING)
+        for step in plan.order():
+            done = self.results.get(step.id)
+            if done is not None and done.ok:
+                continue
+            result = await self._step(step)
+            self._keep(result)
+            if result.status is StepStatus.BLOCKED:
+                return self._finish(RunStatus.PAUSED, result.error)
+            if not result.ok:
+                return self._finish(RunStatus.FAILED, result.error)
+            self._save(RunStatus.RUNNING, newest=result)
+        return self._finish(RunStatus.SUCCEEDED, None)
+
+    async def _plan(self) -> Plan | Failure:
+        adapters = [self.rt.adapter] + ([self.rt.fallback] if self.rt.fallback else [])
+        failure = Failure(code="ERR_UNKNOWN", message="no adapter planned")
+        for adapter in adapters:
+            try:
+                return await adapter.plan(self.record.input, self.ctx)
+            except RunHalted:
+                raise
+            except Exception as exc:  # noqa: BLE001 - a framework error: classified, fallback
+                self.ctx.check_halted()
+                failure = classify(exc)
+        return failure
+
+    def _loop_check(self, step: Step) -> None:
+        key = call_key(step.action, step.parameters)
+        self._step_repeats = self._step_repeats + 1 if key == self._last_step else 1
+        self._last_step = key
+        breach = self.ctx.tracker.loop(self._step_repeats)
+        if breach is not None:
+            raise LimitExceeded(breach)
+
+    def _check(self, *, call: str, retry: bool = False) -> None:
+        breach = self.ctx.tracker.check_before(self.rt.clock.monotonic(), call=call, retry=retry)
+        if breach is not None:
+            raise LimitExceeded(breach)
+
+    async def _step(self, step: Step) -> StepResult:
+        ctx, settings = self.ctx, self.rt.settings
+        self._check(call="step")
+        self._loop_check(step)
+        ctx.tracker.record_step()
+        ctx.feedback = None
+        attempt = 0
+        while True:
+            attempt += 1
+            self.emit(StepStarted, {"step_id": step.id, "action": step.action, "attempt": attempt})
+            result = await self._execute(step)
+            feedback = self._feedback(result)
+            if feedback is None or isinstance(feedback, StepResult):
+                result = feedback or result
+                break
+            if attempt > settings.max_corrections:
+                result = _failed(
+                    step.id, Failure(code="ERR_OUTPUT_INVALID", message=feedback), ctx.trace_id
+                )
+                break
+            self._check(call="model", retry=True)
+            ctx.tracker.record_retry()
+            ctx.feedback = feedback
+        ctx.feedback = None
+        error = result.error.code if result.error else None
+        self.emit(
+            StepCompleted,
+            {
+                "step_id": step.id,
+                "status": str(result.status),
+                "tokens": result.usage.tokens_total,
+                "code": error,
+            },
+        )
+        return result
+
+    def _feedback(self, result: StepResult) -> str | StepResult | None:
+        """``None``: keep the result; a string: run the step again with this feedback;
+        a result: keep this one instead (a corrected output)."""
+        if result.status is StepStatus.RETRY:
+            return result.error.message if result.error else "try again"
+        schema = self.rt.settings.schema
+        if not result.ok or schema is None:
+            return None
+        check = self.rt.adapter.validate(result.output, schema)
+        if check.corrected is not None:
+            return dataclasses.replace(result, output=check.corrected)
+        return None if check.ok else check.feedback()
+
+    async def _execute(self, step: Step) -> StepResult:
+        ctx = self.ctx
+        adapters = [self.rt.adapter] + ([self.rt.fallback] if self.rt.fallback else [])
+        failure = Failure(code="ERR_UNKNOWN", message="no adapter ran")
+        for adapter in adapters:
+            try:
+                result = await self._bounded(adapter, step)
+            except RunHalted:
+                raise
+            except TimeoutError:
+                ctx.check_halted()
+                return _failed(
+                    step.id,
+                    Failure(code="ERR_TIMEOUT", message=f"step {step.id!r} timed out"),
+                    ctx.trace_id,
+                )
+            except Exception as exc:  # noqa: BLE001 - a framework error: classified, fallback
+                ctx.check_halted()
+                failure = classify(exc)
+                continue
+            ctx.check_halted()
+            return dataclasses.replace(result, step_id=step.id, trace_id=ctx.trace_id)
+        return _failed(step.id, failure, ctx.trace_id)
+
+    async def _bounded(self, adapter: FrameworkAdapter, step: Step) -> StepResult:
+        """``execute`` within the step's timeout and the run's remaining wall time."""
+        limits = self.ctx.tracker.limits
+        elapsed = self.rt.clock.monotonic() - self.ctx.tracker.started
+        wall_left = max(0.0, limits.wall_time_s - elapsed)
+        timeout = wall_left if step.timeout_s is None else min(step.timeout_s, wall_left)
+        try:
+            async with asyncio.timeout(timeout):
+                return await adapter.execute(step, self.tools, self.ctx)
+        except TimeoutError:
+            if step.timeout_s is None or wall_left <= step.timeout_s:
+                breach = LimitBreach(
+                    limit=LimitName.WALL_TIME, allowed=limits.wall_time_s, reached=elapsed + timeout
+                )
+                raise self.ctx.halt(LimitExceeded(breach)) from None
+            raise
+
+    def _halted(self, exc: RunHalted) -> RunRecord:
+        if isinstance(exc, ApprovalRequired):
+            status = RunStatus.PAUSED
+        elif isinstance(exc, SecurityViolation):
+            status = RunStatus.ESCALATED
+        elif isinstance(exc, LimitExceeded):
+            status = RunStatus.LIMIT_EXCEEDED
+        else:
+            status = RunStatus.FAILED
+        self.emit(RunAborted, {"code": exc.failure.code, "message": exc.failure.message})
+        return self._finish(status, exc.failure)
+
+    def _finish(self, status: RunStatus, failure: Failure | None) -> RunRecord:
+        record = self._save(status, failure)
+        self.emit(
+            RunFinished,
+            {
+                "status": str(status),
+                "steps": len(record.results),
+                "tokens": record.usage.tokens_total,
+            },
+        )
+        return record

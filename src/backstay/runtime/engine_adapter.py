@@ -1,0 +1,191 @@
+"""``RuntimeTaskAdapter``: a framework agent as a task of backstay's engine.
+
+A suite task names it (``adapter: agent-runtime``, or the name a framework adapter
+registers its subclass under, such as ``langgraph``) with the agent as an importable
+factory::
+
+    - id: summarise
+      adapter: agent-runtime
+      model: claude-sonnet-4-6
+      prompt: Summarise the notes.
+      config:
+        agent: my_package.agents:make_agent     # called with the options below
+        options: {base_url: "http://127.0.0.1:8080"}
+        api_key_env: ANTHROPIC_API_KEY
+        allowed_tools: [read_file, list_dir]
+        approval_tools: [write_file]
+        limits: {max_steps: 10, max_tokens: 20000}
+
+The agent run's id is the task's ``operation_id`` and its checkpoint lives in the task's
+``state.sqlite`` (the nearest one above the attempt directory): a retried attempt, or a
+``backstay resume`` after a crash, continues the half-done run after its last successful
+step instead of starting again. A run that pauses for an approval fails the attempt with
+``ERR_APPROVAL_REQUIRED`` (the engine escalates the task); once the approval is decided
+(``SQLiteRunStore.decide``) and the escalation resolved with ``retry``, the next attempt
+runs the approved call.
+
+A framework adapter registers its own name by subclassing with ``name = "langgraph"``
+and listing ``"langgraph": "module:Class"`` under the ``backstay.adapters`` entry points
+(or in ``BUILTIN_ADAPTERS``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, ClassVar, Final
+
+from backstay.adapters.base import BaseAdapter
+from backstay.adapters.capture import Capture
+from backstay.adapters.contract import AgentRequest, AgentResult, AgentStatus
+from backstay.errors import AdapterError, ConfigError
+from backstay.runtime.builtin_tools import workspace_tools
+from backstay.runtime.limits import ExecutionLimits
+from backstay.runtime.protocol import FrameworkAdapter
+from backstay.runtime.records import RunRecord, RunStatus
+from backstay.runtime.runtime import Runtime
+from backstay.runtime.settings import RuntimeSettings
+from backstay.runtime.store_sqlite import SQLiteRunStore
+from backstay.runtime.tools import ToolPolicy
+
+__all__ = ["RuntimeTaskAdapter", "load_factory"]
+
+STATE_FILE: Final = "state.sqlite"
+_MAX_PARENTS: Final = 8
+
+
+def load_factory(target: str) -> Any:
+    """The callable ``module:function`` names; ``ConfigError`` saying what is wrong."""
+    module_name, sep, attribute = str(target).partition(":")
+    if not sep or not module_name or not attribute:
+        raise ConfigError(f"must be module:function, got {target!r}", where="config.agent")
+    try:
+        value: Any = importlib.import_module(module_name)
+        for part in attribute.split("."):
+            value = getattr(value, part)
+    except (ImportError, AttributeError) as err:
+        raise ConfigError(f"cannot import {target!r}: {err}", where="config.agent") from None
+    if not callable(value):
+        raise ConfigError(f"{target!r} is not callable", where="config.agent")
+    return value
+
+
+def _state_file(output_dir: Path) -> Path:
+    """The engine's ``state.sqlite`` above the attempt directory, else one beside it."""
+    for parent in list(output_dir.parents)[:_MAX_PARENTS]:
+        if (parent / STATE_FILE).is_file():
+            return parent / STATE_FILE
+    output_dir.parent.mkdir(parents=True, exist_ok=True)
+    return output_dir.parent / STATE_FILE
+
+
+def _outputs(record: RunRecord) -> str:
+    return json.dumps({r.step_id: r.output for r in record.results if r.ok}, sort_keys=True)
+
+
+class RuntimeTaskAdapter(BaseAdapter):
+    """Runs the agent ``config.agent`` names under a ``Runtime`` (see the module)."""
+
+    name: ClassVar[str] = "agent-runtime"
+    config_keys: ClassVar[frozenset[str]] = frozenset(
+        {
+            "agent",
+            "options",
+            "api_key_env",
+            "tenant",
+            "allowed_tools",
+            "approval_tools",
+            "cacheable_tools",
+            "builtin_tools",
+            "limits",
+        }
+    )
+
+    task_limits: ClassVar[Mapping[str, str]] = {
+        "max_turns": "limits.max_model_calls",
+        "max_tokens": "limits.max_tokens",
+        "max_cost_usd": "limits.max_cost_usd",
+        "max_steps": "limits.max_steps",
+        "max_tool_calls": "limits.max_tool_calls",
+        "wall_time_s": "limits.wall_time_s",
+    }
+
+    def validate_config(self, config: Mapping[str, Any]) -> None:
+        super().validate_config(config)
+        if "agent" not in config:
+            raise ConfigError("names the agent factory (module:function)", where="config.agent")
+        for key in ("options", "limits"):
+            if not isinstance(config.get(key, {}), Mapping):
+                raise ConfigError("must be a mapping", where=f"config.{key}")
+        ExecutionLimits(**dict(config.get("limits") or {}))
+
+    def make_framework(self, request: AgentRequest) -> FrameworkAdapter:
+        """The framework adapter of this task, from its factory."""
+        config = request.config
+        options: dict[str, Any] = {"model": request.model, **dict(config.get("options") or {})}
+        key_env = config.get("api_key_env")
+        if key_env:
+            options["api_key"] = request.env.get(str(key_env), "")
+        made = load_factory(str(config["agent"]))(options)
+        if not isinstance(made, FrameworkAdapter):
+            raise ConfigError(
+                f"{config['agent']} returned {type(made).__name__}, not a FrameworkAdapter",
+                where="config.agent",
+            )
+        return made
+
+    def settings(self, request: AgentRequest) -> RuntimeSettings:
+        config = request.config
+        return RuntimeSettings(
+            limits=ExecutionLimits(**dict(config.get("limits") or {})),
+            tools=ToolPolicy(
+                allowed=frozenset(config.get("allowed_tools") or ()),
+                approval=frozenset(config.get("approval_tools") or ()),
+                cacheable=frozenset(config.get("cacheable_tools") or ()),
+            ),
+        )
+
+    async def execute(
+        self, request: AgentRequest, *, operation_id: str, attempt_id: str, capture: Capture
+    ) -> AgentResult:
+        config = request.config
+        tenant = str(config.get("tenant") or "default")
+        framework = self.make_framework(request)
+        tools = workspace_tools(request.workspace) if config.get("builtin_tools", True) else ()
+        with SQLiteRunStore(_state_file(request.output_dir)) as store:
+            runtime = Runtime(framework, tools=tools, settings=self.settings(request), store=store)
+            try:
+                record = await self._run(runtime, store, request, tenant, operation_id)
+            finally:
+                close = getattr(framework, "aclose", None)
+                if close is not None:
+                    await close()
+        await capture.alog(f"agent run {operation_id}: {record.status}")
+        if record.status is RunStatus.SUCCEEDED:
+            return AgentResult(
+                status=AgentStatus.SUCCEEDED, output=_outputs(record), usage=record.usage
+            )
+        failure = record.failure
+        if failure is None:  # a run that stopped without saying why
+            raise ConfigError(f"agent run ended {record.status} without a failure")
+        raise AdapterError(failure, partial_output=_outputs(record))
+
+    async def _run(
+        self,
+        runtime: Runtime,
+        store: SQLiteRunStore,
+        request: AgentRequest,
+        tenant: str,
+        run_id: str,
+    ) -> RunRecord:
+        found = store.load_run(tenant, run_id)
+        if found is None:
+            return await runtime.run(request.read_prompt(), tenant=tenant, run_id=run_id)
+        if found.status is RunStatus.SUCCEEDED:
+            return found
+        # A new attempt of the task: the run goes on after its last successful step.
+        store.save_run(dataclasses.replace(found, status=RunStatus.RUNNING, failure=None))
+        return await runtime.resume(run_id, tenant=tenant)

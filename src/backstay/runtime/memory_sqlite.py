@@ -1,0 +1,103 @@
+"""``SQLiteMemory``: session memory in a SQLite file (table ``agent_memory``), keyed by
+tenant and session like ``InMemoryMemory``."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import threading
+from typing import Final
+
+from backstay._checks import check_name
+from backstay._sqlite import SQLiteFile
+from backstay.runtime.memory import Message, Summarizer, fit_window, plain_summary
+
+__all__ = ["SQLiteMemory"]
+
+_SCHEMA: Final = """
+CREATE TABLE IF NOT EXISTS agent_memory (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT, tenant TEXT NOT NULL, session TEXT NOT NULL,
+    role TEXT NOT NULL, content TEXT NOT NULL, tokens INTEGER NOT NULL);
+CREATE INDEX IF NOT EXISTS agent_memory_session ON agent_memory (tenant, session, seq);
+"""
+
+
+class SQLiteMemory(SQLiteFile):
+    """A ``MemoryManager`` over the SQLite file at ``path``."""
+
+    def __init__(self, path: str | os.PathLike[str], *, timeout_s: float = 30.0) -> None:
+        self.path = os.fspath(path)
+        self._lock = threading.Lock()
+        self._conn = sqlite3.connect(
+            self.path, timeout=timeout_s, isolation_level=None, check_same_thread=False
+        )
+        with self._lock:
+            self._conn.execute("PRAGMA journal_mode=WAL")
+            self._conn.execute("PRAGMA synchronous=NORMAL")
+            self._conn.executescript(_SCHEMA)
+
+    def store(self, tenant: str, session: str, message: Message) -> None:
+        check_name(tenant, where="tenant")
+        with self._lock:
+            self._conn.execute(
+                "INSERT INTO agent_memory (tenant, session, role, content, tokens) "
+                "VALUES (?, ?, ?, ?, ?)",
+                (tenant, session, message.role, message.content, message.tokens),
+            )
+
+    def _rows(self, tenant: str, session: str) -> list[tuple[int, str, str, int]]:
+        return self._conn.execute(
+            "SELECT seq, role, content, tokens FROM agent_memory "
+            "WHERE tenant = ? AND session = ? ORDER BY seq",
+            (tenant, session),
+        ).fetchall()
+
+    def history(self, tenant: str, session: str) -> tuple[Message, ...]:
+        with self._lock:
+            rows = self._rows(tenant, session)
+        return tuple(Message(role=r[1], content=r[2], tokens=r[3]) for r in rows)
+
+    def window(self, tenant: str, session: str, budget_tokens: int) -> tuple[Message, ...]:
+        return fit_window(self.history(tenant, session), budget_tokens)
+
+    def summarize(
+        self,
+        tenant: str,
+        session: str,
+        *,
+        keep_last: int = 4,
+        summarizer: Summarizer = plain_summary,
+    ) -> Message | None:
+        """Replace all but the last ``keep_last`` messages by one summary message."""
+        with self._lock:
+            rows = self._rows(tenant, session)
+            if len(rows) <= keep_last:
+                return None
+            old = rows[: len(rows) - keep_last]
+            summary = Message(
+                role="summary",
+                content=summarizer([Message(role=r[1], content=r[2], tokens=r[3]) for r in old]),
+            )
+            self._conn.execute("BEGIN IMMEDIATE")
+            try:
+                self._conn.execute(
+                    "DELETE FROM agent_memory WHERE tenant = ? AND session = ? AND seq <= ?",
+                    (tenant, session, old[-1][0]),
+                )
+                # The summary takes the place of the oldest message it replaces.
+                self._conn.execute(
+                    "INSERT INTO agent_memory (seq, tenant, session, role, content, tokens) "
+                    "VALUES (?, ?, ?, ?, ?, ?)",
+                    (old[0][0], tenant, session, summary.role, summary.content, summary.tokens),
+                )
+                self._conn.execute("COMMIT")
+            except BaseException:
+                self._conn.execute("ROLLBACK")
+                raise
+        return summary
+
+    def clear(self, tenant: str, session: str) -> None:
+        with self._lock:
+            self._conn.execute(
+                "DELETE FROM agent_memory WHERE tenant = ? AND session = ?", (tenant, session)
+            )

@@ -1,0 +1,39 @@
+"""``RuntimeSettings``: what a ``Runtime`` runs under, besides its adapter and stores."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from typing import Any, Final
+
+from backstay._checks import check_number
+from backstay.call import PolicySpec
+from backstay.runtime.limits import ExecutionLimits
+from backstay.runtime.tools import ToolPolicy
+
+__all__ = ["DEFAULT_MAX_CORRECTIONS", "RuntimeSettings"]
+
+DEFAULT_MAX_CORRECTIONS: Final = 2
+DEFAULT_WINDOW_TOKENS: Final = 4000
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class RuntimeSettings:
+    """``limits`` (hard limits of each run), ``tools`` (allowlist and approvals),
+    ``policy`` (the retry policy of model calls, a name or a ``RetryPolicy``),
+    ``schema`` (a JSON schema each step's output is validated against; ``None``: no
+    validation), ``max_corrections`` (how many times a step is run again with the
+    validation feedback), ``redact_patterns`` (the user's own sensitive patterns)."""
+
+    limits: ExecutionLimits = dataclasses.field(default_factory=ExecutionLimits)
+    tools: ToolPolicy = dataclasses.field(default_factory=ToolPolicy)
+    policy: PolicySpec = None
+    schema: Mapping[str, Any] | None = None
+    max_corrections: int = DEFAULT_MAX_CORRECTIONS
+    redact_patterns: tuple[str, ...] = ()
+    window_tokens: int = DEFAULT_WINDOW_TOKENS
+
+    def __post_init__(self) -> None:
+        check_number(self.max_corrections, where="max_corrections", integer=True)
+        check_number(self.window_tokens, where="window_tokens", minimum=1, integer=True)
+        object.__setattr__(self, "redact_patterns", tuple(self.redact_patterns))

@@ -1,0 +1,81 @@
+"""The AutoGen adapter with the real autogen-agentchat package against the fake provider:
+approvals, resume, retries, factories, the example."""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from backstay.errors import ConfigError
+from backstay.fakeprovider import FakeProvider, Reply, Scenario
+from backstay.frameworks.autogen import AutoGenAdapter, make_agent
+from backstay.runtime import RunStatus, Runtime, RuntimeSettings, ToolPolicy
+
+from . import support
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLE = ROOT / "examples" / "autogen"
+
+
+def make(base_url: str) -> AutoGenAdapter:
+    return AutoGenAdapter(base_url=base_url, api_key="test-key")
+
+
+def test_an_approval_pauses_the_run_and_resume_continues_the_agent(tmp_path: Path) -> None:
+    # AutoGen asks the model again for its pending tool call after load_state.
+    support.check_approval_then_resume(make, tmp_path, requests_in_all=3)
+
+
+def test_a_rejected_call_is_not_run_and_the_agent_goes_on(tmp_path: Path) -> None:
+    support.check_rejection_then_resume(make, tmp_path)
+
+
+def test_an_interrupted_run_resumes(tmp_path: Path) -> None:
+    support.check_interrupted_run_resumes(make, tmp_path)
+
+
+def test_a_rate_limit_is_retried_by_backstay_not_by_autogen(tmp_path: Path) -> None:
+    support.check_rate_limit_retried_by_backstay_only(make, tmp_path)
+
+
+def test_make_agent_reads_the_suite_task_config(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.syspath_prepend(str(EXAMPLE))
+    monkeypatch.setenv("MY_KEY", "sk-from-env")
+    with FakeProvider(Scenario(reply=Reply(text="Hello."))) as fake:
+        adapter = make_agent(
+            {
+                "agent": "notes_assistant:build",
+                "base_url": fake.url + "/v1",
+                "api_key_env": "MY_KEY",
+            }
+        )
+        settings = RuntimeSettings(tools=ToolPolicy(allowed={"write_file"}))
+        record = asyncio.run(Runtime(adapter, settings=settings).run("hello"))
+    assert record.status is RunStatus.SUCCEEDED, record.failure
+    assert record.results[0].output == {"answer": "Hello.", "tool_calls": 0}
+    assert adapter.settings.api_key == "sk-from-env"
+
+
+def test_an_agent_that_is_not_module_function_is_a_config_error() -> None:
+    with pytest.raises(ConfigError, match=r"config\.agent"):
+        make_agent({"agent": "no_colon_here"})
+    with pytest.raises(ConfigError, match="has no function"):
+        make_agent({"agent": "json:no_such_function"})
+
+
+def test_the_example_runs_against_the_fake_provider(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, str(EXAMPLE / "run.py"), "--state-dir", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "paused" in done.stdout
+    assert "succeeded" in done.stdout
+    assert (tmp_path / "workspace" / "note.txt").read_text() == "hi"
