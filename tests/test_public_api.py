@@ -34,6 +34,7 @@ MODULES = (
     "backstay.taxonomy",
     "backstay.testing",
     "backstay.testing.contract",
+    "backstay.testing.framework_contract",
     "backstay.testing.netns",
 )
 
