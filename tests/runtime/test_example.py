@@ -38,3 +38,22 @@ def test_the_agent_runtime_example_runs_to_the_end(
     assert notes.read_text(encoding="utf-8") == "hello\n"
     assert stats.by_fault == {"rate_limit": 1}
     assert KEY not in result.output
+
+
+def test_a_batch_refuses_a_framework_backstay_yaml_disables(tmp_path: Path) -> None:
+    config = tmp_path / "backstay.yaml"
+    config.write_text("frameworks:\n  agent-runtime: {enabled: false}\n", encoding="utf-8")
+    result = CliRunner().invoke(
+        app,
+        [
+            "batch",
+            str(EXAMPLE / "suite.yaml"),
+            "--state-dir",
+            str(tmp_path / "state"),
+            "--config",
+            str(config),
+        ],
+    )
+    assert result.exit_code == 2
+    assert "'agent-runtime', which backstay.yaml disables" in result.output
+    assert "Traceback" not in result.output
