@@ -9,6 +9,8 @@ from typing import Any
 from tests.runtime.support import ScriptedFramework
 
 from backstay.adapters.usage import Usage
+from backstay.breaker import CircuitBreaker
+from backstay.policy.ratelimit import RateLimiter
 from backstay.policy.retry import RetryPolicy
 from backstay.runtime import (
     ExecutionContext,
@@ -91,3 +93,51 @@ def test_the_cost_cap_ends_the_run_after_the_call_that_reached_it() -> None:
     assert record.failure.code == "ERR_LIMIT_BUDGET"
     assert record.usage.cost_usd is not None
     assert round(record.usage.cost_usd, 2) == 1.2
+
+
+def _failing_runtime(**kwargs: Any) -> tuple[Runtime, list[int]]:
+    calls: list[int] = []
+
+    async def script(step: Step, tools: ToolGate, ctx: ExecutionContext) -> Any:
+        async def model() -> str:
+            calls.append(1)
+            raise ConnectionResetError("reset")
+
+        return await ctx.model.acall(model)
+
+    runtime = Runtime(
+        ScriptedFramework({"a": script}),
+        settings=RuntimeSettings(policy=RetryPolicy(name="one", max_attempts=1)),
+        **kwargs,
+    )
+    return runtime, calls
+
+
+def test_an_open_breaker_stops_model_calls_before_they_are_made() -> None:
+    clock = FakeClock()
+    breaker = CircuitBreaker("model", failure_threshold=2, open_duration_s=60, clock=clock)
+    runtime, calls = _failing_runtime(breaker=breaker, clock=clock)
+    first = asyncio.run(runtime.run({"actions": ["a"]}))
+    second = asyncio.run(runtime.run({"actions": ["a"]}))
+    third = asyncio.run(runtime.run({"actions": ["a"]}))
+    assert len(calls) == 2
+    assert [r.status for r in (first, second, third)] == [RunStatus.FAILED] * 3
+    assert breaker.snapshot().state == "open"
+
+
+def test_the_rate_limiter_paces_model_calls_on_the_runs_clock() -> None:
+    clock = FakeClock()
+    limiter = RateLimiter("model", requests_per_minute=60, burst_s=1, clock=clock)
+
+    async def script(step: Step, tools: ToolGate, ctx: ExecutionContext) -> Any:
+        async def model() -> str:
+            return "ok"
+
+        for _ in range(3):
+            await ctx.model.acall(model)
+        return "done"
+
+    runtime = Runtime(ScriptedFramework({"a": script}), limiter=limiter, clock=clock)
+    record = asyncio.run(runtime.run({"actions": ["a"]}))
+    assert record.status is RunStatus.SUCCEEDED
+    assert sum(clock.sleeps) >= 1.9
