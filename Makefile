@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-test
 DEMO_STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint pytest agents bench clean
+.PHONY: demo test lint pytest agents sandbox bench clean
 
 $(VENV)/bin/python:
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "backstay needs Python >= 3.11")'
@@ -37,7 +37,15 @@ pytest: $(STAMP)
 agents: $(STAMP)
 	@$(BIN)/backstay agents install || echo "make agents: some agent CLIs could not be installed (above); the tests that need them will be skipped"
 
-test: lint agents pytest
+# bubblewrap sandboxes the agent runtime's shell tool (docs/frameworks.md); without it the
+# tool falls back to `unshare --net`, and the tests that need bubblewrap are skipped.
+sandbox:
+	@command -v bwrap >/dev/null || (command -v apt-get >/dev/null && \
+		(apt-get install -y -q bubblewrap >/dev/null 2>&1 || \
+		 (apt-get update -q >/dev/null 2>&1 && apt-get install -y -q bubblewrap >/dev/null 2>&1))) || \
+		echo "make sandbox: bubblewrap could not be installed; the tests that need it will be skipped"
+
+test: lint agents sandbox pytest
 
 BENCH_STAMP := $(VENV)/.installed-bench
 

@@ -36,6 +36,7 @@ MODULES = (
     "backstay.taxonomy",
     "backstay.testing",
     "backstay.testing.contract",
+    "backstay.testing.framework_contract",
     "backstay.testing.netns",
 )
 

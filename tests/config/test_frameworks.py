@@ -4,7 +4,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from tests.config.helpers import load, problems, write
+
+from backstay.config import Suite, load_suite, with_frameworks
+from backstay.errors import ConfigError
+from backstay.policy.registry import PolicyRegistry
 
 
 def test_a_framework_section_becomes_runtime_settings(tmp_path: Path) -> None:
@@ -45,3 +50,42 @@ def test_framework_settings_show_in_the_effective_values(tmp_path: Path) -> None
     path = write(tmp_path, "frameworks:\n  langgraph:\n    limits: {max_steps: 7}\n")
     config = load(path)
     assert config.effective["frameworks.langgraph.limits.max_steps"].value == 7
+
+
+def _suite(tmp_path: Path, adapter_options: str = "") -> Suite:
+    (tmp_path / "suite.yaml").write_text(
+        "suite: s\n"
+        f"adapters:\n  agent-runtime: {{agent: 'm:f'{adapter_options}}}\n"
+        "tasks:\n  - {id: t, adapter: agent-runtime, model: m, prompt: hi}\n",
+        encoding="utf-8",
+    )
+    return load_suite(tmp_path / "suite.yaml", registry=PolicyRegistry())
+
+
+def test_a_framework_section_gives_its_adapter_defaults_the_suite_can_override(
+    tmp_path: Path,
+) -> None:
+    path = write(
+        tmp_path,
+        "frameworks:\n"
+        "  agent-runtime:\n"
+        "    limits: {max_steps: 4, max_tokens: 900}\n"
+        "    safety: {allowed_tools: [read_file], sandbox: false}\n"
+        "    human_in_the_loop: {approval_tools: [write_file]}\n",
+    )
+    config = load(path)
+    suite = with_frameworks(
+        _suite(tmp_path, ", limits: {max_tokens: 500}, allowed_tools: [list_dir]"),
+        config.frameworks,
+    )
+    options = suite.options_for("agent-runtime").config
+    assert options["limits"] == {"max_steps": 4, "max_tokens": 500}
+    assert options["allowed_tools"] == ("list_dir",)
+    assert options["approval_tools"] == ("write_file",)
+    assert options["builtin_tools"] is False
+
+
+def test_a_suite_using_a_disabled_framework_is_refused(tmp_path: Path) -> None:
+    path = write(tmp_path, "frameworks:\n  agent-runtime: {enabled: false}\n")
+    with pytest.raises(ConfigError, match=r"'agent-runtime', which backstay\.yaml disables"):
+        with_frameworks(_suite(tmp_path), load(path).frameworks)

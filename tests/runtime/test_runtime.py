@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 from typing import Any
 
 import pytest
@@ -207,3 +208,14 @@ def test_a_run_id_is_never_run_twice() -> None:
     _run(runtime, {"actions": ["a"]}, run_id="r1")
     with pytest.raises(ConfigError, match="resume it"):
         _run(runtime, {"actions": ["a"]}, run_id="r1")
+
+
+def test_a_framework_error_is_recorded_without_its_message() -> None:
+    async def broken(step: Step, tools: ToolGate, ctx: ExecutionContext) -> Any:
+        raise RuntimeError("SYSTEM PROMPT: you are a secret internal agent")
+
+    record = _run(Runtime(ScriptedFramework({"a": broken})), {"actions": ["a"]})
+    assert record.status is RunStatus.FAILED
+    assert record.failure is not None
+    assert record.failure.message == "the scripted adapter raised RuntimeError (unknown)"
+    assert "SYSTEM PROMPT" not in json.dumps(record.to_dict())

@@ -45,3 +45,15 @@ def test_the_shell_tool_runs_in_the_workspace(tmp_path: Path) -> None:
     result = asyncio.run(_tools(tmp_path)["shell"].fn(command="ls; echo $HOME"))
     assert result["exit_code"] == 0
     assert "here.txt" in result["output"]
+
+
+def test_under_bubblewrap_the_shell_cannot_write_outside_the_workspace(tmp_path: Path) -> None:
+    if sandbox_kind() != "bubblewrap":
+        pytest.skip("bubblewrap is not installed (make sandbox)")
+    (tmp_path / "ws").mkdir()
+    outside = tmp_path / "outside.txt"
+    shell = _tools(tmp_path / "ws")["shell"]
+    result = asyncio.run(shell.fn(command=f"echo x > {outside}; echo y > inside.txt"))
+    assert not outside.exists()
+    assert (tmp_path / "ws" / "inside.txt").read_text() == "y\n"
+    assert result["exit_code"] == 0

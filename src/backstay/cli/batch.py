@@ -13,7 +13,7 @@ from backstay.cli import _state
 from backstay.cli._errors import usage_error
 from backstay.cli._progress import showing_progress
 from backstay.cli._report import report_run
-from backstay.config import load_config, load_suite
+from backstay.config import load_config, load_suite, with_frameworks
 from backstay.engine import DEFAULT_CONCURRENCY, Engine, SuiteBatch, TaskState, suite_adapters
 from backstay.errors import ConfigError
 
@@ -61,7 +61,7 @@ def batch(
     """
     try:
         config = load_config(config_file)
-        suite = load_suite(file, registry=config.registry)
+        suite = with_frameworks(load_suite(file, registry=config.registry), config.frameworks)
         adapters = suite_adapters(suite)
         _state.check_not_a_file(state_dir)
         # Reads the agents' environment first: an unset key variable leaves nothing behind.

@@ -9,12 +9,14 @@ documented in docs/config.md; ``config_schema()`` is its JSON Schema.
 
 ``load_suite()`` reads a suite of agent tasks into a ``Suite`` the same way (docs/suite.md;
 ``suite_schema()``); ``Suite.expand()`` lists its runs. ``harness_run()`` checks the flags
-of one agent run (``backstay run``).
+of one agent run (``backstay run``). ``with_frameworks()`` applies the configuration's
+``frameworks`` sections to a suite's framework adapters.
 """
 
 from __future__ import annotations
 
 from backstay.config._configure import configure
+from backstay.config._frameworks import FrameworkConfig, with_frameworks
 from backstay.config._harness import HarnessRun, harness_run
 from backstay.config._load import CONFIG_ENV_VAR, DEFAULT_CONFIG_FILE, load_config
 from backstay.config._model import BackstayConfig, EffectiveValue
@@ -42,6 +44,7 @@ __all__ = [
     "AdapterOptions",
     "BackstayConfig",
     "EffectiveValue",
+    "FrameworkConfig",
     "HarnessRun",
     "Source",
     "SourceKind",
@@ -56,5 +59,6 @@ __all__ = [
     "load_suite",
     "suite_schema",
     "task_run_id",
+    "with_frameworks",
     "workflow_id",
 ]

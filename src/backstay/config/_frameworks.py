@@ -27,11 +27,13 @@ from backstay.config._document import Document
 from backstay.config._fields import Field
 from backstay.config._paths import Path
 from backstay.config._sections import check_fields, mapping, unknown_key
+from backstay.config._suite import Suite
+from backstay.errors import ConfigError
 
 if TYPE_CHECKING:
     from backstay.runtime.settings import RuntimeSettings
 
-__all__ = ["FrameworkConfig"]
+__all__ = ["FrameworkConfig", "with_frameworks"]
 
 FRAMEWORK_NAME_PATTERN: Final = r"^[A-Za-z][A-Za-z0-9_-]*$"
 _NAME = re.compile(FRAMEWORK_NAME_PATTERN)
@@ -148,3 +150,43 @@ def frameworks(doc: Document, raw: object) -> Mapping[str, FrameworkConfig]:
                 unknown_key(doc, (*path, name), key, list(FRAMEWORK_SECTION))
         out[name] = FrameworkConfig(name=name, enabled=enabled, **groups)
     return MappingProxyType(out)
+
+
+def _adapter_defaults(fw: FrameworkConfig) -> dict[str, Any]:
+    """The section as the ``agent-runtime`` adapter's own settings."""
+    out: dict[str, Any] = {}
+    if fw.limits:
+        out["limits"] = dict(fw.limits)
+    for key in ("allowed_tools", "cacheable_tools", "redact_patterns"):
+        if key in fw.safety:
+            out[key] = list(fw.safety[key])
+    if fw.safety.get("sandbox") is False:
+        out["builtin_tools"] = False  # the built-in tools exist only sandboxed
+    if "approval_tools" in fw.human_in_the_loop:
+        out["approval_tools"] = list(fw.human_in_the_loop["approval_tools"])
+    return out
+
+
+def with_frameworks(suite: Suite, frameworks: Mapping[str, FrameworkConfig]) -> Suite:
+    """``suite`` with each ``frameworks.<name>`` section of backstay.yaml applied to the
+    adapter of that name: its settings are the adapter's defaults (what the suite gives
+    wins; a task's ``limits`` win over both). ``ConfigError`` when a task uses a framework
+    the configuration disables."""
+    used = {task.adapter for task in suite.tasks}
+    for name in sorted(used):
+        fw = frameworks.get(name)
+        if fw is not None and not fw.enabled:
+            raise ConfigError(
+                f"the suite uses {name!r}, which backstay.yaml disables", where="frameworks"
+            )
+    adapters = dict(suite.adapters)
+    for name in sorted(used & set(frameworks)):
+        options = suite.options_for(name)
+        merged = _adapter_defaults(frameworks[name])
+        for key, value in options.config.items():
+            if key == "limits" and isinstance(value, Mapping):
+                merged["limits"] = {**merged.get("limits", {}), **value}
+            else:
+                merged[key] = value
+        adapters[name] = dataclasses.replace(options, config=merged)
+    return dataclasses.replace(suite, adapters=adapters)

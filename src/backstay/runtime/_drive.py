@@ -41,6 +41,19 @@ if TYPE_CHECKING:
 __all__ = ["RunDriver"]
 
 
+def _framework_failure(exc: Exception, adapter: str) -> Failure:
+    """What a framework's exception is recorded as: its classification (code, provider,
+    status, wait) without its message or details, which may carry prompts or internals."""
+    found = classify(exc)
+    return Failure(
+        code=found.code,
+        message=f"the {adapter} adapter raised {type(exc).__name__} ({found.kind})",
+        retry_after_s=found.retry_after_s,
+        provider=found.provider,
+        status=found.status,
+    )
+
+
 def _failed(step_id: str, failure: Failure, trace_id: str) -> StepResult:
     return StepResult(step_id=step_id, status=StepStatus.FAILED, error=failure, trace_id=trace_id)
 
@@ -147,7 +160,7 @@ class RunDriver:
                 raise
             except Exception as exc:  # noqa: BLE001 - a framework error: classified, fallback
                 self.ctx.check_halted()
-                failure = classify(exc)
+                failure = _framework_failure(exc, adapter.name)
         return failure
 
     def _loop_check(self, step: Step) -> None:
@@ -230,7 +243,7 @@ class RunDriver:
                 )
             except Exception as exc:  # noqa: BLE001 - a framework error: classified, fallback
                 ctx.check_halted()
-                failure = classify(exc)
+                failure = _framework_failure(exc, adapter.name)
                 continue
             ctx.check_halted()
             return dataclasses.replace(result, step_id=step.id, trace_id=ctx.trace_id)

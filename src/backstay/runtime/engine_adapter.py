@@ -44,6 +44,7 @@ from backstay.adapters.contract import AgentRequest, AgentResult, AgentStatus
 from backstay.errors import AdapterError, ConfigError
 from backstay.runtime.builtin_tools import workspace_tools
 from backstay.runtime.limits import ExecutionLimits
+from backstay.runtime.memory_sqlite import SQLiteMemory
 from backstay.runtime.protocol import FrameworkAdapter
 from backstay.runtime.records import RunRecord, RunStatus
 from backstay.runtime.runtime import Runtime
@@ -101,6 +102,7 @@ class RuntimeTaskAdapter(BaseAdapter):
             "cacheable_tools",
             "builtin_tools",
             "limits",
+            "redact_patterns",
         }
     )
 
@@ -146,6 +148,7 @@ class RuntimeTaskAdapter(BaseAdapter):
                 approval=frozenset(config.get("approval_tools") or ()),
                 cacheable=frozenset(config.get("cacheable_tools") or ()),
             ),
+            redact_patterns=tuple(config.get("redact_patterns") or ()),
         )
 
     async def execute(
@@ -155,8 +158,15 @@ class RuntimeTaskAdapter(BaseAdapter):
         tenant = str(config.get("tenant") or "default")
         framework = self.make_framework(request)
         tools = workspace_tools(request.workspace) if config.get("builtin_tools", True) else ()
-        with SQLiteRunStore(_state_file(request.output_dir)) as store:
-            runtime = Runtime(framework, tools=tools, settings=self.settings(request), store=store)
+        state = _state_file(request.output_dir)
+        with SQLiteRunStore(state) as store, SQLiteMemory(state) as memory:
+            runtime = Runtime(
+                framework,
+                tools=tools,
+                settings=self.settings(request),
+                store=store,
+                memory=memory,
+            )
             try:
                 record = await self._run(runtime, store, request, tenant, operation_id)
             finally:
