@@ -25,6 +25,12 @@ def test_a_spec_reads_back_equal(tmp_path: Path) -> None:
     assert decode_spec(encode_spec(task), secrets={}) == (task, ())
 
 
+def test_a_specs_limits_read_back_and_none_are_not_written(tmp_path: Path) -> None:
+    limited = spec(tmp_path, limits={"max_output_tokens": 40})
+    assert decode_spec(encode_spec(limited), secrets={}) == (limited, ())
+    assert "limits" not in json.loads(encode_spec(spec(tmp_path)))
+
+
 def test_a_policy_name_reads_back_as_the_name(tmp_path: Path) -> None:
     task = spec(tmp_path, policy="agent_dispatch")
     assert decode_spec(encode_spec(task), secrets={})[0].policy == "agent_dispatch"

@@ -1,10 +1,11 @@
 """A task's ``limits``: portable caps mapped onto the adapter that runs the task
-(``backstay.adapters.limits``). Checked when the suite loads: a limit the adapter cannot
-enforce is a problem at its line, never silently dropped."""
+(``backstay.adapters.limits``), and onto the adapter of each of its fallbacks. Checked when
+the suite loads: a limit one of them cannot enforce is a problem at its line, never
+silently dropped."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from types import MappingProxyType
 from typing import Any, Final
 
@@ -20,7 +21,8 @@ LIMITS_HELP: Final = (
     "Caps of each run, enforced by the adapter: `max_turns` (claude-code, gemini-cli, "
     "opencode, agent-runtime), `max_output_tokens` (API adapters), and for framework "
     "agents `max_tokens`, `max_cost_usd`, `max_steps`, `max_tool_calls`, `wall_time_s`. "
-    "A limit the adapter cannot enforce is refused."
+    "They apply to the task's fallbacks too, each on its own adapter; a limit the adapter "
+    "or a fallback's adapter cannot enforce is refused."
 )
 
 TASK_LIMIT_FIELDS: Final[Mapping[str, Field]] = {
@@ -38,16 +40,26 @@ TASK_LIMIT_FIELDS: Final[Mapping[str, Field]] = {
 }
 
 
-def task_limits(doc: Document, path: Path, raw: object, adapter: str | None) -> Mapping[str, Any]:
-    """The valid limits of ``raw`` that ``adapter`` can enforce; problems for the rest."""
+def task_limits(
+    doc: Document,
+    path: Path,
+    raw: object,
+    adapter: str | None,
+    fallback_adapters: Sequence[str] = (),
+) -> Mapping[str, Any]:
+    """The valid limits of ``raw`` that ``adapter`` and every adapter of
+    ``fallback_adapters`` can enforce; problems for the rest."""
     checked = check_fields(doc, path, raw, TASK_LIMIT_FIELDS, "limits")
     if adapter is None or not checked:
         return MappingProxyType(checked)
-    try:
-        cls = adapter_class(adapter)
-    except ConfigError:  # a reserved or missing adapter is reported where it is named
-        return MappingProxyType(checked)
-    for name in unsupported_limits(cls, checked):
-        doc.problem((*path, name), f"adapter {adapter!r} cannot enforce this limit")
-        del checked[name]
+    chain = [adapter, *(name for name in dict.fromkeys(fallback_adapters) if name != adapter)]
+    for i, name in enumerate(chain):
+        try:
+            cls = adapter_class(name)
+        except ConfigError:  # a reserved or missing adapter is reported where it is named
+            continue
+        whose = "adapter" if i == 0 else "fallback adapter"
+        for limit in unsupported_limits(cls, checked):
+            doc.problem((*path, limit), f"{whose} {name!r} cannot enforce this limit")
+            del checked[limit]
     return MappingProxyType(checked)

@@ -198,7 +198,9 @@ def task(doc: Document, path: Path, raw: object, context: Context) -> SuiteTask 
             doc.problem((*path, key), f"is not set, here or under defaults.{key}")
     if "limits" in raw:
         adapter = values.get("adapter", default.adapter)
-        values["limits"] = task_limits(doc, (*path, "limits"), raw["limits"], adapter)
+        chain = values.get("fallbacks", default.fallbacks) or ()
+        others = [str(c.adapter) for c in chain if c.adapter is not None]
+        values["limits"] = task_limits(doc, (*path, "limits"), raw["limits"], adapter, others)
     if len(doc.problems) > before or unset:
         return None
     inherited = {

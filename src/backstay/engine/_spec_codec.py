@@ -94,6 +94,8 @@ def encode_spec(spec: TaskSpec) -> str:
         data["fallbacks"] = [c.to_dict() for c in spec.fallbacks]
     if spec.context_window is not None:
         data["context_window"] = spec.context_window
+    if spec.limits:
+        data["limits"] = dict(spec.limits)
     try:
         return json.dumps(data, allow_nan=False, ensure_ascii=False, sort_keys=True)
     except (TypeError, ValueError) as exc:
@@ -147,5 +149,6 @@ def decode_spec(text: str, *, secrets: Mapping[str, str]) -> tuple[TaskSpec, tup
             Candidate.from_dict(c, where="fallbacks") for c in data.get("fallbacks", ())
         ),
         context_window=data.get("context_window"),
+        limits=data.get("limits", {}),
     )
     return spec, missing

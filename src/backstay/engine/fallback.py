@@ -38,6 +38,8 @@ from pathlib import Path
 from typing import Any
 
 from backstay.adapters.contract import Adapter, AgentRequest
+from backstay.adapters.limits import apply_task_limits
+from backstay.adapters.registry import adapter_class
 from backstay.clock import Clock
 from backstay.engine import _notify as notify
 from backstay.engine.circuits import CircuitGate
@@ -63,8 +65,13 @@ __all__ = ["TaskFallback", "attempt_target", "candidate_config", "model_keys", "
 
 
 def candidate_config(spec: TaskSpec, candidate: Candidate) -> dict[str, Any]:
-    """The adapter config of an attempt on ``candidate`` (``fallback.adapter_config``)."""
-    return adapter_config(candidate, adapter=spec.adapter, config=spec.config)
+    """The adapter config of an attempt on ``candidate`` (``fallback.adapter_config``),
+    with the task's ``limits`` mapped onto a candidate's other adapter (``ConfigError``
+    for one it cannot enforce)."""
+    config = adapter_config(candidate, adapter=spec.adapter, config=spec.config)
+    if spec.limits and candidate.adapter != spec.adapter:
+        config = apply_task_limits(adapter_class(str(candidate.adapter)), config, spec.limits)
+    return config
 
 
 def model_keys(spec: TaskSpec, chain: TaskFallback | None) -> dict[str, str]:

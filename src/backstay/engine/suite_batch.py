@@ -274,6 +274,7 @@ class SuiteBatch:
                 tenant=task.tenant,
                 fallbacks=task.fallbacks,
                 context_window=task.context_window,
+                limits=task.limits,
             )
             workspace = spec.run_dir(root) / WORKSPACE_DIR
             runs.append(

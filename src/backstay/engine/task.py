@@ -15,6 +15,9 @@ work it is, so that the tenant's budget covers it (docs/budgets.md).
 ``fallbacks`` are the candidates (``backstay.fallback.Candidate`` with an ``adapter``) the
 task may move to when a failure calls for it; ``context_window`` is the task's own
 model's window, so that a context overflow can move to a larger one (docs/fallback.md).
+``limits`` are the task's portable limits (``backstay.adapters.limits``): a fallback on
+another adapter gets them mapped onto its own settings; the spec's ``config`` carries them
+already for its own adapter (``SuiteBatch`` maps them).
 
 Identifiers end up in file paths (``runs/<task_id>/<tier_id>/run_NN/``), so they are
 restricted to letters, digits, ``.``, ``_`` and ``-``, starting with a letter or digit.
@@ -83,6 +86,7 @@ class TaskSpec:
     tenant: str | None = None
     fallbacks: tuple[Candidate, ...] = ()
     context_window: int | None = None
+    limits: Mapping[str, Any] = dataclasses.field(default_factory=dict)
 
     def __post_init__(self) -> None:
         check_identifier(self.workflow_id, where="workflow_id")
@@ -117,6 +121,9 @@ class TaskSpec:
         object.__setattr__(self, "fallbacks", fallbacks)
         if self.context_window is not None:
             check_number(self.context_window, where="context_window", minimum=1, integer=True)
+        if not isinstance(self.limits, Mapping):
+            raise ConfigError(f"must be a mapping, got {self.limits!r}", where="limits")
+        object.__setattr__(self, "limits", dict(self.limits))
         names = {self.primary.name}
         for i, candidate in enumerate(fallbacks):
             where = f"fallbacks[{i}]"
