@@ -9,7 +9,10 @@ request's environment are registered for redaction before anything runs.
 ``run`` / ``arun`` are the evaluation-harness entry point: one run of the agent, its logs
 and ``metrics.json`` in ``output_dir`` (on success, failure, timeout and cancellation
 alike), and the exit code (124 on timeout). There is no retry unless a ``policy`` is
-given, and then ``backstay.acall`` decides, from each attempt's ``Failure``.
+given, and then ``backstay.acall`` decides, from each attempt's ``Failure``. The run's
+environment is ``env`` over the provider variables the adapter declares
+(``provider_env``), taken from this process's environment unless ``inherit_env=False``
+(``backstay.adapters.provider_env``).
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ import asyncio
 import dataclasses
 import datetime as _dt
 import itertools
+import os
 import re
 import time
 import uuid
@@ -29,6 +33,7 @@ from typing import Any, ClassVar, Final
 from backstay.adapters.capture import Capture
 from backstay.adapters.contract import AgentRequest, AgentResult, TierConfig
 from backstay.adapters.process import ProcessOutcome
+from backstay.adapters.provider_env import NO_PROVIDER_ENV, ProviderEnv, agent_env
 from backstay.call import acall
 from backstay.classify import check_output, classify
 from backstay.errors import AdapterError, ConfigError
@@ -166,11 +171,14 @@ class BaseAdapter(abc.ABC):
         stall_timeout_s: float | None = None,
         policy: RetryPolicy | str | None = None,
         operation_id: str | None = None,
+        inherit_env: bool = True,
     ) -> AgentResult:
         """One harness run: the whole ``AgentResult`` (usage added over attempts).
 
-        Invalid arguments or ``config`` raise ``ConfigError`` before anything runs or is
-        written; from then on every outcome is a result, and ``metrics.json`` is written.
+        The agent's environment is ``env`` over the ``provider_env`` variables set in this
+        process's environment (only ``env`` with ``inherit_env=False``). Invalid arguments
+        or ``config`` raise ``ConfigError`` before anything runs or is written; from then
+        on every outcome is a result, and ``metrics.json`` is written.
         """
         request = AgentRequest(
             model=model,
@@ -178,7 +186,7 @@ class BaseAdapter(abc.ABC):
             workspace=Path(workspace),
             output_dir=Path(output_dir),
             timeout_s=timeout,
-            env=env if env is not None else {},
+            env=agent_env(self, env or {}, environ=os.environ, inherit=inherit_env),
             tier=tier,
             config=config,
             stall_timeout_s=stall_timeout_s,
@@ -225,6 +233,7 @@ class BaseAdapter(abc.ABC):
         stall_timeout_s: float | None = None,
         policy: RetryPolicy | str | None = None,
         operation_id: str | None = None,
+        inherit_env: bool = True,
     ) -> int:
         """``arun`` for a harness outside asyncio; returns the run's exit code: 0 on
         success, 124 on timeout, else the agent's own non-zero code or 1."""
@@ -241,6 +250,7 @@ class BaseAdapter(abc.ABC):
                 stall_timeout_s=stall_timeout_s,
                 policy=policy,
                 operation_id=operation_id,
+                inherit_env=inherit_env,
             )
         )
         return result.exit_status
