@@ -64,6 +64,7 @@ def _start(spec: HarnessRun) -> int:
             tier=spec.tier,
             stall_timeout_s=spec.stall_timeout_s,
             policy=spec.policy,
+            inherit_env=False,  # spec.env is already the whole environment
         )
     except KeyboardInterrupt:  # the run was cancelled; its metrics.json says so
         return CANCELLED_EXIT_CODE
@@ -122,11 +123,21 @@ def run(
             "(default: $BACKSTAY_CONFIG, else ./backstay.yaml if any).",
         ),
     ] = None,
+    isolated_env: Annotated[
+        bool,
+        typer.Option(
+            "--isolated-env",
+            help="Give the agent only the variables api_key_env and pass_env name, not "
+            "its provider's standard variables (listed below).",
+        ),
+    ] = False,
 ) -> None:
     """Run one agent as an evaluation harness does, and exit with the run's exit code.
 
     0 on success, 124 on timeout, 2 for bad arguments (nothing runs), else the agent's own
     code. Logs and metrics.json go to --output-dir. One attempt unless --policy is given.
+    The agent's provider variables (such as ANTHROPIC_API_KEY and ANTHROPIC_BASE_URL) are
+    taken from the environment; nothing else is.
     """
     try:
         registry = None if policy is None else load_config(config_file).registry
@@ -145,6 +156,7 @@ def run(
             policy=policy,
             adapter_options=adapter_option or (),
             registry=registry,
+            inherit_env=not isolated_env,
         )
         code = _start(spec)
     except ConfigError as err:

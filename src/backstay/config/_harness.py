@@ -4,7 +4,9 @@ starts it) checked once and turned into a frozen ``HarnessRun``.
 The flags are checked by the same code as the keys of a suite file (adapter settings,
 tiers, policies), and every problem is listed at once, each named by its flag. Relative
 paths are relative to the working directory. The environment is read only for the
-variables the adapter options name (``api_key_env``, ``pass_env``).
+variables the adapter options name (``api_key_env``, ``pass_env``) and the standard
+variables of the adapter's provider (``backstay.adapters.provider_env``), unless
+inheriting them is switched off (``--isolated-env``, ``inherit_env=false``).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
 from backstay.adapters.contract import TierConfig
+from backstay.adapters.provider_env import agent_env
 from backstay.adapters.registry import adapter_class
 from backstay.call import current_registry
 from backstay.config._document import Document
@@ -62,8 +65,9 @@ _FLAGS: Final[Mapping[Path, str]] = {
 class HarnessRun:
     """One run of one agent: what ``BaseAdapter.run`` is given.
 
-    ``env`` is the agent's whole environment (the variables ``options`` name), left out of
-    ``repr``. ``tier`` is ``None`` when no tier flag was given; ``policy`` is ``None`` for
+    ``env`` is the agent's whole environment (the provider's standard variables that are
+    set, unless not inherited, and the variables ``options`` name over them), left out
+    of ``repr``. ``tier`` is ``None`` when no tier flag was given; ``policy`` is ``None`` for
     a single attempt.
     """
 
@@ -145,6 +149,7 @@ def harness_run(
     adapter_options: Iterable[str] = (),
     registry: PolicyRegistry | None = None,
     environ: Mapping[str, str] | None = None,
+    inherit_env: bool = True,
 ) -> HarnessRun:
     """Check the flags of one run; one ``ConfigError`` lists every problem by its flag.
 
@@ -153,11 +158,13 @@ def harness_run(
     ``tier_id`` make tier ``T0``; none at all leave the tier to the
     adapter. ``policy`` is a policy name or an inline YAML mapping (``{extends: x, …}``),
     looked up in ``registry`` (default: the one the library uses now). The agent's
-    environment is taken from ``environ`` (default: this process's).
+    environment is taken from ``environ`` (default: this process's): the adapter's
+    provider variables (not with ``inherit_env=False``) and the variables the options name.
     """
     doc = Document(name=_WHERE)
+    declared: object = None
     try:
-        adapter_class(adapter)
+        declared = adapter_class(adapter)
         available = True
     except ConfigError as err:
         doc.problem(("adapter",), err.reason)
@@ -187,11 +194,15 @@ def harness_run(
                 doc, ("policy",), value, registry, name=INLINE_POLICY_NAME, base=base
             )
     env: dict[str, str] = {}
+    source = os.environ if environ is None else environ
     if options is not None:
         try:
-            env = options.child_env(os.environ if environ is None else environ)
+            env = options.child_env(source)
         except ConfigError as err:
             doc.problem(("options", "api_key_env"), err.reason)
+        env = agent_env(
+            declared, env, environ=source, inherit=inherit_env and options.inherit_env
+        )
     _by_flag(doc)
     if doc.problems or options is None or prompt is None or folder is None:
         raise doc.error()

@@ -7,6 +7,9 @@ change, is stored by name only; reading the
 spec back takes its value from ``secrets`` (the resuming caller's environment); the
 engine refuses to resume a task whose secrets are missing (``missing_secret``: a
 ``ConfigError`` naming the variables and the task) before anything runs.
+The provider variables a task inherits are not in its spec at all: only
+``inherit_env`` is kept, and the engine reads them again when the task runs. A spec
+written before ``inherit_env`` existed inherits nothing, as then.
 The adapter's ``config`` is stored as given (read-only mappings and tuples as JSON objects
 and lists): it must be JSON data.
 """
@@ -84,6 +87,7 @@ def encode_spec(spec: TaskSpec) -> str:
         "config": _plain(spec.config),
         "stall_timeout_s": spec.stall_timeout_s,
         "policy": policy,
+        "inherit_env": spec.inherit_env,
     }
     try:
         return json.dumps(data, allow_nan=False, ensure_ascii=False, sort_keys=True)
@@ -131,5 +135,6 @@ def decode_spec(text: str, *, secrets: Mapping[str, str]) -> tuple[TaskSpec, tup
         config=data["config"],
         stall_timeout_s=data["stall_timeout_s"],
         policy=policy,
+        inherit_env=data.get("inherit_env", False),
     )
     return spec, missing

@@ -29,6 +29,7 @@ recorded in the circuit log, without spending an attempt. ``breaker=None`` turns
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import os
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
@@ -37,6 +38,7 @@ from typing import Any, Final
 
 from backstay._checks import check_number
 from backstay.adapters.contract import Adapter
+from backstay.adapters.provider_env import agent_env
 from backstay.adapters.registry import get_adapter
 from backstay.breaker.settings import BreakerSettings
 from backstay.call import current_registry
@@ -79,8 +81,9 @@ class Engine:
       names not given come from ``backstay.adapters.get_adapter``.
     * ``policies``: where a spec's policy name is looked up (default: the current
       registry); a spec without a policy uses the registry's policy for agent runs.
-    * ``env``: where the secret environment variables of resumed tasks come from
-      (default: this process's environment); they are never written to the state file.
+    * ``env``: where the secret environment variables of resumed tasks, and the provider
+      variables a task inherits (``TaskSpec.inherit_env``), come from (default: this
+      process's environment); they are never written to the state file.
     * ``guard_settings``, ``owner``: the operation leases (``IdempotencyGuard``).
     * ``breaker``: the settings of the circuit breakers asked before each attempt, one per
       ``breaker_key(spec)`` (default ``(adapter, model)``); ``None``: no breakers.
@@ -114,7 +117,8 @@ class Engine:
         self.state_dir = Path(state_dir).absolute()
         self.clock = clock
         self.concurrency = concurrency
-        self.store = SQLiteTaskStore(self.state_dir, secrets=os.environ if env is None else env)
+        self._environ: Mapping[str, str] = os.environ if env is None else env
+        self.store = SQLiteTaskStore(self.state_dir, secrets=self._environ)
         try:
             self.operations = SQLiteOperationStore(self.store.path, clock=clock)
         except BaseException:
@@ -173,8 +177,10 @@ class Engine:
             adapter.validate_config(spec.config)
         except ConfigError as err:
             raise ConfigError(err.reason, where=f"task {spec.task_id!r}: {err.where}") from None
+        # The provider variables are added now, for this run only: never recorded.
+        env = agent_env(adapter, spec.env, environ=self._environ, inherit=spec.inherit_env)
         return TaskDriver(
-            spec,
+            dataclasses.replace(spec, env=env, inherit_env=False),
             adapter=adapter,
             policy=self.policy_for(spec),
             store=self.store,

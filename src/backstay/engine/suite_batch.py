@@ -15,8 +15,9 @@
   suite: opening it for another is a ``ConfigError``.
 * **Its tasks.** Each run of the suite (task × tier × run, ``Suite.expand``) is one
   ``TaskSpec``: the task's adapter, model, prompt, timeouts and policy; the adapter's
-  settings from the suite's ``adapters`` section as its ``config``; the agent's
-  environment from ``AdapterOptions.child_env`` (read when the batch is opened); and the
+  settings from the suite's ``adapters`` section as its ``config``; the agent's explicit
+  environment from ``AdapterOptions.child_env`` (read when the batch is opened) and
+  whether it inherits its provider's variables (``inherit_env``); and the
   workspace ``<state_dir>/runs/<task>/<tier>/run_NN/workspace``.
 * **Its workspaces.** ``prepare()`` makes each workspace that does not exist yet: a copy
   of the task's template folder, or an empty folder. A copy is made beside it and renamed
@@ -212,11 +213,14 @@ class SuiteBatch:
         *,
         environ: Mapping[str, str] | None = None,
         clock: Clock = SYSTEM_CLOCK,
+        inherit_env: bool = True,
     ) -> SuiteBatch:
         """The batch of ``suite`` in ``state_dir`` (its identity kept there from now on).
-        Each agent's environment is read from ``environ`` (default: this process's); an
-        API key variable that is not set is a ``ConfigError``, raised before anything is
-        written."""
+        Each agent's explicit environment (``api_key_env``, ``pass_env``) is read from
+        ``environ`` (default: this process's); an API key variable that is not set is a
+        ``ConfigError``, raised before anything is written. A task inherits its provider's
+        variables when the engine runs it, unless its adapter's options say
+        ``inherit_env: false`` or ``inherit_env`` is false here (``--isolated-env``)."""
         source = os.environ if environ is None else environ
         envs = {
             name: suite.options_for(name).child_env(source)
@@ -243,6 +247,7 @@ class SuiteBatch:
                 env=envs[task.adapter],
                 config=options.config,
                 policy=task.policy,
+                inherit_env=inherit_env and options.inherit_env,
             )
             workspace = spec.run_dir(root) / WORKSPACE_DIR
             runs.append(

@@ -54,7 +54,13 @@ def task_run_id(run: int, tier: TierConfig | None = None) -> str:
 
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
 class TaskSpec:
-    """One task: validated on construction (``ConfigError`` names the field)."""
+    """One task: validated on construction (``ConfigError`` names the field).
+
+    ``env`` holds the variables given explicitly; with ``inherit_env`` (the default) the
+    engine adds the standard variables of the adapter's provider from its environment
+    when an attempt starts (``backstay.adapters.provider_env``), so they are never
+    recorded, and a resumed task reads them again.
+    """
 
     workflow_id: str
     task_id: str
@@ -70,6 +76,7 @@ class TaskSpec:
     config: Mapping[str, Any] = dataclasses.field(default_factory=dict)
     stall_timeout_s: float | None = None
     policy: str | RetryPolicy | None = None
+    inherit_env: bool = True
 
     def __post_init__(self) -> None:
         check_identifier(self.workflow_id, where="workflow_id")
@@ -85,6 +92,8 @@ class TaskSpec:
             )
         if isinstance(self.policy, str) and not self.policy:
             raise ConfigError("must be a non-empty name", where="policy")
+        if not isinstance(self.inherit_env, bool):
+            raise ConfigError(f"must be true or false, got {self.inherit_env!r}", where="inherit_env")
         # The request's own checks (prompt, paths, timeouts, env, tier, config), run once.
         probe = self.request(_PLACEHOLDER_OUTPUT)
         object.__setattr__(self, "workspace", probe.workspace)
