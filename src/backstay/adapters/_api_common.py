@@ -230,8 +230,7 @@ class ApiAdapter(BaseAdapter):
             return AgentResult.failed(failure)
         register_secret(key)
         base_url = (
-            resolve_base_url(settings, request.env, declared.endpoint[0])
-            or self.default_base_url
+            resolve_base_url(settings, request.env, declared.endpoint[0]) or self.default_base_url
         )
         prompt = request.read_prompt()
         system = request.tier.system_prompt if request.tier is not None else None

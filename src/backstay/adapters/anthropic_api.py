@@ -21,7 +21,7 @@ from backstay.adapters.usage import Usage
 __all__ = ["AnthropicApiAdapter"]
 
 DEFAULT_MAX_TOKENS: Final = 4096
-AUTH_TOKEN_VARIABLE: Final = "ANTHROPIC_AUTH_TOKEN"
+AUTH_TOKEN_VARIABLE: Final = "ANTHROPIC_AUTH_TOKEN"  # noqa: S105 - a variable name
 
 
 def _usage(message: Any) -> Usage:

@@ -58,12 +58,14 @@ def _register_env_secrets(env: Mapping[str, str]) -> None:
 
 class BaseAdapter(abc.ABC):
     """An adapter built on the shared plumbing. Subclasses set ``name`` (the registry
-    name), ``agent`` (the agent name ``backstay.classify_output`` knows, for CLIs) and
-    ``config_keys`` (the settings ``validate_config`` accepts), and write ``execute``."""
+    name), ``agent`` (the agent name ``backstay.classify_output`` knows, for CLIs),
+    ``config_keys`` (the settings ``validate_config`` accepts) and ``provider_env`` (the
+    standard variables of its provider a run inherits), and write ``execute``."""
 
     name: ClassVar[str] = ""
     agent: ClassVar[str | None] = None
     config_keys: ClassVar[frozenset[str]] = frozenset()
+    provider_env: ClassVar[ProviderEnv] = NO_PROVIDER_ENV
 
     def validate_config(self, config: Mapping[str, Any]) -> None:
         """Reject anything but a mapping whose keys are all in ``config_keys``.

@@ -6,7 +6,6 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-import click
 import typer.core
 
 from backstay.adapters.provider_env import declared_env
@@ -56,7 +55,7 @@ class ProviderHelpCommand(typer.core.TyperCommand):
     """A command whose help ends with the variables each adapter reads, worked out only
     when the help is shown (it imports every adapter)."""
 
-    def format_help(self, ctx: click.Context, formatter: Any) -> None:
+    def format_help(self, ctx: Any, formatter: Any) -> None:
         listed = "\n\n".join(provider_lines())
         self.epilog = (
             "Each adapter takes these standard variables from the environment when they "

@@ -200,9 +200,7 @@ def harness_run(
             env = options.child_env(source)
         except ConfigError as err:
             doc.problem(("options", "api_key_env"), err.reason)
-        env = agent_env(
-            declared, env, environ=source, inherit=inherit_env and options.inherit_env
-        )
+        env = agent_env(declared, env, environ=source, inherit=inherit_env and options.inherit_env)
     _by_flag(doc)
     if doc.problems or options is None or prompt is None or folder is None:
         raise doc.error()

@@ -93,7 +93,9 @@ class TaskSpec:
         if isinstance(self.policy, str) and not self.policy:
             raise ConfigError("must be a non-empty name", where="policy")
         if not isinstance(self.inherit_env, bool):
-            raise ConfigError(f"must be true or false, got {self.inherit_env!r}", where="inherit_env")
+            raise ConfigError(
+                f"must be true or false, got {self.inherit_env!r}", where="inherit_env"
+            )
         # The request's own checks (prompt, paths, timeouts, env, tier, config), run once.
         probe = self.request(_PLACEHOLDER_OUTPUT)
         object.__setattr__(self, "workspace", probe.workspace)
