@@ -31,9 +31,9 @@ def prepare_backstay() -> Prepare:
     breaker; the official SDK clients with their own retries off (the chain retries)."""
     import anthropic  # noqa: PLC0415 - imported in the batch's process only
     import openai  # noqa: PLC0415
-    from backstay.fallback import Candidate, FallbackChain, FallbackRules  # noqa: PLC0415
 
     from backstay import BreakerSettings, RetryPolicy  # noqa: PLC0415
+    from backstay.fallback import Candidate, FallbackChain, FallbackRules  # noqa: PLC0415
 
     def build(url: str, scenario: Scenario) -> Client:
         claude = anthropic.AsyncAnthropic(
