@@ -61,3 +61,29 @@ def test_switched_off_the_agent_gets_only_the_named_variables(
 def test_inherit_env_must_be_true_or_false(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="inherit_env"):
         _run(tmp_path, "inherit_env=sometimes")
+
+
+def test_a_fallback_of_another_adapter_gets_its_own_providers_variables(tmp_path: Path) -> None:
+    run = _run(tmp_path, fallbacks=["openai-api:gpt-5-mini"])
+    assert dict(run.env_for("openai-api")) == {"OPENAI_API_KEY": ENVIRON["OPENAI_API_KEY"]}
+    assert "OPENAI_API_KEY" not in run.env  # the run's own adapter gets only its provider's
+
+
+def test_a_fallbacks_named_key_comes_on_top_of_its_inherited_variables(tmp_path: Path) -> None:
+    spare = "{adapter: openai-api, model: gpt-5-mini, api_key_env: TEAM_KEY}"
+    run = _run(tmp_path, fallbacks=[spare])
+    assert set(run.env_for("openai-api")) == {"OPENAI_API_KEY", "TEAM_KEY"}
+
+
+@pytest.mark.parametrize(
+    ("options", "changes"),
+    [(("inherit_env=false",), {}), ((), {"inherit_env": False})],
+    ids=["option", "argument"],
+)
+def test_switched_off_no_fallback_gets_its_providers_variables(
+    tmp_path: Path, options: tuple[str, ...], changes: dict[str, object]
+) -> None:
+    spare = "{adapter: openai-api, model: gpt-5-mini, api_key_env: TEAM_KEY}"
+    run = _run(tmp_path, *options, fallbacks=[spare], **changes)
+    assert dict(run.env_for("openai-api")) == {"TEAM_KEY": "team"}
+    assert dict(run.env) == {"TEAM_KEY": "team"}
