@@ -155,3 +155,21 @@ def test_suite_check_says_what_each_adapter_takes_from_the_environment(tmp_path:
         "  anthropic-api takes ANTHROPIC_API_KEY, ANTHROPIC_AUTH_TOKEN (key); "
         "ANTHROPIC_BASE_URL (URL) from the environment when set; also HTTPS_PROXY (pass_env)"
     )
+
+
+def test_suite_check_says_what_a_fallbacks_adapter_takes_from_the_environment(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "suite.yaml"
+    path.write_text(
+        "suite: inherit\n"
+        "defaults: {adapter: anthropic-api, model: claude-haiku-4-5, timeout_s: 30,\n"
+        "  fallbacks: [{adapter: openai-api, model: gpt-5-mini}]}\n"
+        "tasks:\n  - {id: hello, prompt: Say hello}\n",
+        encoding="utf-8",
+    )
+    result = invoke("suite", "check", path)
+    assert result.exit_code == 0, result.output
+    assert result.stdout.splitlines()[-1].startswith(
+        "  openai-api takes OPENAI_API_KEY (key); OPENAI_BASE_URL (URL)"
+    )

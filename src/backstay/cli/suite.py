@@ -46,14 +46,18 @@ def _task_line(task: SuiteTask, width: int) -> str:
 
 def summary(suite: Suite, file: Path) -> list[str]:
     """The lines ``suite check`` prints: the suite, one line per task, then what each
-    adapter takes from the environment (names, never values)."""
+    adapter (a task's own or a fallback's) takes from the environment (names, never
+    values)."""
     runs = suite.expand()
     head = (
         f"OK {file}: suite {suite.name!r}, {_plural(len(suite.tasks), 'task')}, "
         f"{_plural(len(runs), 'run')}"
     )
     width = max(len(task.id) for task in suite.tasks)
-    adapters = sorted({task.adapter for task in suite.tasks})
+    adapters = sorted(
+        {task.adapter for task in suite.tasks}
+        | {str(c.adapter) for task in suite.tasks for c in task.fallbacks}
+    )
     envs = [env_line(suite.options_for(name)) for name in adapters]
     return [
         head,
