@@ -78,3 +78,15 @@ def test_read_only_config_is_stored_as_json_data(tmp_path: Path) -> None:
     config = MappingProxyType({"scenario": MappingProxyType({"attempts": ((),)})})
     task, _ = decode_spec(encode_spec(spec(tmp_path, config=config)), secrets={})
     assert task.config == {"scenario": {"attempts": [[]]}}
+
+
+def test_whether_a_spec_inherits_reads_back(tmp_path: Path) -> None:
+    for inherit in (True, False):
+        task = spec(tmp_path, inherit_env=inherit)
+        assert decode_spec(encode_spec(task), secrets={})[0].inherit_env is inherit
+
+
+def test_a_spec_written_before_inheritance_existed_inherits_nothing(tmp_path: Path) -> None:
+    data = json.loads(encode_spec(spec(tmp_path)))
+    del data["inherit_env"]
+    assert decode_spec(json.dumps(data), secrets={})[0].inherit_env is False

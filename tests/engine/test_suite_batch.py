@@ -13,6 +13,7 @@ from backstay.adapters.contract import TierConfig
 from backstay.config import AdapterOptions, Suite, SuiteTask
 from backstay.engine import BATCH_FILE, SuiteBatch, read_identity, suite_adapters
 from backstay.errors import ConfigError
+from backstay.fallback import Candidate
 
 SCENARIO = {"attempts": [[{"result": "done"}]]}
 
@@ -117,3 +118,22 @@ def test_a_tasks_limits_are_written_into_its_adapter_settings(tmp_path: Path) ->
     suite = Suite(name="capped", tasks=(task,), adapters={"anthropic-api": options})
     batch = SuiteBatch.open(suite, tmp_path, environ={}, clock=clock())
     assert batch.specs[0].config["max_tokens"] == 32
+
+
+@pytest.mark.parametrize(
+    ("spare_inherits", "isolated", "inherits"),
+    [(True, False, True), (False, False, False), (True, True, False)],
+    ids=["both-inherit", "fallback-adapter-isolated", "isolated-env"],
+)
+def test_a_task_inherits_only_when_every_adapter_of_its_chain_does(
+    spare_inherits: bool, isolated: bool, inherits: bool, tmp_path: Path
+) -> None:
+    spare = Candidate(adapter="openai-api", model="gpt-5-mini")
+    task = SuiteTask(id="hello", adapter="mock", model="m", prompt="hi", fallbacks=(spare,))
+    adapters = {
+        "mock": AdapterOptions(adapter="mock", config={"scenario": SCENARIO}),
+        "openai-api": AdapterOptions(adapter="openai-api", inherit_env=spare_inherits),
+    }
+    suite = Suite(name="nightly", tasks=(task,), adapters=adapters)
+    batch = SuiteBatch.open(suite, tmp_path, environ=ENV, inherit_env=not isolated)
+    assert [s.inherit_env for s in batch.specs] == [inherits]

@@ -13,6 +13,8 @@
 * ``anthropic_api``, ``openai_api``, ``gemini_api``: one LLM API call per attempt through
   the official SDKs (``get_adapter("anthropic-api")`` …), sharing ``_api_common``.
 * ``pricing``: the cost of a call, from configured prices or the genai-prices table.
+* ``provider_env``: ``ProviderEnv``, the standard variables of an adapter's provider
+  (``BaseAdapter.provider_env``), which a run takes from the caller's environment.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from backstay.adapters.contract import (
     TierConfig,
 )
 from backstay.adapters.process import ProcessOutcome, run_process, run_process_sync
+from backstay.adapters.provider_env import ProviderEnv
 from backstay.adapters.registry import (
     ENTRY_POINT_GROUP,
     PLANNED_ADAPTERS,
@@ -49,6 +52,7 @@ __all__ = [
     "BaseAdapter",
     "Capture",
     "ProcessOutcome",
+    "ProviderEnv",
     "Stream",
     "TierConfig",
     "Usage",

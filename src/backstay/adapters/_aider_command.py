@@ -157,8 +157,8 @@ def command(
 
 
 def environment(files: AiderFiles, located: Located, request: AgentRequest) -> dict[str, str]:
-    """Aider's whole environment: the request's (the harness built it explicitly: the
-    provider keys and the variables it was told to pass), with ``PATH`` and ``LANG``
+    """Aider's whole environment: the request's (the entry point built it: the provider
+    variables it inherited and the variables it was told to pass), with ``PATH`` and ``LANG``
     defaulted, and the run's private ``HOME`` and the switches that keep Aider quiet and
     offline put over it."""
     given = request.env

@@ -137,6 +137,7 @@ class ApiCall:
     settings: ApiSettings
     sdk: ModuleType
     api_key: str
+    key_variable: str
     base_url: str
     headers: Mapping[str, str]
     prompt: str
@@ -195,8 +196,6 @@ class ApiAdapter(BaseAdapter):
     price_provider: ClassVar[str] = ""  # the provider id of the price source
     sdk_module: ClassVar[str] = ""
     extra: ClassVar[str] = ""
-    key_variables: ClassVar[tuple[str, ...]] = ()
-    base_url_variable: ClassVar[str] = ""
     # Passed when nothing else names a base URL, so that no SDK reads the process environment.
     default_base_url: ClassVar[str] = ""
     default_max_tokens: ClassVar[int | None] = None
@@ -225,13 +224,14 @@ class ApiAdapter(BaseAdapter):
     ) -> AgentResult:
         settings = self.settings(request.config)
         sdk = import_sdk(self.sdk_module, adapter=self.name, extra=self.extra)
-        key, source = resolve_api_key(settings, request.env, self.key_variables)
+        declared = self.provider_env
+        key, source = resolve_api_key(settings, request.env, declared.credentials)
         if key is None:
             failure = self._failure("ERR_AUTH_MISSING_CREDENTIALS", source)
             return AgentResult.failed(failure)
         register_secret(key)
         base_url = (
-            resolve_base_url(settings, request.env, self.base_url_variable) or self.default_base_url
+            resolve_base_url(settings, request.env, declared.endpoint[0]) or self.default_base_url
         )
         prompt = request.read_prompt()
         system = request.tier.system_prompt if request.tier is not None else None
@@ -249,6 +249,7 @@ class ApiAdapter(BaseAdapter):
             settings=settings,
             sdk=sdk,
             api_key=key,
+            key_variable=source,
             base_url=base_url,
             headers={IDEMPOTENCY_HEADER: operation_id},
             prompt=prompt,

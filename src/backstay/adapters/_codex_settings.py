@@ -1,6 +1,9 @@
 """The ``codex`` adapter's settings, and the private ``CODEX_HOME`` of one run.
 
-Codex ignores ``OPENAI_BASE_URL``: its endpoint must be a custom model provider. Each run
+Codex ignores ``OPENAI_BASE_URL``: its endpoint must be a custom model provider, whose
+``base_url`` is the ``base_url`` setting, else that variable of the request's environment
+(``with_endpoint``), and whose account headers come from ``OPENAI_ORGANIZATION`` and
+``OPENAI_PROJECT`` as for Codex's built-in provider. Each run
 gets a fresh home whose ``config.toml`` (read with ``--strict-config``, so a key Codex does
 not know is an error, not a silent no-op) names that provider with Codex's own retries
 off (``request_max_retries = 0``, ``stream_max_retries = 0``: backstay's policy decides),
@@ -23,6 +26,12 @@ from backstay.errors import ConfigError
 
 DEFAULT_BASE_URL: Final = "https://api.openai.com/v1"
 DEFAULT_KEY_ENV: Final = "OPENAI_API_KEY"
+# The standard variable Codex ignores, written into the run's config.toml instead.
+BASE_URL_ENV: Final = "OPENAI_BASE_URL"
+# Header → the variable Codex reads it from, as its built-in OpenAI provider does.
+ACCOUNT_HEADERS: Final[Mapping[str, str]] = MappingProxyType(
+    {"OpenAI-Organization": "OPENAI_ORGANIZATION", "OpenAI-Project": "OPENAI_PROJECT"}
+)
 # Codex's own limit on a silent stream; backstay's stall limit usually ends a run first.
 DEFAULT_STREAM_IDLE_TIMEOUT_S: Final = 300.0
 REASONING_EFFORTS: Final = ("minimal", "low", "medium", "high", "xhigh")
@@ -60,7 +69,8 @@ class CodexSettings:
     """``AgentRequest.config`` of the ``codex`` adapter, checked (see docs/agents/codex.md).
 
     * ``binary``: the ``codex`` program to run (default: the managed install, then PATH).
-    * ``base_url``: the Responses API base (``…/v1``).
+    * ``base_url``: the Responses API base (``…/v1``); ``None``: ``OPENAI_BASE_URL`` of
+      the request's environment, else ``DEFAULT_BASE_URL`` (``with_endpoint``).
     * ``api_key_env``: the variable of the request's ``env`` holding the key.
     * ``stream_idle_timeout_s``: Codex's own limit on a silent stream.
     * ``reasoning_effort``: ``model_reasoning_effort``, when given.
@@ -68,7 +78,7 @@ class CodexSettings:
     """
 
     binary: str | None = None
-    base_url: str = DEFAULT_BASE_URL
+    base_url: str | None = None
     api_key_env: str = DEFAULT_KEY_ENV
     stream_idle_timeout_s: float = DEFAULT_STREAM_IDLE_TIMEOUT_S
     reasoning_effort: str | None = None
@@ -90,9 +100,9 @@ class CodexSettings:
             )
         return cls(
             binary=None if binary is None else str(binary),
-            base_url=check_base_url(
-                config.get("base_url", DEFAULT_BASE_URL), where="config.base_url"
-            ),
+            base_url=None
+            if config.get("base_url") is None
+            else check_base_url(config["base_url"], where="config.base_url"),
             api_key_env=check_env_name(
                 config.get("api_key_env", DEFAULT_KEY_ENV), where="config.api_key_env"
             ),
@@ -100,6 +110,19 @@ class CodexSettings:
             reasoning_effort=effort,
             prices=parse_prices(config.get("prices", {}), where="config.prices"),
         )
+
+    def with_endpoint(self, env: Mapping[str, str]) -> CodexSettings:
+        """These settings with ``base_url`` decided: the setting, else ``OPENAI_BASE_URL``
+        of ``env`` (Codex itself ignores it), else ``DEFAULT_BASE_URL``."""
+        return dataclasses.replace(self, base_url=endpoint(self.base_url, env))
+
+
+def endpoint(configured: str | None, env: Mapping[str, str]) -> str:
+    """``configured``, else ``OPENAI_BASE_URL`` of ``env``, else ``DEFAULT_BASE_URL``."""
+    if configured is not None:
+        return configured
+    given = env.get(BASE_URL_ENV, "").strip()
+    return check_base_url(given, where=f"env.{BASE_URL_ENV}") if given else DEFAULT_BASE_URL
 
 
 def _toml(value: str) -> str:
@@ -126,8 +149,9 @@ def tool_switches(tier: TierConfig | None) -> dict[str, bool]:
 
 
 def config_toml(settings: CodexSettings, tier: TierConfig | None) -> str:
-    """The ``config.toml`` of one run."""
+    """The ``config.toml`` of one run (``settings.base_url`` unset: the default URL)."""
     tools = tool_switches(tier)
+    headers = ", ".join(f"{_toml(h)} = {_toml(v)}" for h, v in ACCOUNT_HEADERS.items())
     lines = [
         f"model_provider = {_toml(PROVIDER_ID)}",
         "check_for_update_on_startup = false",
@@ -146,8 +170,9 @@ def config_toml(settings: CodexSettings, tier: TierConfig | None) -> str:
         "",
         f"[model_providers.{PROVIDER_ID}]",
         f"name = {_toml(PROVIDER_ID)}",
-        f"base_url = {_toml(settings.base_url)}",
+        f"base_url = {_toml(settings.base_url or DEFAULT_BASE_URL)}",
         f"env_key = {_toml(settings.api_key_env)}",
+        f"env_http_headers = {{ {headers} }}",
         'wire_api = "responses"',
         "request_max_retries = 0",
         "stream_max_retries = 0",

@@ -8,6 +8,12 @@ attempts (each through ``captured_attempt``: into the run's files, and into its 
 ``metrics.json`` is written once at the end, on success, failure, timeout and
 cancellation alike, with the usage of every attempt added up (and ``extra`` keys after
 the standard ones).
+
+The agent's environment is decided before the run starts, by its caller, and is the same
+rule for both: the variables given explicitly over the standard variables of the
+attempt's own adapter's provider (``backstay.adapters.provider_env.agent_env``) —
+``BaseAdapter.arun`` for its adapter, ``backstay.config.harness_run`` for each candidate
+of a chain (``HarnessRun.env_for``).
 """
 
 from __future__ import annotations

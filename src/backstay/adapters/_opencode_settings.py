@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from backstay._checks import check_number
-from backstay.adapters._codex_settings import check_base_url, check_env_name
+from backstay.adapters._codex_settings import check_base_url, check_env_name, endpoint
 from backstay.adapters.contract import TierConfig
 from backstay.adapters.pricing import ModelPrice, parse_prices
 from backstay.errors import ConfigError
@@ -37,7 +37,10 @@ class OpencodeSettings:
     """``AgentRequest.config`` of the ``opencode`` adapter (see docs/agents/opencode.md).
 
     * ``binary``: the ``opencode`` program (default: the managed install, then PATH).
-    * ``base_url``: the OpenAI-compatible API base (``…/v1``; Responses API).
+    * ``base_url``: the OpenAI-compatible API base (``…/v1``; Responses API); ``None``:
+      ``OPENAI_BASE_URL`` of the request's environment, else ``DEFAULT_BASE_URL``
+      (``with_endpoint``: the configuration names a base URL, so opencode would not
+      read the variable itself).
     * ``api_key_env``: the variable of the request's ``env`` holding the key.
     * ``max_turns``: the build agent's ``steps`` (model calls before a forced answer).
     * ``error_grace_s``: see ``DEFAULT_ERROR_GRACE_S``.
@@ -45,7 +48,7 @@ class OpencodeSettings:
     """
 
     binary: str | None = None
-    base_url: str = DEFAULT_BASE_URL
+    base_url: str | None = None
     api_key_env: str = DEFAULT_KEY_ENV
     max_turns: int | None = None
     error_grace_s: float = DEFAULT_ERROR_GRACE_S
@@ -64,9 +67,9 @@ class OpencodeSettings:
         check_number(grace, where="config.error_grace_s")
         return cls(
             binary=None if binary is None else str(binary),
-            base_url=check_base_url(
-                config.get("base_url", DEFAULT_BASE_URL), where="config.base_url"
-            ),
+            base_url=None
+            if config.get("base_url") is None
+            else check_base_url(config["base_url"], where="config.base_url"),
             api_key_env=check_env_name(
                 config.get("api_key_env", DEFAULT_KEY_ENV), where="config.api_key_env"
             ),
@@ -74,6 +77,11 @@ class OpencodeSettings:
             error_grace_s=float(grace),
             prices=parse_prices(config.get("prices", {}), where="config.prices"),
         )
+
+    def with_endpoint(self, env: Mapping[str, str]) -> OpencodeSettings:
+        """These settings with ``base_url`` decided: the setting, else ``OPENAI_BASE_URL``
+        of ``env``, else ``DEFAULT_BASE_URL``."""
+        return dataclasses.replace(self, base_url=endpoint(self.base_url, env))
 
 
 def _permission(tier: TierConfig | None) -> dict[str, str]:
@@ -96,7 +104,7 @@ def config_content(settings: OpencodeSettings, model: str, tier: TierConfig | No
         "provider": {
             PROVIDER_ID: {
                 "options": {
-                    "baseURL": settings.base_url,
+                    "baseURL": settings.base_url or DEFAULT_BASE_URL,
                     "apiKey": f"{{env:{settings.api_key_env}}}",
                 },
                 "models": {model: {}},

@@ -43,11 +43,25 @@ from backstay.adapters.capture import Capture, Stream
 from backstay.adapters.contract import AgentRequest, AgentResult, AgentStatus
 from backstay.adapters.pricing import price_usage
 from backstay.adapters.process import ProcessOutcome, run_process
+from backstay.adapters.provider_env import ANTHROPIC_ENV, GEMINI_ENV, OPENAI_ENV, ProviderEnv
 from backstay.adapters.usage import Usage
 from backstay.agents import Located, locate
 from backstay.failure import Failure
 
 __all__ = ["AiderAdapter"]
+
+# What litellm reads for the providers Aider is used with here (``openai/…``,
+# ``anthropic/…``, ``gemini/…``); ``OPENAI_API_BASE`` is Aider's own name for the base URL,
+# ``OPENAI_ORGANIZATION`` litellm's for the organization.
+PROVIDER_ENV: Final = ProviderEnv(
+    credentials=(
+        *OPENAI_ENV.credentials,
+        ANTHROPIC_ENV.credentials[0],
+        GEMINI_ENV.credentials[0],
+    ),
+    endpoint=("OPENAI_API_BASE", *OPENAI_ENV.endpoint, *ANTHROPIC_ENV.endpoint),
+    account=("OPENAI_ORGANIZATION",),
+)
 
 CLI_NAME: Final = "aider"
 # litellm's provider prefix → the provider genai-prices knows it as.
@@ -88,6 +102,7 @@ class AiderAdapter(BaseAdapter):
     name: ClassVar[str] = "aider"
     agent: ClassVar[str | None] = "aider"
     config_keys: ClassVar[frozenset[str]] = CONFIG_KEYS
+    provider_env: ClassVar[ProviderEnv] = PROVIDER_ENV
 
     def __init__(self, *, launcher: Sequence[str] = ()) -> None:
         self.launcher = check_launcher(launcher, where="launcher")

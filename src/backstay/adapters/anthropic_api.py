@@ -15,11 +15,13 @@ from __future__ import annotations
 from typing import Any, ClassVar, Final
 
 from backstay.adapters._api_common import ApiAdapter, ApiCall, Reply, cut_short
+from backstay.adapters.provider_env import ANTHROPIC_ENV, ProviderEnv
 from backstay.adapters.usage import Usage
 
 __all__ = ["AnthropicApiAdapter"]
 
 DEFAULT_MAX_TOKENS: Final = 4096
+AUTH_TOKEN_VARIABLE: Final = "ANTHROPIC_AUTH_TOKEN"  # noqa: S105 - a variable name
 
 
 def _usage(message: Any) -> Usage:
@@ -52,8 +54,7 @@ class AnthropicApiAdapter(ApiAdapter):
     price_provider: ClassVar[str] = "anthropic"
     sdk_module: ClassVar[str] = "anthropic"
     extra: ClassVar[str] = "anthropic"
-    key_variables: ClassVar[tuple[str, ...]] = ("ANTHROPIC_API_KEY",)
-    base_url_variable: ClassVar[str] = "ANTHROPIC_BASE_URL"
+    provider_env: ClassVar[ProviderEnv] = ANTHROPIC_ENV
     default_base_url: ClassVar[str] = "https://api.anthropic.com"
     default_max_tokens: ClassVar[int | None] = DEFAULT_MAX_TOKENS
 
@@ -68,8 +69,11 @@ class AnthropicApiAdapter(ApiAdapter):
             params["system"] = call.system
         if settings.temperature is not None:
             params["temperature"] = settings.temperature
+        # A key from ANTHROPIC_AUTH_TOKEN is a bearer token, sent as the SDK sends it.
+        token = call.key_variable == AUTH_TOKEN_VARIABLE
         async with call.sdk.AsyncAnthropic(
-            api_key=call.api_key,
+            api_key=None if token else call.api_key,
+            auth_token=call.api_key if token else None,
             base_url=call.base_url,
             max_retries=0,
             timeout=call.request.timeout_s,

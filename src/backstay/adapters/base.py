@@ -12,6 +12,9 @@ alike), and the exit code (124 on timeout). There is no retry unless a ``policy`
 given, and then ``backstay.acall`` decides, from each attempt's ``Failure``; the run's
 files then hold every attempt (``metrics.json`` adds up their usage) and each attempt
 also has its own files in ``output_dir/attempt_N/``.
+The run's environment is ``env`` over the provider variables the adapter declares
+(``provider_env``), taken from this process's environment unless ``inherit_env=False``
+(``backstay.adapters.provider_env``).
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from __future__ import annotations
 import abc
 import asyncio
 import itertools
+import os
 import re
 import uuid
 from collections.abc import Mapping
@@ -30,6 +34,7 @@ from backstay.adapters._harness_run import CANCELLED_EXIT_CODE, run_captured
 from backstay.adapters.capture import Capture
 from backstay.adapters.contract import AgentRequest, AgentResult, TierConfig
 from backstay.adapters.process import ProcessOutcome
+from backstay.adapters.provider_env import NO_PROVIDER_ENV, ProviderEnv, agent_env
 from backstay.call import acall
 from backstay.classify import check_output, classify
 from backstay.errors import AdapterError, ConfigError
@@ -52,14 +57,16 @@ def _register_env_secrets(env: Mapping[str, str]) -> None:
 
 class BaseAdapter(abc.ABC):
     """An adapter built on the shared plumbing. Subclasses set ``name`` (the registry
-    name), ``agent`` (the agent name ``backstay.classify_output`` knows, for CLIs) and
-    ``config_keys`` (the settings ``validate_config`` accepts), and write ``execute``."""
+    name), ``agent`` (the agent name ``backstay.classify_output`` knows, for CLIs),
+    ``config_keys`` (the settings ``validate_config`` accepts) and ``provider_env`` (the
+    standard variables of its provider a run inherits), and write ``execute``."""
 
     name: ClassVar[str] = ""
     agent: ClassVar[str | None] = None
     config_keys: ClassVar[frozenset[str]] = frozenset()
     # Portable task limits this adapter enforces → its config key (``adapters.limits``).
     task_limits: ClassVar[Mapping[str, str]] = {}
+    provider_env: ClassVar[ProviderEnv] = NO_PROVIDER_ENV
 
     def validate_config(self, config: Mapping[str, Any]) -> None:
         """Reject anything but a mapping whose keys are all in ``config_keys``.
@@ -167,11 +174,14 @@ class BaseAdapter(abc.ABC):
         stall_timeout_s: float | None = None,
         policy: RetryPolicy | str | None = None,
         operation_id: str | None = None,
+        inherit_env: bool = True,
     ) -> AgentResult:
         """One harness run: the whole ``AgentResult`` (usage added over attempts).
 
-        Invalid arguments or ``config`` raise ``ConfigError`` before anything runs or is
-        written; from then on every outcome is a result, and ``metrics.json`` is written.
+        The agent's environment is ``env`` over the ``provider_env`` variables set in this
+        process's environment (only ``env`` with ``inherit_env=False``). Invalid arguments
+        or ``config`` raise ``ConfigError`` before anything runs or is written; from then
+        on every outcome is a result, and ``metrics.json`` is written.
         """
         request = AgentRequest(
             model=model,
@@ -179,7 +189,7 @@ class BaseAdapter(abc.ABC):
             workspace=Path(workspace),
             output_dir=Path(output_dir),
             timeout_s=timeout,
-            env=env if env is not None else {},
+            env=agent_env(self, env or {}, environ=os.environ, inherit=inherit_env),
             tier=tier,
             config=config,
             stall_timeout_s=stall_timeout_s,
@@ -225,6 +235,7 @@ class BaseAdapter(abc.ABC):
         stall_timeout_s: float | None = None,
         policy: RetryPolicy | str | None = None,
         operation_id: str | None = None,
+        inherit_env: bool = True,
     ) -> int:
         """``arun`` for a harness outside asyncio; returns the run's exit code: 0 on
         success, 124 on timeout, else the agent's own non-zero code or 1."""
@@ -241,6 +252,7 @@ class BaseAdapter(abc.ABC):
                 stall_timeout_s=stall_timeout_s,
                 policy=policy,
                 operation_id=operation_id,
+                inherit_env=inherit_env,
             )
         )
         return result.exit_status

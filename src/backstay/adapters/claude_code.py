@@ -45,6 +45,7 @@ from backstay.adapters.capture import Capture
 from backstay.adapters.contract import AgentRequest, AgentResult, AgentStatus, TierConfig
 from backstay.adapters.pricing import Cost, price_usage
 from backstay.adapters.process import run_process
+from backstay.adapters.provider_env import ANTHROPIC_ENV, ProviderEnv
 from backstay.adapters.usage import Usage
 from backstay.agents.home import private_home
 from backstay.agents.locate import Located, locate
@@ -54,8 +55,8 @@ __all__ = ["BASE_ENV", "ClaudeCodeAdapter"]
 # What a run's environment takes from the request's besides keys: the program search path
 # (tools run shell commands) and the locale.
 BASE_ENV: Final = ("PATH", "LANG", "LC_ALL", "TZ")
-KEY_ENV: Final = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN")
-BASE_URL_ENV: Final = "ANTHROPIC_BASE_URL"
+KEY_ENV: Final = ANTHROPIC_ENV.credentials
+BASE_URL_ENV: Final = ANTHROPIC_ENV.endpoint[0]
 # Claude Code's tool that starts sub-agents: left out when a tier disables delegation.
 DELEGATION_TOOL: Final = "Task"
 _MODEL_PINS: Final = (
@@ -91,6 +92,7 @@ class ClaudeCodeAdapter(BaseAdapter):
     agent: ClassVar[str | None] = "claude-code"
     config_keys: ClassVar[frozenset[str]] = CONFIG_KEYS
     task_limits: ClassVar[Mapping[str, str]] = {"max_turns": "max_turns"}
+    provider_env: ClassVar[ProviderEnv] = ANTHROPIC_ENV
 
     def validate_config(self, config: Mapping[str, Any]) -> None:
         """The keys and values of the settings, and a supported ``claude`` installed

@@ -3,7 +3,8 @@
 Command line: ``codex exec --json --strict-config --skip-git-repo-check
 --dangerously-bypass-approvals-and-sandbox -m MODEL -- PROMPT`` in the workspace, stdin
 closed, with a fresh private ``HOME`` and ``CODEX_HOME`` per attempt whose ``config.toml``
-(``_codex_settings``) points Codex at ``base_url`` with its own retries off. The child's
+(``_codex_settings``) points Codex at ``base_url`` — else the ``OPENAI_BASE_URL`` of the
+request's environment, which Codex itself ignores — with its own retries off. The child's
 environment is the request's ``env`` with the run's home directories put in its place
 (and ``CODEX_*`` / ``OPENAI_BASE_URL`` dropped: the config file decides them); the key is
 read by Codex from the ``api_key_env`` variable of that environment.
@@ -27,6 +28,7 @@ from backstay._checks import check_launcher
 from backstay.adapters._cli_common import home_run_env, prompt_argument
 from backstay.adapters._codex_events import EventReader, rollout_calls
 from backstay.adapters._codex_settings import (
+    ACCOUNT_HEADERS,
     CONFIG_KEYS,
     CodexSettings,
     config_toml,
@@ -37,10 +39,19 @@ from backstay.adapters.capture import Capture
 from backstay.adapters.contract import AgentRequest, AgentResult, AgentStatus
 from backstay.adapters.pricing import price_usage
 from backstay.adapters.process import run_process
+from backstay.adapters.provider_env import OPENAI_ENV, ProviderEnv
 from backstay.agents.locate import Located, locate
 from backstay.failure import Failure
 
 __all__ = ["CodexAdapter"]
+
+# Codex's own names for the account variables; OPENAI_BASE_URL goes into config.toml.
+PROVIDER_ENV: Final = ProviderEnv(
+    credentials=OPENAI_ENV.credentials,
+    endpoint=OPENAI_ENV.endpoint,
+    account=tuple(ACCOUNT_HEADERS.values()),
+    translated=OPENAI_ENV.endpoint,
+)
 
 # Variables of the request's env that would override what the run's config.toml says.
 _OWNED_PREFIXES: Final = ("CODEX_", "XDG_")
@@ -60,6 +71,7 @@ class CodexAdapter(BaseAdapter):
     name: ClassVar[str] = "codex"
     agent: ClassVar[str | None] = "codex"
     config_keys: ClassVar[frozenset[str]] = CONFIG_KEYS
+    provider_env: ClassVar[ProviderEnv] = PROVIDER_ENV
 
     def __init__(self, *, launcher: Sequence[str] = ()) -> None:
         """``launcher``: a command prefix for every run whose request names none (such as
@@ -97,7 +109,7 @@ class CodexAdapter(BaseAdapter):
     async def execute(
         self, request: AgentRequest, *, operation_id: str, attempt_id: str, capture: Capture
     ) -> AgentResult:
-        settings = CodexSettings.from_config(request.config)
+        settings = CodexSettings.from_config(request.config).with_endpoint(request.env)
         cli = self.locate(settings)
         tool_switches(request.tier)  # a tier naming tools codex lacks fails before running
         if not request.env.get(settings.api_key_env):

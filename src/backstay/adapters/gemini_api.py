@@ -18,6 +18,7 @@ from __future__ import annotations
 from typing import Any, ClassVar, Final
 
 from backstay.adapters._api_common import ApiAdapter, ApiCall, Reply, cut_short
+from backstay.adapters.provider_env import GEMINI_ENV, ProviderEnv
 from backstay.adapters.usage import Usage
 
 __all__ = ["GeminiApiAdapter"]
@@ -79,8 +80,7 @@ class GeminiApiAdapter(ApiAdapter):
     price_provider: ClassVar[str] = "google"
     sdk_module: ClassVar[str] = "google.genai"
     extra: ClassVar[str] = "gemini"
-    key_variables: ClassVar[tuple[str, ...]] = ("GEMINI_API_KEY", "GOOGLE_API_KEY")
-    base_url_variable: ClassVar[str] = "GOOGLE_GEMINI_BASE_URL"
+    provider_env: ClassVar[ProviderEnv] = GEMINI_ENV
     default_base_url: ClassVar[str] = "https://generativelanguage.googleapis.com/"
 
     async def call(self, call: ApiCall) -> Reply:

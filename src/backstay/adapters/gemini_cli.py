@@ -43,6 +43,7 @@ from backstay.adapters.capture import Capture
 from backstay.adapters.contract import AgentRequest, AgentResult, AgentStatus
 from backstay.adapters.pricing import price_usage
 from backstay.adapters.process import run_process
+from backstay.adapters.provider_env import GEMINI_ENV, ProviderEnv
 from backstay.adapters.usage import Usage
 from backstay.agents.home import private_home
 from backstay.agents.locate import Located, locate
@@ -50,8 +51,8 @@ from backstay.agents.locate import Located, locate
 __all__ = ["GeminiCliAdapter", "run_settings"]
 
 BASE_ENV: Final = ("PATH", "LANG", "LC_ALL", "TZ")
-KEY_ENV: Final = ("GEMINI_API_KEY", "GOOGLE_API_KEY")
-BASE_URL_ENV: Final = "GOOGLE_GEMINI_BASE_URL"
+KEY_ENV: Final = GEMINI_ENV.credentials
+BASE_URL_ENV: Final = GEMINI_ENV.endpoint[0]
 SYSTEM_PROMPT_FILE: Final = "system.md"
 
 
@@ -84,6 +85,7 @@ class GeminiCliAdapter(BaseAdapter):
     agent: ClassVar[str | None] = "gemini-cli"
     config_keys: ClassVar[frozenset[str]] = CONFIG_KEYS
     task_limits: ClassVar[Mapping[str, str]] = {"max_turns": "max_turns"}
+    provider_env: ClassVar[ProviderEnv] = GEMINI_ENV
 
     def validate_config(self, config: Mapping[str, Any]) -> None:
         """The keys and values of the settings, and a supported ``gemini`` installed

@@ -9,8 +9,9 @@ reaches us as the SDK's bare ``APIError`` and is classified by its body. ``api:
 responses`` uses the Responses API: the system prompt as ``instructions``; ``error`` and
 ``response.failed`` events are classified by their ``error`` object. Usage: OpenAI counts
 cached tokens inside the prompt tokens, so ``input_tokens`` is the prompt minus
-``cached_tokens``, which become ``cache_read_tokens``. Settings and the rest of the
-attempt: ``backstay.adapters._api_common``.
+``cached_tokens``, which become ``cache_read_tokens``. ``OPENAI_ORG_ID`` and
+``OPENAI_PROJECT_ID`` of the request's environment are the client's organization and
+project. Settings and the rest of the attempt: ``backstay.adapters._api_common``.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from typing import Any, ClassVar
 
 from backstay.adapters._api_common import ApiAdapter, ApiCall, Reply, ReplyFailed, cut_short
 from backstay.adapters._api_settings import COMMON_KEYS
+from backstay.adapters.provider_env import OPENAI_ENV, ProviderEnv
 from backstay.adapters.usage import Usage
 from backstay.classify import classify_response
 
@@ -67,14 +69,16 @@ class OpenAIApiAdapter(ApiAdapter):
     price_provider: ClassVar[str] = "openai"
     sdk_module: ClassVar[str] = "openai"
     extra: ClassVar[str] = "openai"
-    key_variables: ClassVar[tuple[str, ...]] = ("OPENAI_API_KEY",)
-    base_url_variable: ClassVar[str] = "OPENAI_BASE_URL"
+    provider_env: ClassVar[ProviderEnv] = OPENAI_ENV
     default_base_url: ClassVar[str] = "https://api.openai.com/v1"
     config_keys: ClassVar[frozenset[str]] = COMMON_KEYS | {"api"}
 
     async def call(self, call: ApiCall) -> Reply:
+        env = call.request.env
         async with call.sdk.AsyncOpenAI(
             api_key=call.api_key,
+            organization=env.get("OPENAI_ORG_ID") or None,
+            project=env.get("OPENAI_PROJECT_ID") or None,
             base_url=call.base_url,
             max_retries=0,
             timeout=call.request.timeout_s,

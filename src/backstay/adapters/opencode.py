@@ -41,6 +41,7 @@ from backstay.adapters.capture import Capture
 from backstay.adapters.contract import AgentRequest, AgentResult, AgentStatus
 from backstay.adapters.pricing import price_usage
 from backstay.adapters.process import ProcessOutcome, run_process
+from backstay.adapters.provider_env import OPENAI_ENV, ProviderEnv
 from backstay.adapters.usage import Usage
 from backstay.agents.locate import Located, locate
 from backstay.failure import Failure
@@ -48,6 +49,13 @@ from backstay.failure import Failure
 __all__ = ["OpencodeAdapter"]
 
 SESSION_TITLE: Final = "backstay"
+# opencode's OpenAI provider; its configuration names the base URL, so the variable is
+# written there (a base_url setting wins).
+PROVIDER_ENV: Final = ProviderEnv(
+    credentials=OPENAI_ENV.credentials,
+    endpoint=OPENAI_ENV.endpoint,
+    translated=OPENAI_ENV.endpoint,
+)
 _OWNED_PREFIXES: Final = ("OPENCODE_", "XDG_")
 _OWNED: Final = frozenset({"HOME", "TMPDIR", "CLAUDECODE"})
 
@@ -70,6 +78,7 @@ class OpencodeAdapter(BaseAdapter):
     agent: ClassVar[str | None] = "opencode"
     config_keys: ClassVar[frozenset[str]] = CONFIG_KEYS
     task_limits: ClassVar[Mapping[str, str]] = {"max_turns": "max_turns"}
+    provider_env: ClassVar[ProviderEnv] = PROVIDER_ENV
 
     def __init__(self, *, launcher: Sequence[str] = ()) -> None:
         """``launcher``: a command prefix for every run whose request names none (such as
@@ -133,7 +142,7 @@ class OpencodeAdapter(BaseAdapter):
     async def execute(
         self, request: AgentRequest, *, operation_id: str, attempt_id: str, capture: Capture
     ) -> AgentResult:
-        settings = OpencodeSettings.from_config(request.config)
+        settings = OpencodeSettings.from_config(request.config).with_endpoint(request.env)
         cli = self.locate(settings)
         if not request.env.get(settings.api_key_env):
             missing = Failure(

@@ -18,6 +18,7 @@ from backstay.cli import (
     status,
     suite,
 )
+from backstay.cli._provider_env import ProviderHelpCommand
 
 app = typer.Typer(
     name="backstay",
@@ -46,8 +47,8 @@ def _root(
 app.command("explain")(explain.explain)
 app.add_typer(config.app, name="config")
 app.add_typer(suite.app, name="suite")
-app.command("run")(run.run)
-app.command("batch")(batch.batch)
+app.command("run", cls=ProviderHelpCommand)(run.run)
+app.command("batch", cls=ProviderHelpCommand)(batch.batch)
 app.command("resume")(resume.resume)
 app.command("status")(status.status)
 app.add_typer(escalations.app, name="escalations")

@@ -51,13 +51,22 @@ def batch(
     lease_ttl: _state.LeaseOption = _state.DEFAULT_LEASE_TTL,
     budget_usd: _state.BudgetUsdOption = None,
     budget_tokens: _state.BudgetTokensOption = None,
+    isolated_env: Annotated[
+        bool,
+        typer.Option(
+            "--isolated-env",
+            help="Give the agents only the variables api_key_env and pass_env name, not "
+            "their providers' standard variables (listed below).",
+        ),
+    ] = False,
 ) -> None:
     """Run every run of the suite FILE (task × tier × run) in --state-dir.
 
     Running it again on the same state directory runs only what has not finished; a killed
-    batch continues with backstay resume. Exit codes: 0 every task succeeded, 3 some failed
-    or were cancelled, 4 some wait (paused, escalated), 5 a spending budget paused tasks
-    (budget_exceeded), 2 bad input (nothing ran).
+    batch continues with backstay resume, which reads the providers' variables from its
+    own environment again (they are never stored). Exit codes: 0 every task succeeded, 3
+    some failed or were cancelled, 4 some wait (paused, escalated), 5 a spending budget
+    paused tasks (budget_exceeded), 2 bad input (nothing ran).
     """
     try:
         config = load_config(config_file)
@@ -65,7 +74,7 @@ def batch(
         adapters = suite_adapters(suite)
         _state.check_not_a_file(state_dir)
         # Reads the agents' environment first: an unset key variable leaves nothing behind.
-        opened = SuiteBatch.open(suite, state_dir)
+        opened = SuiteBatch.open(suite, state_dir, inherit_env=not isolated_env)
         engine = _state.open_engine(
             state_dir,
             create=True,

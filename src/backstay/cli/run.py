@@ -86,6 +86,7 @@ def _start(spec: HarnessRun) -> int:
             tier=spec.tier,
             stall_timeout_s=spec.stall_timeout_s,
             policy=spec.policy,
+            inherit_env=False,  # spec.env is already the whole environment
         )
     except KeyboardInterrupt:  # the run was cancelled; its metrics.json says so
         return CANCELLED_EXIT_CODE
@@ -170,6 +171,14 @@ def run(
             "(default: $BACKSTAY_CONFIG, else ./backstay.yaml if any).",
         ),
     ] = None,
+    isolated_env: Annotated[
+        bool,
+        typer.Option(
+            "--isolated-env",
+            help="Give the agent (and each --fallback) only the variables api_key_env and "
+            "pass_env name, not its provider's standard variables (listed below).",
+        ),
+    ] = False,
 ) -> None:
     """Run one agent as an evaluation harness does, and exit with the run's exit code.
 
@@ -178,6 +187,9 @@ def run(
     attempt_N/). Transient failures are retried as the adapter reliability contract says
     unless --policy none or --no-retry. MODEL, TIER and RUN_NUMBER, as an evaluation
     harness sets them, stand in for --model and --tier-id and number the run.
+    The agent takes its provider's standard variables (such as ANTHROPIC_API_KEY and
+    ANTHROPIC_BASE_URL) from the environment, each --fallback those of its own adapter's
+    provider; nothing else is taken unless named.
     """
     try:
         registry = (
@@ -201,6 +213,7 @@ def run(
             registry=registry,
             fallbacks=fallback or (),
             context_window=context_window,
+            inherit_env=not isolated_env,
         )
         code = _start(spec)
     except ConfigError as err:

@@ -12,6 +12,7 @@ import typer
 
 from backstay.adapters.registry import adapter_names
 from backstay.cli._errors import usage_error
+from backstay.cli._provider_env import env_line
 from backstay.config import Suite, SuiteTask, load_config, load_suite, suite_schema, task_run_id
 from backstay.errors import ConfigError
 
@@ -44,14 +45,25 @@ def _task_line(task: SuiteTask, width: int) -> str:
 
 
 def summary(suite: Suite, file: Path) -> list[str]:
-    """The lines ``suite check`` prints: the suite, then one line per task."""
+    """The lines ``suite check`` prints: the suite, one line per task, then what each
+    adapter (a task's own or a fallback's) takes from the environment (names, never
+    values)."""
     runs = suite.expand()
     head = (
         f"OK {file}: suite {suite.name!r}, {_plural(len(suite.tasks), 'task')}, "
         f"{_plural(len(runs), 'run')}"
     )
     width = max(len(task.id) for task in suite.tasks)
-    return [head, *(_task_line(task, width) for task in suite.tasks)]
+    adapters = sorted(
+        {task.adapter for task in suite.tasks}
+        | {str(c.adapter) for task in suite.tasks for c in task.fallbacks}
+    )
+    envs = [env_line(suite.options_for(name)) for name in adapters]
+    return [
+        head,
+        *(_task_line(task, width) for task in suite.tasks),
+        *(line for line in envs if line is not None),
+    ]
 
 
 def check(

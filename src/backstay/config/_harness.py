@@ -14,6 +14,12 @@ name (``api_key_env``, ``pass_env``), and for the variables an evaluation harnes
 the agent's container (the Scylla adapter contract): ``MODEL`` and ``TIER`` stand in for
 ``--model`` and ``--tier-id`` when those are not given, and ``RUN_NUMBER`` (a whole number)
 is recorded with the run. An empty variable counts as unset.
+
+Each candidate of the run (its own adapter, then each ``--fallback``) also takes the
+standard variables of its own adapter's provider from the environment
+(``backstay.adapters.provider_env``), unless inheriting them is switched off for all of
+them (``--isolated-env``, ``--adapter-option inherit_env=false``); the variables named
+explicitly go over them.
 """
 
 from __future__ import annotations
@@ -28,7 +34,7 @@ from backstay.adapters.contract import TierConfig
 from backstay.adapters.registry import adapter_class
 from backstay.call import current_registry
 from backstay.config._document import Document
-from backstay.config._harness_fallbacks import harness_fallbacks
+from backstay.config._harness_fallbacks import chain_envs, harness_fallbacks
 from backstay.config._overrides import UNSET, yaml_value
 from backstay.config._paths import Path, parse_path
 from backstay.config._policy_ref import policy_reference
@@ -90,11 +96,15 @@ _FLAGS: Final[Mapping[Path, str]] = {
 class HarnessRun:
     """One run of one agent: what ``BaseAdapter.run`` is given.
 
-    ``env`` is the agent's whole environment (the variables ``options`` name), left out of
-    ``repr``. ``tier`` is ``None`` when no tier flag (or ``TIER``) was given; ``policy`` is
-    ``None`` for a single attempt. ``run_number`` is the harness's ``RUN_NUMBER``, if set.
-    ``fallbacks`` are the candidates the run may move to (``--fallback``; their credential
-    variables are in ``env``), ``context_window`` the model's own window (docs/fallback.md).
+    ``env`` is the agent's whole environment (the standard variables of its provider
+    that are set, unless not inherited, and the variables ``options`` name over them),
+    left out of ``repr``. ``tier`` is ``None`` when no tier flag (or ``TIER``) was given;
+    ``policy`` is ``None`` for a single attempt. ``run_number`` is the harness's
+    ``RUN_NUMBER``, if set. ``fallbacks`` are the candidates the run may move to
+    (``--fallback``; their credential variables are in ``env``), ``context_window`` the
+    model's own window (docs/fallback.md). ``fallback_envs`` holds the whole environment
+    of an attempt on each other adapter of the chain, by name: the same explicit
+    variables over that adapter's own provider variables (``env_for``).
     """
 
     options: AdapterOptions
@@ -110,10 +120,19 @@ class HarnessRun:
     run_number: int | None = None
     fallbacks: tuple[Candidate, ...] = ()
     context_window: int | None = None
+    fallback_envs: Mapping[str, Mapping[str, str]] = dataclasses.field(
+        default_factory=dict, repr=False
+    )
 
     @property
     def adapter(self) -> str:
         return self.options.adapter
+
+    def env_for(self, adapter: str) -> Mapping[str, str]:
+        """The whole environment of an attempt on ``adapter``: ``env`` for the run's own."""
+        if adapter == self.adapter:
+            return self.env
+        return self.fallback_envs.get(adapter, self.env)
 
 
 def _options(doc: Document, items: Iterable[str]) -> dict[str, Any]:
@@ -250,6 +269,7 @@ def harness_run(
     environ: Mapping[str, str] | None = None,
     fallbacks: Iterable[str] = (),
     context_window: int | None = None,
+    inherit_env: bool = True,
 ) -> HarnessRun:
     """Check the flags of one run; one ``ConfigError`` lists every problem by its flag.
 
@@ -262,13 +282,16 @@ def harness_run(
     uses now); without it the run uses the registry's policy for ``agent`` operations, and
     ``"none"`` (or ``no_retry``) makes one attempt, across the whole chain when
     ``fallbacks`` are given. The agent's environment and the harness variables are taken
-    from ``environ`` (default: this process's).
+    from ``environ`` (default: this process's): the variables the options name, over
+    the standard variables of each candidate's provider (none with
+    ``inherit_env=False``).
     """
     environ = os.environ if environ is None else environ
     doc = Document(name=_WHERE)
     from_env: dict[Path, str] = {("run_number",): RUN_NUMBER_VAR}
+    declared: object = None
     try:
-        adapter_class(adapter)
+        declared = adapter_class(adapter)
         available = True
     except ConfigError as err:
         doc.problem(("adapter",), err.reason)
@@ -298,15 +321,21 @@ def harness_run(
     tier = _tier(doc, {**flags, "tools_enabled": tools_enabled})
     chosen = _policy(doc, policy, no_retry, registry)
     run_number = _run_number(doc, environ)
-    env: dict[str, str] = {}
+    explicit: dict[str, str] = {}
     if options is not None:
         try:
-            env = options.child_env(environ)
+            explicit = options.child_env(environ)
         except ConfigError as err:
             doc.problem(("options", "api_key_env"), err.reason)
     window = run_field(doc, ("context_window",), context_window)
     chain, chain_env = _chain(doc, fallbacks, adapter=adapter, model=model, environ=environ)
-    env = {**chain_env, **env}
+    env, fallback_envs = chain_envs(
+        declared,
+        chain,
+        {**chain_env, **explicit},
+        environ=environ,
+        inherit=inherit_env and (options is None or options.inherit_env),
+    )
     _by_flag(doc, from_env)
     if doc.problems or options is None or prompt is None or folder is None:
         raise doc.error()
@@ -325,4 +354,5 @@ def harness_run(
         run_number=run_number,
         fallbacks=chain,
         context_window=window,
+        fallback_envs=fallback_envs,
     )

@@ -6,12 +6,18 @@ OPENAI_API_KEY, context_window: 1000000, base_url: ...}``). There is no ``@WINDO
 short form: model ids may hold an ``@`` themselves (``claude-sonnet-4@20250514`` on
 Vertex). The value of each ``api_key_env`` is read from the environment here, so that a
 variable that is not set stops the run before anything starts.
+
+``chain_envs`` gives each adapter of the chain its whole environment: the variables named
+explicitly over the standard variables of that adapter's own provider
+(``backstay.adapters.provider_env``), so an ``openai-api`` fallback of an
+``anthropic-api`` run takes ``OPENAI_API_KEY``, not ``ANTHROPIC_API_KEY``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
+from backstay.adapters.provider_env import agent_env
 from backstay.adapters.registry import adapter_class
 from backstay.config._document import Document
 from backstay.config._overrides import UNSET, yaml_value
@@ -19,7 +25,7 @@ from backstay.config._source import Source, SourceKind
 from backstay.errors import ConfigError
 from backstay.fallback.candidate import Candidate
 
-__all__ = ["harness_fallbacks"]
+__all__ = ["chain_envs", "harness_fallbacks"]
 
 _PATH = ("fallbacks",)
 _SOURCE = Source(SourceKind.CLI, "--fallback")
@@ -70,3 +76,23 @@ def harness_fallbacks(
             env[variable] = value
         chosen.append(candidate)
     return tuple(chosen), env
+
+
+def chain_envs(
+    declared: object,
+    chain: Iterable[Candidate],
+    explicit: Mapping[str, str],
+    *,
+    environ: Mapping[str, str],
+    inherit: bool,
+) -> tuple[dict[str, str], dict[str, dict[str, str]]]:
+    """The whole environment of the run's own adapter (``declared``: its class) and of
+    each other adapter of ``chain``, by name: ``explicit`` over the standard variables of
+    that adapter's provider taken from ``environ`` (none unless ``inherit``)."""
+    own = agent_env(declared, explicit, environ=environ, inherit=inherit)
+    own_name = getattr(declared, "name", None)
+    others = {
+        name: agent_env(adapter_class(name), explicit, environ=environ, inherit=inherit)
+        for name in sorted({str(c.adapter) for c in chain} - {own_name})
+    }
+    return own, others

@@ -105,13 +105,16 @@ class AdapterOptions:
     ``config`` is the adapter's own settings (``AgentRequest.config``), read-only.
     ``api_key_env`` names the variable holding the API key and ``pass_env`` the variables
     passed on as they are: names only, the values are read by ``child_env`` when a run
-    starts, and never kept here.
+    starts, and never kept here. ``inherit_env``: whether a run also takes the standard
+    variables of the adapter's provider (``backstay.adapters.provider_env``), which the
+    engine adds when it starts an attempt.
     """
 
     adapter: str
     config: Mapping[str, Any] = dataclasses.field(default_factory=dict)
     api_key_env: str | None = None
     pass_env: tuple[str, ...] = ()
+    inherit_env: bool = True
 
     def __post_init__(self) -> None:
         check_name(self.adapter, where="adapter")
@@ -129,6 +132,10 @@ class AdapterOptions:
         for i, name in enumerate(names):
             _check_env_name(name, f"pass_env[{i}]")
         object.__setattr__(self, "pass_env", names)
+        if not isinstance(self.inherit_env, bool):
+            raise ConfigError(
+                f"must be true or false, got {self.inherit_env!r}", where="inherit_env"
+            )
 
     def child_env(self, environ: Mapping[str, str]) -> dict[str, str]:
         """The agent's environment, taken from ``environ``: the ``pass_env`` variables that

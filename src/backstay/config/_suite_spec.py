@@ -236,7 +236,13 @@ ADAPTER_OPTION_FIELDS: Final[Mapping[str, Field]] = {
         pattern_hint=ENV_NAME_HINT,
         sensitive=True,
         help="Environment variables passed on to the agent as they are (unset ones are "
-        "left out); the agent gets no others.",
+        "left out), besides the standard variables of the adapter's provider.",
+    ),
+    "inherit_env": Field(
+        type="boolean",
+        help="Whether the agent takes the standard variables of its provider (such as "
+        "ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL) from the environment backstay runs in "
+        "(default: true); false: only api_key_env and pass_env.",
     ),
 }
 ADAPTER_OPTIONS_HELP: Final = (

@@ -7,6 +7,9 @@ change, is stored by name only; reading the
 spec back takes its value from ``secrets`` (the resuming caller's environment); the
 engine refuses to resume a task whose secrets are missing (``missing_secret``: a
 ``ConfigError`` naming the variables and the task) before anything runs.
+The provider variables a task inherits are not in its spec at all: only
+``inherit_env`` is kept, and the engine reads them again when the task runs. A spec
+written before ``inherit_env`` existed inherits nothing, as then.
 The adapter's ``config`` is stored as given (read-only mappings and tuples as JSON objects
 and lists): it must be JSON data.
 """
@@ -88,6 +91,7 @@ def encode_spec(spec: TaskSpec) -> str:
         "policy": policy,
         "budget": None if spec.budget is None else spec.budget.to_dict(),
         "tenant": spec.tenant,
+        "inherit_env": spec.inherit_env,
     }
     # Only when set, so a spec without them is stored exactly as before.
     if spec.fallbacks:
@@ -150,5 +154,6 @@ def decode_spec(text: str, *, secrets: Mapping[str, str]) -> tuple[TaskSpec, tup
         ),
         context_window=data.get("context_window"),
         limits=data.get("limits", {}),
+        inherit_env=data.get("inherit_env", False),
     )
     return spec, missing

@@ -17,6 +17,10 @@ adapter an attempt on it is estimated and charged as by spending budgets (that
 candidate's adapter, model and settings): a budget refusal happens after ``admit`` and
 before the attempt begins, gives the permit back and is no failure of the candidate.
 
+Each candidate's attempt runs with its own adapter's environment (``envs``: the engine
+gives each the task's explicit variables over the standard variables of that adapter's
+provider, read when the task is taken up and never recorded).
+
 An agent CLI's partial work: an attempt on an agent CLI (an adapter with an ``agent``)
 that changed its workspace (``backstay.fallback.workspace``) never moves to another
 candidate — another agent would start from a half-done workspace, which backstay does
@@ -119,10 +123,14 @@ class TaskFallback:
         gate: CircuitGate | None,
         clock: Clock,
         adapters: Mapping[str, Adapter] | None = None,
+        envs: Mapping[str, Mapping[str, str]] | None = None,
     ) -> None:
-        """``adapters``: the fallback candidates' adapters by name."""
+        """``adapters``: the fallback candidates' adapters by name; ``envs``: the whole
+        environment of an attempt on each of them, by adapter name (default: ``spec.env``,
+        which is the task's own adapter's)."""
         self.spec = spec
         self.adapters = dict(adapters or {})
+        self.envs = {name: dict(env) for name, env in (envs or {}).items()}
         # The candidate of the current attempt (0: the task's own adapter and model).
         self.current = 0
         # The workspace before the current attempt, when its agent may edit it.
@@ -147,15 +155,18 @@ class TaskFallback:
 
     def candidate_spec(self, index: int) -> TaskSpec:
         """The task as an attempt on candidate ``index`` runs it: that candidate's adapter,
-        model, window and adapter config (the task's own spec for ``index`` 0)."""
+        model, window, adapter config and environment (the task's own spec for ``index``
+        0)."""
         if index == 0:
             return self.spec
         found = self._specs.get(index)
         if found is None:
             candidate = self.candidates[index]
+            adapter = str(candidate.adapter)
             found = self._specs[index] = dataclasses.replace(
                 self.spec,
-                adapter=str(candidate.adapter),
+                adapter=adapter,
+                env=self.envs.get(adapter, self.spec.env),
                 model=candidate.model,
                 config=candidate_config(self.spec, candidate),
                 context_window=candidate.context_window,

@@ -33,12 +33,15 @@ reason ``budget_exceeded``, and runs again once the budgets have room.
 A spec with ``fallbacks`` runs each attempt on a candidate of its chain
 (``backstay.engine.fallback``), under ``fallback_rules``; the candidates' cooldowns are
 kept in ``state.sqlite`` beside the breakers. Budgets estimate and charge each attempt
-as the candidate it runs on.
+as the candidate it runs on. A task that inherits its provider's variables
+(``TaskSpec.inherit_env``) gets them from ``env`` when it is taken up, each candidate
+those of its own adapter; they are never recorded.
 """
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import os
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
@@ -47,6 +50,7 @@ from typing import Any, Final
 
 from backstay._checks import check_number
 from backstay.adapters.contract import Adapter
+from backstay.adapters.provider_env import agent_env
 from backstay.adapters.registry import get_adapter
 from backstay.breaker.settings import BreakerSettings
 from backstay.call import current_registry
@@ -95,8 +99,9 @@ class Engine:
       names not given come from ``backstay.adapters.get_adapter``.
     * ``policies``: where a spec's policy name is looked up (default: the current
       registry); a spec without a policy uses the registry's policy for agent runs.
-    * ``env``: where the secret environment variables of resumed tasks come from
-      (default: this process's environment); they are never written to the state file.
+    * ``env``: where the secret environment variables of resumed tasks, and the provider
+      variables a task inherits (``TaskSpec.inherit_env``), come from (default: this
+      process's environment); they are never written to the state file.
     * ``guard_settings``, ``owner``: the operation leases (``IdempotencyGuard``).
     * ``breaker``: the settings of the circuit breakers asked before each attempt, one per
       ``breaker_key(spec)`` (default ``(adapter, model)``); ``None``: no breakers.
@@ -139,7 +144,8 @@ class Engine:
         self.state_dir = Path(state_dir).absolute()
         self.clock = clock
         self.concurrency = concurrency
-        self.store = SQLiteTaskStore(self.state_dir, secrets=os.environ if env is None else env)
+        self._environ: Mapping[str, str] = os.environ if env is None else env
+        self.store = SQLiteTaskStore(self.state_dir, secrets=self._environ)
         try:
             self.operations = SQLiteOperationStore(self.store.path, clock=clock)
         except BaseException:
@@ -210,9 +216,11 @@ class Engine:
             adapter.validate_config(spec.config)
         except ConfigError as err:
             raise ConfigError(err.reason, where=f"task {spec.task_id!r}: {err.where}") from None
-        chain = self._fallback(spec)
+        # The provider variables are added now, for this run only: never recorded.
+        resolved = dataclasses.replace(spec, env=self._agent_env(adapter, spec), inherit_env=False)
+        chain = self._fallback(spec, resolved)
         return TaskDriver(
-            spec,
+            resolved,
             adapter=adapter,
             policy=self.policy_for(spec),
             store=self.store,
@@ -223,8 +231,14 @@ class Engine:
             fallback=chain,
         )
 
-    def _fallback(self, spec: TaskSpec) -> TaskFallback | None:
-        """The chain of a spec with fallbacks, with its candidates' adapters, each config
+    def _agent_env(self, adapter: Adapter, spec: TaskSpec) -> dict[str, str]:
+        """The whole environment of an attempt of ``spec`` on ``adapter``: ``spec.env`` over
+        the variables of that adapter's provider when the spec inherits them."""
+        return agent_env(adapter, spec.env, environ=self._environ, inherit=spec.inherit_env)
+
+    def _fallback(self, spec: TaskSpec, resolved: TaskSpec) -> TaskFallback | None:
+        """The chain of a spec with fallbacks (``resolved``: the spec with its own adapter's
+        whole environment), with its candidates' adapters and environments, each config
         checked; ``None`` for a spec without."""
         if not spec.fallbacks:
             return None
@@ -239,12 +253,13 @@ class Engine:
                 where = f"task {spec.task_id!r}: fallbacks[{i}]: {err.where}"
                 raise ConfigError(err.reason, where=where) from None
         return TaskFallback(
-            spec,
+            resolved,
             rules=self.fallback_rules,
             store=self._fallback_store,
             gate=self.circuits,
             clock=self.clock,
             adapters=adapters,
+            envs={name: self._agent_env(a, spec) for name, a in adapters.items()},
         )
 
     # -- running ------------------------------------------------------------------------

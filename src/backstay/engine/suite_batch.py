@@ -15,8 +15,10 @@
   suite: opening it for another is a ``ConfigError``.
 * **Its tasks.** Each run of the suite (task × tier × run, ``Suite.expand``) is one
   ``TaskSpec``: the task's adapter, model, prompt, timeouts and policy; the adapter's
-  settings from the suite's ``adapters`` section as its ``config``; the agent's
-  environment from ``AdapterOptions.child_env`` (read when the batch is opened); and the
+  settings from the suite's ``adapters`` section as its ``config``; the agent's explicit
+  environment from ``AdapterOptions.child_env`` (read when the batch is opened) and
+  whether it inherits its providers' variables (``inherit_env``: the engine adds them to
+  each attempt, those of the attempt's own adapter); and the
   workspace ``<state_dir>/runs/<task>/<tier>/run_NN/workspace``.
 * **Its workspaces.** ``prepare()`` makes each workspace that does not exist yet: a copy
   of the task's template folder, or an empty folder. A copy is made beside it and renamed
@@ -198,6 +200,14 @@ def _chain_env(
     return env
 
 
+def _chain_inherits(suite: Suite, task: SuiteTask) -> bool:
+    """Whether a task's runs inherit their providers' variables: only when the options of
+    every adapter of its chain allow it, so an adapter kept isolated (``inherit_env:
+    false``) is never given them as a fallback either."""
+    adapters = {task.adapter, *(str(c.adapter) for c in task.fallbacks)}
+    return all(suite.options_for(name).inherit_env for name in adapters)
+
+
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
 class BatchRun:
     """One run of the batch: its spec, and the folder its workspace is copied from
@@ -240,11 +250,15 @@ class SuiteBatch:
         *,
         environ: Mapping[str, str] | None = None,
         clock: Clock = SYSTEM_CLOCK,
+        inherit_env: bool = True,
     ) -> SuiteBatch:
         """The batch of ``suite`` in ``state_dir`` (its identity kept there from now on).
-        Each agent's environment is read from ``environ`` (default: this process's); an
-        API key variable that is not set is a ``ConfigError``, raised before anything is
-        written."""
+        Each agent's explicit environment (``api_key_env``, ``pass_env``) is read from
+        ``environ`` (default: this process's); an API key variable that is not set is a
+        ``ConfigError``, raised before anything is written. A task inherits its provider's
+        variables when the engine runs it (each fallback candidate those of its own
+        adapter's provider), unless the options of an adapter of its chain say
+        ``inherit_env: false`` or ``inherit_env`` is false here (``--isolated-env``)."""
         source = os.environ if environ is None else environ
         envs = {name: suite.options_for(name).child_env(source) for name in _adapter_names(suite)}
         root = Path(state_dir).resolve()
@@ -275,6 +289,7 @@ class SuiteBatch:
                 fallbacks=task.fallbacks,
                 context_window=task.context_window,
                 limits=task.limits,
+                inherit_env=inherit_env and _chain_inherits(suite, task),
             )
             workspace = spec.run_dir(root) / WORKSPACE_DIR
             runs.append(

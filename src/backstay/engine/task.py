@@ -66,7 +66,15 @@ def task_run_id(run: int, tier: TierConfig | None = None) -> str:
 
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
 class TaskSpec:
-    """One task: validated on construction (``ConfigError`` names the field)."""
+    """One task: validated on construction (``ConfigError`` names the field).
+
+    ``env`` holds the variables given explicitly; with ``inherit_env`` (the default) the
+    engine adds the standard variables of the adapter's provider from its environment
+    when an attempt starts (``backstay.adapters.provider_env``), so they are never
+    recorded, and a resumed task reads them again. An attempt on a fallback candidate
+    takes those of its own adapter's provider, not the task's adapter's; ``env`` goes over
+    them for every candidate, and ``inherit_env=False`` leaves them out for all.
+    """
 
     workflow_id: str
     task_id: str
@@ -87,6 +95,7 @@ class TaskSpec:
     fallbacks: tuple[Candidate, ...] = ()
     context_window: int | None = None
     limits: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    inherit_env: bool = True
 
     def __post_init__(self) -> None:
         check_identifier(self.workflow_id, where="workflow_id")
@@ -109,6 +118,10 @@ class TaskSpec:
         if self.tenant is not None:
             check_identifier(self.tenant, where="tenant")
         self._check_fallbacks()
+        if not isinstance(self.inherit_env, bool):
+            raise ConfigError(
+                f"must be true or false, got {self.inherit_env!r}", where="inherit_env"
+            )
         # The request's own checks (prompt, paths, timeouts, env, tier, config), run once.
         probe = self.request(_PLACEHOLDER_OUTPUT)
         object.__setattr__(self, "workspace", probe.workspace)

@@ -13,6 +13,10 @@ cancellation alike, its usage added up over the attempts, with five more keys:
 candidate of the last attempt: the one that answered when the run succeeded), and
 ``candidates``, the candidate of each attempt in order.
 
+Each candidate runs with its own adapter's environment (``HarnessRun.env_for``): the
+variables named explicitly over the standard variables of that adapter's provider taken
+from the caller's environment (none with ``--isolated-env``).
+
 An agent CLI's attempt that changed the workspace (outside ``output_dir``) is marked
 ``details.workspace_changed`` and never moves (``backstay.fallback.workspace``); an API
 stream cut after output never moves either (``details.stream_interrupted``). An agent's
@@ -93,7 +97,7 @@ class HarnessChain:
                 workspace=run.workspace,
                 output_dir=run.output_dir,
                 timeout_s=run.timeout_s,
-                env=run.env,
+                env=run.env_for(name),
                 tier=run.tier,
                 config=config,
                 stall_timeout_s=run.stall_timeout_s,
