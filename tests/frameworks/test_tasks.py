@@ -71,3 +71,36 @@ def test_a_framework_task_escalates_for_approval_and_resume_finishes_it(
     for file in (tmp_path / "state").rglob("*"):
         if file.is_file():
             assert KEY.encode() not in file.read_bytes(), file
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_a_framework_task_takes_the_openai_variables_from_the_callers_environment(
+    tmp_path: Path, name: str
+) -> None:
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    with FakeProvider(Scenario(reply=Reply(text="Done."))) as fake:
+        exported = {"OPENAI_API_KEY": KEY, "OPENAI_BASE_URL": fake.url + "/v1"}
+        spec = TaskSpec(
+            workflow_id="wf",
+            task_id="plain",
+            adapter=name,
+            model="gpt-5",
+            workspace=workspace,
+            timeout_s=60,
+            prompt="Say done.",
+            policy=RetryPolicy(name="once", max_attempts=1),
+        )
+        engine = Engine(
+            tmp_path / "state", adapters={name: get_adapter(name)}, clock=FakeClock(), env=exported
+        )
+        with engine:
+            engine.run_sync([spec])
+            task = engine.store.task(spec.operation_id)
+        served = fake.stats().requests
+    assert task is not None
+    assert task.state is TaskState.SUCCEEDED, task.reason
+    assert served >= 1
+    for file in (tmp_path / "state").rglob("*"):
+        if file.is_file():
+            assert KEY.encode() not in file.read_bytes(), file

@@ -5,7 +5,10 @@ Each is the runtime's ``RuntimeTaskAdapter`` (checkpoint in the task's ``state.s
 approvals escalating the task, ``backstay resume`` continuing the run) with the framework
 fixed: ``config.agent`` is the user's own factory (``module:function``: a graph, agent or
 workflow built from the kit; optional, each framework has a default agent) and
-``config.options`` the framework adapter's settings (``base_url``, ``timeout_s`` …)::
+``config.options`` the framework adapter's settings (``base_url``, ``timeout_s`` …). The
+model's key is ``OPENAI_API_KEY`` and its endpoint ``OPENAI_BASE_URL``, taken from the
+caller's environment like any adapter's provider variables (``api_key_env`` names another
+variable for the key; ``options.base_url`` wins over the variable)::
 
     - id: notes
       adapter: langgraph
@@ -14,7 +17,6 @@ workflow built from the kit; optional, each framework has a default agent) and
       config:
         agent: graph_agent:build
         options: {base_url: "http://127.0.0.1:8787/v1"}
-        api_key_env: OPENAI_API_KEY
         allowed_tools: [read_file, write_file]
         approval_tools: [write_file]
 """
@@ -22,10 +24,11 @@ workflow built from the kit; optional, each framework has a default agent) and
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Final
 
 from backstay.adapters.base import BaseAdapter
 from backstay.adapters.contract import AgentRequest
+from backstay.adapters.provider_env import OPENAI_ENV, ProviderEnv
 from backstay.errors import ConfigError
 from backstay.frameworks import framework_adapter
 from backstay.runtime.engine_adapter import RuntimeTaskAdapter
@@ -34,9 +37,15 @@ from backstay.runtime.protocol import FrameworkAdapter
 
 __all__ = ["AutoGenTask", "LangGraphTask", "LlamaIndexTask", "PydanticAITask"]
 
+_OPENAI_KEY: Final = "OPENAI_API_KEY"
+_OPENAI_BASE_URL: Final = "OPENAI_BASE_URL"
+
 
 class _FrameworkTask(RuntimeTaskAdapter):
-    """A ``RuntimeTaskAdapter`` whose framework is fixed by ``name``."""
+    """A ``RuntimeTaskAdapter`` whose framework is fixed by ``name``; its model is an
+    OpenAI-compatible chat model, so it reads the OpenAI SDK's variables."""
+
+    provider_env: ClassVar[ProviderEnv] = OPENAI_ENV
 
     def validate_config(self, config: Mapping[str, Any]) -> None:
         BaseAdapter.validate_config(self, config)
@@ -50,9 +59,13 @@ class _FrameworkTask(RuntimeTaskAdapter):
         options: dict[str, Any] = {"model": request.model, **dict(config.get("options") or {})}
         if config.get("agent") is not None:
             options["agent"] = config["agent"]
-        key_env = config.get("api_key_env")
-        if key_env:
-            options["api_key"] = request.env.get(str(key_env), "")
+        # The provider's usual variables reach the request's environment (inherited unless
+        # the run is isolated); ``api_key_env`` and ``options.base_url`` name others.
+        key_env = str(config.get("api_key_env") or _OPENAI_KEY)
+        options["api_key"] = request.env.get(key_env, "")
+        base_url = request.env.get(_OPENAI_BASE_URL)
+        if "base_url" not in options and base_url:
+            options["base_url"] = base_url
         return framework_adapter(self.name, options)
 
 
