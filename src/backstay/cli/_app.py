@@ -11,6 +11,7 @@ from backstay.cli import (
     config,
     demo,
     escalations,
+    events,
     explain,
     fake_provider,
     resume,
@@ -50,6 +51,7 @@ app.command("run")(run.run)
 app.command("batch")(batch.batch)
 app.command("resume")(resume.resume)
 app.command("status")(status.status)
+app.command("events")(events.events)
 app.add_typer(escalations.app, name="escalations")
 app.add_typer(fake_provider.app, name="fake-provider")
 app.add_typer(agents.app, name="agents")

@@ -28,7 +28,6 @@ from backstay.demo import (
     EXPECTED_ENDS,
     SCENARIO_FILE,
     SUITE_FILE,
-    EventLog,
     check_outcome,
     demo_environ,
     demo_file,
@@ -36,7 +35,7 @@ from backstay.demo import (
 )
 from backstay.engine import Engine, SuiteBatch, Summary, TaskRecord, TaskState, suite_adapters
 from backstay.errors import ConfigError
-from backstay.observe import add_sink, remove_sink
+from backstay.observe.eventlog import EVENTS_FILE
 from backstay.redact import register_secret
 
 if TYPE_CHECKING:
@@ -47,7 +46,6 @@ DEMO_CONCURRENCY: Final = 6
 # test's canary), else a random one. Never a provider's own key variable.
 KEY_VARIABLE: Final = "BACKSTAY_DEMO_API_KEY"
 REPORT_FILE: Final = "report.json"
-EVENTS_FILE: Final = "events.jsonl"
 REQUESTS_FILE: Final = "fake-provider.jsonl"
 UNEXPECTED: Final = 1
 # What the demo imports, and the extra that installs it.
@@ -189,20 +187,14 @@ def _run(
             env=environ,
             breaker=config.breaker_settings(),
         )
-        events = EventLog(folder / EVENTS_FILE)
-        add_sink(events)
-        try:
-            with engine:
-                states = {spec.operation_id: TaskState.PENDING for spec in batch.specs}
-                with showing_progress(states):
-                    engine.run_sync(batch.specs)
-                summary = engine.summary(states)
-                tasks = engine.store.tasks()
-                attempts = engine.store.attempts()
-                circuits = engine.circuit_log.entries()
-        finally:
-            remove_sink(events)
-            events.close()
+        with engine:  # it writes every event of the batch to EVENTS_FILE
+            states = {spec.operation_id: TaskState.PENDING for spec in batch.specs}
+            with showing_progress(states):
+                engine.run_sync(batch.specs)
+            summary = engine.summary(states)
+            tasks = engine.store.tasks()
+            attempts = engine.store.attempts()
+            circuits = engine.circuit_log.entries()
         served = fake.stats()
     took = time.monotonic() - started
     problems = check_outcome(summary, tasks, attempts)

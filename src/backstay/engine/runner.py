@@ -29,6 +29,7 @@ recorded in the circuit log, without spending an attempt. ``breaker=None`` turns
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
@@ -58,6 +59,7 @@ from backstay.errors import ConfigError
 from backstay.idempotency.errors import LeaseLost, OperationInProgress
 from backstay.idempotency.guard import IdempotencyGuard
 from backstay.idempotency.settings import GuardSettings
+from backstay.observe.eventlog import EVENTS_FILE, recording
 from backstay.policy.registry import OperationType, PolicyRegistry
 from backstay.policy.retry import RetryPolicy
 from backstay.store.sqlite import SQLiteOperationStore
@@ -84,6 +86,8 @@ class Engine:
     * ``guard_settings``, ``owner``: the operation leases (``IdempotencyGuard``).
     * ``breaker``: the settings of the circuit breakers asked before each attempt, one per
       ``breaker_key(spec)`` (default ``(adapter, model)``); ``None``: no breakers.
+    * ``event_log``: while it drives tasks, append their events to ``events.jsonl`` in
+      ``state_dir`` (``backstay.observe.EventLog``, redacted).
     """
 
     def __init__(
@@ -99,6 +103,7 @@ class Engine:
         owner: str | None = None,
         breaker: BreakerSettings | None = DEFAULT_BREAKER,
         breaker_key: BreakerKeyFn = default_breaker_key,
+        event_log: bool = True,
     ) -> None:
         check_number(concurrency, where="concurrency", minimum=1, integer=True)
         if breaker is not None and not isinstance(breaker, BreakerSettings):
@@ -138,6 +143,7 @@ class Engine:
         self._sources: dict[str, AdapterSource] = dict(adapters or {})
         self._adapters: dict[str, Adapter] = {}
         self._policies = policies
+        self.event_log = event_log
 
     # -- resolving a spec ---------------------------------------------------------------
 
@@ -242,12 +248,16 @@ class Engine:
             async with slots:
                 await self._drive_one(driver, record)
 
-        try:
-            async with asyncio.TaskGroup() as group:
-                for driver, record in work:
-                    group.create_task(one(driver, record))
-        except BaseExceptionGroup as failed:
-            raise failed.exceptions[0] from failed
+        operations = [driver.operation_id for driver, _ in work]
+        with contextlib.ExitStack() as stack:
+            if self.event_log and work:
+                stack.enter_context(recording(self.state_dir / EVENTS_FILE, operations))
+            try:
+                async with asyncio.TaskGroup() as group:
+                    for driver, record in work:
+                        group.create_task(one(driver, record))
+            except BaseExceptionGroup as failed:
+                raise failed.exceptions[0] from failed
 
     async def _drive_one(self, driver: TaskDriver, record: TaskRecord) -> None:
         """Drive one task, unless ``record`` (read before its lease is claimed; the driver
