@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-test
 DEMO_STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint pytest agents bench clean
+.PHONY: demo test lint pytest agents system-deps bench clean
 
 $(VENV)/bin/python:
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "backstay needs Python >= 3.11")'
@@ -37,7 +37,12 @@ pytest: $(STAMP)
 agents: $(STAMP)
 	@$(BIN)/backstay agents install || echo "make agents: some agent CLIs could not be installed (above); the tests that need them will be skipped"
 
-test: lint agents pytest
+# Prometheus and headless Chromium for the observability tests (apt-get, only when missing;
+# a machine that cannot install them skips those tests, with the reason).
+system-deps:
+	@scripts/install-test-deps
+
+test: lint agents system-deps pytest
 
 BENCH_STAMP := $(VENV)/.installed-bench
 

@@ -14,8 +14,10 @@ from backstay.cli import (
     events,
     explain,
     fake_provider,
+    health,
     resume,
     run,
+    serve,
     status,
     suite,
 )
@@ -52,6 +54,8 @@ app.command("batch")(batch.batch)
 app.command("resume")(resume.resume)
 app.command("status")(status.status)
 app.command("events")(events.events)
+app.command("serve")(serve.serve)
+app.command("health")(health.health)
 app.add_typer(escalations.app, name="escalations")
 app.add_typer(fake_provider.app, name="fake-provider")
 app.add_typer(agents.app, name="agents")

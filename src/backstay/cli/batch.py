@@ -12,6 +12,7 @@ from backstay.cli import _state
 from backstay.cli._errors import usage_error
 from backstay.cli._progress import showing_progress
 from backstay.cli._report import report_run
+from backstay.cli.serve import ServePortOption, serving_while
 from backstay.config import load_config, load_suite
 from backstay.engine import DEFAULT_CONCURRENCY, Engine, SuiteBatch, TaskState, suite_adapters
 from backstay.errors import ConfigError
@@ -48,6 +49,7 @@ def batch(
     concurrency: _state.ConcurrencyOption = DEFAULT_CONCURRENCY,
     config_file: Annotated[Path | None, typer.Option("--config", help=CONFIG_HELP)] = None,
     lease_ttl: _state.LeaseOption = _state.DEFAULT_LEASE_TTL,
+    serve_port: ServePortOption = None,
 ) -> None:
     """Run every run of the suite FILE (task × tier × run) in --state-dir.
 
@@ -77,7 +79,8 @@ def batch(
         except OSError as err:
             raise _state.run_failed(err, state_dir) from None
         try:
-            code = run_batch(engine, opened)
+            with serving_while(state_dir, serve_port):
+                code = run_batch(engine, opened)
         except ConfigError as err:
             raise usage_error(err) from None
         except KeyboardInterrupt:

@@ -13,6 +13,7 @@ from backstay.cli._errors import usage_error
 from backstay.cli._progress import showing_progress
 from backstay.cli._report import report_run
 from backstay.cli.batch import CONFIG_HELP
+from backstay.cli.serve import ServePortOption, serving_while
 from backstay.config import load_config
 from backstay.engine import DEFAULT_CONCURRENCY, read_identity
 from backstay.errors import ConfigError
@@ -23,6 +24,7 @@ def resume(
     concurrency: _state.ConcurrencyOption = DEFAULT_CONCURRENCY,
     lease_ttl: _state.LeaseOption = _state.DEFAULT_LEASE_TTL,
     config_file: Annotated[Path | None, typer.Option("--config", help=CONFIG_HELP)] = None,
+    serve_port: ServePortOption = None,
 ) -> None:
     """Continue the batch in --state-dir: every task that can run now runs.
 
@@ -45,7 +47,7 @@ def resume(
     with engine:
         states = {record.operation_id: record.state for record in engine.store.tasks()}
         try:
-            with showing_progress(states):
+            with serving_while(state_dir, serve_port), showing_progress(states):
                 summary = engine.resume_sync()
         except ConfigError as err:
             raise usage_error(err) from None
