@@ -10,9 +10,10 @@ import typer
 
 from backstay.cli import _state
 from backstay.cli._errors import usage_error
+from backstay.cli._observe import observed
 from backstay.cli._progress import showing_progress
 from backstay.cli._report import report_run
-from backstay.cli.serve import ServePortOption, serving_while
+from backstay.cli.serve import ServePortOption
 from backstay.config import load_config, load_suite
 from backstay.engine import DEFAULT_CONCURRENCY, Engine, SuiteBatch, TaskState, suite_adapters
 from backstay.errors import ConfigError
@@ -79,7 +80,7 @@ def batch(
         except OSError as err:
             raise _state.run_failed(err, state_dir) from None
         try:
-            with serving_while(state_dir, serve_port):
+            with observed(state_dir, serve_port):
                 code = run_batch(engine, opened)
         except ConfigError as err:
             raise usage_error(err) from None

@@ -10,10 +10,11 @@ import typer
 
 from backstay.cli import _state
 from backstay.cli._errors import usage_error
+from backstay.cli._observe import observed
 from backstay.cli._progress import showing_progress
 from backstay.cli._report import report_run
 from backstay.cli.batch import CONFIG_HELP
-from backstay.cli.serve import ServePortOption, serving_while
+from backstay.cli.serve import ServePortOption
 from backstay.config import load_config
 from backstay.engine import DEFAULT_CONCURRENCY, read_identity
 from backstay.errors import ConfigError
@@ -47,7 +48,7 @@ def resume(
     with engine:
         states = {record.operation_id: record.state for record in engine.store.tasks()}
         try:
-            with serving_while(state_dir, serve_port), showing_progress(states):
+            with observed(state_dir, serve_port), showing_progress(states):
                 summary = engine.resume_sync()
         except ConfigError as err:
             raise usage_error(err) from None

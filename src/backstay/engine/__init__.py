@@ -19,6 +19,7 @@ from backstay.engine.circuit_log import CircuitChange, CircuitEntry, SQLiteCircu
 from backstay.engine.circuits import BreakerKeyFn, CircuitGate, breaker_key
 from backstay.engine.escalations import ACTION_STATES, EscalationQueue
 from backstay.engine.events import (
+    AttemptEnded,
     EscalationResolved,
     TaskCancelled,
     TaskDeferred,
@@ -71,6 +72,7 @@ __all__ = [
     "TERMINAL",
     "TRANSITIONS",
     "WORKSPACE_DIR",
+    "AttemptEnded",
     "AttemptOutcome",
     "AttemptRecord",
     "BatchIdentity",

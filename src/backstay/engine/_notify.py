@@ -4,6 +4,7 @@ it, and only after the change it reports was recorded."""
 from __future__ import annotations
 
 from backstay.engine.events import (
+    AttemptEnded,
     TaskCancelled,
     TaskDeferred,
     TaskEscalated,
@@ -13,13 +14,13 @@ from backstay.engine.events import (
     TaskStarted,
     TaskSucceeded,
 )
-from backstay.engine.records import Escalation, TaskRecord
+from backstay.engine.records import AttemptEnd, Escalation, TaskRecord
 from backstay.engine.states import TaskState
 from backstay.failure import Failure
 from backstay.observe.events import RetryScheduled
 from backstay.observe.sinks import BUS
 
-__all__ = ["after_failure", "deferred", "resumed", "started", "succeeded"]
+__all__ = ["after_failure", "attempt_ended", "deferred", "resumed", "started", "succeeded"]
 
 
 def started(record: TaskRecord, *, attempt_id: str, policy: str) -> None:
@@ -31,6 +32,30 @@ def started(record: TaskRecord, *, attempt_id: str, policy: str) -> None:
                 task_id=record.task_id,
                 attempt=record.attempts_used,
                 attempt_id=attempt_id,
+                adapter=record.spec.adapter,
+                model=record.spec.model,
+            )
+        )
+
+
+def attempt_ended(
+    record: TaskRecord, end: AttemptEnd, *, attempt_id: str, duration_s: float, policy: str
+) -> None:
+    if BUS.wants(AttemptEnded.level):
+        BUS.emit(
+            AttemptEnded(
+                operation=record.operation_id,
+                policy=policy,
+                task_id=record.task_id,
+                attempt=end.number,
+                attempt_id=attempt_id,
+                adapter=record.spec.adapter,
+                model=record.spec.model,
+                outcome=str(end.outcome),
+                duration_s=duration_s,
+                usage=end.usage,
+                failure=end.failure,
+                delay_s=end.delay_s,
             )
         )
 

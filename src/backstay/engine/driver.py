@@ -247,10 +247,19 @@ class TaskDriver:
                 result=_result_data(done.result, done.usage),
             )
             record, _ = self.store.end_attempt(self.operation_id, end, change)
+            self._ended(record, end, attempt_id, started_at)
             notify.succeeded(record, policy=self.policy.name)
             return record, 0.0
         assert done.failure is not None  # noqa: S101 - a dispatch gives a result or a failure
-        return self._failed(record, done, ended_at, number, str(output_dir))
+        return self._failed(record, done, ended_at, number, str(output_dir), started_at=started_at)
+
+    def _ended(
+        self, record: TaskRecord, end: AttemptEnd, attempt_id: str, started_at: _dt.datetime
+    ) -> None:
+        duration = (end.ended_at - started_at).total_seconds()
+        notify.attempt_ended(
+            record, end, attempt_id=attempt_id, duration_s=duration, policy=self.policy.name
+        )
 
     async def _dispatch(
         self, output_dir: Path, attempt_id: str, started_at: _dt.datetime
@@ -283,7 +292,14 @@ class TaskDriver:
         return _Attempt(result, failure, partial, usage, exit_code)
 
     def _failed(
-        self, record: TaskRecord, done: _Attempt, ended_at: _dt.datetime, number: int, output: str
+        self,
+        record: TaskRecord,
+        done: _Attempt,
+        ended_at: _dt.datetime,
+        number: int,
+        output: str,
+        *,
+        started_at: _dt.datetime,
     ) -> tuple[TaskRecord, float]:
         failure = done.failure
         assert failure is not None  # noqa: S101 - only failed attempts come here
@@ -315,6 +331,7 @@ class TaskDriver:
             self.operation_id, end, change, escalation=escalation
         )
         delay = step.delay_s or 0.0
+        self._ended(record, end, make_attempt_id(self.operation_id, number), started_at)
         notify.after_failure(record, failure, added, policy=self.policy.name, delay_s=delay)
         return record, delay
 

@@ -7,6 +7,7 @@ the call drivers use as well.
 | event | name | when |
 |---|---|---|
 | ``TaskStarted`` | ``task.started`` | an attempt was recorded and is about to be dispatched |
+| ``AttemptEnded`` | ``attempt.ended`` | an attempt's end was recorded (before the task's event) |
 | ``TaskDeferred`` | ``task.deferred`` | the task's circuit is open: it waits, without an attempt |
 | ``TaskSucceeded`` | ``task.succeeded`` | the task succeeded (or its cached result was adopted) |
 | ``TaskFailed`` | ``task.failed`` | the task failed for good |
@@ -24,10 +25,12 @@ import datetime as _dt
 import logging
 from typing import Any, ClassVar
 
+from backstay.adapters.usage import Usage
 from backstay.failure import Failure
 from backstay.observe.events import Event
 
 __all__ = [
+    "AttemptEnded",
     "EscalationResolved",
     "TaskCancelled",
     "TaskDeferred",
@@ -57,6 +60,31 @@ class TaskStarted(_TaskEvent):
     name: ClassVar[str] = "task.started"
     attempt: int
     attempt_id: str
+    adapter: str = ""
+    model: str = ""
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class AttemptEnded(_TaskEvent):
+    """Attempt ``attempt`` ended ``outcome`` (``succeeded``, ``failed``) after
+    ``duration_s``, having used ``usage``; a failed one with its ``failure`` and the
+    ``delay_s`` chosen before the next attempt (None: no next attempt)."""
+
+    name: ClassVar[str] = "attempt.ended"
+    attempt: int
+    attempt_id: str
+    adapter: str
+    model: str
+    outcome: str
+    duration_s: float
+    usage: Usage
+    failure: Failure | None = None
+    delay_s: float | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        out = _TaskEvent.to_dict(self)
+        out["usage"] = dataclasses.asdict(self.usage)
+        return out
 
 
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
