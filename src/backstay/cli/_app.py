@@ -15,6 +15,7 @@ from backstay.cli import (
     explain,
     fake_provider,
     health,
+    report,
     resume,
     run,
     serve,
@@ -56,6 +57,7 @@ app.command("status")(status.status)
 app.command("events")(events.events)
 app.command("serve")(serve.serve)
 app.command("health")(health.health)
+app.command("report")(report.report)
 app.add_typer(escalations.app, name="escalations")
 app.add_typer(fake_provider.app, name="fake-provider")
 app.add_typer(agents.app, name="agents")

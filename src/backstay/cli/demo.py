@@ -36,6 +36,8 @@ from backstay.demo import (
 from backstay.engine import Engine, SuiteBatch, Summary, TaskRecord, TaskState, suite_adapters
 from backstay.errors import ConfigError
 from backstay.observe.eventlog import EVENTS_FILE
+from backstay.observe.report import REPORT_FILE as HTML_REPORT
+from backstay.observe.report import write_report
 from backstay.redact import register_secret
 
 if TYPE_CHECKING:
@@ -142,7 +144,8 @@ def _where(state_dir: Path) -> list[str]:
         f"where it is ({state_dir}):",
         f"  {REPORT_FILE:<22} the summary, every task, the circuits, the provider's counts",
         f"  {EVENTS_FILE:<22} every event of the run, one JSON object a line",
-        f"  {REQUESTS_FILE:<22} every request the fake provider served (no headers, no keys)",
+        f"  {REQUESTS_FILE:<22} every request the fake provider served (no keys)",
+        f"  {HTML_REPORT:<22} the HTML report: open it in a browser",
         "  runs/<task>/T0/run_NN/attempt_N/  each attempt's agent.log, stdout.log, "
         "stderr.log and metrics.json",
         "  state.sqlite           the durable state: backstay status --state-dir "
@@ -207,6 +210,7 @@ def _run(
         duration_s=round(took, 1),
     )
     _write_report(folder, data)
+    write_report(folder, folder / HTML_REPORT)
     return _Ran(
         folder=folder,
         workflow_id=batch.workflow_id,
@@ -234,6 +238,7 @@ def _show(ran: _Ran) -> None:
             out.print(escape(line), highlight=False)
     for line in _where(ran.folder):
         out.print(escape(line), highlight=False)
+    out.print(escape(f"report: {ran.folder / HTML_REPORT}"), highlight=False)
     out.print(f"the demo took {ran.took_s:.0f} s", highlight=False)
 
 
