@@ -43,6 +43,7 @@ import backstay
 import engine
 import fake_provider
 import goodput
+import otel_overhead
 import retry
 from corpus import CASES
 
@@ -195,6 +196,7 @@ def main() -> None:
     retry.report()
     async_retry.report()
     engine.report()
+    otel_overhead.report()
     fake_provider.report()
     goodput.report()
 

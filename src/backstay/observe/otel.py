@@ -34,7 +34,6 @@ from opentelemetry import context as otel_context
 from opentelemetry import metrics, trace
 from opentelemetry.metrics import MeterProvider
 from opentelemetry.trace import Link, Span, SpanKind, Status, StatusCode, TracerProvider
-from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
 from backstay import __version__
 from backstay.breaker.events import CircuitClosed, CircuitHalfOpened, CircuitOpened
@@ -59,7 +58,6 @@ from backstay.redact import redact
 __all__ = ["OtelSink"]
 
 _log = logging.getLogger("backstay")
-_PROPAGATOR: Final = TraceContextTextMapPropagator()
 _ENDS: Final = (TaskSucceeded, TaskFailed, TaskCancelled, TaskPaused, TaskEscalated)
 _CIRCUIT_STATES: Final = {
     CircuitOpened: "open",
@@ -67,6 +65,8 @@ _CIRCUIT_STATES: Final = {
     CircuitClosed: "closed",
 }
 _S_TO_NS: Final = 1_000_000_000
+# The shortest time between two flushes at task ends (close() flushes at once).
+FLUSH_INTERVAL_S: Final = 0.2
 
 
 def _workflow_of(operation: str) -> str:
@@ -88,7 +88,8 @@ class _Task:
 
 class _Flusher:
     """Flushes the tracer provider on a daemon thread whenever asked, so that a task's
-    end never waits for the exporter."""
+    end never waits for the exporter; requests made while a flush runs, or within
+    ``FLUSH_INTERVAL_S`` of the last, are served by one more flush."""
 
     def __init__(self, provider: TracerProvider) -> None:
         self._provider = provider
@@ -98,15 +99,17 @@ class _Flusher:
         self._thread.start()
 
     def request(self) -> None:
-        self._wanted.set()
+        if not self._wanted.is_set():
+            self._wanted.set()
 
     def _run(self) -> None:
         while True:
             self._wanted.wait()
-            self._wanted.clear()
             if self._stopped:
                 return
+            self._wanted.clear()
             _force_flush(self._provider)
+            time.sleep(FLUSH_INTERVAL_S)
 
     def stop(self) -> None:
         self._stopped = True
@@ -161,6 +164,9 @@ class OtelSink:
             "backstay.wait.duration", unit="s", description="Waits, by reason."
         )
         self._lock = threading.Lock()
+        self._attr_cache: dict[
+            tuple[str, str, str | None], tuple[dict[str, str], dict[str, str], dict[str, str]]
+        ] = {}
         self._tasks: dict[str, _Task] = {}
         self._workflows: dict[str, Span] = {}
         self._flusher = _Flusher(self.tracer_provider)
@@ -272,12 +278,13 @@ class OtelSink:
         )
         task.attempt = span
         task.attempt_ctx = trace.set_span_in_context(span, otel_context.Context())
-        carrier: dict[str, str] = {}
-        _PROPAGATOR.inject(carrier, context=task.attempt_ctx)
-        if "traceparent" in carrier:
+        found = span.get_span_context()
+        if found.is_valid:  # the W3C format, as TraceContextTextMapPropagator writes it
             set_current(
                 TraceContext(
-                    traceparent=carrier["traceparent"], tracestate=carrier.get("tracestate", "")
+                    traceparent=f"00-{found.trace_id:032x}-{found.span_id:016x}-"
+                    f"{found.trace_flags:02x}",
+                    tracestate=found.trace_state.to_header(),
                 )
             )
 
@@ -299,24 +306,45 @@ class OtelSink:
             attrs["backstay.cost_usd"] = usage.cost_usd
         if event.delay_s is not None:
             attrs["backstay.retry_delay_s"] = event.delay_s
-        metric_attrs = {
-            "gen_ai.operation.name": operation_name(event.adapter),
-            "gen_ai.provider.name": provider_name(event.adapter, event.model),
-            "gen_ai.request.model": event.model,
-        }
         failure = event.failure
+        error = None if failure is None else str(failure.kind)
         if failure is None:
             attrs["gen_ai.response.model"] = event.model
         else:
             attrs.update(self._failure_attributes(failure))
-            metric_attrs["error.type"] = str(failure.kind)
-            span.set_status(Status(StatusCode.ERROR, str(failure.kind)))
+            span.set_status(Status(StatusCode.ERROR, error))
         span.set_attributes(attrs)
         span.end()
         task.attempt = task.attempt_ctx = None
-        self._duration.record(event.duration_s, metric_attrs)
-        self._tokens.record(usage.prompt_tokens, {**metric_attrs, "gen_ai.token.type": "input"})
-        self._tokens.record(usage.output_tokens, {**metric_attrs, "gen_ai.token.type": "output"})
+        found = self._metric_attrs(event.adapter, event.model, error)
+        self._duration.record(event.duration_s, found[0])
+        if usage.prompt_tokens:
+            self._tokens.record(usage.prompt_tokens, found[1])
+        if usage.output_tokens:
+            self._tokens.record(usage.output_tokens, found[2])
+
+    def _metric_attrs(
+        self, adapter: str, model: str, error: str | None
+    ) -> tuple[dict[str, str], dict[str, str], dict[str, str]]:
+        """The attributes of an attempt's duration and its input and output tokens (made
+        once per adapter, model and error)."""
+        key = (adapter, model, error)
+        found = self._attr_cache.get(key)
+        if found is None:
+            base = {
+                "gen_ai.operation.name": operation_name(adapter),
+                "gen_ai.provider.name": provider_name(adapter, model),
+                "gen_ai.request.model": model,
+            }
+            if error is not None:
+                base["error.type"] = error
+            found = (
+                base,
+                {**base, "gen_ai.token.type": "input"},
+                {**base, "gen_ai.token.type": "output"},
+            )
+            self._attr_cache[key] = found
+        return found
 
     def _failure_attributes(self, failure: Failure) -> dict[str, Any]:
         out: dict[str, Any] = {
