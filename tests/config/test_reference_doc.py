@@ -17,6 +17,8 @@ from backstay.config._spec import (
     BUDGET_FIELDS,
     CIRCUIT_BREAKER_FIELDS,
     KIND_OVERRIDE_FIELDS,
+    OBSERVE_SECTION,
+    OTEL_FIELDS,
     POLICY_FIELDS,
     RATE_LIMIT_FIELDS,
     RETRY_SECTION,
@@ -35,6 +37,7 @@ def _type(field: Field) -> str:
         "integer": "whole number",
         "number": "number",
         "string": "text",
+        "boolean": "true or false",
         "kinds": "list of failure kinds",
         "kinds_or_codes": "list of failure kinds or `ERR_*` codes",
     }
@@ -96,6 +99,10 @@ def render_keys() -> str:
     lines += _table(BUDGET_FIELDS)
     lines += ["### `retry.rate_limits.<provider or provider/model>`", ""]
     lines += _table(RATE_LIMIT_FIELDS)
+    lines += ["### `observe`", "", "| key | meaning |", "|---|---|"]
+    lines += [f"| `{key}` | {text} |" for key, text in OBSERVE_SECTION.items()]
+    lines += ["", "### `observe.otel`", ""]
+    lines += _table(OTEL_FIELDS)
     lines.append(END)
     return "\n".join(lines)
 

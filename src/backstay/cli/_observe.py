@@ -1,5 +1,6 @@
 """What watches a batch while ``batch`` or ``resume`` runs it: the metrics server
-(``--serve-port``) and OpenTelemetry export (configured by the ``OTEL_*`` variables)."""
+(``--serve-port``) and OpenTelemetry export (``observe.otel`` of the configuration and the
+``OTEL_*`` variables)."""
 
 from __future__ import annotations
 
@@ -11,15 +12,17 @@ from backstay.cli._errors import usage_error
 from backstay.cli.serve import serving_while
 from backstay.errors import ConfigError
 from backstay.observe import add_sink, remove_sink
-from backstay.observe.otel_setup import otel_sink
+from backstay.observe.otel_setup import OtelSettings, otel_sink
 
 
 @contextlib.contextmanager
-def observed(state_dir: Path, serve_port: int | None) -> Iterator[None]:
-    """Serve metrics on ``serve_port`` (if given) and export to OpenTelemetry (if the
-    environment asks for it) during the block; the spans are flushed when it ends."""
+def observed(
+    state_dir: Path, serve_port: int | None, otel: OtelSettings | None = None
+) -> Iterator[None]:
+    """Serve metrics on ``serve_port`` (if given) and export to OpenTelemetry (if ``otel``
+    or the environment asks for it) during the block; the spans are flushed when it ends."""
     try:
-        sink = otel_sink()
+        sink = otel_sink(otel)
     except ConfigError as err:
         raise usage_error(err) from None
     with serving_while(state_dir, serve_port):

@@ -20,8 +20,8 @@ from backstay.errors import ConfigError
 
 CONFIG_HELP = (
     "The configuration file whose policies the suite may name and whose "
-    "retry.circuit_breaker the batch's circuit breakers use "
-    "(default: $BACKSTAY_CONFIG, else ./backstay.yaml if any)."
+    "retry.circuit_breaker the batch's circuit breakers use, and whose observe.otel "
+    "says where traces go (default: $BACKSTAY_CONFIG, else ./backstay.yaml if any)."
 )
 
 
@@ -80,7 +80,7 @@ def batch(
         except OSError as err:
             raise _state.run_failed(err, state_dir) from None
         try:
-            with observed(state_dir, serve_port):
+            with observed(state_dir, serve_port, config.otel_settings()):
                 code = run_batch(engine, opened)
         except ConfigError as err:
             raise usage_error(err) from None

@@ -35,12 +35,12 @@ def resume(
     lapses (--lease-ttl of that runner). Exit codes as for backstay batch.
     """
     try:
-        breaker = load_config(config_file).breaker_settings()
+        config = load_config(config_file)
         engine = _state.open_engine(
             state_dir,
             concurrency=concurrency,
             guard_settings=_state.guard_settings(lease_ttl),
-            breaker=breaker,
+            breaker=config.breaker_settings(),
         )
         identity = read_identity(state_dir)
     except ConfigError as err:
@@ -48,7 +48,7 @@ def resume(
     with engine:
         states = {record.operation_id: record.state for record in engine.store.tasks()}
         try:
-            with observed(state_dir, serve_port), showing_progress(states):
+            with observed(state_dir, serve_port, config.otel_settings()), showing_progress(states):
                 summary = engine.resume_sync()
         except ConfigError as err:
             raise usage_error(err) from None

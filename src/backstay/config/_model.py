@@ -6,11 +6,13 @@ from __future__ import annotations
 import dataclasses
 import pathlib
 from collections.abc import Mapping
+from types import MappingProxyType
 from typing import Any
 
 from backstay.breaker.settings import BreakerSettings
 from backstay.clock import Clock
 from backstay.config._source import Source
+from backstay.observe.otel_setup import OtelSettings
 from backstay.policy.budget import BudgetSettings
 from backstay.policy.limiters import RateLimiterRegistry
 from backstay.policy.ratelimit import RateLimitSettings
@@ -44,8 +46,8 @@ class BackstayConfig:
     ``registry`` holds every policy (built-ins included), the default and the operation
     mapping. ``circuit_breaker``, ``budget`` and ``rate_limits`` are the validated settings
     of those sections, as read-only mappings of the documented keys (only the keys given).
-    ``effective`` maps every dotted key to its value and source; ``problems`` lists what a
-    lenient load (``strict=False``) ignored.
+    ``otel`` is the ``observe.otel`` section, alike. ``effective`` maps every dotted key to
+    its value and source; ``problems`` lists what a lenient load (``strict=False``) ignored.
     """
 
     file: pathlib.Path | None
@@ -54,6 +56,7 @@ class BackstayConfig:
     budget: Mapping[str, Any]
     rate_limits: Mapping[str, Mapping[str, Any]]
     effective: Mapping[str, EffectiveValue]
+    otel: Mapping[str, Any] = dataclasses.field(default_factory=lambda: MappingProxyType({}))
     problems: tuple[str, ...] = ()
 
     @property
@@ -79,6 +82,10 @@ class BackstayConfig:
         if "counted_kinds" in values:
             values["counted_kinds"] = frozenset(FailureKind(k) for k in values["counted_kinds"])
         return BreakerSettings(**values)
+
+    def otel_settings(self) -> OtelSettings:
+        """The ``observe.otel`` section as settings (defaults for keys not given)."""
+        return OtelSettings(**self.otel)
 
     def budget_settings(self) -> BudgetSettings:
         """The ``budget`` section as settings (defaults for keys not given)."""
