@@ -11,10 +11,14 @@ from backstay.cli import (
     config,
     demo,
     escalations,
+    events,
     explain,
     fake_provider,
+    health,
+    report,
     resume,
     run,
+    serve,
     status,
     suite,
 )
@@ -50,6 +54,10 @@ app.command("run")(run.run)
 app.command("batch")(batch.batch)
 app.command("resume")(resume.resume)
 app.command("status")(status.status)
+app.command("events")(events.events)
+app.command("serve")(serve.serve)
+app.command("health")(health.health)
+app.command("report")(report.report)
 app.add_typer(escalations.app, name="escalations")
 app.add_typer(fake_provider.app, name="fake-provider")
 app.add_typer(agents.app, name="agents")
