@@ -68,3 +68,8 @@ def test_the_command_without_a_batch_exits_2(tmp_path: Path) -> None:
     result = invoke("report", "--state-dir", tmp_path / "none")
     assert result.exit_code == 2
     assert "no batch ran there" in result.output
+
+
+def test_a_batch_without_circuit_changes_has_its_timeline(tmp_path: Path) -> None:
+    html = write_report(finished_batch(tmp_path)).read_text(encoding="utf-8")
+    assert '<section id="timeline">' in html

@@ -101,7 +101,7 @@ def timeline_section(snap: StateSnapshot) -> str:
         return timeline(span_s=0, running=[], failed=[], waiting=[], marks=[])
     t0 = min(a.started_at for a in snap.attempts)
     ends = [a.ended_at or snap.taken_at for a in snap.attempts]
-    span = max(max(ends) - t0, *(e.at - t0 for e in snap.circuits)).total_seconds() or 1.0
+    span = max([max(ends) - t0, *(e.at - t0 for e in snap.circuits)]).total_seconds() or 1.0
 
     def at(seconds: float) -> int:
         return min(max(int(seconds / span * _BINS), 0), _BINS - 1)
