@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-test
 DEMO_STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint pytest agents sandbox bench clean
+.PHONY: demo test lint pytest agents sandbox system-deps bench clean
 
 $(VENV)/bin/python:
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "backstay needs Python >= 3.11")'
@@ -45,7 +45,12 @@ sandbox:
 		 (apt-get update -q >/dev/null 2>&1 && apt-get install -y -q bubblewrap >/dev/null 2>&1))) || \
 		echo "make sandbox: bubblewrap could not be installed; the tests that need it will be skipped"
 
-test: lint agents sandbox pytest
+# Prometheus and headless Chromium for the observability tests (apt-get, only when missing;
+# a machine that cannot install them skips those tests, with the reason).
+system-deps:
+	@scripts/install-test-deps
+
+test: lint agents sandbox system-deps pytest
 
 BENCH_STAMP := $(VENV)/.installed-bench
 

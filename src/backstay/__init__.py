@@ -75,6 +75,7 @@ if TYPE_CHECKING:
         attempt_id,
         operation_id,
     )
+    from backstay.observe.health import HealthReport, health_check
 
 # The engine, adapters, breakers, idempotency and configuration load on first use: a
 # program that only classifies or retries does not pay for them at import.
@@ -107,6 +108,8 @@ _LAZY: dict[str, str] = {
     "OperationInProgress": "backstay.idempotency",
     "attempt_id": "backstay.idempotency",
     "operation_id": "backstay.idempotency",
+    "HealthReport": "backstay.observe.health",
+    "health_check": "backstay.observe.health",
 }
 
 
@@ -159,6 +162,7 @@ __all__ = [
     "EscalationQueue",
     "Failure",
     "FailureKind",
+    "HealthReport",
     "IdempotencyGuard",
     "JitterMode",
     "KindInfo",
@@ -198,6 +202,7 @@ __all__ = [
     "code_info",
     "configure",
     "get_adapter",
+    "health_check",
     "load_config",
     "load_suite",
     "operation_id",

@@ -23,6 +23,8 @@ from backstay.config._spec import (
     BUDGET_FIELDS,
     CIRCUIT_BREAKER_FIELDS,
     KIND_OVERRIDE_FIELDS,
+    OBSERVE_SECTION,
+    OTEL_FIELDS,
     POLICY_FIELDS,
     RATE_LIMIT_FIELDS,
     RETRY_SECTION,
@@ -112,6 +114,10 @@ def render_keys() -> str:
     lines += _table(FRAMEWORK_SAFETY_FIELDS)
     lines += ["### `frameworks.<name>.human_in_the_loop`", ""]
     lines += _table(FRAMEWORK_HITL_FIELDS)
+    lines += ["### `observe`", "", "| key | meaning |", "|---|---|"]
+    lines += [f"| `{key}` | {text} |" for key, text in OBSERVE_SECTION.items()]
+    lines += ["", "### `observe.otel`", ""]
+    lines += _table(OTEL_FIELDS)
     lines.append(END)
     return "\n".join(lines)
 

@@ -110,7 +110,7 @@ def test_the_request_log_has_one_line_per_request_and_no_secret(tmp_path: Path) 
     ]
     assert set(lines[0]) == {
         "time", "path", "api", "model", "stream", "idempotency_key", "fault", "status",
-        "input_tokens", "output_tokens", "replay",
+        "input_tokens", "output_tokens", "replay", "traceparent",
     }  # fmt: skip
     assert lines[2]["idempotency_key"] == "k-1"
     assert lines[0]["input_tokens"] > 0
@@ -152,3 +152,19 @@ def test_without_aiohttp_starting_names_the_extra_to_install(
     monkeypatch.setattr(importlib.util, "find_spec", hide_aiohttp)
     with pytest.raises(ConfigError, match=r"needs aiohttp.*pip install 'backstay\[fake\]'"):
         FakeProvider().start()
+
+
+def test_the_request_log_keeps_the_callers_traceparent(tmp_path: Path) -> None:
+    parent = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+    log = tmp_path / "requests.jsonl"
+    with FakeProvider(log_path=log) as fake, sdk.openai_client(fake.url) as client:
+        client.chat.completions.create(
+            model=sdk.OPENAI_MODEL,
+            messages=[{"role": "user", "content": PROMPT}],
+            extra_headers={"traceparent": parent},
+        )
+        client.chat.completions.create(
+            model=sdk.OPENAI_MODEL, messages=[{"role": "user", "content": PROMPT}]
+        )
+    lines = [json.loads(line) for line in log.read_text(encoding="utf-8").splitlines()]
+    assert [line["traceparent"] for line in lines] == [parent, None]

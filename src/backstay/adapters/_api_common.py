@@ -51,6 +51,7 @@ from backstay.adapters.usage import Usage
 from backstay.classify import check_response, classify
 from backstay.errors import ConfigError
 from backstay.failure import Failure
+from backstay.observe.tracecontext import trace_headers
 from backstay.redact import register_secret
 
 __all__ = [
@@ -251,7 +252,7 @@ class ApiAdapter(BaseAdapter):
             api_key=key,
             key_variable=source,
             base_url=base_url,
-            headers={IDEMPOTENCY_HEADER: operation_id},
+            headers={IDEMPOTENCY_HEADER: operation_id, **trace_headers()},
             prompt=prompt,
             system=system,
             transcript=transcript,

@@ -44,6 +44,7 @@ from backstay.adapters.capture import Capture, Stream
 from backstay.adapters.contract import TIMEOUT_EXIT_CODE
 from backstay.adapters.orphans import ATTEMPT_TAG, attempt_tag
 from backstay.errors import ConfigError
+from backstay.observe.tracecontext import trace_env
 
 __all__ = [
     "CHUNK_BYTES",
@@ -217,7 +218,7 @@ async def run_process(
     proc = await asyncio.create_subprocess_exec(
         *command,
         cwd=cwd,
-        env={**env, ATTEMPT_TAG: attempt_tag(capture.output_dir)},
+        env={**env, **trace_env(), ATTEMPT_TAG: attempt_tag(capture.output_dir)},
         stdin=asyncio.subprocess.DEVNULL,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,

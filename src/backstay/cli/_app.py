@@ -11,10 +11,14 @@ from backstay.cli import (
     config,
     demo,
     escalations,
+    events,
     explain,
     fake_provider,
+    health,
+    report,
     resume,
     run,
+    serve,
     status,
     suite,
 )
@@ -51,6 +55,10 @@ app.command("run", cls=ProviderHelpCommand)(run.run)
 app.command("batch", cls=ProviderHelpCommand)(batch.batch)
 app.command("resume")(resume.resume)
 app.command("status")(status.status)
+app.command("events")(events.events)
+app.command("serve")(serve.serve)
+app.command("health")(health.health)
+app.command("report")(report.report)
 app.add_typer(escalations.app, name="escalations")
 app.add_typer(fake_provider.app, name="fake-provider")
 app.add_typer(agents.app, name="agents")

@@ -11,16 +11,18 @@ import typer
 
 from backstay.cli import _state
 from backstay.cli._errors import usage_error
+from backstay.cli._observe import observed
 from backstay.cli._progress import showing_progress
 from backstay.cli._report import report_run
+from backstay.cli.serve import ServePortOption
 from backstay.config import load_config, load_suite, with_frameworks
 from backstay.engine import DEFAULT_CONCURRENCY, Engine, SuiteBatch, TaskState, suite_adapters
 from backstay.errors import ConfigError
 
 CONFIG_HELP = (
     "The configuration file whose policies the suite may name and whose "
-    "retry.circuit_breaker the batch's circuit breakers use "
-    "(default: $BACKSTAY_CONFIG, else ./backstay.yaml if any)."
+    "retry.circuit_breaker the batch's circuit breakers use, and whose observe.otel "
+    "says where traces go (default: $BACKSTAY_CONFIG, else ./backstay.yaml if any)."
 )
 
 
@@ -59,6 +61,7 @@ def batch(
             "their providers' standard variables (listed below).",
         ),
     ] = False,
+    serve_port: ServePortOption = None,
 ) -> None:
     """Run every run of the suite FILE (task × tier × run) in --state-dir.
 
@@ -93,7 +96,8 @@ def batch(
         except OSError as err:
             raise _state.run_failed(err, state_dir) from None
         try:
-            code = run_batch(engine, opened)
+            with observed(state_dir, serve_port, config.otel_settings()):
+                code = run_batch(engine, opened)
         except ConfigError as err:
             raise usage_error(err) from None
         except KeyboardInterrupt:

@@ -28,7 +28,6 @@ from backstay.demo import (
     EXPECTED_ENDS,
     SCENARIO_FILE,
     SUITE_FILE,
-    EventLog,
     check_outcome,
     demo_environ,
     demo_file,
@@ -36,7 +35,9 @@ from backstay.demo import (
 )
 from backstay.engine import Engine, SuiteBatch, Summary, TaskRecord, TaskState, suite_adapters
 from backstay.errors import ConfigError
-from backstay.observe import add_sink, remove_sink
+from backstay.observe.eventlog import EVENTS_FILE
+from backstay.observe.report import REPORT_FILE as HTML_REPORT
+from backstay.observe.report import write_report
 from backstay.redact import register_secret
 
 if TYPE_CHECKING:
@@ -47,7 +48,6 @@ DEMO_CONCURRENCY: Final = 6
 # test's canary), else a random one. Never a provider's own key variable.
 KEY_VARIABLE: Final = "BACKSTAY_DEMO_API_KEY"
 REPORT_FILE: Final = "report.json"
-EVENTS_FILE: Final = "events.jsonl"
 REQUESTS_FILE: Final = "fake-provider.jsonl"
 UNEXPECTED: Final = 1
 # What the demo imports, and the extra that installs it.
@@ -144,7 +144,8 @@ def _where(state_dir: Path) -> list[str]:
         f"where it is ({state_dir}):",
         f"  {REPORT_FILE:<22} the summary, every task, the circuits, the provider's counts",
         f"  {EVENTS_FILE:<22} every event of the run, one JSON object a line",
-        f"  {REQUESTS_FILE:<22} every request the fake provider served (no headers, no keys)",
+        f"  {REQUESTS_FILE:<22} every request the fake provider served (no keys)",
+        f"  {HTML_REPORT:<22} the HTML report: open it in a browser",
         "  runs/<task>/T0/run_NN/attempt_N/  each attempt's agent.log, stdout.log, "
         "stderr.log and metrics.json",
         "  state.sqlite           the durable state: backstay status --state-dir "
@@ -189,20 +190,14 @@ def _run(
             env=environ,
             breaker=config.breaker_settings(),
         )
-        events = EventLog(folder / EVENTS_FILE)
-        add_sink(events)
-        try:
-            with engine:
-                states = {spec.operation_id: TaskState.PENDING for spec in batch.specs}
-                with showing_progress(states):
-                    engine.run_sync(batch.specs)
-                summary = engine.summary(states)
-                tasks = engine.store.tasks()
-                attempts = engine.store.attempts()
-                circuits = engine.circuit_log.entries()
-        finally:
-            remove_sink(events)
-            events.close()
+        with engine:  # it writes every event of the batch to EVENTS_FILE
+            states = {spec.operation_id: TaskState.PENDING for spec in batch.specs}
+            with showing_progress(states):
+                engine.run_sync(batch.specs)
+            summary = engine.summary(states)
+            tasks = engine.store.tasks()
+            attempts = engine.store.attempts()
+            circuits = engine.circuit_log.entries()
         served = fake.stats()
     took = time.monotonic() - started
     problems = check_outcome(summary, tasks, attempts)
@@ -215,6 +210,7 @@ def _run(
         duration_s=round(took, 1),
     )
     _write_report(folder, data)
+    write_report(folder, folder / HTML_REPORT)
     return _Ran(
         folder=folder,
         workflow_id=batch.workflow_id,
@@ -242,6 +238,7 @@ def _show(ran: _Ran) -> None:
             out.print(escape(line), highlight=False)
     for line in _where(ran.folder):
         out.print(escape(line), highlight=False)
+    out.print(escape(f"report: {ran.folder / HTML_REPORT}"), highlight=False)
     out.print(f"the demo took {ran.took_s:.0f} s", highlight=False)
 
 

@@ -11,9 +11,11 @@ import typer
 
 from backstay.cli import _state
 from backstay.cli._errors import usage_error
+from backstay.cli._observe import observed
 from backstay.cli._progress import showing_progress
 from backstay.cli._report import report_run
 from backstay.cli.batch import CONFIG_HELP
+from backstay.cli.serve import ServePortOption
 from backstay.config import load_config
 from backstay.engine import DEFAULT_CONCURRENCY, read_identity
 from backstay.errors import ConfigError
@@ -26,6 +28,7 @@ def resume(
     config_file: Annotated[Path | None, typer.Option("--config", help=CONFIG_HELP)] = None,
     budget_usd: _state.BudgetUsdOption = None,
     budget_tokens: _state.BudgetTokensOption = None,
+    serve_port: ServePortOption = None,
 ) -> None:
     """Continue the batch in --state-dir: every task that can run now runs.
 
@@ -36,12 +39,12 @@ def resume(
     once its claim lapses (--lease-ttl of that runner). Exit codes as for backstay batch.
     """
     try:
-        breaker = load_config(config_file).breaker_settings()
+        config = load_config(config_file)
         engine = _state.open_engine(
             state_dir,
             concurrency=concurrency,
             guard_settings=_state.guard_settings(lease_ttl),
-            breaker=breaker,
+            breaker=config.breaker_settings(),
         )
         identity = read_identity(state_dir)
     except ConfigError as err:
@@ -50,7 +53,7 @@ def resume(
         _state.keep_budget(engine, None, budget_usd, budget_tokens)
         states = {record.operation_id: record.state for record in engine.store.tasks()}
         try:
-            with showing_progress(states):
+            with observed(state_dir, serve_port, config.otel_settings()), showing_progress(states):
                 summary = engine.resume_sync()
         except ConfigError as err:
             raise usage_error(err) from None

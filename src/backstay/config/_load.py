@@ -31,7 +31,14 @@ from backstay.config._sections import (
     unknown_key,
 )
 from backstay.config._source import DEFAULT, Source, SourceKind
-from backstay.config._spec import BUDGET_FIELDS, CIRCUIT_BREAKER_FIELDS, RETRY_SECTION, TOP_LEVEL
+from backstay.config._spec import (
+    BUDGET_FIELDS,
+    CIRCUIT_BREAKER_FIELDS,
+    OBSERVE_SECTION,
+    OTEL_FIELDS,
+    RETRY_SECTION,
+    TOP_LEVEL,
+)
 from backstay.config._yaml import read_yaml
 from backstay.policy.registry import (
     DEFAULT_OPERATION_POLICIES,
@@ -169,6 +176,7 @@ def _build(doc: Document, file: pathlib.Path | None) -> BackstayConfig:
     limits = rate_limits(doc, ("retry", "rate_limits"), retry.get("rate_limits"))
     sections = {"circuit_breaker": breaker, "budget": budget, "rate_limits": limits}
     configured = frameworks(doc, doc.data.get("frameworks"))
+    otel = _otel(doc)
     effective = _effective(doc, registry, policies, sections)
     for name, fw in configured.items():
         groups = {
@@ -180,16 +188,30 @@ def _build(doc: Document, file: pathlib.Path | None) -> BackstayConfig:
             full = ("frameworks", name, *path)
             key = format_path(full)
             effective[key] = EffectiveValue(key, value, doc.source_of(full) or DEFAULT)
+    for path, value in flatten(otel).items():
+        full = ("observe", "otel", *path)
+        key = format_path(full)
+        effective[key] = EffectiveValue(key, value, doc.source_of(full) or DEFAULT)
     return BackstayConfig(
         file=file,
         registry=registry,
         circuit_breaker=breaker,
         budget=budget,
         rate_limits=limits,
+        otel=otel,
         effective=MappingProxyType(effective),
         problems=tuple(doc.rendered_problems()),
         frameworks=configured,
     )
+
+
+def _otel(doc: Document) -> Mapping[str, Any]:
+    """The ``observe.otel`` section (unknown keys of ``observe`` are problems)."""
+    observe = mapping(doc, ("observe",), doc.data.get("observe"), "observe settings") or {}
+    for key in observe:
+        if key not in OBSERVE_SECTION:
+            unknown_key(doc, ("observe",), key, list(OBSERVE_SECTION))
+    return section(doc, ("observe", "otel"), observe.get("otel"), OTEL_FIELDS)
 
 
 def load_config(

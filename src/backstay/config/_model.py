@@ -6,12 +6,14 @@ from __future__ import annotations
 import dataclasses
 import pathlib
 from collections.abc import Mapping
+from types import MappingProxyType
 from typing import Any
 
 from backstay.breaker.settings import BreakerSettings
 from backstay.clock import Clock
 from backstay.config._frameworks import FrameworkConfig
 from backstay.config._source import Source
+from backstay.observe.otel_setup import OtelSettings
 from backstay.policy.budget import BudgetSettings
 from backstay.policy.limiters import RateLimiterRegistry
 from backstay.policy.ratelimit import RateLimitSettings
@@ -45,9 +47,9 @@ class BackstayConfig:
     ``registry`` holds every policy (built-ins included), the default and the operation
     mapping. ``circuit_breaker``, ``budget`` and ``rate_limits`` are the validated settings
     of those sections, as read-only mappings of the documented keys (only the keys given).
-    ``frameworks`` maps each configured agent framework to its ``FrameworkConfig``.
-    ``effective`` maps every dotted key to its value and source; ``problems`` lists what a
-    lenient load (``strict=False``) ignored.
+    ``otel`` is the ``observe.otel`` section, alike. ``frameworks`` maps each configured
+    agent framework to its ``FrameworkConfig``. ``effective`` maps every dotted key to its
+    value and source; ``problems`` lists what a lenient load (``strict=False``) ignored.
     """
 
     file: pathlib.Path | None
@@ -56,6 +58,7 @@ class BackstayConfig:
     budget: Mapping[str, Any]
     rate_limits: Mapping[str, Mapping[str, Any]]
     effective: Mapping[str, EffectiveValue]
+    otel: Mapping[str, Any] = dataclasses.field(default_factory=lambda: MappingProxyType({}))
     problems: tuple[str, ...] = ()
     frameworks: Mapping[str, FrameworkConfig] = dataclasses.field(default_factory=dict)
 
@@ -82,6 +85,10 @@ class BackstayConfig:
         if "counted_kinds" in values:
             values["counted_kinds"] = frozenset(FailureKind(k) for k in values["counted_kinds"])
         return BreakerSettings(**values)
+
+    def otel_settings(self) -> OtelSettings:
+        """The ``observe.otel`` section as settings (defaults for keys not given)."""
+        return OtelSettings(**self.otel)
 
     def budget_settings(self) -> BudgetSettings:
         """The ``budget`` section as settings (defaults for keys not given)."""

@@ -19,7 +19,9 @@ from backstay.config._spec import (
     CIRCUIT_BREAKER_FIELDS,
     KIND_NAMES,
     KIND_OVERRIDE_FIELDS,
+    OBSERVE_SECTION,
     OPERATION_TYPES,
+    OTEL_FIELDS,
     PER_KIND_HELP,
     POLICY_FIELDS,
     POLICY_NAME_PATTERN,
@@ -112,6 +114,15 @@ def _frameworks() -> dict[str, Any]:
     }
 
 
+def _observe() -> dict[str, Any]:
+    return {
+        "description": TOP_LEVEL["observe"],
+        "type": _OBJECT_OR_NULL,
+        "additionalProperties": False,
+        "properties": {"otel": _object(OTEL_FIELDS, OBSERVE_SECTION["otel"])},
+    }
+
+
 def kind_override_schema() -> dict[str, Any]:
     """The settings for one failure kind (``$defs/kind_override``)."""
     return _object(KIND_OVERRIDE_FIELDS, "Settings for one failure kind.")
@@ -124,6 +135,6 @@ def config_schema() -> dict[str, Any]:
         "title": "backstay configuration (backstay.yaml)",
         "type": _OBJECT_OR_NULL,
         "additionalProperties": False,
-        "properties": {"retry": _retry(), "frameworks": _frameworks()},
+        "properties": {"retry": _retry(), "frameworks": _frameworks(), "observe": _observe()},
         "$defs": {"policy": policy_schema(), "kind_override": kind_override_schema()},
     }

@@ -24,6 +24,12 @@ RATE_LIMIT_KEY_PATTERN: Final = r"^[A-Za-z0-9][A-Za-z0-9_.-]*(/\S+)?$"
 TOP_LEVEL: Final[Mapping[str, str]] = {
     "retry": "Retry policies, which operation uses which, and the shared guards.",
     "frameworks": "Agent frameworks run under backstay's runtime: limits, safety, approvals.",
+    "observe": "What watches a batch: OpenTelemetry export (docs/observability.md).",
+}
+
+OBSERVE_SECTION: Final[Mapping[str, str]] = {
+    "otel": "OpenTelemetry traces and metrics over OTLP/HTTP; the OTEL_* environment "
+    "variables apply as well (OTEL_SDK_DISABLED=true turns export off).",
 }
 
 RETRY_SECTION: Final[Mapping[str, str]] = {
@@ -213,5 +219,25 @@ RATE_LIMIT_FIELDS: Final[Mapping[str, Field]] = {
         minimum=0,
         help="With neither limit set: the longest the first request holds the others while "
         "the provider's limits are discovered (s; 0: no discovery).",
+    ),
+}
+
+OTEL_FIELDS: Final[Mapping[str, Field]] = {
+    "enabled": Field(
+        type="boolean",
+        nullable=True,
+        help="Export (true) or not (false); null: when an OTEL_EXPORTER_OTLP_ENDPOINT variable "
+        "is set or the application has its own TracerProvider.",
+    ),
+    "service_name": Field(
+        type="string", help="service.name of the exported resource when OTEL_SERVICE_NAME is unset."
+    ),
+    "endpoint": Field(
+        type="string",
+        help="The OTLP/HTTP base URL when no OTEL_EXPORTER_OTLP_ENDPOINT variable names one.",
+    ),
+    "capture_content": Field(
+        type="boolean",
+        help="Add failure messages (which may quote a provider's text) to spans, redacted.",
     ),
 }

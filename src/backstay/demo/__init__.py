@@ -8,13 +8,11 @@ suite runs against the real providers with ``backstay batch`` (``export`` writes
 files out for that).
 
 * ``files``: ``demo_file(name)``, ``export(folder)``, ``demo_environ(url, key)``;
-* ``expected``: ``EXPECTED_ENDS``, ``check_outcome(...)`` (what differs from the design);
-* ``eventlog``: ``EventLog``, a sink writing every event as one redacted JSON line.
+* ``expected``: ``EXPECTED_ENDS``, ``check_outcome(...)`` (what differs from the design).
 """
 
 from __future__ import annotations
 
-from backstay.demo.eventlog import EventLog
 from backstay.demo.expected import (
     EXPECTED_ENDS,
     EXPECTED_FAILURE_KINDS,
@@ -40,7 +38,6 @@ __all__ = [
     "EXPECTED_TASKS",
     "SCENARIO_FILE",
     "SUITE_FILE",
-    "EventLog",
     "ExpectedEnd",
     "check_outcome",
     "demo_environ",

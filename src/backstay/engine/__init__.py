@@ -22,6 +22,7 @@ from backstay.engine.circuit_log import CircuitChange, CircuitEntry, SQLiteCircu
 from backstay.engine.circuits import BreakerKeyFn, CircuitGate, breaker_key
 from backstay.engine.escalations import ACTION_STATES, EscalationQueue
 from backstay.engine.events import (
+    AttemptEnded,
     EscalationResolved,
     TaskCancelled,
     TaskDeferred,
@@ -76,6 +77,7 @@ __all__ = [
     "TERMINAL",
     "TRANSITIONS",
     "WORKSPACE_DIR",
+    "AttemptEnded",
     "AttemptOutcome",
     "AttemptRecord",
     "BatchIdentity",

@@ -3,7 +3,11 @@ it, and only after the change it reports was recorded."""
 
 from __future__ import annotations
 
+import datetime as _dt
+from collections.abc import Mapping
+
 from backstay.engine.events import (
+    AttemptEnded,
     TaskCancelled,
     TaskDeferred,
     TaskEscalated,
@@ -13,16 +17,31 @@ from backstay.engine.events import (
     TaskStarted,
     TaskSucceeded,
 )
-from backstay.engine.records import Escalation, TaskRecord
+from backstay.engine.records import AttemptEnd, Escalation, TaskRecord
 from backstay.engine.states import TaskState
 from backstay.failure import Failure
 from backstay.observe.events import RetryScheduled
 from backstay.observe.sinks import BUS
 
-__all__ = ["after_failure", "deferred", "resumed", "started", "succeeded"]
+__all__ = ["after_failure", "attempt_ended", "deferred", "resumed", "started", "succeeded"]
 
 
-def started(record: TaskRecord, *, attempt_id: str, policy: str) -> None:
+def _answering(record: TaskRecord, keys: Mapping[str, str] | None) -> dict[str, str]:
+    """The adapter and model an attempt runs on (a fallback candidate's, from ``keys``:
+    ``fallback.model_keys``) and those the task requested."""
+    spec = record.spec
+    keys = keys or {}
+    return {
+        "adapter": keys.get("adapter", spec.adapter),
+        "model": keys.get("model", spec.model),
+        "requested_adapter": keys.get("requested_adapter", spec.adapter),
+        "requested_model": keys.get("requested_model", spec.model),
+    }
+
+
+def started(
+    record: TaskRecord, *, attempt_id: str, policy: str, keys: Mapping[str, str] | None = None
+) -> None:
     if BUS.wants(TaskStarted.level):
         BUS.emit(
             TaskStarted(
@@ -31,6 +50,36 @@ def started(record: TaskRecord, *, attempt_id: str, policy: str) -> None:
                 task_id=record.task_id,
                 attempt=record.attempts_used,
                 attempt_id=attempt_id,
+                **_answering(record, keys),
+            )
+        )
+
+
+def attempt_ended(
+    record: TaskRecord,
+    end: AttemptEnd,
+    attempt_id: str,
+    started_at: _dt.datetime,
+    keys: Mapping[str, str] | None,
+    *,
+    policy: str,
+) -> None:
+    """``attempt.ended`` of attempt ``attempt_id``, begun at ``started_at`` on the
+    candidate ``keys`` names (``fallback.model_keys``)."""
+    if BUS.wants(AttemptEnded.level):
+        BUS.emit(
+            AttemptEnded(
+                operation=record.operation_id,
+                policy=policy,
+                task_id=record.task_id,
+                attempt=end.number,
+                attempt_id=attempt_id,
+                **_answering(record, keys),
+                outcome=str(end.outcome),
+                duration_s=(end.ended_at - started_at).total_seconds(),
+                usage=end.usage,
+                failure=end.failure,
+                delay_s=end.delay_s,
             )
         )
 

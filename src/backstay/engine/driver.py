@@ -36,6 +36,7 @@ candidate's adapter, model and settings).
 from __future__ import annotations
 
 import datetime as _dt
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -225,7 +226,8 @@ class TaskDriver:
             at=started_at,
             candidate=None if self.fallback is None else self.fallback.current_name,
         )
-        notify.started(record, attempt_id=attempt_id, policy=self.policy.name)
+        keys = model_keys(self.spec, self.fallback)  # the candidate this attempt runs on
+        notify.started(record, attempt_id=attempt_id, policy=self.policy.name, keys=keys)
         adapter, request = self.adapter, self.spec.request(output_dir)
         if self.fallback is not None:
             adapter, request = self.fallback.target(adapter, output_dir)
@@ -236,7 +238,7 @@ class TaskDriver:
             attempt_id=attempt_id,
             clock=self.clock,
             started_at=started_at,
-            metrics=model_keys(self.spec, self.fallback),
+            metrics=keys,
         )
         ended_at = self.clock.now()
         if permit is not None:
@@ -259,13 +261,16 @@ class TaskDriver:
                 state=TaskState.SUCCEEDED,
                 reason=f"succeeded on attempt {number}",
                 at=ended_at,
-                result=result_data(done.result, done.usage, model_keys(self.spec, self.fallback)),
+                result=result_data(done.result, done.usage, keys),
             )
             record, _ = self.store.end_attempt(self.operation_id, end, change)
+            notify.attempt_ended(record, end, attempt_id, started_at, keys, policy=self.policy.name)
             notify.succeeded(record, policy=self.policy.name)
             return record, 0.0
         assert done.failure is not None  # noqa: S101 - a dispatch gives a result or a failure
-        return self._failed(record, done, ended_at, number, str(output_dir))
+        return self._failed(
+            record, done, ended_at, number, str(output_dir), started_at=started_at, keys=keys
+        )
 
     def _failed(
         self,
@@ -274,6 +279,9 @@ class TaskDriver:
         ended_at: _dt.datetime,
         number: int,
         output: str,
+        *,
+        started_at: _dt.datetime,
+        keys: Mapping[str, str],
     ) -> tuple[TaskRecord, float]:
         failure = done.failure
         assert failure is not None  # noqa: S101 - only failed attempts come here
@@ -310,6 +318,8 @@ class TaskDriver:
             self.operation_id, end, change, escalation=escalation
         )
         delay = step.delay_s or 0.0
+        attempt_id = make_attempt_id(self.operation_id, number)
+        notify.attempt_ended(record, end, attempt_id, started_at, keys, policy=self.policy.name)
         if moved_to is not None and self.fallback is not None:
             self.fallback.fell_back(record, failure, target=moved_to, policy=self.policy.name)
         notify.after_failure(record, failure, added, policy=self.policy.name, delay_s=delay)

@@ -7,6 +7,7 @@ the call drivers use as well.
 | event | name | when |
 |---|---|---|
 | ``TaskStarted`` | ``task.started`` | an attempt was recorded and is about to be dispatched |
+| ``AttemptEnded`` | ``attempt.ended`` | an attempt's end was recorded (before the task's event) |
 | ``TaskDeferred`` | ``task.deferred`` | the task's circuit is open: it waits, without an attempt |
 | ``TaskFellBack`` | ``task.fell_back`` | a failure moved the task to another fallback candidate |
 | ``TaskSucceeded`` | ``task.succeeded`` | the task succeeded (or its cached result was adopted) |
@@ -25,10 +26,12 @@ import datetime as _dt
 import logging
 from typing import Any, ClassVar
 
+from backstay.adapters.usage import Usage
 from backstay.failure import Failure
 from backstay.observe.events import Event
 
 __all__ = [
+    "AttemptEnded",
     "EscalationResolved",
     "TaskCancelled",
     "TaskDeferred",
@@ -56,9 +59,42 @@ class _TaskEvent(Event):
 
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
 class TaskStarted(_TaskEvent):
+    """Attempt ``attempt`` began on ``adapter`` and ``model`` (a fallback candidate's
+    when the chain moved; ``requested_adapter``/``requested_model``: the task's own)."""
+
     name: ClassVar[str] = "task.started"
     attempt: int
     attempt_id: str
+    adapter: str = ""
+    model: str = ""
+    requested_adapter: str = ""
+    requested_model: str = ""
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class AttemptEnded(_TaskEvent):
+    """Attempt ``attempt`` ended ``outcome`` (``succeeded``, ``failed``) after
+    ``duration_s``, having used ``usage``; a failed one with its ``failure`` and the
+    ``delay_s`` chosen before the next attempt (None: no next attempt). ``adapter`` and
+    ``model`` are the answering candidate's, ``requested_*`` the task's own."""
+
+    name: ClassVar[str] = "attempt.ended"
+    attempt: int
+    attempt_id: str
+    adapter: str
+    model: str
+    outcome: str
+    duration_s: float
+    usage: Usage
+    failure: Failure | None = None
+    delay_s: float | None = None
+    requested_adapter: str = ""
+    requested_model: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        out = _TaskEvent.to_dict(self)
+        out["usage"] = dataclasses.asdict(self.usage)
+        return out
 
 
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)

@@ -41,6 +41,7 @@ those of its own adapter; they are never recorded.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import os
 from collections.abc import Callable, Iterable, Mapping
@@ -77,6 +78,7 @@ from backstay.fallback.sqlite import SQLiteFallbackStore
 from backstay.idempotency.errors import LeaseLost, OperationInProgress
 from backstay.idempotency.guard import IdempotencyGuard
 from backstay.idempotency.settings import GuardSettings
+from backstay.observe.eventlog import EVENTS_FILE, recording
 from backstay.policy.registry import OperationType, PolicyRegistry
 from backstay.policy.retry import RetryPolicy
 from backstay.policy.spend import BATCH_SCOPE, ScopeKind, ScopeTotals, SpendBudget, SpendScope
@@ -110,6 +112,8 @@ class Engine:
       in the state file, so ``None`` / a tenant left out keeps the budget kept there, and
       ``SpendBudget()`` removes it.
     * ``fallback_rules``: the move table of specs with ``fallbacks`` (docs/fallback.md).
+    * ``event_log``: while it drives tasks, append their events to ``events.jsonl`` in
+      ``state_dir`` (``backstay.observe.EventLog``, redacted).
     """
 
     def __init__(
@@ -128,6 +132,7 @@ class Engine:
         budget: SpendBudget | None = None,
         tenant_budgets: Mapping[str, SpendBudget] | None = None,
         fallback_rules: FallbackRules | None = None,
+        event_log: bool = True,
     ) -> None:
         check_number(concurrency, where="concurrency", minimum=1, integer=True)
         if breaker is not None and not isinstance(breaker, BreakerSettings):
@@ -181,6 +186,7 @@ class Engine:
         self._sources: dict[str, AdapterSource] = dict(adapters or {})
         self._adapters: dict[str, Adapter] = {}
         self._policies = policies
+        self.event_log = event_log
 
     # -- resolving a spec ---------------------------------------------------------------
 
@@ -326,12 +332,16 @@ class Engine:
             async with slots:
                 await self._drive_one(driver, record)
 
-        try:
-            async with asyncio.TaskGroup() as group:
-                for driver, record in work:
-                    group.create_task(one(driver, record))
-        except BaseExceptionGroup as failed:
-            raise failed.exceptions[0] from failed
+        operations = [driver.operation_id for driver, _ in work]
+        with contextlib.ExitStack() as stack:
+            if self.event_log and work:
+                stack.enter_context(recording(self.state_dir / EVENTS_FILE, operations))
+            try:
+                async with asyncio.TaskGroup() as group:
+                    for driver, record in work:
+                        group.create_task(one(driver, record))
+            except BaseExceptionGroup as failed:
+                raise failed.exceptions[0] from failed
 
     async def _drive_one(self, driver: TaskDriver, record: TaskRecord) -> None:
         """Drive one task, unless ``record`` (read before its lease is claimed; the driver

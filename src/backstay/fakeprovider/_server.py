@@ -426,6 +426,7 @@ class FakeServer:
                 input_tokens=tokens[0],
                 output_tokens=tokens[1],
                 replay=replay,
+                traceparent=request.headers.get("traceparent"),
             )
         )
 

@@ -63,6 +63,7 @@ class Entry:
     input_tokens: int = 0
     output_tokens: int = 0
     replay: bool = False
+    traceparent: str | None = None
 
 
 _FIELDS: Final = tuple(field.name for field in dataclasses.fields(Entry))

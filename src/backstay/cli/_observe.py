@@ -1,0 +1,37 @@
+"""What watches a batch while ``batch`` or ``resume`` runs it: the metrics server
+(``--serve-port``) and OpenTelemetry export (``observe.otel`` of the configuration and the
+``OTEL_*`` variables)."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from pathlib import Path
+
+from backstay.cli._errors import usage_error
+from backstay.cli.serve import serving_while
+from backstay.errors import ConfigError
+from backstay.observe import add_sink, remove_sink
+from backstay.observe.otel_setup import OtelSettings, otel_sink
+
+
+@contextlib.contextmanager
+def observed(
+    state_dir: Path, serve_port: int | None, otel: OtelSettings | None = None
+) -> Iterator[None]:
+    """Serve metrics on ``serve_port`` (if given) and export to OpenTelemetry (if ``otel``
+    or the environment asks for it) during the block; the spans are flushed when it ends."""
+    try:
+        sink = otel_sink(otel)
+    except ConfigError as err:
+        raise usage_error(err) from None
+    with serving_while(state_dir, serve_port):
+        if sink is None:
+            yield
+            return
+        add_sink(sink)
+        try:
+            yield
+        finally:
+            remove_sink(sink)
+            sink.close()

@@ -1,0 +1,121 @@
+"""``backstay events``: the event log of a state directory (``events.jsonl``), one
+readable line per event; ``--follow`` keeps printing what a running batch adds."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Annotated, Any, Final
+
+import typer
+
+from backstay.cli import _state
+from backstay.cli._errors import usage_error
+from backstay.cli._report import task_label
+from backstay.errors import ConfigError
+from backstay.idempotency.ids import SEPARATOR
+from backstay.observe.eventlog import EVENTS_FILE
+
+# How often --follow looks for new lines.
+POLL_S: Final = 0.2
+# Fields every line shows in its own columns, never again among the rest.
+_SHOWN: Final = frozenset({"at", "event", "operation", "task_id", "policy"})
+
+
+def _value(key: str, value: Any) -> str:
+    if isinstance(value, dict) and "kind" in value and "code" in value:
+        return f"{value['kind']}/{value['code']}"
+    if isinstance(value, float):
+        return f"{value:g}"
+    return str(value)
+
+
+def format_event(data: dict[str, Any]) -> str:
+    """``"12:00:01.234  task.started  hello/T0-run_01  attempt=1 …"``."""
+    at = str(data.get("at", ""))
+    clock = at[11:23] if len(at) >= 23 else at
+    operation = data.get("operation")
+    where = task_label(operation) if isinstance(operation, str) else "-"
+    rest = " ".join(
+        f"{key}={_value(key, value)}"
+        for key, value in data.items()
+        if key not in _SHOWN and value is not None
+    )
+    return f"{clock:<12}  {data.get('event', '?'):<22}  {where:<28}  {rest}".rstrip()
+
+
+def matches(data: dict[str, Any], task: str | None) -> bool:
+    """Whether the event is about ``task``: a task id, a ``task/run`` label or a whole
+    operation id (every event when ``task`` is None)."""
+    if task is None:
+        return True
+    operation = data.get("operation")
+    if not isinstance(operation, str):
+        return False
+    parts = operation.split(SEPARATOR)
+    return task in (operation, data.get("task_id"), task_label(operation)) or (
+        len(parts) == 3 and task == parts[1]
+    )
+
+
+def read_lines(
+    path: Path, *, follow: bool, stop: Callable[[], bool], poll_s: float = POLL_S
+) -> Iterator[str]:
+    """Each complete line of ``path``; with ``follow``, then each line appended later,
+    until ``stop()`` says so (looked at every ``poll_s`` when there is nothing new)."""
+    with path.open("r", encoding="utf-8") as file:
+        pending = ""
+        while True:
+            chunk = file.readline()
+            if chunk:
+                pending += chunk
+                if pending.endswith("\n"):
+                    yield pending.rstrip("\n")
+                    pending = ""
+                continue
+            if not follow or stop():
+                return
+            time.sleep(poll_s)
+
+
+def _never() -> bool:
+    return False
+
+
+def events(
+    state_dir: _state.StateDirOption,
+    follow: Annotated[
+        bool, typer.Option("--follow", "-f", help="Keep printing events as they are added.")
+    ] = False,
+    task: Annotated[
+        str | None,
+        typer.Option("--task", help="Only this task's events (a task id, task/run or id)."),
+    ] = None,
+    as_json: _state.JsonOption = False,
+) -> None:
+    """The events of the batch in --state-dir (events.jsonl), one line each, oldest first.
+
+    Every batch and resume appends its events there, redacted. With --follow, new events
+    are printed as the batch records them (Ctrl-C stops). Exit code 0, or 2 when the
+    directory holds no event log.
+    """
+    path = state_dir / EVENTS_FILE
+    if not path.is_file():
+        what = "does not exist" if not state_dir.exists() else f"holds no {EVENTS_FILE}"
+        raise usage_error(
+            ConfigError(f"{state_dir} {what}: no batch ran there", where="--state-dir")
+        )
+    try:
+        for line in read_lines(path, follow=follow, stop=_never):
+            try:
+                data = json.loads(line)
+            except json.JSONDecodeError:
+                continue  # a line cut short by a crash
+            if isinstance(data, dict) and matches(data, task):
+                sys.stdout.write((json.dumps(data) if as_json else format_event(data)) + "\n")
+                sys.stdout.flush()
+    except KeyboardInterrupt:
+        raise typer.Exit(0) from None

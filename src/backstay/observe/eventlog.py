@@ -1,0 +1,88 @@
+"""``EventLog``: a sink writing every event as one JSON line, redacted; and how a batch
+keeps one in its state directory (``events.jsonl``).
+
+Each line is the event's ``to_dict()`` with ``at``, the wall-clock time it was written
+(ISO-8601, UTC), added first. ``recording(path, operations)`` installs an ``EventLog`` on
+the event bus for the duration of a block, keeping only the events of the given
+operations (the bus is process-wide: another engine's tasks stay out of this file).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import threading
+from collections.abc import Collection, Iterator
+from pathlib import Path
+from typing import Final
+
+from backstay.clock import SYSTEM_CLOCK, Clock
+from backstay.observe.events import Event
+from backstay.observe.sinks import BUS
+from backstay.redact import redact
+
+__all__ = ["EVENTS_FILE", "EventLog", "recording"]
+
+# The event log of a state directory.
+EVENTS_FILE: Final = "events.jsonl"
+
+
+class EventLog:
+    """Appends each event of level INFO and above to ``path`` (``{"at": …, "event": name,
+    …}``), redacted, one line each, flushed as it is written; ``close()`` it (or use it as
+    a context manager). ``operations``: keep only the events of these operation ids."""
+
+    min_level = logging.INFO
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        operations: Collection[str] | None = None,
+        clock: Clock = SYSTEM_CLOCK,
+    ) -> None:
+        self.path = Path(path)
+        self._operations = None if operations is None else frozenset(operations)
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._file = self.path.open("a", encoding="utf-8")
+
+    def accepts(self, level: int) -> bool:
+        return True
+
+    def emit(self, event: Event) -> None:
+        if self._operations is not None and event.operation not in self._operations:
+            return
+        data = {"at": self._clock.now().isoformat(), **event.to_dict()}
+        line = redact(json.dumps(data, default=str))
+        with self._lock:
+            if not self._file.closed:
+                self._file.write(line + "\n")
+                self._file.flush()
+
+    def close(self) -> None:
+        with self._lock:
+            self._file.close()
+
+    def __enter__(self) -> EventLog:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+@contextlib.contextmanager
+def recording(
+    path: str | os.PathLike[str], operations: Collection[str], *, clock: Clock = SYSTEM_CLOCK
+) -> Iterator[EventLog]:
+    """An ``EventLog`` on ``path`` receiving the events of ``operations`` from the event
+    bus while the block runs."""
+    log = EventLog(path, operations=operations, clock=clock)
+    BUS.add(log)
+    try:
+        yield log
+    finally:
+        BUS.remove(log)
+        log.close()
