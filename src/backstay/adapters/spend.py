@@ -17,16 +17,27 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 from backstay._tokens import count_tokens
-from backstay.adapters._api_common import ApiAdapter
+from backstay.adapters._api_settings import ApiSettings
 from backstay.adapters.contract import Adapter
 from backstay.adapters.pricing import price_usage
 from backstay.adapters.usage import Usage
 from backstay.policy.spend import EarlierUse, Spend, estimate_tokens
 
 __all__ = ["attempt_prompt", "charge_spend", "estimate_spend"]
+
+
+@runtime_checkable
+class _Priced(Protocol):
+    """An adapter that knows its request's settings and its price source: the API
+    adapters (``backstay.adapters._api_common.ApiAdapter``, which imports this layer's
+    users, hence a protocol)."""
+
+    price_provider: str
+
+    def settings(self, config: Mapping[str, Any]) -> ApiSettings: ...
 
 
 def attempt_prompt(
@@ -45,14 +56,14 @@ def attempt_prompt(
 
 def _max_tokens(adapter: Adapter, config: Mapping[str, Any]) -> int | None:
     """The reply's token limit the request sets (API adapters), if any."""
-    if not isinstance(adapter, ApiAdapter):
+    if not isinstance(adapter, _Priced):
         return None
     return adapter.settings(config).max_tokens
 
 
 def _price(adapter: Adapter, model: str, config: Mapping[str, Any], usage: Usage) -> float | None:
     """The USD cost of ``usage`` at the adapter's known price; ``None`` if unknown."""
-    if not isinstance(adapter, ApiAdapter):
+    if not isinstance(adapter, _Priced):
         return None
     settings = adapter.settings(config)
     cost = price_usage(usage, model=model, provider=adapter.price_provider, prices=settings.prices)
