@@ -11,7 +11,7 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from backstay.adapters._run_budget import BUDGET_EXIT_CODE
+from backstay.adapters._run_budget import BUDGET_CODE, BUDGET_EXIT_CODE
 from backstay.adapters.base import CANCELLED_EXIT_CODE, BaseAdapter
 from backstay.adapters.capture import METRICS_FILE, write_json_atomic
 from backstay.adapters.contract import TIMEOUT_EXIT_CODE
@@ -24,12 +24,7 @@ from backstay.fallback.harness import run_harness_chain
 
 # The key ``metrics.json`` of a run numbered by ``RUN_NUMBER`` holds that number in.
 RUN_NUMBER_KEY: Final = "run_number"
-_OUTCOMES = {
-    0: "succeeded",
-    TIMEOUT_EXIT_CODE: "timed out",
-    CANCELLED_EXIT_CODE: "cancelled",
-    BUDGET_EXIT_CODE: "stopped at its spending budget",
-}
+_OUTCOMES = {0: "succeeded", TIMEOUT_EXIT_CODE: "timed out", CANCELLED_EXIT_CODE: "cancelled"}
 
 
 def _error_of(output_dir: Path) -> str | None:
@@ -45,6 +40,8 @@ def _error_of(output_dir: Path) -> str | None:
 def _report(spec: HarnessRun, code: int) -> None:
     outcome = _OUTCOMES.get(code, "failed")
     error = None if code == 0 else _error_of(spec.output_dir)
+    if code == BUDGET_EXIT_CODE and error is not None and error.startswith(BUDGET_CODE):
+        outcome = "stopped at its spending budget"  # not an agent's own exit code 5
     detail = f": {error}" if error else ""
     Console(stderr=True, soft_wrap=True).print(
         escape(
