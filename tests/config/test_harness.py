@@ -15,6 +15,7 @@ from backstay.config import HarnessRun, harness_run
 from backstay.policy.builtin import AGENT_DISPATCH, STANDARD
 from backstay.policy.registry import PolicyRegistry
 from backstay.policy.retry import RetryPolicy
+from backstay.policy.spend import SpendBudget
 
 SCENARIO = "scenario={attempts: [[{result: done}]]}"
 KEY = "sk-ant-api03-HarnessCanaryHarness0123456789"
@@ -240,3 +241,36 @@ def test_relative_paths_are_relative_to_the_working_directory(
         (tmp_path / "prompt.md").resolve(),
         (tmp_path / "ws").resolve(),
     )
+
+
+def test_budget_flags_become_the_runs_spending_budget(tmp_path: Path) -> None:
+    prompt = tmp_path / "p.md"
+    prompt.write_text("hi", encoding="utf-8")
+    spec = harness_run(
+        adapter="mock",
+        model="m",
+        prompt_file=prompt,
+        workspace=tmp_path,
+        output_dir=tmp_path / "out",
+        adapter_options=["scenario={attempts: [[{result: ok}]]}"],
+        environ={},
+        budget_usd=0.5,
+        budget_tokens=1000,
+    )
+    assert spec.budget == SpendBudget(usd=0.5, tokens=1000)
+
+
+def test_a_negative_budget_is_a_problem_named_by_its_flag(tmp_path: Path) -> None:
+    prompt = tmp_path / "p.md"
+    prompt.write_text("hi", encoding="utf-8")
+    with pytest.raises(ConfigError, match=r"--budget-tokens.*must be >= 0"):
+        harness_run(
+            adapter="mock",
+            model="m",
+            prompt_file=prompt,
+            workspace=tmp_path,
+            output_dir=tmp_path / "out",
+            adapter_options=["scenario={attempts: [[{result: ok}]]}"],
+            environ={},
+            budget_tokens=-1,
+        )

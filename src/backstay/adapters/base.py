@@ -31,6 +31,7 @@ from typing import Any, ClassVar, Final
 
 from backstay.adapters._attempt_capture import captured_attempt
 from backstay.adapters._harness_run import CANCELLED_EXIT_CODE, run_captured
+from backstay.adapters._run_budget import RunBudget
 from backstay.adapters.capture import Capture
 from backstay.adapters.contract import AgentRequest, AgentResult, TierConfig
 from backstay.adapters.process import ProcessOutcome
@@ -40,6 +41,7 @@ from backstay.classify import check_output, classify
 from backstay.errors import AdapterError, ConfigError
 from backstay.failure import Failure
 from backstay.policy.retry import RetryPolicy
+from backstay.policy.spend import SpendBudget
 from backstay.redact import register_secret
 
 __all__ = ["CANCELLED_EXIT_CODE", "BaseAdapter"]
@@ -175,13 +177,16 @@ class BaseAdapter(abc.ABC):
         policy: RetryPolicy | str | None = None,
         operation_id: str | None = None,
         inherit_env: bool = True,
+        budget: SpendBudget | None = None,
     ) -> AgentResult:
         """One harness run: the whole ``AgentResult`` (usage added over attempts).
 
         The agent's environment is ``env`` over the ``provider_env`` variables set in this
         process's environment (only ``env`` with ``inherit_env=False``). Invalid arguments
         or ``config`` raise ``ConfigError`` before anything runs or is written; from then
-        on every outcome is a result, and ``metrics.json`` is written.
+        on every outcome is a result, and ``metrics.json`` is written. With ``budget``,
+        an attempt whose estimate does not fit what is left of it is not started: the run
+        ends with ``ERR_BUDGET_EXCEEDED`` and exit code 5 (docs/budgets.md).
         """
         request = AgentRequest(
             model=model,
@@ -195,6 +200,7 @@ class BaseAdapter(abc.ABC):
             stall_timeout_s=stall_timeout_s,
         )
         self.validate_config(request.config)
+        gate = RunBudget(budget)
         operation = operation_id or uuid.uuid4().hex
 
         async def body(run: Capture) -> AgentResult:
@@ -209,7 +215,13 @@ class BaseAdapter(abc.ABC):
                         request, operation_id=operation, attempt_id=attempt_id, capture=capture
                     )
 
-                return await captured_attempt(run, number, dispatch, apart=policy is not None)
+                return await gate.attempt(
+                    run,
+                    self,
+                    request,
+                    number,
+                    lambda: captured_attempt(run, number, dispatch, apart=policy is not None),
+                )
 
             if policy is None:
                 return await attempt()
@@ -217,7 +229,7 @@ class BaseAdapter(abc.ABC):
 
         return await run_captured(
             request.output_dir,
-            body,
+            gate.bounded(body),
             classify_error=lambda exc: self.classify_failure(error=exc) or classify(exc),
         )
 
@@ -236,9 +248,11 @@ class BaseAdapter(abc.ABC):
         policy: RetryPolicy | str | None = None,
         operation_id: str | None = None,
         inherit_env: bool = True,
+        budget: SpendBudget | None = None,
     ) -> int:
         """``arun`` for a harness outside asyncio; returns the run's exit code: 0 on
-        success, 124 on timeout, else the agent's own non-zero code or 1."""
+        success, 124 on timeout, 5 when ``budget`` stopped it, else the agent's own
+        non-zero code or 1."""
         result = asyncio.run(
             self.arun(
                 model,
@@ -253,6 +267,7 @@ class BaseAdapter(abc.ABC):
                 policy=policy,
                 operation_id=operation_id,
                 inherit_env=inherit_env,
+                budget=budget,
             )
         )
         return result.exit_status

@@ -11,6 +11,7 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
+from backstay.adapters._run_budget import BUDGET_CODE, BUDGET_EXIT_CODE
 from backstay.adapters.base import CANCELLED_EXIT_CODE, BaseAdapter
 from backstay.adapters.capture import METRICS_FILE, write_json_atomic
 from backstay.adapters.contract import TIMEOUT_EXIT_CODE
@@ -39,6 +40,8 @@ def _error_of(output_dir: Path) -> str | None:
 def _report(spec: HarnessRun, code: int) -> None:
     outcome = _OUTCOMES.get(code, "failed")
     error = None if code == 0 else _error_of(spec.output_dir)
+    if code == BUDGET_EXIT_CODE and error is not None and error.startswith(BUDGET_CODE):
+        outcome = "stopped at its spending budget"  # not an agent's own exit code 5
     detail = f": {error}" if error else ""
     Console(stderr=True, soft_wrap=True).print(
         escape(
@@ -87,6 +90,7 @@ def _start(spec: HarnessRun) -> int:
             stall_timeout_s=spec.stall_timeout_s,
             policy=spec.policy,
             inherit_env=False,  # spec.env is already the whole environment
+            budget=spec.budget,
         )
     except KeyboardInterrupt:  # the run was cancelled; its metrics.json says so
         return CANCELLED_EXIT_CODE
@@ -171,6 +175,21 @@ def run(
             "(default: $BACKSTAY_CONFIG, else ./backstay.yaml if any).",
         ),
     ] = None,
+    budget_usd: Annotated[
+        float | None,
+        typer.Option(
+            "--budget-usd",
+            help="The run's budget in US dollars: no attempt (retry or --fallback) starts "
+            "whose estimate does not fit what is left; then exit 5 (docs/budgets.md).",
+        ),
+    ] = None,
+    budget_tokens: Annotated[
+        int | None,
+        typer.Option(
+            "--budget-tokens",
+            help="The run's budget in tokens, prompt and output (checked as --budget-usd).",
+        ),
+    ] = None,
     isolated_env: Annotated[
         bool,
         typer.Option(
@@ -182,8 +201,9 @@ def run(
 ) -> None:
     """Run one agent as an evaluation harness does, and exit with the run's exit code.
 
-    0 on success, 124 on timeout, 2 for bad arguments (nothing runs), else the agent's own
-    code. Logs and metrics.json go to --output-dir (each retried attempt's own in
+    0 on success, 124 on timeout, 2 for bad arguments (nothing runs), 5 when a spending
+    budget (--budget-usd, --budget-tokens) had no room for the next attempt, else the
+    agent's own code. Logs and metrics.json go to --output-dir (each retried attempt's own in
     attempt_N/). Transient failures are retried as the adapter reliability contract says
     unless --policy none or --no-retry. MODEL, TIER and RUN_NUMBER, as an evaluation
     harness sets them, stand in for --model and --tier-id and number the run.
@@ -214,6 +234,8 @@ def run(
             fallbacks=fallback or (),
             context_window=context_window,
             inherit_env=not isolated_env,
+            budget_usd=budget_usd,
+            budget_tokens=budget_tokens,
         )
         code = _start(spec)
     except ConfigError as err:

@@ -50,6 +50,7 @@ from backstay.errors import ConfigError
 from backstay.fallback.candidate import Candidate
 from backstay.policy.registry import PolicyRegistry
 from backstay.policy.retry import RetryPolicy
+from backstay.policy.spend import SpendBudget
 from backstay.redact import redact
 
 __all__ = [
@@ -83,6 +84,8 @@ _FLAGS: Final[Mapping[Path, str]] = {
     ("policy",): "--policy",
     ("fallbacks",): "--fallback",
     ("context_window",): "--context-window",
+    ("budget", "usd"): "--budget-usd",
+    ("budget", "tokens"): "--budget-tokens",
     ("options",): _OPTION_FLAG,
     ("tier", "tier_id"): "--tier-id",
     ("tier", "tier_name"): "--tier-name",
@@ -104,7 +107,8 @@ class HarnessRun:
     (``--fallback``; their credential variables are in ``env``), ``context_window`` the
     model's own window (docs/fallback.md). ``fallback_envs`` holds the whole environment
     of an attempt on each other adapter of the chain, by name: the same explicit
-    variables over that adapter's own provider variables (``env_for``).
+    variables over that adapter's own provider variables (``env_for``). ``budget`` is the
+    run's spending budget (``--budget-usd``, ``--budget-tokens``; ``None``: none).
     """
 
     options: AdapterOptions
@@ -123,6 +127,7 @@ class HarnessRun:
     fallback_envs: Mapping[str, Mapping[str, str]] = dataclasses.field(
         default_factory=dict, repr=False
     )
+    budget: SpendBudget | None = None
 
     @property
     def adapter(self) -> str:
@@ -225,6 +230,25 @@ def _policy(
     return policy_reference(doc, ("policy",), value, registry, name=INLINE_POLICY_NAME, base=base)
 
 
+def _budget(doc: Document, usd: float | None, tokens: int | None) -> SpendBudget | None:
+    """The run's spending budget; ``None`` when neither limit is given (or one is wrong:
+    a problem under its flag)."""
+    if usd is None and tokens is None:
+        return None
+    problems = len(doc.problems)
+    try:
+        SpendBudget(usd=usd)
+    except ConfigError as err:
+        doc.problem(("budget", "usd"), err.reason)
+    try:
+        SpendBudget(tokens=tokens)
+    except ConfigError as err:
+        doc.problem(("budget", "tokens"), err.reason)
+    if len(doc.problems) > problems:
+        return None
+    return SpendBudget(usd=usd, tokens=tokens)
+
+
 def _model(doc: Document, model: str | None) -> str | None:
     if model is None:
         doc.problem(("model",), f"no model: give --model or set {MODEL_VAR}")
@@ -270,6 +294,8 @@ def harness_run(
     fallbacks: Iterable[str] = (),
     context_window: int | None = None,
     inherit_env: bool = True,
+    budget_usd: float | None = None,
+    budget_tokens: int | None = None,
 ) -> HarnessRun:
     """Check the flags of one run; one ``ConfigError`` lists every problem by its flag.
 
@@ -284,7 +310,8 @@ def harness_run(
     ``fallbacks`` are given. The agent's environment and the harness variables are taken
     from ``environ`` (default: this process's): the variables the options name, over
     the standard variables of each candidate's provider (none with
-    ``inherit_env=False``).
+    ``inherit_env=False``). ``budget_usd`` and ``budget_tokens`` limit what the run's
+    attempts may spend (docs/budgets.md).
     """
     environ = os.environ if environ is None else environ
     doc = Document(name=_WHERE)
@@ -328,6 +355,7 @@ def harness_run(
         except ConfigError as err:
             doc.problem(("options", "api_key_env"), err.reason)
     window = run_field(doc, ("context_window",), context_window)
+    spending = _budget(doc, budget_usd, budget_tokens)
     chain, chain_env = _chain(doc, fallbacks, adapter=adapter, model=model, environ=environ)
     env, fallback_envs = chain_envs(
         declared,
@@ -355,4 +383,5 @@ def harness_run(
         fallbacks=chain,
         context_window=window,
         fallback_envs=fallback_envs,
+        budget=spending,
     )

@@ -34,10 +34,8 @@ import dataclasses
 import logging
 from typing import Any, ClassVar, Final
 
-from backstay._tokens import count_tokens
-from backstay.adapters._api_common import ApiAdapter
 from backstay.adapters.contract import Adapter
-from backstay.adapters.pricing import price_usage
+from backstay.adapters.spend import attempt_prompt, charge_spend, estimate_spend
 from backstay.adapters.usage import Usage
 from backstay.clock import Clock
 from backstay.engine.events import TaskPaused
@@ -56,7 +54,6 @@ from backstay.policy.spend import (
     EarlierUse,
     Spend,
     SpendRefusal,
-    estimate_tokens,
 )
 
 __all__ = [
@@ -97,61 +94,25 @@ def paused_by_budget(record: TaskRecord) -> bool:
     return record.state is TaskState.PAUSED and record.reason.startswith(BUDGET_EXCEEDED)
 
 
-def _prompt_text(spec: TaskSpec) -> str:
-    prompt = spec.prompt or ""
-    if spec.prompt_file is not None:
-        try:
-            prompt = spec.prompt_file.read_text(encoding="utf-8", errors="replace")
-        except OSError:  # the attempt fails on it, and says why
-            prompt = ""
-    system = spec.tier.system_prompt if spec.tier is not None else None
-    return prompt if not system else f"{system}\n{prompt}"
-
-
-def _max_tokens(spec: TaskSpec, adapter: Adapter) -> int | None:
-    """The reply's token limit the request sets (API adapters), if any."""
-    if not isinstance(adapter, ApiAdapter):
-        return None
-    return adapter.settings(spec.config).max_tokens
-
-
-def _price(spec: TaskSpec, adapter: Adapter, usage: Usage) -> float | None:
-    """The USD cost of ``usage`` at the adapter's known price; ``None`` if unknown."""
-    if not isinstance(adapter, ApiAdapter):
-        return None
-    settings = adapter.settings(spec.config)
-    cost = price_usage(
-        usage, model=spec.model, provider=adapter.price_provider, prices=settings.prices
-    )
-    return cost.usd
-
-
 def estimate_attempt(spec: TaskSpec, adapter: Adapter, earlier: EarlierUse | None) -> Spend:
     """One attempt's estimated spend (docs/budgets.md, *The estimate*): its tokens by
     ``estimate_tokens``, priced at the adapter's known price; without one, the mean cost of
-    earlier attempts of the same adapter and model, else nothing."""
-    tokens = estimate_tokens(
-        prompt_tokens=count_tokens(_prompt_text(spec)),
-        max_output_tokens=_max_tokens(spec, adapter),
-        earlier=earlier,
+    earlier attempts of the same adapter and model, else nothing
+    (``backstay.adapters.spend.estimate_spend``)."""
+    system = spec.tier.system_prompt if spec.tier is not None else None
+    prompt = attempt_prompt(prompt=spec.prompt, prompt_file=spec.prompt_file, system_prompt=system)
+    return estimate_spend(
+        adapter, model=spec.model, config=spec.config, prompt=prompt, earlier=earlier
     )
-    usage = Usage(input_tokens=tokens.input_tokens, output_tokens=tokens.output_tokens)
-    usd = _price(spec, adapter, usage)
-    if usd is None:
-        usd = 0.0 if earlier is None or earlier.usd is None else earlier.usd
-    return Spend(usd=usd, tokens=tokens.tokens)
 
 
 def charge_for(spec: TaskSpec, adapter: Adapter, usage: Usage, estimate: Spend) -> Spend:
     """What an attempt that used ``usage`` is charged: its tokens, and the cost it
     reported; else its cost at the known price; else (it used tokens at an unknown price)
-    its estimate's cost."""
-    usd = usage.cost_usd
-    if usd is None and usage.tokens_total:
-        usd = _price(spec, adapter, usage)
-        if usd is None:
-            usd = estimate.usd
-    return Spend(usd=usd or 0.0, tokens=usage.tokens_total)
+    its estimate's cost (``backstay.adapters.spend.charge_spend``)."""
+    return charge_spend(
+        adapter, model=spec.model, config=spec.config, usage=usage, estimate=estimate
+    )
 
 
 class BudgetGate:

@@ -22,6 +22,11 @@ An agent CLI's attempt that changed the workspace (outside ``output_dir``) is ma
 stream cut after output never moves either (``details.stream_interrupted``). An agent's
 own partial output is kept for the run's result, not read as streamed output.
 
+With a spending budget (``--budget-usd``, ``--budget-tokens``) each attempt's estimate is
+that of its candidate's adapter, model and price; one that does not fit is not started,
+the chain does not move, and the run ends with ``ERR_BUDGET_EXCEEDED`` and exit code 5
+(``backstay.adapters._run_budget``).
+
 The chain's breakers and cooldowns live in a ``MemoryFallbackStore`` unless a store is
 given: one run is one process.
 """
@@ -37,6 +42,7 @@ from typing import TYPE_CHECKING, Any
 
 from backstay.adapters._attempt_capture import captured_attempt
 from backstay.adapters._harness_run import run_captured
+from backstay.adapters._run_budget import RunBudget
 from backstay.adapters.capture import Capture
 from backstay.adapters.contract import Adapter, AgentRequest, AgentResult
 from backstay.adapters.registry import get_adapter
@@ -115,6 +121,8 @@ class HarnessChain:
             name="run",
         )
         self._by_name = {e.candidate.name: e for e in self.entries}
+        # Each attempt's estimate is that candidate's (docs/budgets.md).
+        self.budget = RunBudget(run.budget)
         self.tried: list[Candidate] = []
         self._partial: str | None = None
 
@@ -156,13 +164,20 @@ class HarnessChain:
         async def body(run: Capture) -> AgentResult:
             async def attempt(candidate: Candidate) -> AgentResult:
                 number = next(numbers)
-                return await self._attempt(candidate, run, operation=operation, number=number)
+                entry = self._by_name[candidate.name]
+                return await self.budget.attempt(
+                    run,
+                    entry.adapter,
+                    entry.request,
+                    number,
+                    lambda: self._attempt(candidate, run, operation=operation, number=number),
+                )
 
             return (await self.chain.acall(attempt)).value
 
         return await run_captured(
             self.output_dir,
-            body,
+            self.budget.bounded(body),
             partial=lambda: self._partial,
             extra=self.model_keys,
             answered_by=lambda: self.tried[-1].name if self.tried else "no candidate",

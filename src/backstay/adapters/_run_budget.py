@@ -1,0 +1,209 @@
+"""``RunBudget``: the spending budget of one harness run (``backstay run --budget-usd``
+/ ``--budget-tokens``, ``BaseAdapter.run(budget=…)``, a run over a fallback chain).
+
+Before each attempt — the first, each retry, each fallback candidate's — the attempt's
+estimate (``backstay.adapters.spend.estimate_spend``: the same rule as the engine's, for
+the attempt's own adapter, model and settings) must fit:
+
+    spent + estimate ≤ limit      (for each of USD and tokens that is limited)
+
+else no attempt starts: the adapter is not called, and the run ends with
+``ERR_BUDGET_EXCEEDED`` (kind ``limit_exceeded``) and exit code ``BUDGET_EXIT_CODE`` (5,
+as ``backstay batch`` stops at a budget). After each attempt, what it really used (the
+run capture's usage grew by it) is charged (``charge_spend``). The mean use of this run's
+earlier attempts of the same adapter and model informs the next estimate, as the engine's
+state directory does for its tasks.
+
+The refusal travels through the retry driver or the fallback chain as ``_Refused``, a
+``BaseException`` like a cancellation: neither counts it a failure, so the candidate's
+breaker permit is given back, no retry or move is decided, and no cooldown starts.
+``bounded`` turns it into the run's ``AdapterError`` at the edge of the run's body.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Awaitable, Callable
+from typing import Final, TypeVar
+
+from backstay.adapters.capture import Capture
+from backstay.adapters.contract import Adapter, AgentRequest, AgentResult
+from backstay.adapters.spend import attempt_prompt, charge_spend, estimate_spend
+from backstay.adapters.usage import Usage
+from backstay.errors import AdapterError, ConfigError
+from backstay.failure import Failure
+from backstay.policy.spend import (
+    EarlierUse,
+    ScopeKind,
+    Spend,
+    SpendBudget,
+    SpendHold,
+    SpendLedger,
+    SpendRefusal,
+    SpendScope,
+)
+
+__all__ = ["BUDGET_CODE", "BUDGET_EXIT_CODE", "RunBudget"]
+
+T = TypeVar("T")
+
+# The error contract's code of a run a spending budget stopped.
+BUDGET_CODE: Final = "ERR_BUDGET_EXCEEDED"
+# The exit code of such a run: the code ``backstay batch`` exits with at a budget.
+BUDGET_EXIT_CODE: Final = 5
+_SCOPE: Final = SpendScope(kind=ScopeKind.TASK, name="run")
+
+
+class _Refused(BaseException):
+    """The next attempt does not fit the run's budget: no attempt was started."""
+
+    def __init__(self, failure: Failure) -> None:
+        super().__init__(failure.message)
+        self.failure = failure
+
+
+@dataclasses.dataclass(slots=True)
+class _Use:
+    count: int = 0
+    prompt_tokens: int = 0
+    output_tokens: int = 0
+    usd: float = 0.0
+
+    def mean(self) -> EarlierUse | None:
+        if not self.count:
+            return None
+        n = self.count
+        return EarlierUse(
+            prompt_tokens=self.prompt_tokens / n,
+            output_tokens=self.output_tokens / n,
+            usd=self.usd / n,
+        )
+
+
+def _used(before: Usage, after: Usage) -> Usage:
+    """What an attempt added to the run's usage (``after`` minus ``before``)."""
+    cost = None if after.cost_usd is None else max(0.0, after.cost_usd - (before.cost_usd or 0.0))
+    return Usage(
+        input_tokens=after.input_tokens - before.input_tokens,
+        output_tokens=after.output_tokens - before.output_tokens,
+        cache_read_tokens=after.cache_read_tokens - before.cache_read_tokens,
+        cache_write_tokens=after.cache_write_tokens - before.cache_write_tokens,
+        cost_usd=cost,
+        api_calls=after.api_calls - before.api_calls,
+    )
+
+
+def _describe(spend: Spend, dimension: str) -> str:
+    return f"${spend.usd:.6f}" if dimension == "usd" else f"{spend.tokens} tokens"
+
+
+class RunBudget:
+    """The budget of one harness run; ``None`` (or a budget limiting nothing) admits every
+    attempt and charges nothing. ``ConfigError`` for anything but a ``SpendBudget``."""
+
+    def __init__(self, budget: SpendBudget | None) -> None:
+        if budget is not None and not isinstance(budget, SpendBudget):
+            raise ConfigError(
+                f"must be a SpendBudget or None, got {type(budget).__name__}", where="budget"
+            )
+        self.budget = budget
+        self.active = budget is not None and not budget.unlimited
+        self._ledger = SpendLedger({_SCOPE: budget or SpendBudget()})
+        self._earlier: dict[tuple[str, str], _Use] = {}
+
+    @property
+    def spent(self) -> Spend:
+        """What the run's attempts were charged so far."""
+        return self._ledger.totals(_SCOPE).spent
+
+    async def attempt(
+        self,
+        run: Capture,
+        adapter: Adapter,
+        request: AgentRequest,
+        number: int,
+        make: Callable[[], Awaitable[T]],
+    ) -> T:
+        """Attempt ``number`` (``make()``) on ``adapter`` with ``request``, if its estimate
+        fits; then charge what it used. Raises ``_Refused`` when it does not fit."""
+        if not self.active:
+            return await make()
+        key = (adapter.name, request.model)
+        system = None if request.tier is None else request.tier.system_prompt
+        estimate = estimate_spend(
+            adapter,
+            model=request.model,
+            config=request.config,
+            prompt=attempt_prompt(prompt_file=request.prompt_file, system_prompt=system),
+            earlier=self._earlier.get(key, _Use()).mean(),
+        )
+        held = self._ledger.reserve([_SCOPE], estimate)
+        if isinstance(held, SpendRefusal):
+            raise _Refused(self._failure(held, number, adapter, request))
+        await run.alog(
+            f"budget: attempt {number} on {adapter.name} {request.model} estimated "
+            f"${estimate.usd:.6f}, {estimate.tokens} tokens "
+            f"(spent so far ${self.spent.usd:.6f}, {self.spent.tokens} tokens)"
+        )
+        before = run.usage
+        try:
+            return await make()
+        finally:
+            self._charge(held, adapter, request, _used(before, run.usage))
+
+    def _charge(
+        self, held: SpendHold, adapter: Adapter, request: AgentRequest, used: Usage
+    ) -> None:
+        charged = charge_spend(
+            adapter, model=request.model, config=request.config, usage=used, estimate=held.estimate
+        )
+        self._ledger.settle(held, charged)
+        if used.tokens_total:
+            use = self._earlier.setdefault((adapter.name, request.model), _Use())
+            use.count += 1
+            use.prompt_tokens += used.prompt_tokens
+            use.output_tokens += used.output_tokens
+            use.usd += charged.usd
+
+    def _failure(
+        self, refusal: SpendRefusal, number: int, adapter: Adapter, request: AgentRequest
+    ) -> Failure:
+        dimension = refusal.dimension
+        budget = self.budget or SpendBudget()
+        limit = f"${budget.usd:g}" if dimension == "usd" else f"{budget.tokens} tokens"
+        what = "USD" if dimension == "usd" else "token"
+        return Failure(
+            code=BUDGET_CODE,
+            message=(
+                f"the run's {what} budget {limit} has no room for attempt {number} on "
+                f"{adapter.name} {request.model} ({_describe(refusal.totals.spent, dimension)} "
+                f"spent, estimate {_describe(refusal.estimate, dimension)}); "
+                "the attempt was not started"
+            ),
+            details={
+                "source": "budget",
+                "attempt": number,
+                "dimension": dimension,
+                "budget": budget.to_dict(),
+                "spent": refusal.totals.spent.to_dict(),
+                "estimate": refusal.estimate.to_dict(),
+            },
+        )
+
+    def bounded(
+        self, body: Callable[[Capture], Awaitable[AgentResult]]
+    ) -> Callable[[Capture], Awaitable[AgentResult]]:
+        """``body`` ending in the run's ``AdapterError`` (and exit code 5) when an attempt
+        did not fit the budget."""
+        if not self.active:
+            return body
+
+        async def run_body(run: Capture) -> AgentResult:
+            try:
+                return await body(run)
+            except _Refused as refused:
+                await run.alog(f"budget: {refused.failure.message}")
+                run.record_exit(BUDGET_EXIT_CODE)
+                raise AdapterError(refused.failure) from None
+
+        return run_body

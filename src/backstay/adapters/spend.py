@@ -1,0 +1,112 @@
+"""What one attempt on an adapter is estimated to spend before it starts, and what it is
+charged after it: the rules every spending budget applies (docs/budgets.md, *The
+estimate* and *What is counted*), for the engine's tasks (``backstay.engine.budgets``) and
+for a single harness run (``backstay.adapters._run_budget``) alike.
+
+* ``attempt_prompt``: the text an attempt sends first: the prompt (inline or its file),
+  after the tier's system prompt;
+* ``estimate_spend``: its tokens by ``backstay.policy.spend.estimate_tokens`` (the
+  prompt's tokens; the request's ``max_tokens`` for API adapters, else the mean output of
+  earlier attempts, else ``DEFAULT_OUTPUT_TOKENS``), priced at the adapter's known price
+  for the attempt's model; without one, the mean cost of earlier attempts, else nothing;
+* ``charge_spend``: the tokens it used, and the cost it reported; else its cost at the
+  known price; else, when it used tokens at an unknown price, its estimate's cost.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
+
+from backstay._tokens import count_tokens
+from backstay.adapters._api_settings import ApiSettings
+from backstay.adapters.contract import Adapter
+from backstay.adapters.pricing import price_usage
+from backstay.adapters.usage import Usage
+from backstay.policy.spend import EarlierUse, Spend, estimate_tokens
+
+__all__ = ["attempt_prompt", "charge_spend", "estimate_spend"]
+
+
+@runtime_checkable
+class _Priced(Protocol):
+    """An adapter that knows its request's settings and its price source: the API
+    adapters (``backstay.adapters._api_common.ApiAdapter``, which imports this layer's
+    users, hence a protocol)."""
+
+    price_provider: str
+
+    def settings(self, config: Mapping[str, Any]) -> ApiSettings: ...
+
+
+def attempt_prompt(
+    *, prompt: str | None = None, prompt_file: Path | None = None, system_prompt: str | None = None
+) -> str:
+    """The prompt an attempt sends (``prompt_file``'s text when given; an unreadable file
+    counts as empty: the attempt fails on it, and says why), after ``system_prompt``."""
+    text = prompt or ""
+    if prompt_file is not None:
+        try:
+            text = prompt_file.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            text = ""
+    return text if not system_prompt else f"{system_prompt}\n{text}"
+
+
+def _max_tokens(adapter: Adapter, config: Mapping[str, Any]) -> int | None:
+    """The reply's token limit the request sets (API adapters), if any."""
+    if not isinstance(adapter, _Priced):
+        return None
+    return adapter.settings(config).max_tokens
+
+
+def _price(adapter: Adapter, model: str, config: Mapping[str, Any], usage: Usage) -> float | None:
+    """The USD cost of ``usage`` at the adapter's known price; ``None`` if unknown."""
+    if not isinstance(adapter, _Priced):
+        return None
+    settings = adapter.settings(config)
+    cost = price_usage(usage, model=model, provider=adapter.price_provider, prices=settings.prices)
+    return cost.usd
+
+
+def estimate_spend(
+    adapter: Adapter,
+    *,
+    model: str,
+    config: Mapping[str, Any],
+    prompt: str,
+    earlier: EarlierUse | None,
+) -> Spend:
+    """One attempt's estimated spend on ``adapter`` with ``model`` and ``config``:
+    ``prompt``'s tokens and the output ``estimate_tokens`` assumes, priced at the
+    adapter's known price; without one, ``earlier``'s mean cost, else nothing."""
+    tokens = estimate_tokens(
+        prompt_tokens=count_tokens(prompt),
+        max_output_tokens=_max_tokens(adapter, config),
+        earlier=earlier,
+    )
+    usage = Usage(input_tokens=tokens.input_tokens, output_tokens=tokens.output_tokens)
+    usd = _price(adapter, model, config, usage)
+    if usd is None:
+        usd = 0.0 if earlier is None or earlier.usd is None else earlier.usd
+    return Spend(usd=usd, tokens=tokens.tokens)
+
+
+def charge_spend(
+    adapter: Adapter,
+    *,
+    model: str,
+    config: Mapping[str, Any],
+    usage: Usage,
+    estimate: Spend,
+) -> Spend:
+    """What an attempt that used ``usage`` is charged: its tokens, and the cost it
+    reported; else its cost at the known price; else (it used tokens at an unknown price)
+    ``estimate``'s cost."""
+    usd = usage.cost_usd
+    if usd is None and usage.tokens_total:
+        usd = _price(adapter, model, config, usage)
+        if usd is None:
+            usd = estimate.usd
+    return Spend(usd=usd or 0.0, tokens=usage.tokens_total)
