@@ -8,10 +8,13 @@ request's environment are registered for redaction before anything runs.
 
 ``run`` / ``arun`` are the evaluation-harness entry point: one run of the agent, its logs
 and ``metrics.json`` in ``output_dir`` (on success, failure, timeout and cancellation
-alike), and the exit code (124 on timeout). There is no retry unless a ``policy`` is
-given, and then ``backstay.acall`` decides, from each attempt's ``Failure``; the run's
-files then hold every attempt (``metrics.json`` adds up their usage) and each attempt
-also has its own files in ``output_dir/attempt_N/``.
+alike), and the exit code (124 on timeout). Transient failures are retried as the
+adapter reliability contract says: without a ``policy``, under the registry's policy for
+``agent`` operations (``agent_dispatch``: 3 retries, 2 s, 4 s, 8 s, ``Retry-After``
+honoured); ``policy="no_retry"`` (or ``"none"``) makes one attempt. ``backstay.acall``
+decides, from each attempt's ``Failure``; the run's files hold every attempt
+(``metrics.json`` adds up their usage) and, when the policy allows more than one, each
+attempt also has its own files in ``output_dir/attempt_N/``.
 The run's environment is ``env`` over the provider variables the adapter declares
 (``provider_env``), taken from this process's environment unless ``inherit_env=False``
 (``backstay.adapters.provider_env``).
@@ -35,10 +38,11 @@ from backstay.adapters.capture import Capture
 from backstay.adapters.contract import AgentRequest, AgentResult, TierConfig
 from backstay.adapters.process import ProcessOutcome
 from backstay.adapters.provider_env import NO_PROVIDER_ENV, ProviderEnv, agent_env
-from backstay.call import acall
+from backstay.call import acall, resolve_policy
 from backstay.classify import check_output, classify
 from backstay.errors import AdapterError, ConfigError
 from backstay.failure import Failure
+from backstay.policy.registry import OperationType
 from backstay.policy.retry import RetryPolicy
 from backstay.redact import register_secret
 
@@ -46,6 +50,8 @@ __all__ = ["CANCELLED_EXIT_CODE", "BaseAdapter"]
 
 # Environment variables whose values are secrets: the rule ``backstay.redact`` applies to
 # the parent's own environment, applied to the environment a child is given.
+# The policy name of a single attempt, as ``backstay run --policy none`` says it.
+SINGLE_ATTEMPT: Final = "none"
 _SECRET_ENV_NAME: Final = re.compile(r"(?i)(key|token|secret|passw|credential|auth)")
 
 
@@ -53,6 +59,14 @@ def _register_env_secrets(env: Mapping[str, str]) -> None:
     for name, value in env.items():
         if _SECRET_ENV_NAME.search(name):
             register_secret(value)
+
+
+def _retry_policy(policy: RetryPolicy | str | None) -> RetryPolicy | None:
+    """The policy a harness run retries under; ``None`` for a single attempt."""
+    if isinstance(policy, str) and policy.strip() == SINGLE_ATTEMPT:
+        return None
+    chosen = resolve_policy(policy, OperationType.AGENT)
+    return None if chosen.max_attempts == 1 else chosen
 
 
 class BaseAdapter(abc.ABC):
@@ -178,6 +192,10 @@ class BaseAdapter(abc.ABC):
     ) -> AgentResult:
         """One harness run: the whole ``AgentResult`` (usage added over attempts).
 
+        ``policy`` is a ``RetryPolicy`` or a registered name; ``None`` is the registry's
+        policy for ``agent`` operations (the contract's ``agent_dispatch``), and
+        ``"no_retry"`` or ``"none"`` one attempt.
+
         The agent's environment is ``env`` over the ``provider_env`` variables set in this
         process's environment (only ``env`` with ``inherit_env=False``). Invalid arguments
         or ``config`` raise ``ConfigError`` before anything runs or is written; from then
@@ -195,6 +213,7 @@ class BaseAdapter(abc.ABC):
             stall_timeout_s=stall_timeout_s,
         )
         self.validate_config(request.config)
+        chosen = _retry_policy(policy)
         operation = operation_id or uuid.uuid4().hex
 
         async def body(run: Capture) -> AgentResult:
@@ -209,11 +228,11 @@ class BaseAdapter(abc.ABC):
                         request, operation_id=operation, attempt_id=attempt_id, capture=capture
                     )
 
-                return await captured_attempt(run, number, dispatch, apart=policy is not None)
+                return await captured_attempt(run, number, dispatch, apart=chosen is not None)
 
-            if policy is None:
+            if chosen is None:
                 return await attempt()
-            return await acall(attempt, policy=policy, operation="agent")
+            return await acall(attempt, policy=chosen, operation="agent")
 
         return await run_captured(
             request.output_dir,
