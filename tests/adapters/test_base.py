@@ -333,3 +333,25 @@ def test_a_harness_run_without_a_policy_retries_a_transient_failure_through_the_
     m = metrics(dirs)
     assert (m["exit_code"], m["api_calls"], m["error"]) == (0, 2, None)
     assert [metrics_of(dirs, n)["exit_code"] for n in (1, 2)] == [1, 0]
+
+
+class _FailedBeforeAnyRequest(_FailedResult):
+    failure: ClassVar[Failure] = Failure(code="ERR_AGENT_CONFIG", message="bad flag")
+
+    async def execute(
+        self, request: AgentRequest, *, operation_id: str, attempt_id: str, capture: Capture
+    ) -> AgentResult:
+        return AgentResult.failed(self.failure, exit_code=2)
+
+
+@pytest.mark.parametrize(
+    ("adapter", "calls"), [(_FailedResult(), 1), (_FailedBeforeAnyRequest(), 0)]
+)
+def test_an_attempt_refused_by_the_provider_counts_its_api_call(
+    dirs: dict[str, Path], adapter: BaseAdapter, calls: int
+) -> None:
+    code = adapter.run(
+        "m", dirs["prompt_file"], dirs["workspace"], dirs["output_dir"], {}, 5, policy="none"
+    )
+    assert code != 0
+    assert metrics(dirs)["api_calls"] == calls

@@ -106,6 +106,7 @@ def test_a_429_is_retried_by_default_and_the_run_succeeds(
     assert stats(backstay_netns)["by_status"] == {"429": 1, "200": 1}
     first, second = _metrics(out / "attempt_1"), _metrics(out / "attempt_2")
     assert first["exit_code"] != 0
+    assert first["api_calls"] >= 1  # the refused call counts, though the CLI reports none
     assert "429" in first["error"] or "RATE_LIMIT" in first["error"], first["error"]
     assert second["exit_code"] == 0
     assert not (out / "attempt_3").exists()
@@ -126,3 +127,4 @@ def test_a_context_overflow_is_not_retried_and_is_recorded(
     metrics = _metrics(out)
     assert metrics["exit_code"] == done.returncode
     assert metrics["error"].startswith("ERR_LLM_CONTEXT"), metrics["error"]
+    assert metrics["api_calls"] == 1

@@ -3,7 +3,9 @@
 ``dispatch`` wraps ``execute`` and keeps the contract whatever ``execute`` does: foreign
 exceptions are classified and raised as ``AdapterError`` (translated at this one
 boundary), a failed or timed-out ``AgentResult`` becomes an ``AdapterError`` with its
-partial output, usage and exit codes are recorded in the ``Capture``, and secrets in the
+partial output, usage and exit codes are recorded in the ``Capture`` (an attempt the
+provider refused with an HTTP status counts the API call it made, even when the agent
+reports none), and secrets in the
 request's environment are registered for redaction before anything runs.
 
 ``run`` / ``arun`` are the evaluation-harness entry point: one run of the agent, its logs
@@ -24,6 +26,7 @@ from __future__ import annotations
 
 import abc
 import asyncio
+import dataclasses
 import itertools
 import os
 import re
@@ -38,6 +41,7 @@ from backstay.adapters.capture import Capture
 from backstay.adapters.contract import AgentRequest, AgentResult, TierConfig
 from backstay.adapters.process import ProcessOutcome
 from backstay.adapters.provider_env import NO_PROVIDER_ENV, ProviderEnv, agent_env
+from backstay.adapters.usage import Usage
 from backstay.call import acall, resolve_policy
 from backstay.classify import check_output, classify
 from backstay.errors import AdapterError, ConfigError
@@ -52,6 +56,8 @@ __all__ = ["CANCELLED_EXIT_CODE", "BaseAdapter"]
 # the parent's own environment, applied to the environment a child is given.
 # The policy name of a single attempt, as ``backstay run --policy none`` says it.
 SINGLE_ATTEMPT: Final = "none"
+# The codes of failures a provider answered with an HTTP status.
+HTTP_FAILURE_PREFIX: Final = "ERR_HTTP_"
 _SECRET_ENV_NAME: Final = re.compile(r"(?i)(key|token|secret|passw|credential|auth)")
 
 
@@ -67,6 +73,19 @@ def _retry_policy(policy: RetryPolicy | str | None) -> RetryPolicy | None:
         return None
     chosen = resolve_policy(policy, OperationType.AGENT)
     return None if chosen.max_attempts == 1 else chosen
+
+
+def _answered_call_counted(result: AgentResult) -> Usage:
+    """``result``'s usage, with the API call its failure shows counted: an agent CLI refused
+    by its provider (a 429, an overflowing prompt) often reports no usage at all, yet the
+    provider answered one request."""
+    failure = result.failure
+    answered = failure is not None and (
+        failure.status is not None or failure.code.startswith(HTTP_FAILURE_PREFIX)
+    )
+    if answered and result.usage.api_calls == 0:
+        return dataclasses.replace(result.usage, api_calls=1)
+    return result.usage
 
 
 class BaseAdapter(abc.ABC):
@@ -165,7 +184,7 @@ class BaseAdapter(abc.ABC):
             failure = self.classify_failure(error=exc) or classify(exc)
             await capture.alog(f"attempt {attempt_id} raised {type(exc).__name__}: {failure}")
             raise AdapterError(failure) from exc
-        capture.add_usage(result.usage)
+        capture.add_usage(_answered_call_counted(result))
         if result.exit_code is not None:
             capture.record_exit(result.exit_code)
         if result.failure is not None:
