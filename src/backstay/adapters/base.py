@@ -5,8 +5,8 @@ exceptions are classified and raised as ``AdapterError`` (translated at this one
 boundary), a failed or timed-out ``AgentResult`` becomes an ``AdapterError`` with its
 partial output, usage and exit codes are recorded in the ``Capture`` (an attempt the
 provider refused with an HTTP status counts the API call it made, even when the agent
-reports none), and secrets in the
-request's environment are registered for redaction before anything runs.
+reports none), and secrets in the request's environment are registered for redaction
+before anything runs.
 
 ``run`` / ``arun`` are the evaluation-harness entry point: one run of the agent, its logs
 and ``metrics.json`` in ``output_dir`` (on success, failure, timeout and cancellation
@@ -52,12 +52,12 @@ from backstay.redact import register_secret
 
 __all__ = ["CANCELLED_EXIT_CODE", "BaseAdapter"]
 
-# Environment variables whose values are secrets: the rule ``backstay.redact`` applies to
-# the parent's own environment, applied to the environment a child is given.
 # The policy name of a single attempt, as ``backstay run --policy none`` says it.
 SINGLE_ATTEMPT: Final = "none"
 # The codes of failures a provider answered with an HTTP status.
 HTTP_FAILURE_PREFIX: Final = "ERR_HTTP_"
+# Environment variables whose values are secrets: the rule ``backstay.redact`` applies to
+# the parent's own environment, applied to the environment a child is given.
 _SECRET_ENV_NAME: Final = re.compile(r"(?i)(key|token|secret|passw|credential|auth)")
 
 
@@ -68,11 +68,11 @@ def _register_env_secrets(env: Mapping[str, str]) -> None:
 
 
 def _retry_policy(policy: RetryPolicy | str | None) -> RetryPolicy | None:
-    """The policy a harness run retries under; ``None`` for a single attempt."""
+    """The policy a harness run's attempts go through; ``None`` for a single attempt
+    made directly (``"none"``)."""
     if isinstance(policy, str) and policy.strip() == SINGLE_ATTEMPT:
         return None
-    chosen = resolve_policy(policy, OperationType.AGENT)
-    return None if chosen.max_attempts == 1 else chosen
+    return resolve_policy(policy, OperationType.AGENT)
 
 
 def _answered_call_counted(result: AgentResult) -> Usage:
@@ -233,6 +233,7 @@ class BaseAdapter(abc.ABC):
         )
         self.validate_config(request.config)
         chosen = _retry_policy(policy)
+        several = chosen is not None and chosen.max_attempts > 1
         operation = operation_id or uuid.uuid4().hex
 
         async def body(run: Capture) -> AgentResult:
@@ -247,7 +248,7 @@ class BaseAdapter(abc.ABC):
                         request, operation_id=operation, attempt_id=attempt_id, capture=capture
                     )
 
-                return await captured_attempt(run, number, dispatch, apart=chosen is not None)
+                return await captured_attempt(run, number, dispatch, apart=several)
 
             if chosen is None:
                 return await attempt()
