@@ -139,6 +139,7 @@ def _harness(
         timeout_s,
         env=ENV,
         stall_timeout_s=stall_timeout_s,
+        policy="no_retry",  # what one attempt does and leaves behind
     )
     return code, workspace, output
 

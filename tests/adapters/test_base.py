@@ -19,9 +19,13 @@ from backstay.adapters.base import BaseAdapter
 from backstay.adapters.capture import METRICS_KEYS, Capture, Stream
 from backstay.adapters.contract import AgentRequest, AgentResult, AgentStatus
 from backstay.adapters.mock import MockAdapter
+from backstay.adapters.registry import get_adapter
 from backstay.errors import AdapterError, ConfigError
 from backstay.failure import Failure
+from backstay.fakeprovider import FakeProvider, Fault, FaultKind, Scenario
+from backstay.observe.events import AttemptFailed
 from backstay.policy import RetryPolicy
+from backstay.testing import capture_events, testing_mode
 
 FAST_RETRY = RetryPolicy(name="fast", max_attempts=3, initial_delay_s=0.01, max_delay_s=0.01)
 
@@ -36,7 +40,10 @@ def dirs(tmp_path: Path) -> dict[str, Path]:
 
 
 def run_mock(dirs: dict[str, Path], attempts: list[list[dict[str, Any]]], **kwargs: Any) -> int:
+    """``MockAdapter().run`` acting out ``attempts``: one attempt unless ``policy`` is given
+    (``policy=None`` is the default policy, the contract's ``agent_dispatch``)."""
     timeout = kwargs.pop("timeout", 10.0)
+    kwargs.setdefault("policy", "no_retry")
     return MockAdapter().run(
         "mock-model",
         dirs["prompt_file"],
@@ -50,6 +57,12 @@ def run_mock(dirs: dict[str, Path], attempts: list[list[dict[str, Any]]], **kwar
 
 def metrics(dirs: dict[str, Path]) -> dict[str, Any]:
     loaded: dict[str, Any] = json.loads((dirs["output_dir"] / "metrics.json").read_text())
+    return loaded
+
+
+def metrics_of(dirs: dict[str, Path], attempt: int) -> dict[str, Any]:
+    path = dirs["output_dir"] / f"attempt_{attempt}" / "metrics.json"
+    loaded: dict[str, Any] = json.loads(path.read_text())
     return loaded
 
 
@@ -104,9 +117,24 @@ def test_a_stalled_run_ends_as_a_timeout(dirs: dict[str, Path]) -> None:
     assert metrics(dirs)["error"].startswith("ERR_STREAM_STALLED")
 
 
-def test_without_a_policy_a_retryable_failure_is_not_retried(dirs: dict[str, Path]) -> None:
-    assert run_mock(dirs, [[{"error": "overloaded"}], [{"result": "done"}]]) == 1
+@pytest.mark.parametrize("single", ["no_retry", "none"])
+def test_a_single_attempt_policy_does_not_retry_a_retryable_failure(
+    dirs: dict[str, Path], single: str
+) -> None:
+    assert run_mock(dirs, [[{"error": "overloaded"}], [{"result": "done"}]], policy=single) == 1
     assert log(dirs, Stream.AGENT).count("acts out") == 1
+    assert not (dirs["output_dir"] / "attempt_1").exists()
+
+
+def test_without_a_policy_a_transient_failure_is_retried_under_agent_dispatch(
+    dirs: dict[str, Path],
+) -> None:
+    attempts = [[{"error": "overloaded"}], [{"result": "done"}]]
+    with testing_mode(attempts=None), capture_events() as events:
+        assert run_mock(dirs, attempts, policy=None) == 0
+    assert [e.delay_s for e in events if isinstance(e, AttemptFailed)] == [2.0]
+    assert metrics(dirs)["api_calls"] == 2
+    assert log(dirs, Stream.AGENT).count("acts out") == 2
 
 
 def test_with_a_policy_retries_go_through_acall_and_usage_adds_up(
@@ -285,3 +313,45 @@ def test_arun_returns_the_whole_result(dirs: dict[str, Path]) -> None:
         3,
     )
     assert result.duration_s > 0
+
+
+def test_a_harness_run_without_a_policy_retries_a_transient_failure_through_the_sdk(
+    dirs: dict[str, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    scenario = Scenario(faults=(Fault(kind=FaultKind.OVERLOADED, first=1),))
+    adapter = get_adapter("anthropic-api")
+    assert isinstance(adapter, BaseAdapter)
+    with FakeProvider(scenario) as fake, testing_mode(attempts=None):
+        monkeypatch.setenv("ANTHROPIC_API_KEY", CANARY_KEY)
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", fake.url)
+        code = adapter.run(
+            "fake-model", dirs["prompt_file"], dirs["workspace"], dirs["output_dir"], {}, 30
+        )
+        stats = fake.stats()
+    assert code == 0
+    assert stats.by_status == {529: 1, 200: 1}
+    m = metrics(dirs)
+    assert (m["exit_code"], m["api_calls"], m["error"]) == (0, 2, None)
+    assert [metrics_of(dirs, n)["exit_code"] for n in (1, 2)] == [1, 0]
+
+
+class _FailedBeforeAnyRequest(_FailedResult):
+    failure: ClassVar[Failure] = Failure(code="ERR_AGENT_CONFIG", message="bad flag")
+
+    async def execute(
+        self, request: AgentRequest, *, operation_id: str, attempt_id: str, capture: Capture
+    ) -> AgentResult:
+        return AgentResult.failed(self.failure, exit_code=2)
+
+
+@pytest.mark.parametrize(
+    ("adapter", "calls"), [(_FailedResult(), 1), (_FailedBeforeAnyRequest(), 0)]
+)
+def test_an_attempt_refused_by_the_provider_counts_its_api_call(
+    dirs: dict[str, Path], adapter: BaseAdapter, calls: int
+) -> None:
+    code = adapter.run(
+        "m", dirs["prompt_file"], dirs["workspace"], dirs["output_dir"], {}, 5, policy="none"
+    )
+    assert code != 0
+    assert metrics(dirs)["api_calls"] == calls

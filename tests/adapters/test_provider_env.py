@@ -154,8 +154,9 @@ def test_run_takes_the_standard_variables_from_the_callers_environment(
         assert fake.stats().requests == 1
     assert (code, metrics["api_calls"]) == (0, 1)
     assert metrics["tokens_input"] > 0
-    for path in (tmp_path / "out").iterdir():
-        assert CANARY_KEY not in path.read_text(encoding="utf-8"), path
+    for path in (tmp_path / "out").rglob("*"):
+        if path.is_file():
+            assert CANARY_KEY not in path.read_text(encoding="utf-8"), path
 
 
 def test_run_gives_an_explicit_env_value_precedence(

@@ -2,7 +2,8 @@
 provider there, given nothing but the provider's standard variables: no adapter option
 names a key or a variable to pass, and codex is pointed at the fake by ``OPENAI_BASE_URL``
 alone (which Codex itself ignores). The run succeeds with its usage recorded, and the key
-appears nowhere.
+appears nowhere; with no ``--policy``, a 429 is retried (the contract's ``agent_dispatch``)
+and the run succeeds, and a context overflow is not retried and is recorded.
 
 Skipped, with the reason, when the CLI is not installed (`make agents`) or namespaces
 cannot be made here.
@@ -14,7 +15,7 @@ import json
 import os
 import subprocess
 from pathlib import Path
-from typing import Final
+from typing import Any, Final
 
 import pytest
 from tests.agents.clis import CANARY_KEY
@@ -42,18 +43,20 @@ SOURCE: Final = str(Path(backstay.__file__).resolve().parents[1])
 RUN_TIMEOUT_S: Final = 120
 
 
-@pytest.mark.parametrize("name", list(RUNS))
-def test_backstay_run_succeeds_with_only_the_standard_variables_exported(
-    name: str, backstay_netns: NetworkNamespace, tmp_path: Path
-) -> None:
+def _backstay_run(
+    name: str, ns: NetworkNamespace, tmp_path: Path, *faults: str
+) -> tuple[subprocess.CompletedProcess[str], Path]:
+    """``backstay run`` of ``name`` (no ``--policy``, only the standard variables) against
+    a fake provider in ``ns`` injecting ``faults``; the finished run and its output folder."""
     installed(name)
     model, exported = RUNS[name]
-    backstay_netns.popen(
-        [*BACKSTAY, "fake-provider", "serve", "--port", str(PORT)],
+    fault_args = [arg for fault in faults for arg in ("--fault", fault)]
+    ns.popen(
+        [*BACKSTAY, "fake-provider", "serve", "--port", str(PORT), *fault_args],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
-    assert stats(backstay_netns)["requests"] == 0
+    assert stats(ns)["requests"] == 0
     (tmp_path / "ws").mkdir()
     (tmp_path / "prompt.md").write_text("say hi", encoding="utf-8")
     out = tmp_path / "out"
@@ -66,16 +69,62 @@ def test_backstay_run_succeeds_with_only_the_standard_variables_exported(
         *("--prompt-file", str(tmp_path / "prompt.md"), "--workspace", str(tmp_path / "ws")),
         *("--output-dir", str(out), "--timeout", str(RUN_TIMEOUT_S)),
     ]
-    done = backstay_netns.run(argv, env=own | exported, cwd=tmp_path, timeout_s=RUN_TIMEOUT_S + 30)
+    done = ns.run(argv, env=own | exported, cwd=tmp_path, timeout_s=RUN_TIMEOUT_S * 2)
+    for path in out.rglob("*"):
+        if path.is_file():
+            assert CANARY_KEY.encode() not in path.read_bytes(), path
+    assert CANARY_KEY not in done.stdout + done.stderr
+    return done, out
+
+
+def _metrics(out: Path) -> dict[str, Any]:
+    loaded: dict[str, Any] = json.loads((out / "metrics.json").read_text(encoding="utf-8"))
+    return loaded
+
+
+@pytest.mark.parametrize("name", list(RUNS))
+def test_backstay_run_succeeds_with_only_the_standard_variables_exported(
+    name: str, backstay_netns: NetworkNamespace, tmp_path: Path
+) -> None:
+    done, out = _backstay_run(name, backstay_netns, tmp_path)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
-    metrics = json.loads((out / "metrics.json").read_text(encoding="utf-8"))
+    metrics = _metrics(out)
     assert metrics["exit_code"] == 0
     assert metrics["api_calls"] >= 1
     assert metrics["tokens_input"] > 0
     seen = stats(backstay_netns)
     assert seen["requests"] >= 1
     assert set(seen["by_status"]) == {"200"}
-    assert CANARY_KEY not in done.stdout + done.stderr
-    for path in out.rglob("*"):
-        if path.is_file():
-            assert CANARY_KEY.encode() not in path.read_bytes(), path
+
+
+@pytest.mark.parametrize("name", list(RUNS))
+def test_a_429_is_retried_by_default_and_the_run_succeeds(
+    name: str, backstay_netns: NetworkNamespace, tmp_path: Path
+) -> None:
+    done, out = _backstay_run(name, backstay_netns, tmp_path, "rate_limit:first=1:retry_after_s=1")
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    assert stats(backstay_netns)["by_status"] == {"429": 1, "200": 1}
+    first, second = _metrics(out / "attempt_1"), _metrics(out / "attempt_2")
+    assert first["exit_code"] != 0
+    assert first["api_calls"] >= 1  # the refused call counts, though the CLI reports none
+    assert "429" in first["error"] or "RATE_LIMIT" in first["error"], first["error"]
+    assert second["exit_code"] == 0
+    assert not (out / "attempt_3").exists()
+    metrics = _metrics(out)
+    assert (metrics["exit_code"], metrics["error"]) == (0, None)
+    assert metrics["api_calls"] >= 2
+    assert metrics["tokens_input"] > 0
+
+
+@pytest.mark.parametrize("name", list(RUNS))
+def test_a_context_overflow_is_not_retried_and_is_recorded(
+    name: str, backstay_netns: NetworkNamespace, tmp_path: Path
+) -> None:
+    done, out = _backstay_run(name, backstay_netns, tmp_path, "context_overflow")
+    assert done.returncode not in (0, 124), done.stdout[-2000:] + done.stderr[-2000:]
+    assert stats(backstay_netns)["requests"] == 1
+    assert not (out / "attempt_2").exists()
+    metrics = _metrics(out)
+    assert metrics["exit_code"] == done.returncode
+    assert metrics["error"].startswith("ERR_LLM_CONTEXT"), metrics["error"]
+    assert metrics["api_calls"] == 1

@@ -2,7 +2,10 @@
 (``agent_dispatch``: 3 retries, 2 s, 4 s, 8 s, Retry-After honoured), through the real API
 adapters and SDKs against the project's fake provider. Checks of the decided delays run
 under ``testing_mode`` (no sleeping); the waits themselves are measured in real time from
-the fake provider's request log."""
+the fake provider's request log. Every run is given nothing but its provider's standard
+variables (``ANTHROPIC_API_KEY`` and ``ANTHROPIC_BASE_URL``, ``OPENAI_API_KEY`` and
+``OPENAI_BASE_URL``), as a user who has used an SDK exports them: no adapter option names
+a key, a variable or an endpoint."""
 
 from __future__ import annotations
 
@@ -22,7 +25,6 @@ from backstay.testing import CapturedEvents, capture_events, testing_mode
 
 runner = CliRunner()
 KEY: Final = "sk-ant-api03-RetryCanaryRetryCanary0123456789"
-KEY_VAR: Final = "RUN_RETRY_TEST_KEY"
 NETWORK_ERROR: Final = Fault(kind=FaultKind.RESET, after_events=0)
 # The delays agent_dispatch decides after attempts 1, 2 and 3.
 CONTRACT_DELAYS: Final = [2.0, 4.0, 8.0]
@@ -35,11 +37,21 @@ def _no_stray_config(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
         monkeypatch.delenv(name, raising=False)
 
 
+# Adapter → its key and the standard variables of its provider, given the fake's URL.
+ADAPTERS: Final = ("anthropic-api", "openai-api")
+
+
+def _standard_env(adapter: str, url: str) -> dict[str, str]:
+    if adapter == "openai-api":
+        return {"OPENAI_API_KEY": KEY, "OPENAI_BASE_URL": f"{url}/v1"}
+    return {"ANTHROPIC_API_KEY": KEY, "ANTHROPIC_BASE_URL": url}
+
+
 def _run(tmp_path: Path, fake: FakeProvider, *extra: str, adapter: str = "anthropic-api") -> Result:
-    """``backstay run`` of ``adapter`` against ``fake``, with no ``--policy``."""
+    """``backstay run`` of ``adapter`` against ``fake``, with no ``--policy`` and nothing
+    but the provider's standard variables exported."""
     (tmp_path / "prompt.md").write_text("Say hello.", encoding="utf-8")
     (tmp_path / "ws").mkdir(exist_ok=True)
-    base_url = fake.url + ("/v1" if adapter == "openai-api" else "")
     args = [
         "run",
         "--adapter",
@@ -54,13 +66,9 @@ def _run(tmp_path: Path, fake: FakeProvider, *extra: str, adapter: str = "anthro
         "out",
         "--timeout",
         "30",
-        "--adapter-option",
-        f"base_url={base_url}",
-        "--adapter-option",
-        f"api_key_env={KEY_VAR}",
         *extra,
     ]
-    return runner.invoke(app, args, env={KEY_VAR: KEY})
+    return runner.invoke(app, args, env=_standard_env(adapter, fake.url))
 
 
 def _metrics(tmp_path: Path, *parts: str) -> dict[str, Any]:
@@ -143,21 +151,45 @@ def test_each_attempt_keeps_its_own_logs_and_metrics(tmp_path: Path, fast: Captu
     ).read_text()
 
 
-def test_two_529s_then_success_waits_2_then_4_s(tmp_path: Path, fast: CapturedEvents) -> None:
+@pytest.mark.parametrize("adapter", ADAPTERS)
+def test_a_run_succeeds_with_its_usage_recorded(tmp_path: Path, adapter: str) -> None:
+    with FakeProvider() as fake:
+        result = _run(tmp_path, fake, adapter=adapter)
+        stats = fake.stats()
+    assert result.exit_code == 0, result.output
+    assert stats.requests == 1
+    metrics = _metrics(tmp_path)
+    assert (metrics["exit_code"], metrics["api_calls"], metrics["error"]) == (0, 1, None)
+    assert metrics["tokens_input"] == stats.input_tokens > 0
+    assert metrics["tokens_output"] == stats.output_tokens > 0
+
+
+# Each provider's own "overloaded" answer: Anthropic's 529, OpenAI's 503.
+OVERLOADED_STATUS: Final = {"anthropic-api": 529, "openai-api": 503}
+
+
+@pytest.mark.parametrize("adapter", ADAPTERS)
+def test_two_529s_then_success_waits_2_then_4_s(
+    tmp_path: Path, fast: CapturedEvents, adapter: str
+) -> None:
     scenario = Scenario(faults=(Fault(kind=FaultKind.OVERLOADED, first=2),))
     with FakeProvider(scenario) as fake:
-        result = _run(tmp_path, fake)
+        result = _run(tmp_path, fake, adapter=adapter)
         stats = fake.stats()
     assert result.exit_code == 0, result.output
     assert _delays(fast) == [2.0, 4.0]
-    assert stats.by_status == {529: 2, 200: 1}
+    assert stats.by_status == {OVERLOADED_STATUS[adapter]: 2, 200: 1}
+    assert _metrics(tmp_path)["api_calls"] == 3
 
 
-def test_a_429_with_retry_after_is_retried_after_it_with_the_same_key(tmp_path: Path) -> None:
+@pytest.mark.parametrize("adapter", ADAPTERS)
+def test_a_429_with_retry_after_is_retried_after_it_with_the_same_key(
+    tmp_path: Path, adapter: str
+) -> None:
     log = tmp_path / "requests.jsonl"
     scenario = Scenario(faults=(Fault(kind=FaultKind.RATE_LIMIT, first=1, retry_after_s=1.0),))
     with FakeProvider(scenario, log_path=log) as fake:
-        result = _run(tmp_path, fake)
+        result = _run(tmp_path, fake, adapter=adapter)
     assert result.exit_code == 0, result.output
     first, second = _requests(log)
     assert (first["status"], second["status"]) == (429, 200)
@@ -166,9 +198,12 @@ def test_a_429_with_retry_after_is_retried_after_it_with_the_same_key(tmp_path: 
     assert _metrics(tmp_path)["api_calls"] == 2
 
 
-def test_a_context_overflow_is_not_retried(tmp_path: Path, fast: CapturedEvents) -> None:
+@pytest.mark.parametrize("adapter", ADAPTERS)
+def test_a_context_overflow_is_not_retried(
+    tmp_path: Path, fast: CapturedEvents, adapter: str
+) -> None:
     with FakeProvider(Scenario(faults=(Fault(kind=FaultKind.CONTEXT_OVERFLOW),))) as fake:
-        result = _run(tmp_path, fake)
+        result = _run(tmp_path, fake, adapter=adapter)
         requests = fake.stats().requests
     assert result.exit_code == 1
     assert requests == 1

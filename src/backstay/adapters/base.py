@@ -3,15 +3,20 @@
 ``dispatch`` wraps ``execute`` and keeps the contract whatever ``execute`` does: foreign
 exceptions are classified and raised as ``AdapterError`` (translated at this one
 boundary), a failed or timed-out ``AgentResult`` becomes an ``AdapterError`` with its
-partial output, usage and exit codes are recorded in the ``Capture``, and secrets in the
-request's environment are registered for redaction before anything runs.
+partial output, usage and exit codes are recorded in the ``Capture`` (an attempt the
+provider refused with an HTTP status counts the API call it made, even when the agent
+reports none), and secrets in the request's environment are registered for redaction
+before anything runs.
 
 ``run`` / ``arun`` are the evaluation-harness entry point: one run of the agent, its logs
 and ``metrics.json`` in ``output_dir`` (on success, failure, timeout and cancellation
-alike), and the exit code (124 on timeout). There is no retry unless a ``policy`` is
-given, and then ``backstay.acall`` decides, from each attempt's ``Failure``; the run's
-files then hold every attempt (``metrics.json`` adds up their usage) and each attempt
-also has its own files in ``output_dir/attempt_N/``.
+alike), and the exit code (124 on timeout). Transient failures are retried as the
+adapter reliability contract says: without a ``policy``, under the registry's policy for
+``agent`` operations (``agent_dispatch``: 3 retries, 2 s, 4 s, 8 s, ``Retry-After``
+honoured); ``policy="no_retry"`` (or ``"none"``) makes one attempt. ``backstay.acall``
+decides, from each attempt's ``Failure``; the run's files hold every attempt
+(``metrics.json`` adds up their usage) and, when the policy allows more than one, each
+attempt also has its own files in ``output_dir/attempt_N/``.
 The run's environment is ``env`` over the provider variables the adapter declares
 (``provider_env``), taken from this process's environment unless ``inherit_env=False``
 (``backstay.adapters.provider_env``).
@@ -21,6 +26,7 @@ from __future__ import annotations
 
 import abc
 import asyncio
+import dataclasses
 import itertools
 import os
 import re
@@ -36,16 +42,22 @@ from backstay.adapters.capture import Capture
 from backstay.adapters.contract import AgentRequest, AgentResult, TierConfig
 from backstay.adapters.process import ProcessOutcome
 from backstay.adapters.provider_env import NO_PROVIDER_ENV, ProviderEnv, agent_env
-from backstay.call import acall
+from backstay.adapters.usage import Usage
+from backstay.call import acall, resolve_policy
 from backstay.classify import check_output, classify
 from backstay.errors import AdapterError, ConfigError
 from backstay.failure import Failure
+from backstay.policy.registry import OperationType
 from backstay.policy.retry import RetryPolicy
 from backstay.policy.spend import SpendBudget
 from backstay.redact import register_secret
 
 __all__ = ["CANCELLED_EXIT_CODE", "BaseAdapter"]
 
+# The policy name of a single attempt, as ``backstay run --policy none`` says it.
+SINGLE_ATTEMPT: Final = "none"
+# The codes of failures a provider answered with an HTTP status.
+HTTP_FAILURE_PREFIX: Final = "ERR_HTTP_"
 # Environment variables whose values are secrets: the rule ``backstay.redact`` applies to
 # the parent's own environment, applied to the environment a child is given.
 _SECRET_ENV_NAME: Final = re.compile(r"(?i)(key|token|secret|passw|credential|auth)")
@@ -55,6 +67,27 @@ def _register_env_secrets(env: Mapping[str, str]) -> None:
     for name, value in env.items():
         if _SECRET_ENV_NAME.search(name):
             register_secret(value)
+
+
+def _retry_policy(policy: RetryPolicy | str | None) -> RetryPolicy | None:
+    """The policy a harness run's attempts go through; ``None`` for a single attempt
+    made directly (``"none"``)."""
+    if isinstance(policy, str) and policy.strip() == SINGLE_ATTEMPT:
+        return None
+    return resolve_policy(policy, OperationType.AGENT)
+
+
+def _answered_call_counted(result: AgentResult) -> Usage:
+    """``result``'s usage, with the API call its failure shows counted: an agent CLI refused
+    by its provider (a 429, an overflowing prompt) often reports no usage at all, yet the
+    provider answered one request."""
+    failure = result.failure
+    answered = failure is not None and (
+        failure.status is not None or failure.code.startswith(HTTP_FAILURE_PREFIX)
+    )
+    if answered and result.usage.api_calls == 0:
+        return dataclasses.replace(result.usage, api_calls=1)
+    return result.usage
 
 
 class BaseAdapter(abc.ABC):
@@ -153,7 +186,7 @@ class BaseAdapter(abc.ABC):
             failure = self.classify_failure(error=exc) or classify(exc)
             await capture.alog(f"attempt {attempt_id} raised {type(exc).__name__}: {failure}")
             raise AdapterError(failure) from exc
-        capture.add_usage(result.usage)
+        capture.add_usage(_answered_call_counted(result))
         if result.exit_code is not None:
             capture.record_exit(result.exit_code)
         if result.failure is not None:
@@ -181,6 +214,10 @@ class BaseAdapter(abc.ABC):
     ) -> AgentResult:
         """One harness run: the whole ``AgentResult`` (usage added over attempts).
 
+        ``policy`` is a ``RetryPolicy`` or a registered name; ``None`` is the registry's
+        policy for ``agent`` operations (the contract's ``agent_dispatch``), and
+        ``"no_retry"`` or ``"none"`` one attempt.
+
         The agent's environment is ``env`` over the ``provider_env`` variables set in this
         process's environment (only ``env`` with ``inherit_env=False``). Invalid arguments
         or ``config`` raise ``ConfigError`` before anything runs or is written; from then
@@ -201,6 +238,8 @@ class BaseAdapter(abc.ABC):
         )
         self.validate_config(request.config)
         gate = RunBudget(budget)
+        chosen = _retry_policy(policy)
+        several = chosen is not None and chosen.max_attempts > 1
         operation = operation_id or uuid.uuid4().hex
 
         async def body(run: Capture) -> AgentResult:
@@ -220,12 +259,12 @@ class BaseAdapter(abc.ABC):
                     self,
                     request,
                     number,
-                    lambda: captured_attempt(run, number, dispatch, apart=policy is not None),
+                    lambda: captured_attempt(run, number, dispatch, apart=several),
                 )
 
-            if policy is None:
+            if chosen is None:
                 return await attempt()
-            return await acall(attempt, policy=policy, operation="agent")
+            return await acall(attempt, policy=chosen, operation="agent")
 
         return await run_captured(
             request.output_dir,

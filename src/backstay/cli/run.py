@@ -88,7 +88,7 @@ def _start(spec: HarnessRun) -> int:
             env=spec.env,
             tier=spec.tier,
             stall_timeout_s=spec.stall_timeout_s,
-            policy=spec.policy,
+            policy=NO_RETRY_POLICY if spec.policy is None else spec.policy,
             inherit_env=False,  # spec.env is already the whole environment
             budget=spec.budget,
         )

@@ -219,6 +219,7 @@ class AdapterContract:
             self.adapter_config(scenario),
             self.hang_timeout_s if scenario == "hang" else self.timeout_s,
             env=self.adapter_env(scenario),
+            policy="no_retry",  # one attempt: each check is of what one attempt records
         )
         return code, output
 
