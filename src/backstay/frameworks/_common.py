@@ -9,7 +9,11 @@
   step's prompt with the validation feedback of a previous attempt;
 * ``Checkpoint``: the framework's own checkpoint of a step, kept in the run's persistent
   ``state`` (saved by the runtime with the run record, so ``resume`` finds it);
-* ``openai_usage``: an OpenAI-style token count as backstay's ``Usage``.
+* ``openai_usage``: an OpenAI-style token count as backstay's ``Usage``;
+* ``TaskAdapter``: the base of the four adapters (factory, model settings, task config,
+  ``plan`` and ``validate``); ``adapter_arguments``: its arguments from a suite task's
+  ``config``; ``with_openai_http_client``: a step run with the adapter's HTTP client or a
+  new one closed when the step ends.
 """
 
 from __future__ import annotations
@@ -18,20 +22,23 @@ import dataclasses
 import importlib
 import json
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from types import ModuleType
-from typing import Any, Final
+from typing import Any, ClassVar, Final
 
 from backstay._checks import check_name, check_number, check_url
 from backstay.adapters.usage import Usage
 from backstay.errors import ConfigError
 from backstay.runtime.context import ExecutionContext
 from backstay.runtime.plan import Plan, Step
-from backstay.runtime.results import StepResult, StepStatus
+from backstay.runtime.results import StepResult, StepStatus, ValidationResult
+from backstay.runtime.schema_check import check_output
 
 __all__ = [
     "Checkpoint",
     "ModelSettings",
+    "TaskAdapter",
+    "adapter_arguments",
     "answer",
     "load_factory",
     "openai_http_client",
@@ -40,6 +47,7 @@ __all__ = [
     "task_plan",
     "task_text",
     "tool_text",
+    "with_openai_http_client",
 ]
 
 DEFAULT_TIMEOUT_S: Final = 60.0
@@ -184,3 +192,58 @@ def openai_usage(
         output_tokens=completion_tokens or 0,
         api_calls=1,
     )
+
+
+async def with_openai_http_client(
+    http_client: Any, run: Callable[[Any], Awaitable[StepResult]]
+) -> StepResult:
+    """``run(http_client)``; without one (``None``), with a new ``openai_http_client()``
+    closed when the run returns."""
+    if http_client is not None:
+        return await run(http_client)
+    async with openai_http_client() as own:
+        return await run(own)
+
+
+def adapter_arguments(config: Mapping[str, Any], *, default_model: str) -> dict[str, Any]:
+    """An adapter's keyword arguments from a suite task's ``config``: ``agent``,
+    ``model``, ``base_url``, the key (``api_key`` or ``api_key_env``), ``timeout_s``."""
+    s = ModelSettings.from_config(config, default_model=default_model)
+    return {
+        "agent": config.get("agent"),
+        "model": s.model,
+        "base_url": s.base_url,
+        "api_key": s.api_key,
+        "timeout_s": s.timeout_s,
+        "config": config,
+    }
+
+
+class TaskAdapter:
+    """What every framework adapter holds: the user's agent ``factory``, the model
+    ``settings`` and the task's ``config``; its ``plan`` (``task_plan``) and ``validate``
+    (``check_output``). A subclass names itself (``name``) and runs a step (``execute``)."""
+
+    name: ClassVar[str]
+
+    def __init__(
+        self,
+        *,
+        factory: Callable[..., Any],
+        model: str,
+        base_url: str | None,
+        api_key: str,
+        timeout_s: float,
+        config: Mapping[str, Any] | None,
+    ) -> None:
+        self.factory = factory
+        self.settings = ModelSettings(
+            model=model, base_url=base_url, api_key=api_key, timeout_s=timeout_s
+        )
+        self.config = dict(config or {})
+
+    async def plan(self, input: Any, context: ExecutionContext) -> Plan:
+        return task_plan(input, context, action=self.name)
+
+    def validate(self, output: Any, schema: Mapping[str, Any] | None) -> ValidationResult:
+        return check_output(output, schema)

@@ -30,19 +30,18 @@ from backstay.adapters.usage import Usage
 from backstay.errors import ConfigError
 from backstay.frameworks._common import (
     Checkpoint,
-    ModelSettings,
+    TaskAdapter,
+    adapter_arguments,
     answer,
     load_factory,
     openai_usage,
     require,
-    task_plan,
     task_text,
     tool_text,
 )
 from backstay.runtime.context import ExecutionContext
-from backstay.runtime.plan import Plan, Step
-from backstay.runtime.results import StepResult, ValidationResult
-from backstay.runtime.schema_check import check_output
+from backstay.runtime.plan import Step
+from backstay.runtime.results import StepResult
 from backstay.runtime.toolgate import ToolGate
 from backstay.runtime.trace import TRACE_HEADER
 
@@ -185,7 +184,7 @@ def _final_text(result: TaskResult | None) -> str:
     return ""
 
 
-class AutoGenAdapter:
+class AutoGenAdapter(TaskAdapter):
     """A ``FrameworkAdapter`` over an AutoGen agent (see the module)."""
 
     name = "autogen"
@@ -200,11 +199,14 @@ class AutoGenAdapter:
         timeout_s: float = 60.0,
         config: Mapping[str, Any] | None = None,
     ) -> None:
-        self.factory = load_factory(agent) or default_agent
-        self.settings = ModelSettings(
-            model=model, base_url=base_url, api_key=api_key, timeout_s=timeout_s
+        super().__init__(
+            factory=load_factory(agent) or default_agent,
+            model=model,
+            base_url=base_url,
+            api_key=api_key,
+            timeout_s=timeout_s,
+            config=config,
         )
-        self.config = dict(config or {})
 
     def model_client(self, context: ExecutionContext) -> GatedClient:
         """The run's client: the SDK's retries off, every call through the gate."""
@@ -220,9 +222,6 @@ class AutoGenAdapter:
             **where,
         )
         return GatedClient(inner, context.model)
-
-    async def plan(self, input: Any, context: ExecutionContext) -> Plan:
-        return task_plan(input, context, action=self.name)
 
     async def execute(self, step: Step, tools: ToolGate, context: ExecutionContext) -> StepResult:
         client = self.model_client(context)
@@ -247,20 +246,9 @@ class AutoGenAdapter:
         finally:
             await client.close()
 
-    def validate(self, output: Any, schema: Mapping[str, Any] | None) -> ValidationResult:
-        return check_output(output, schema)
-
 
 def make_agent(config: Mapping[str, Any]) -> AutoGenAdapter:
     """The factory a suite task names (``agent: backstay.frameworks.autogen:make_agent``):
     ``config`` gives ``agent`` (``module:function``), ``model``, ``base_url``, ``api_key``
     (or ``api_key_env``), ``timeout_s``."""
-    s = ModelSettings.from_config(config, default_model=DEFAULT_MODEL)
-    return AutoGenAdapter(
-        agent=config.get("agent"),
-        model=s.model,
-        base_url=s.base_url,
-        api_key=s.api_key,
-        timeout_s=s.timeout_s,
-        config=config,
-    )
+    return AutoGenAdapter(**adapter_arguments(config, default_model=DEFAULT_MODEL))

@@ -24,6 +24,7 @@ graph backstay's parts, so that nothing reaches a model or a tool around the gat
 
 from __future__ import annotations
 
+import functools
 import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
@@ -31,21 +32,20 @@ from typing import Any, Final
 from backstay.adapters.usage import Usage
 from backstay.frameworks._common import (
     Checkpoint,
-    ModelSettings,
+    TaskAdapter,
+    adapter_arguments,
     answer,
     load_factory,
-    openai_http_client,
     require,
-    task_plan,
     task_text,
     tool_text,
+    with_openai_http_client,
 )
 from backstay.runtime.context import ExecutionContext
 from backstay.runtime.errors import LimitExceeded
 from backstay.runtime.limits import LimitBreach, LimitName
-from backstay.runtime.plan import Plan, Step
-from backstay.runtime.results import StepResult, ValidationResult
-from backstay.runtime.schema_check import check_output
+from backstay.runtime.plan import Step
+from backstay.runtime.results import StepResult
 from backstay.runtime.toolgate import ToolGate
 from backstay.runtime.trace import TRACE_HEADER
 
@@ -210,7 +210,7 @@ def _final_text(values: Mapping[str, Any]) -> str:
     return ""
 
 
-class LangGraphAdapter:
+class LangGraphAdapter(TaskAdapter):
     """A ``FrameworkAdapter`` over a LangGraph graph (see the module)."""
 
     name = "langgraph"
@@ -227,13 +227,16 @@ class LangGraphAdapter:
         http_client: Any = None,
         config: Mapping[str, Any] | None = None,
     ) -> None:
-        self.factory = load_factory(agent) or react_graph
-        self.settings = ModelSettings(
-            model=model, base_url=base_url, api_key=api_key, timeout_s=timeout_s
+        super().__init__(
+            factory=load_factory(agent) or react_graph,
+            model=model,
+            base_url=base_url,
+            api_key=api_key,
+            timeout_s=timeout_s,
+            config=config,
         )
         self.recursion_limit = recursion_limit
         self.http_client = http_client
-        self.config = dict(config or {})
 
     def chat_model(self, context: ExecutionContext, http_client: Any) -> GatedChatModel:
         """The run's chat model: the SDK's retries off, every call through the gate."""
@@ -249,14 +252,9 @@ class LangGraphAdapter:
         )
         return GatedChatModel(inner=inner, gate=context.model)
 
-    async def plan(self, input: Any, context: ExecutionContext) -> Plan:
-        return task_plan(input, context, action=self.name)
-
     async def execute(self, step: Step, tools: ToolGate, context: ExecutionContext) -> StepResult:
-        if self.http_client is not None:
-            return await self._execute(step, tools, context, self.http_client)
-        async with openai_http_client() as http_client:
-            return await self._execute(step, tools, context, http_client)
+        run = functools.partial(self._execute, step, tools, context)
+        return await with_openai_http_client(self.http_client, run)
 
     async def _execute(
         self, step: Step, tools: ToolGate, context: ExecutionContext, http_client: Any
@@ -296,21 +294,12 @@ class LangGraphAdapter:
         checkpoint.clear()
         return answer(step, _final_text(values), kit.tool_calls)
 
-    def validate(self, output: Any, schema: Mapping[str, Any] | None) -> ValidationResult:
-        return check_output(output, schema)
-
 
 def make_agent(config: Mapping[str, Any]) -> LangGraphAdapter:
     """The factory a suite task names (``agent: backstay.frameworks.langgraph:make_agent``):
     ``config`` gives ``agent`` (``module:function``), ``model``, ``base_url``, ``api_key``
     (or ``api_key_env``), ``timeout_s``, ``recursion_limit``."""
-    s = ModelSettings.from_config(config, default_model=DEFAULT_MODEL)
     return LangGraphAdapter(
-        agent=config.get("agent"),
-        model=s.model,
-        base_url=s.base_url,
-        api_key=s.api_key,
-        timeout_s=s.timeout_s,
+        **adapter_arguments(config, default_model=DEFAULT_MODEL),
         recursion_limit=config.get("recursion_limit", DEFAULT_RECURSION_LIMIT),
-        config=config,
     )

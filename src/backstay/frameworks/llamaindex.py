@@ -22,6 +22,7 @@ answers. The workflow's steps reach the model and the tools only through the kit
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Callable, Mapping
 from typing import Any, Final
@@ -30,19 +31,19 @@ from backstay.adapters.usage import Usage
 from backstay.frameworks._common import (
     Checkpoint,
     ModelSettings,
+    TaskAdapter,
+    adapter_arguments,
     answer,
     load_factory,
-    openai_http_client,
     openai_usage,
     require,
-    task_plan,
     task_text,
     tool_text,
+    with_openai_http_client,
 )
 from backstay.runtime.context import ExecutionContext
-from backstay.runtime.plan import Plan, Step
-from backstay.runtime.results import StepResult, ValidationResult
-from backstay.runtime.schema_check import check_output
+from backstay.runtime.plan import Step
+from backstay.runtime.results import StepResult
 from backstay.runtime.toolgate import ToolGate
 from backstay.runtime.trace import TRACE_HEADER
 
@@ -184,7 +185,7 @@ def _no_retries(workflow: Workflow) -> None:
             config.retry_policy = None
 
 
-class LlamaIndexAdapter:
+class LlamaIndexAdapter(TaskAdapter):
     """A ``FrameworkAdapter`` over a LlamaIndex workflow (see the module)."""
 
     name = "llamaindex"
@@ -200,21 +201,19 @@ class LlamaIndexAdapter:
         http_client: Any = None,
         config: Mapping[str, Any] | None = None,
     ) -> None:
-        self.factory = load_factory(agent) or ToolLoop
-        self.settings = ModelSettings(
-            model=model, base_url=base_url, api_key=api_key, timeout_s=timeout_s
+        super().__init__(
+            factory=load_factory(agent) or ToolLoop,
+            model=model,
+            base_url=base_url,
+            api_key=api_key,
+            timeout_s=timeout_s,
+            config=config,
         )
         self.http_client = http_client
-        self.config = dict(config or {})
-
-    async def plan(self, input: Any, context: ExecutionContext) -> Plan:
-        return task_plan(input, context, action=self.name)
 
     async def execute(self, step: Step, tools: ToolGate, context: ExecutionContext) -> StepResult:
-        if self.http_client is not None:
-            return await self._execute(step, tools, context, self.http_client)
-        async with openai_http_client() as http_client:
-            return await self._execute(step, tools, context, http_client)
+        run = functools.partial(self._execute, step, tools, context)
+        return await with_openai_http_client(self.http_client, run)
 
     async def _execute(
         self, step: Step, tools: ToolGate, context: ExecutionContext, http_client: Any
@@ -245,20 +244,9 @@ class LlamaIndexAdapter:
         checkpoint.clear()
         return answer(step, result if isinstance(result, str) else str(result), kit.tool_calls)
 
-    def validate(self, output: Any, schema: Mapping[str, Any] | None) -> ValidationResult:
-        return check_output(output, schema)
-
 
 def make_agent(config: Mapping[str, Any]) -> LlamaIndexAdapter:
     """The factory a suite task names (``agent: backstay.frameworks.llamaindex:make_agent``):
     ``config`` gives ``agent`` (``module:function``), ``model``, ``base_url``, ``api_key``
     (or ``api_key_env``), ``timeout_s``."""
-    s = ModelSettings.from_config(config, default_model=DEFAULT_MODEL)
-    return LlamaIndexAdapter(
-        agent=config.get("agent"),
-        model=s.model,
-        base_url=s.base_url,
-        api_key=s.api_key,
-        timeout_s=s.timeout_s,
-        config=config,
-    )
+    return LlamaIndexAdapter(**adapter_arguments(config, default_model=DEFAULT_MODEL))

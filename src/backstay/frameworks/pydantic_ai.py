@@ -22,6 +22,7 @@ without one, ``Agent(kit.model, toolsets=[kit.toolset])``. The kit hands it:
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from typing import Any, Final, NoReturn
 
@@ -29,19 +30,18 @@ from backstay.adapters.usage import Usage
 from backstay.errors import ConfigError
 from backstay.frameworks._common import (
     Checkpoint,
-    ModelSettings,
+    TaskAdapter,
+    adapter_arguments,
     answer,
     load_factory,
-    openai_http_client,
     openai_usage,
     require,
-    task_plan,
     task_text,
+    with_openai_http_client,
 )
 from backstay.runtime.context import ExecutionContext
-from backstay.runtime.plan import Plan, Step
-from backstay.runtime.results import StepResult, ValidationResult
-from backstay.runtime.schema_check import check_output
+from backstay.runtime.plan import Step
+from backstay.runtime.results import StepResult
 from backstay.runtime.toolgate import ToolGate
 from backstay.runtime.trace import TRACE_HEADER
 
@@ -130,7 +130,7 @@ def default_agent(kit: PydanticAIKit) -> Agent[Any, Any]:
     return Agent(kit.model, toolsets=[kit.toolset], retries=0)
 
 
-class PydanticAIAdapter:
+class PydanticAIAdapter(TaskAdapter):
     """A ``FrameworkAdapter`` over a Pydantic-AI agent (see the module)."""
 
     name = "pydantic-ai"
@@ -146,12 +146,15 @@ class PydanticAIAdapter:
         http_client: Any = None,
         config: Mapping[str, Any] | None = None,
     ) -> None:
-        self.factory = load_factory(agent) or default_agent
-        self.settings = ModelSettings(
-            model=model, base_url=base_url, api_key=api_key, timeout_s=timeout_s
+        super().__init__(
+            factory=load_factory(agent) or default_agent,
+            model=model,
+            base_url=base_url,
+            api_key=api_key,
+            timeout_s=timeout_s,
+            config=config,
         )
         self.http_client = http_client
-        self.config = dict(config or {})
 
     def model(self, context: ExecutionContext, http_client: Any) -> GatedModel:
         """The run's model: the SDK's retries off, every request through the gate."""
@@ -167,14 +170,9 @@ class PydanticAIAdapter:
         inner = OpenAIChatModel(s.model, provider=OpenAIProvider(openai_client=client))
         return GatedModel(inner, context.model)
 
-    async def plan(self, input: Any, context: ExecutionContext) -> Plan:
-        return task_plan(input, context, action=self.name)
-
     async def execute(self, step: Step, tools: ToolGate, context: ExecutionContext) -> StepResult:
-        if self.http_client is not None:
-            return await self._execute(step, tools, context, self.http_client)
-        async with openai_http_client() as http_client:
-            return await self._execute(step, tools, context, http_client)
+        run = functools.partial(self._execute, step, tools, context)
+        return await with_openai_http_client(self.http_client, run)
 
     async def _execute(
         self, step: Step, tools: ToolGate, context: ExecutionContext, http_client: Any
@@ -201,20 +199,9 @@ class PydanticAIAdapter:
         output = "" if result is None else result.output
         return answer(step, output if isinstance(output, str) else str(output), kit.tool_calls)
 
-    def validate(self, output: Any, schema: Mapping[str, Any] | None) -> ValidationResult:
-        return check_output(output, schema)
-
 
 def make_agent(config: Mapping[str, Any]) -> PydanticAIAdapter:
     """The factory a suite task names (``agent: backstay.frameworks.pydantic_ai:make_agent``):
     ``config`` gives ``agent`` (``module:function``), ``model``, ``base_url``, ``api_key``
     (or ``api_key_env``), ``timeout_s``."""
-    s = ModelSettings.from_config(config, default_model=DEFAULT_MODEL)
-    return PydanticAIAdapter(
-        agent=config.get("agent"),
-        model=s.model,
-        base_url=s.base_url,
-        api_key=s.api_key,
-        timeout_s=s.timeout_s,
-        config=config,
-    )
+    return PydanticAIAdapter(**adapter_arguments(config, default_model=DEFAULT_MODEL))
