@@ -1,19 +1,26 @@
 """Checks every framework adapter's own tests run, beyond the contract suite: approvals
 become durable escalations that ``resume`` picks up (the framework continuing from its
 checkpoint), an interrupted run resumes, a rate limit is retried once by backstay and not
-by the framework, and a suite task's ``module:function`` factory is honoured.
+by the framework, a suite task's ``module:function`` factory is honoured (and anything
+else is a config error), and the framework's example runs.
 
-``make`` is ``make(base_url) -> FrameworkAdapter``: the fake provider's OpenAI base URL.
+``make`` is ``make(base_url) -> FrameworkAdapter``: the fake provider's OpenAI base URL;
+``make_agent`` is the module's suite-task factory, ``make_agent(config)``.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Final
 
+import pytest
+
+from backstay.errors import ConfigError
 from backstay.fakeprovider import FakeProvider, Fault, FaultKind, Reply, Scenario, ToolCall
 from backstay.runtime import (
     ApprovalStatus,
@@ -28,6 +35,8 @@ from backstay.runtime.builtin_tools import workspace_tools
 from backstay.runtime.store_sqlite import SQLiteRunStore
 
 Make = Callable[[str], FrameworkAdapter]
+MakeAgent = Callable[[dict[str, Any]], Any]
+EXAMPLES: Final = Path(__file__).resolve().parents[2] / "examples"
 TENANT: Final = "acme"
 WRITE = ToolCall(name="write_file", arguments={"path": "notes.txt", "content": "hello"})
 APPROVAL = RuntimeSettings(
@@ -139,3 +148,42 @@ def check_rate_limit_retried_by_backstay_only(make: Make, tmp_path: Path) -> Non
         assert fake.stats().requests == 2
         assert fake.stats().by_fault == {"rate_limit": 1}
     assert record.usage.api_calls == 2
+
+
+def check_make_agent_reads_the_config(
+    make_agent: MakeAgent, example: Path, agent: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``agent`` (``module:function`` of the example) and the key ``api_key_env`` names."""
+    monkeypatch.syspath_prepend(str(example))
+    monkeypatch.setenv("MY_KEY", "sk-from-env")
+    with FakeProvider(Scenario(reply=Reply(text="Hello."))) as fake:
+        adapter = make_agent(
+            {"agent": agent, "base_url": fake.url + "/v1", "api_key_env": "MY_KEY"}
+        )
+        settings = RuntimeSettings(tools=ToolPolicy(allowed={"write_file"}))
+        record = asyncio.run(Runtime(adapter, settings=settings).run("hello"))
+    assert record.status is RunStatus.SUCCEEDED, record.failure
+    assert record.results[0].output == {"answer": "Hello.", "tool_calls": 0}
+    assert adapter.settings.api_key == "sk-from-env"
+
+
+def check_agent_not_module_function_is_a_config_error(make_agent: MakeAgent) -> None:
+    with pytest.raises(ConfigError, match=r"config\.agent"):
+        make_agent({"agent": "no_colon_here"})
+    with pytest.raises(ConfigError, match="has no function"):
+        make_agent({"agent": "json:no_such_function"})
+
+
+def check_example_runs(example: Path, tmp_path: Path) -> None:
+    """``run.py`` pauses on its approval, resumes and writes the note."""
+    done = subprocess.run(
+        [sys.executable, str(example / "run.py"), "--state-dir", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "paused" in done.stdout
+    assert "succeeded" in done.stdout
+    assert (tmp_path / "workspace" / "note.txt").read_text() == "hi"

@@ -4,23 +4,19 @@ approvals, resume, retries, factories, the example."""
 from __future__ import annotations
 
 import asyncio
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 from pydantic_ai import Agent
 
-from backstay.errors import ConfigError
 from backstay.fakeprovider import FakeProvider, Reply, Scenario
 from backstay.frameworks.pydantic_ai import PydanticAIAdapter, make_agent
-from backstay.runtime import RunStatus, Runtime, RuntimeSettings, ToolPolicy
+from backstay.runtime import RunStatus, Runtime
 
 from . import support
 
-ROOT = Path(__file__).resolve().parents[2]
-EXAMPLE = ROOT / "examples" / "pydantic-ai"
+EXAMPLE = support.EXAMPLES / "pydantic-ai"
 
 
 def make(base_url: str) -> PydanticAIAdapter:
@@ -44,38 +40,15 @@ def test_a_rate_limit_is_retried_by_backstay_not_by_pydantic_ai(tmp_path: Path) 
 
 
 def test_make_agent_reads_the_suite_task_config(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.syspath_prepend(str(EXAMPLE))
-    monkeypatch.setenv("MY_KEY", "sk-from-env")
-    with FakeProvider(Scenario(reply=Reply(text="Hello."))) as fake:
-        adapter = make_agent(
-            {"agent": "pai_agent:build", "base_url": fake.url + "/v1", "api_key_env": "MY_KEY"}
-        )
-        settings = RuntimeSettings(tools=ToolPolicy(allowed={"write_file"}))
-        record = asyncio.run(Runtime(adapter, settings=settings).run("hello"))
-    assert record.status is RunStatus.SUCCEEDED, record.failure
-    assert record.results[0].output == {"answer": "Hello.", "tool_calls": 0}
-    assert adapter.settings.api_key == "sk-from-env"
+    support.check_make_agent_reads_the_config(make_agent, EXAMPLE, "pai_agent:build", monkeypatch)
 
 
 def test_an_agent_that_is_not_module_function_is_a_config_error() -> None:
-    with pytest.raises(ConfigError, match=r"config\.agent"):
-        make_agent({"agent": "no_colon_here"})
-    with pytest.raises(ConfigError, match="has no function"):
-        make_agent({"agent": "json:no_such_function"})
+    support.check_agent_not_module_function_is_a_config_error(make_agent)
 
 
 def test_the_example_runs_against_the_fake_provider(tmp_path: Path) -> None:
-    done = subprocess.run(
-        [sys.executable, str(EXAMPLE / "run.py"), "--state-dir", str(tmp_path)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr
-    assert "paused" in done.stdout
-    assert "succeeded" in done.stdout
-    assert (tmp_path / "workspace" / "note.txt").read_text() == "hi"
+    support.check_example_runs(EXAMPLE, tmp_path)
 
 
 def test_an_agent_built_with_another_model_still_calls_through_the_gate() -> None:
