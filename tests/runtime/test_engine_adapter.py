@@ -3,6 +3,7 @@ fake provider; an approval escalates the task and a resume continues the agent r
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Any
 
@@ -10,15 +11,19 @@ import pytest
 
 from backstay.engine import Engine, ResolveAction, TaskSpec, TaskState
 from backstay.errors import ConfigError
-from backstay.fakeprovider import FakeProvider, Reply, Scenario, ToolCall
-from backstay.policy.retry import RetryPolicy
+from backstay.fakeprovider import FakeProvider, Fault, FaultKind, Reply, Scenario, ToolCall
+from backstay.policy.builtin import STANDARD
+from backstay.policy.retry import RetryPolicy, attempt_limit
 from backstay.runtime import ApprovalStatus, RunStatus
 from backstay.runtime.engine_adapter import RuntimeTaskAdapter, load_factory
 from backstay.runtime.store_sqlite import SQLiteRunStore
+from backstay.taxonomy import FailureKind
 from backstay.testing.fakeclock import FakeClock
 
 KEY = "sk-ant-api03-ENGINEcanary0123456789abcdefABCDEFghij"
 POLICY = RetryPolicy(name="once", max_attempts=1)
+# A run's model calls follow the standard policy: the attempts one server error gets.
+SERVER_ERROR_ATTEMPTS = attempt_limit(STANDARD, FailureKind.SERVER_ERROR)
 
 
 def _spec(workspace: Path, url: str, **config: Any) -> TaskSpec:
@@ -101,3 +106,81 @@ def test_an_approval_escalates_the_task_and_a_resume_runs_the_approved_call(
 def test_the_agent_factory_must_be_importable() -> None:
     with pytest.raises(ConfigError, match="cannot import"):
         load_factory("no_such_module:make")
+
+
+def _outage_specs(workspace: Path, url: str, **config: Any) -> list[TaskSpec]:
+    first = _spec(workspace, url, **config)
+    second = dataclasses.replace(first, task_id="notes-2")
+    return [first, second]
+
+
+def _run_batch(state_dir: Path, specs: list[TaskSpec]) -> list[TaskState]:
+    adapter = RuntimeTaskAdapter()
+    with Engine(
+        state_dir,
+        adapters={"agent-runtime": adapter},
+        clock=FakeClock(),
+        env={"ANTHROPIC_API_KEY": KEY},
+        concurrency=1,
+    ) as engine:
+        engine.run_sync(specs)
+        tasks = [engine.store.task(spec.operation_id) for spec in specs]
+    return [task.state for task in tasks if task is not None]
+
+
+def test_a_model_in_an_outage_opens_its_circuit_for_the_batchs_later_tasks(
+    tmp_path: Path,
+) -> None:
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    outage = Scenario(faults=(Fault(kind=FaultKind.SERVER_ERROR),))
+    with FakeProvider(outage) as fake:
+        specs = _outage_specs(workspace, fake.url, breaker={"failure_threshold": 2})
+        states = _run_batch(tmp_path / "state", specs)
+        requests = fake.stats().requests
+    assert states == [TaskState.FAILED, TaskState.FAILED]
+    # The first task's second failed call opens the circuit: no call reaches the provider
+    # after it, neither the first task's last retry nor any call of the second task.
+    assert requests == 2
+
+
+def test_breaker_false_lets_every_model_call_reach_the_provider(tmp_path: Path) -> None:
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    outage = Scenario(faults=(Fault(kind=FaultKind.SERVER_ERROR),))
+    with FakeProvider(outage) as fake:
+        specs = _outage_specs(workspace, fake.url, breaker=False)
+        states = _run_batch(tmp_path / "state", specs)
+        requests = fake.stats().requests
+    assert states == [TaskState.FAILED, TaskState.FAILED]
+    assert requests == 2 * SERVER_ERROR_ATTEMPTS
+
+
+def test_the_adapter_keeps_one_breaker_and_limiter_per_model() -> None:
+    adapter = RuntimeTaskAdapter()
+    breaker = adapter.gates.breaker({}, adapter.name, "claude-sonnet-4-6")
+    limiter = adapter.gates.limiter({}, adapter.name, "claude-sonnet-4-6")
+    assert breaker is adapter.gates.breaker({}, adapter.name, "claude-sonnet-4-6")
+    assert limiter is adapter.gates.limiter({}, adapter.name, "claude-sonnet-4-6")
+    assert breaker is not adapter.gates.breaker({}, adapter.name, "claude-haiku-4-5")
+    assert adapter.gates.breaker({"breaker": False}, adapter.name, "m") is None
+    assert adapter.gates.limiter({"rate_limit": False}, adapter.name, "m") is None
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "message"),
+    [
+        ("breaker", "yes", "must be true, false or a mapping"),
+        ("breaker", {"no_such": 1}, "unknown setting"),
+        ("breaker", {"failure_threshold": 0}, "failure_threshold"),
+        ("breaker", {"counted_kinds": ["no_such_kind"]}, "no_such_kind"),
+        ("rate_limit", {"requests_per_minute": -1}, "requests_per_minute"),
+        ("rate_limit", 3, "must be true, false or a mapping"),
+    ],
+)
+def test_a_bad_breaker_or_rate_limit_setting_is_a_config_error(
+    key: str, value: Any, message: str
+) -> None:
+    config = {"agent": "backstay.runtime.reference:make_agent", key: value}
+    with pytest.raises(ConfigError, match=message):
+        RuntimeTaskAdapter().validate_config(config)

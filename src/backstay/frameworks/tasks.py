@@ -53,6 +53,7 @@ class _FrameworkTask(RuntimeTaskAdapter):
             if not isinstance(config.get(key, {}), Mapping):
                 raise ConfigError("must be a mapping", where=f"config.{key}")
         ExecutionLimits(**dict(config.get("limits") or {}))
+        self.validate_gates(config)
 
     def make_framework(self, request: AgentRequest) -> FrameworkAdapter:
         config = request.config

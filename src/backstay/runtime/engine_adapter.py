@@ -15,6 +15,13 @@ factory::
         allowed_tools: [read_file, list_dir]
         approval_tools: [write_file]
         limits: {max_steps: 10, max_tokens: 20000}
+        breaker: {failure_threshold: 3}         # or false; default: backstay's breaker
+        rate_limit: {requests_per_minute: 50}   # or false; default: learnt from the headers
+
+Every model call of the agent goes classify → rate limiter → circuit breaker → retry
+policy. The breaker and the limiter belong to the adapter instance, one per ``(adapter
+name, model)`` (see ``engine_gates``): the tasks of a batch share them, so a model in an
+outage opens its circuit for the later tasks too, and a 429's wait holds them all back.
 
 The agent run's id is the task's ``operation_id`` and its checkpoint lives in the task's
 ``state.sqlite`` (the nearest one above the attempt directory): a retried attempt, or a
@@ -43,6 +50,7 @@ from backstay.adapters.capture import Capture
 from backstay.adapters.contract import AgentRequest, AgentResult, AgentStatus
 from backstay.errors import AdapterError, ConfigError
 from backstay.runtime.builtin_tools import workspace_tools
+from backstay.runtime.engine_gates import TaskGates, breaker_settings, rate_limit_settings
 from backstay.runtime.limits import ExecutionLimits
 from backstay.runtime.memory_sqlite import SQLiteMemory
 from backstay.runtime.protocol import FrameworkAdapter
@@ -103,6 +111,8 @@ class RuntimeTaskAdapter(BaseAdapter):
             "builtin_tools",
             "limits",
             "redact_patterns",
+            "breaker",
+            "rate_limit",
         }
     )
 
@@ -115,6 +125,10 @@ class RuntimeTaskAdapter(BaseAdapter):
         "wall_time_s": "limits.wall_time_s",
     }
 
+    def __init__(self) -> None:
+        # Kept for the adapter's lifetime: the tasks of a batch share breakers and limiters.
+        self.gates = TaskGates()
+
     def validate_config(self, config: Mapping[str, Any]) -> None:
         super().validate_config(config)
         if "agent" not in config:
@@ -123,6 +137,13 @@ class RuntimeTaskAdapter(BaseAdapter):
             if not isinstance(config.get(key, {}), Mapping):
                 raise ConfigError("must be a mapping", where=f"config.{key}")
         ExecutionLimits(**dict(config.get("limits") or {}))
+        self.validate_gates(config)
+
+    @staticmethod
+    def validate_gates(config: Mapping[str, Any]) -> None:
+        """Check ``config.breaker`` and ``config.rate_limit`` (``ConfigError`` if wrong)."""
+        breaker_settings(config.get("breaker"))
+        rate_limit_settings(config.get("rate_limit"))
 
     def make_framework(self, request: AgentRequest) -> FrameworkAdapter:
         """The framework adapter of this task, from its factory."""
@@ -166,6 +187,8 @@ class RuntimeTaskAdapter(BaseAdapter):
                 settings=self.settings(request),
                 store=store,
                 memory=memory,
+                breaker=self.gates.breaker(config, self.name, request.model),
+                limiter=self.gates.limiter(config, self.name, request.model),
             )
             try:
                 record = await self._run(runtime, store, request, tenant, operation_id)
