@@ -11,6 +11,7 @@ import pytest
 
 from backstay.adapters.registry import get_adapter
 from backstay.engine import Engine, ResolveAction, TaskSpec, TaskState
+from backstay.errors import ConfigError
 from backstay.fakeprovider import FakeProvider, Reply, Scenario, ToolCall
 from backstay.policy.retry import RetryPolicy
 from backstay.runtime import ApprovalStatus
@@ -104,3 +105,13 @@ def test_a_framework_task_takes_the_openai_variables_from_the_callers_environmen
     for file in (tmp_path / "state").rglob("*"):
         if file.is_file():
             assert KEY.encode() not in file.read_bytes(), file
+
+
+@pytest.mark.parametrize("name", ["langgraph", "pydantic-ai", "llamaindex", "autogen"])
+def test_a_framework_task_takes_and_checks_the_breaker_and_rate_limit_switches(
+    name: str,
+) -> None:
+    adapter = get_adapter(name)
+    adapter.validate_config({"breaker": False, "rate_limit": {"requests_per_minute": 60}})
+    with pytest.raises(ConfigError, match=r"config\.breaker"):
+        adapter.validate_config({"breaker": "off"})

@@ -11,7 +11,14 @@ import pytest
 
 from backstay.engine import Engine, ResolveAction, TaskSpec, TaskState
 from backstay.errors import ConfigError
-from backstay.fakeprovider import FakeProvider, Fault, FaultKind, Reply, Scenario, ToolCall
+from backstay.fakeprovider import (
+    FakeProvider,
+    Fault,
+    FaultKind,
+    Reply,
+    Scenario,
+    ToolCall,
+)
 from backstay.policy.builtin import STANDARD
 from backstay.policy.retry import RetryPolicy, attempt_limit
 from backstay.runtime import ApprovalStatus, RunStatus
