@@ -14,7 +14,8 @@ from pydantic_ai.toolsets import FunctionToolset
 
 from backstay.fakeprovider import FakeProvider, Reply, Scenario, ToolCall
 from backstay.frameworks.pydantic_ai import PydanticAIAdapter, make_agent
-from backstay.runtime import RunStatus, Runtime, RuntimeSettings, ToolPolicy
+from backstay.runtime import ApprovalStatus, RunStatus, Runtime, RuntimeSettings, ToolPolicy
+from backstay.runtime.store_sqlite import SQLiteRunStore
 
 from . import support
 
@@ -136,3 +137,27 @@ def test_an_agents_own_tool_that_needs_approval_pauses_the_run_before_it_runs() 
     assert record.failure is not None
     assert record.failure.code == "ERR_APPROVAL_REQUIRED"
     assert stamped == []
+
+
+def test_an_agents_own_tool_runs_once_approved_on_resume(tmp_path: Path) -> None:
+    stamped: list[str] = []
+    policy = ToolPolicy(allowed={"stamp"}, approval={"stamp"})
+    with FakeProvider(Scenario(reply=Reply(tool_call=STAMP, text="Stamped."))) as fake:
+
+        def runtime() -> Runtime:
+            adapter = PydanticAIAdapter(
+                agent=_own_tool_agent("tool_plain", stamped),
+                base_url=fake.url + "/v1",
+                api_key="k",
+            )
+            store = SQLiteRunStore(tmp_path / "state.sqlite")
+            return Runtime(adapter, settings=RuntimeSettings(tools=policy), store=store)
+
+        first = asyncio.run(runtime().run("stamp it", tenant="acme"))
+        assert first.status is RunStatus.PAUSED
+        store = SQLiteRunStore(tmp_path / "state.sqlite")
+        (pending,) = store.approvals("acme")
+        store.decide("acme", pending.id, ApprovalStatus.APPROVED)
+        second = asyncio.run(runtime().resume(first.run_id, tenant="acme"))
+    assert second.status is RunStatus.SUCCEEDED, second.failure
+    assert stamped == ["x"]
