@@ -4,15 +4,19 @@ approvals, resume, retries, factories, the example."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
+from langchain_core.tools import tool
 from langgraph.graph import START, MessagesState, StateGraph
+from langgraph.prebuilt import ToolNode, tools_condition
 from langgraph.types import RetryPolicy
 
+from backstay.fakeprovider import FakeProvider, Reply, Scenario, ToolCall
 from backstay.frameworks.langgraph import LangGraphAdapter, make_agent
-from backstay.runtime import RunStatus, Runtime
+from backstay.runtime import RunStatus, Runtime, RuntimeSettings, ToolPolicy
 
 from . import support
 
@@ -86,3 +90,58 @@ def test_an_agent_that_is_not_module_function_is_a_config_error() -> None:
 
 def test_the_example_runs_against_the_fake_provider(tmp_path: Path) -> None:
     support.check_example_runs(EXAMPLE, tmp_path)
+
+
+STAMP = ToolCall(name="stamp", arguments={"text": "x"})
+
+
+def _own_tool_node_graph(stamped: list[str]) -> Callable[[Any], Any]:
+    """A factory whose graph runs its own ``stamp`` tool (not from the kit) in a
+    ``ToolNode`` of its own; each real call of it appends to ``stamped``."""
+
+    @tool
+    def stamp(text: str) -> str:
+        """Stamp a text."""
+        stamped.append(text)
+        return "stamped"
+
+    def build(kit: Any) -> Any:
+        model = kit.model.bind_tools([stamp])
+
+        async def agent(state: MessagesState) -> dict[str, Any]:
+            return {"messages": [await model.ainvoke(state["messages"])]}
+
+        builder = StateGraph(MessagesState)
+        builder.add_node("agent", agent)
+        builder.add_node("tools", ToolNode([stamp]))
+        builder.add_edge(START, "agent")
+        builder.add_conditional_edges("agent", tools_condition)
+        builder.add_edge("tools", "agent")
+        return builder
+
+    return build
+
+
+def _run_own_tool_node(policy: ToolPolicy) -> tuple[Any, list[str]]:
+    stamped: list[str] = []
+    with FakeProvider(Scenario(reply=Reply(tool_call=STAMP, text="Stamped."))) as fake:
+        adapter = LangGraphAdapter(
+            agent=_own_tool_node_graph(stamped), base_url=fake.url + "/v1", api_key="k"
+        )
+        runtime = Runtime(adapter, settings=RuntimeSettings(tools=policy))
+        return asyncio.run(runtime.run("stamp it")), stamped
+
+
+def test_a_graphs_own_tool_node_tool_off_the_allowlist_is_never_invoked() -> None:
+    record, stamped = _run_own_tool_node(ToolPolicy(allowed={"write_file"}))
+    assert stamped == []
+    assert record.status is RunStatus.ESCALATED
+    assert record.failure is not None
+    assert record.failure.code == "ERR_TOOL_NOT_ALLOWED"
+
+
+def test_a_graphs_own_tool_node_tool_on_the_allowlist_runs_through_the_gate() -> None:
+    record, stamped = _run_own_tool_node(ToolPolicy(allowed={"stamp"}))
+    assert record.status is RunStatus.SUCCEEDED, record.failure
+    assert stamped == ["x"]
+    assert record.results[0].output == {"answer": "Stamped.", "tool_calls": 1}

@@ -4,15 +4,18 @@ approvals, resume, retries, factories, the example."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
-from pydantic_ai import Agent
+from pydantic_ai import Agent, RunContext
+from pydantic_ai.toolsets import FunctionToolset
 
-from backstay.fakeprovider import FakeProvider, Reply, Scenario
+from backstay.fakeprovider import FakeProvider, Reply, Scenario, ToolCall
 from backstay.frameworks.pydantic_ai import PydanticAIAdapter, make_agent
-from backstay.runtime import RunStatus, Runtime
+from backstay.runtime import ApprovalStatus, RunStatus, Runtime, RuntimeSettings, ToolPolicy
+from backstay.runtime.store_sqlite import SQLiteRunStore
 
 from . import support
 
@@ -62,3 +65,99 @@ def test_an_agent_built_with_another_model_still_calls_through_the_gate() -> Non
     assert record.status is RunStatus.SUCCEEDED, record.failure
     assert record.results[0].output["answer"] == "From the gate."
     assert record.usage.api_calls == 1
+
+
+STYLES = pytest.mark.parametrize("style", ["tool", "tool_plain", "tools", "toolset"])
+STAMP = ToolCall(name="stamp", arguments={"text": "x"})
+
+
+def _own_tool_agent(style: str, stamped: list[str]) -> Callable[[Any], Agent[Any, Any]]:
+    """A factory whose agent registers its own ``stamp`` tool (not from the kit), the way
+    ``style`` says; each real call of it appends to ``stamped``."""
+
+    def stamp(text: str) -> str:
+        stamped.append(text)
+        return "stamped"
+
+    def build(kit: Any) -> Agent[Any, Any]:
+        if style == "tools":
+            return Agent(kit.model, tools=[stamp], toolsets=[kit.toolset])
+        if style == "toolset":
+            return Agent(kit.model, toolsets=[kit.toolset, FunctionToolset([stamp])])
+        agent: Agent[Any, Any] = Agent(kit.model, toolsets=[kit.toolset])
+        if style == "tool":
+
+            @agent.tool(name="stamp")
+            def stamp_with_context(ctx: RunContext[Any], text: str) -> str:
+                return stamp(text)
+
+            return agent
+        agent.tool_plain(stamp)
+        return agent
+
+    return build
+
+
+def _run_own_tool(style: str, policy: ToolPolicy) -> tuple[Any, list[str], int]:
+    stamped: list[str] = []
+    with FakeProvider(Scenario(reply=Reply(tool_call=STAMP, text="Stamped."))) as fake:
+        adapter = PydanticAIAdapter(
+            agent=_own_tool_agent(style, stamped), base_url=fake.url + "/v1", api_key="k"
+        )
+        runtime = Runtime(adapter, settings=RuntimeSettings(tools=policy))
+        record = asyncio.run(runtime.run("stamp it"))
+        return record, stamped, fake.stats().requests
+
+
+@STYLES
+def test_an_agents_own_tool_off_the_allowlist_is_never_invoked_and_the_run_escalates(
+    style: str,
+) -> None:
+    record, stamped, _ = _run_own_tool(style, ToolPolicy(allowed={"write_file"}))
+    assert stamped == []
+    assert record.status is RunStatus.ESCALATED
+    assert record.failure is not None
+    assert record.failure.code == "ERR_TOOL_NOT_ALLOWED"
+
+
+@STYLES
+def test_an_agents_own_tool_on_the_allowlist_runs_through_the_gate(style: str) -> None:
+    record, stamped, requests = _run_own_tool(style, ToolPolicy(allowed={"stamp"}))
+    assert record.status is RunStatus.SUCCEEDED, record.failure
+    assert stamped == ["x"]
+    assert requests == 2
+    assert record.results[0].output == {"answer": "Stamped.", "tool_calls": 1}
+
+
+def test_an_agents_own_tool_that_needs_approval_pauses_the_run_before_it_runs() -> None:
+    record, stamped, _ = _run_own_tool(
+        "tool_plain", ToolPolicy(allowed={"stamp"}, approval={"stamp"})
+    )
+    assert record.status is RunStatus.PAUSED
+    assert record.failure is not None
+    assert record.failure.code == "ERR_APPROVAL_REQUIRED"
+    assert stamped == []
+
+
+def test_an_agents_own_tool_runs_once_approved_on_resume(tmp_path: Path) -> None:
+    stamped: list[str] = []
+    policy = ToolPolicy(allowed={"stamp"}, approval={"stamp"})
+    with FakeProvider(Scenario(reply=Reply(tool_call=STAMP, text="Stamped."))) as fake:
+
+        def runtime() -> Runtime:
+            adapter = PydanticAIAdapter(
+                agent=_own_tool_agent("tool_plain", stamped),
+                base_url=fake.url + "/v1",
+                api_key="k",
+            )
+            store = SQLiteRunStore(tmp_path / "state.sqlite")
+            return Runtime(adapter, settings=RuntimeSettings(tools=policy), store=store)
+
+        first = asyncio.run(runtime().run("stamp it", tenant="acme"))
+        assert first.status is RunStatus.PAUSED
+        store = SQLiteRunStore(tmp_path / "state.sqlite")
+        (pending,) = store.approvals("acme")
+        store.decide("acme", pending.id, ApprovalStatus.APPROVED)
+        second = asyncio.run(runtime().resume(first.run_id, tenant="acme"))
+    assert second.status is RunStatus.SUCCEEDED, second.failure
+    assert stamped == ["x"]

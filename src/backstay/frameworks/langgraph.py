@@ -10,7 +10,8 @@ graph backstay's parts, so that nothing reaches a model or a tool around the gat
 * ``kit.tools``: LangChain tools for every registered tool, each calling the
   ``ToolGate`` (allowlist, approvals, limits, sandbox); ``kit.tool_node()``: a graph node
   running the last message's tool calls through the gate (unknown names included, so a
-  forbidden tool escalates);
+  forbidden tool escalates); a ``ToolNode`` of the graph's own has each call of a tool
+  not from ``kit.tools`` sent through the gate too (``_langgraph_tools``);
 * retries: every node's ``retry_policy`` is removed before compiling (the model gate is
   the one retry loop); ``recursion_limit`` (config, default 50 super-steps) stops a
   cycling graph as an ``ERR_LIMIT_MAX_STEPS`` halt;
@@ -41,6 +42,7 @@ from backstay.frameworks._common import (
     tool_text,
     with_openai_http_client,
 )
+from backstay.frameworks._langgraph_tools import gate_tool_nodes
 from backstay.runtime.context import ExecutionContext
 from backstay.runtime.errors import LimitExceeded
 from backstay.runtime.limits import LimitBreach, LimitName
@@ -132,7 +134,7 @@ class LangGraphKit:
     def __init__(self, model: BaseChatModel, gate: ToolGate, config: Mapping[str, Any]) -> None:
         self.model = model
         self.config = config
-        self._gate = gate
+        self.gate = gate
         self.tools: list[BaseTool] = [self._tool(spec) for spec in gate.specs()]
         self.tool_calls = 0
 
@@ -141,7 +143,7 @@ class LangGraphKit:
 
         async def run(**arguments: Any) -> str:
             self.tool_calls += 1
-            return tool_text(await self._gate.invoke(name, arguments))
+            return tool_text(await self.gate.invoke(name, arguments))
 
         return StructuredTool.from_function(
             coroutine=run,
@@ -158,7 +160,7 @@ class LangGraphKit:
             out = []
             for call in getattr(last, "tool_calls", None) or []:
                 self.tool_calls += 1
-                value = await self._gate.invoke(call["name"], call["args"])
+                value = await self.gate.invoke(call["name"], call["args"])
                 out.append(ToolMessage(content=tool_text(value), tool_call_id=call["id"]))
             return {"messages": out}
 
@@ -263,6 +265,15 @@ class LangGraphAdapter(TaskAdapter):
         builder = self.factory(kit)
         builder = getattr(builder, "builder", builder)  # a compiled graph: its builder
         _no_retries(builder)
+        restore = gate_tool_nodes((spec.runnable for spec in builder.nodes.values()), kit)
+        try:
+            return await self._run_graph(builder, step, kit, context)
+        finally:
+            restore()
+
+    async def _run_graph(
+        self, builder: Any, step: Step, kit: LangGraphKit, context: ExecutionContext
+    ) -> StepResult:
         graph = builder.compile(checkpointer=InMemorySaver())
         run_config: RunnableConfig = {
             "configurable": {"thread_id": f"{context.run_id}:{step.id}"},

@@ -11,6 +11,11 @@ without one, ``Agent(kit.model, toolsets=[kit.toolset])``. The kit hands it:
   streamed requests (``run_stream``) are refused;
 * ``kit.toolset``: a ``FunctionToolset`` with every registered tool, each calling the
   ``ToolGate`` (allowlist, approvals, limits, sandbox);
+* the agent's own function tools (``@agent.tool``, ``@agent.tool_plain``, ``tools=[...]``,
+  toolsets of its own): the run is started with every toolset of the agent behind a
+  ``GatedToolset``, so each call of a tool not from ``kit.toolset`` goes through
+  ``ToolGate.invoke`` under its name (allowlist, approvals, limits, cache) before the
+  function runs: a tool not on the allowlist is never invoked, the run ends escalated;
 * retries: the run is started with ``retries=0`` (no re-asking the model on a bad tool
   argument or output: backstay's correction loop does that with ``context.feedback``)
   and ``UsageLimits(request_limit=None)`` (backstay's limits are the limits);
@@ -24,6 +29,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any, Final, NoReturn
 
 from backstay.adapters.usage import Usage
@@ -60,7 +66,14 @@ from pydantic_ai.models.openai import OpenAIChatModel  # noqa: E402
 from pydantic_ai.models.wrapper import WrapperModel  # noqa: E402
 from pydantic_ai.providers.openai import OpenAIProvider  # noqa: E402
 from pydantic_ai.settings import ModelSettings as PAIModelSettings  # noqa: E402
-from pydantic_ai.toolsets import FunctionToolset  # noqa: E402
+from pydantic_ai.tools import RunContext  # noqa: E402
+from pydantic_ai.toolsets import (  # noqa: E402
+    AbstractToolset,
+    CombinedToolset,
+    FunctionToolset,
+    ToolsetTool,
+    WrapperToolset,
+)
 from pydantic_ai.usage import UsageLimits  # noqa: E402
 
 
@@ -104,7 +117,7 @@ class PydanticAIKit:
     def __init__(self, model: GatedModel, gate: ToolGate, config: Mapping[str, Any]) -> None:
         self.model = model
         self.config = config
-        self._gate = gate
+        self.gate = gate
         self.tool_calls = 0
         self.toolset: FunctionToolset[Any] = FunctionToolset(
             [self._tool(spec) for spec in gate.specs()]
@@ -115,7 +128,7 @@ class PydanticAIKit:
 
         async def run(**arguments: Any) -> Any:
             self.tool_calls += 1
-            return await self._gate.invoke(name, arguments)
+            return await self.gate.invoke(name, arguments)
 
         return Tool.from_schema(
             run,
@@ -123,6 +136,33 @@ class PydanticAIKit:
             description=spec["description"] or name,
             json_schema=dict(spec["parameters"]),
         )
+
+
+def _source(tool: ToolsetTool[Any]) -> AbstractToolset[Any]:
+    """The toolset a (combined) tool comes from."""
+    while (inner := getattr(tool, "source_tool", None)) is not None:
+        tool = inner
+    return tool.toolset
+
+
+@dataclass
+class GatedToolset(WrapperToolset[Any]):
+    """Every toolset of an agent, each call of a tool of the agent's own through the gate;
+    the kit's tools call the gate themselves."""
+
+    kit: PydanticAIKit = field(kw_only=True)
+
+    async def call_tool(
+        self, name: str, tool_args: dict[str, Any], ctx: RunContext[Any], tool: ToolsetTool[Any]
+    ) -> Any:
+        if _source(tool) is self.kit.toolset:
+            return await self.wrapped.call_tool(name, tool_args, ctx, tool)
+
+        async def own(arguments: dict[str, Any]) -> Any:
+            return await self.wrapped.call_tool(name, arguments, ctx, tool)
+
+        self.kit.tool_calls += 1
+        return await self.kit.gate.invoke(name, tool_args, run=own)
 
 
 def default_agent(kit: PydanticAIKit) -> Agent[Any, Any]:
@@ -179,10 +219,29 @@ class PydanticAIAdapter(TaskAdapter):
     ) -> StepResult:
         kit = PydanticAIKit(self.model(context, http_client), tools, self.config)
         agent = self.factory(kit)
+        gated = GatedToolset(CombinedToolset(list(agent.toolsets)), kit=kit)
         checkpoint = Checkpoint(context, self.name, step)
         saved = checkpoint.load()
         history = ModelMessagesTypeAdapter.validate_python(saved) if saved else None
         prompt = None if history else task_text(step, context)
+        with agent.override(tools=[], toolsets=[gated]):
+            result = await self._iterate(
+                agent, prompt, history, kit=kit, checkpoint=checkpoint, context=context
+            )
+        checkpoint.clear()
+        output = "" if result is None else result.output
+        return answer(step, output if isinstance(output, str) else str(output), kit.tool_calls)
+
+    @staticmethod
+    async def _iterate(
+        agent: Agent[Any, Any],
+        prompt: str | None,
+        history: list[ModelMessage] | None,
+        *,
+        kit: PydanticAIKit,
+        checkpoint: Checkpoint,
+        context: ExecutionContext,
+    ) -> Any:
         async with agent.iter(
             prompt,
             message_history=history,
@@ -194,10 +253,7 @@ class PydanticAIAdapter(TaskAdapter):
             async for _node in run:
                 messages = run.all_messages()
                 checkpoint.save(ModelMessagesTypeAdapter.dump_python(messages, mode="json"))
-            result = run.result
-        checkpoint.clear()
-        output = "" if result is None else result.output
-        return answer(step, output if isinstance(output, str) else str(output), kit.tool_calls)
+            return run.result
 
 
 def make_agent(config: Mapping[str, Any]) -> PydanticAIAdapter:

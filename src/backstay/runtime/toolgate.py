@@ -16,6 +16,11 @@
 7. the tool runs; a ``SecurityViolation`` from it (a sandbox refusal) halts the run; any
    other error goes to the tool's fallback if one is configured, else it is skipped: the
    model gets ``{"error": ...}`` naming the tool and the error type, never its internals.
+
+A framework agent's own tool (a function the user gave the framework, not registered
+with the ``Runtime``) goes through the same gate: ``invoke(name, arguments, run=call)``
+checks the allowlist (by ``name``), approvals, limits and cache as above and then awaits
+``call(arguments)`` instead of a registered function.
 """
 
 from __future__ import annotations
@@ -23,7 +28,7 @@ from __future__ import annotations
 import hashlib
 import inspect
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Final
 
 from backstay.clock import SYSTEM_CLOCK, Clock
@@ -35,6 +40,8 @@ from backstay.runtime.store import RunStore
 from backstay.runtime.tools import Tool, ToolPolicy
 
 __all__ = ["ToolGate", "call_key"]
+
+OwnTool = Callable[[dict[str, Any]], Awaitable[Any]]
 
 _MAX_FALLBACKS: Final = 3
 
@@ -91,14 +98,18 @@ class ToolGate:
         if breach is not None:
             raise self._ctx.halt(LimitExceeded(breach))
 
-    async def invoke(self, name: str, arguments: Mapping[str, Any] | None = None) -> Any:
-        """Run tool ``name`` with ``arguments`` under the run's policy (see the module)."""
+    async def invoke(
+        self, name: str, arguments: Mapping[str, Any] | None = None, *, run: OwnTool | None = None
+    ) -> Any:
+        """Run tool ``name`` with ``arguments`` under the run's policy (see the module);
+        ``run``: the framework agent's own tool of that name, called instead of a
+        registered one."""
         ctx = self._ctx
         ctx.check_halted()
         args = dict(arguments or {})
         key = call_key(name, args)
         self._loop_check(key)
-        if not self.policy.allows(name) or name not in self._tools:
+        if not self.policy.allows(name) or (run is None and name not in self._tools):
             self._tool_event(name, "refused")
             raise ctx.halt(
                 SecurityViolation(f"tool {name!r} is not allowed", code="ERR_TOOL_NOT_ALLOWED")
@@ -115,7 +126,7 @@ class ToolGate:
             if hit:
                 self._tool_event(name, "cached")
                 return value
-        value = await self._run(name, args)
+        value = await self._run(name, args, own=run)
         if name in self.policy.cacheable and not _is_error(value):
             ctx.cache.put(key, self._redact(value))
         return value
@@ -146,10 +157,12 @@ class ToolGate:
             return dict(found.edited_arguments)
         return args
 
-    async def _run(self, name: str, args: dict[str, Any], depth: int = 0) -> Any:
+    async def _run(
+        self, name: str, args: dict[str, Any], depth: int = 0, *, own: OwnTool | None = None
+    ) -> Any:
         ctx = self._ctx
         try:
-            value = self._tools[name].fn(**args)
+            value = own(args) if own is not None else self._tools[name].fn(**args)
             if inspect.isawaitable(value):
                 value = await value
         except SecurityViolation as exc:
