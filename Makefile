@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-test
 DEMO_STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint pytest agents sandbox system-deps bench clean
+.PHONY: demo test test-all lint pytest pytest-all agents sandbox system-deps bench clean
 
 $(VENV)/bin/python:
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "backstay needs Python >= 3.11")'
@@ -28,7 +28,12 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check src tests bench
 	$(BIN)/mypy
 
+# make test runs every test but those marked slow (soak and scale checks, long real-time
+# waits); make test-all runs them too.
 pytest: $(STAMP)
+	$(BIN)/python -m pytest -m "not slow"
+
+pytest-all: $(STAMP)
 	$(BIN)/python -m pytest
 
 # The real agent CLIs at their pinned versions, in the managed directory (docs/agents/install.md).
@@ -51,6 +56,8 @@ system-deps:
 	@scripts/install-test-deps
 
 test: lint agents sandbox system-deps pytest
+
+test-all: lint agents sandbox system-deps pytest-all
 
 BENCH_STAMP := $(VENV)/.installed-bench
 
