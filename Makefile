@@ -29,12 +29,15 @@ lint: $(STAMP)
 	$(BIN)/mypy
 
 # make test runs every test but those marked slow (soak and scale checks, long real-time
-# waits); make test-all runs them too.
+# waits, repeated real-CLI runs); make test-all runs them too. Two test processes, one per
+# core: a test module stays in one process, with its servers and CLIs.
+PYTEST := $(BIN)/python -m pytest -n 2 --dist loadfile
+
 pytest: $(STAMP)
-	$(BIN)/python -m pytest -m "not slow"
+	$(PYTEST) -m "not slow"
 
 pytest-all: $(STAMP)
-	$(BIN)/python -m pytest
+	$(PYTEST)
 
 # The real agent CLIs at their pinned versions, in the managed directory (docs/agents/install.md).
 # Quick when they are installed already. A CLI that cannot be installed (registry unreachable)
@@ -52,12 +55,19 @@ sandbox:
 
 # Prometheus and headless Chromium for the observability tests (apt-get, only when missing;
 # a machine that cannot install them skips those tests, with the reason).
-system-deps:
+system-deps: sandbox
 	@scripts/install-test-deps
 
-test: lint agents sandbox system-deps pytest
+# The checks and the installs run side by side (their output kept whole per step), then pytest.
+SETUP := lint agents sandbox system-deps
 
-test-all: lint agents sandbox system-deps pytest-all
+test:
+	@$(MAKE) --no-print-directory -j4 --output-sync=target $(SETUP)
+	@$(MAKE) --no-print-directory pytest
+
+test-all:
+	@$(MAKE) --no-print-directory -j4 --output-sync=target $(SETUP)
+	@$(MAKE) --no-print-directory pytest-all
 
 BENCH_STAMP := $(VENV)/.installed-bench
 

@@ -18,3 +18,55 @@ PROVIDER_VARIABLES = sorted(
 def _no_provider_variables(monkeypatch: pytest.MonkeyPatch) -> None:
     for name in PROVIDER_VARIABLES:
         monkeypatch.delenv(name, raising=False)
+
+
+# Real agent-CLI runs that repeat, for the slowest CLIs to start, a contract check that
+# `make test` already makes through the real Claude Code and Codex CLIs (and, for each CLI
+# below, the adapter's own classification of the same failure in one run). `make test-all`
+# runs them; `make test` leaves them out to stay within its time (README, "Tests").
+SLOW_REAL_CLI_CHECKS = {
+    f"tests/adapters/{module}::{cls}::{test}"
+    for module, cls, tests in (
+        (
+            "test_aider.py",
+            "TestAiderContract",
+            (
+                "test_a_network_failure_is_retried_with_backoff",
+                "test_the_operation_id_is_stable_and_the_attempt_id_changes",
+                "test_every_attempt_leaves_its_logs_and_metrics",
+                # test_aider.py checks the same, with the requests served, module-level.
+                "test_a_rate_limit_waits_its_retry_after",
+                "test_a_context_overflow_fails_the_task_without_a_retry",
+            ),
+        ),
+        (
+            "test_opencode_cli.py",
+            "TestOpencodeContract",
+            (
+                "test_a_network_failure_is_retried_with_backoff",
+                "test_the_operation_id_is_stable_and_the_attempt_id_changes",
+                "test_every_attempt_leaves_its_logs_and_metrics",
+                # test_the_engine_retries_a_429_once_and_the_task_succeeds checks it too.
+                "test_a_rate_limit_waits_its_retry_after",
+            ),
+        ),
+        (
+            "test_gemini_cli_cli.py",
+            "TestGeminiCliContract",
+            (
+                "test_a_network_failure_is_retried_with_backoff",
+                "test_the_operation_id_is_stable_and_the_attempt_id_changes",
+                "test_every_attempt_leaves_its_logs_and_metrics",
+            ),
+        ),
+    )
+    for test in tests
+}
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark the repeated real-CLI checks slow before ``-m "not slow"`` deselects by mark."""
+    for item in items:
+        if item.nodeid in SLOW_REAL_CLI_CHECKS:
+            item.add_marker(pytest.mark.slow)
