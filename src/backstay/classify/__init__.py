@@ -23,7 +23,7 @@ from backstay.classify._decide import build_failure
 from backstay.classify._evidence import read_evidence
 from backstay.classify._http import parse_body, sse_events
 from backstay.classify.agents import AGENTS, agent_name
-from backstay.classify.agents._common import from_text, with_agent
+from backstay.classify.agents._common import from_text, unanswered, with_agent
 from backstay.classify.exceptions import classify_exception
 from backstay.failure import Failure
 from backstay.taxonomy import CODES
@@ -148,6 +148,8 @@ def check_output(
         if name is None:
             return _generic_output(text, agent, exit_code, _now(now))
         found = AGENTS[name](text, exit_code, _now(now))
+        if found is None and exit_code in (0, None):
+            found = unanswered(text, name, None, exit_code=exit_code, now=_now(now))
     except Exception as err:
         return _internal_error("agent output", err, agent=agent, exit_code=exit_code)
     if found is None and exit_code is not None and exit_code != 0:

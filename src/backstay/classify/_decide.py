@@ -28,6 +28,7 @@ from backstay.classify import anthropic, gemini, openai
 from backstay.classify._evidence import Evidence
 from backstay.classify._patterns import match_message
 from backstay.classify._waits import (
+    MAX_HINT_S,
     next_pacific_midnight,
     parse_datetime,
     reset_wait_from_headers,
@@ -98,12 +99,20 @@ def status_code(status: int | None) -> str | None:
     return None
 
 
+# Statuses a gateway or framework puts on an error it merely passes on.
+_WRAPPER_STATUSES: Final = frozenset({400, 500, 502})
+
+
 def _effective_status(ev: Evidence) -> int | None:
     """The HTTP status, unless the body carries a truer one: inside a stream, without a
-    status, or from the upstream provider under a gateway's relabelled error."""
+    status, from the upstream provider under a gateway's relabelled error, or named by a
+    wrapper's words ("Error code: 429 - {…}") under a generic 400 or 500."""
     trusted = ev.status is None or ev.in_stream or ev.extra.get("inner_status")
     if trusted and ev.body_status and ev.body_status >= 400:
         return ev.body_status
+    named = ev.extra.get("named_status")
+    if named and (ev.status is None or ev.in_stream or ev.status in _WRAPPER_STATUSES):
+        return int(named)
     return ev.status
 
 
@@ -202,19 +211,32 @@ def _apply_should_retry(ev: Evidence, code: str, source: str) -> str:
     return code
 
 
+def _structured_reset(ev: Evidence, now: _dt.datetime) -> _dt.datetime | None:
+    """A reset stated in fields or headers, never in prose: the body's ``resets_at`` or
+    ``resets_in_seconds``, Claude's unified reset, an epoch ``x-ratelimit-reset``."""
+    epoch = ev.extra.get("reset_epoch")
+    if epoch is not None:
+        return parse_datetime(str(epoch))
+    seconds = ev.extra.get("reset_in_s")
+    if seconds is not None:
+        return now + _dt.timedelta(seconds=min(float(seconds), MAX_HINT_S))
+    resets_at = parse_datetime(ev.headers.get("anthropic-ratelimit-unified-reset"))
+    if resets_at is None and ev.headers.get("x-ratelimit-reset", "").isdigit():
+        resets_at = parse_datetime(ev.headers["x-ratelimit-reset"])  # epoch (OpenRouter)
+    return resets_at
+
+
 def _waits(
     ev: Evidence, code: str, source: str, now: _dt.datetime
 ) -> tuple[float | None, _dt.datetime | None]:
     kind = CODES[code].kind
     if kind is FailureKind.QUOTA_EXHAUSTED:
-        resets_at = parse_datetime(ev.headers.get("anthropic-ratelimit-unified-reset"))
-        resets_at = resets_at or resets_at_from_message(ev.message, now)
+        # Structured waits outrank prose ("resets in 10 days" beside resets_in_seconds).
+        resets_at = _structured_reset(ev, now) or resets_at_from_message(ev.message, now)
         if resets_at is None and source != "provider_signal":
             # "try again in 4 days 10 hours"; never Google's short hint on a per-day quota
             wait = wait_from_message(ev.message)
             resets_at = None if wait is None else now + _dt.timedelta(seconds=wait)
-        if resets_at is None and ev.headers.get("x-ratelimit-reset", "").isdigit():
-            resets_at = parse_datetime(ev.headers["x-ratelimit-reset"])  # epoch (OpenRouter)
         if resets_at is None and code == "ERR_LLM_DAILY_QUOTA" and ev.family == "gemini":
             resets_at = next_pacific_midnight(now)
         if resets_at is None:
@@ -223,6 +245,8 @@ def _waits(
     wait = retry_after_from_headers(ev.headers, now)
     if wait is None:
         wait = ev.retry_delay_s
+    if wait is None and ev.extra.get("reset_in_s") is not None:
+        wait = float(ev.extra["reset_in_s"])
     if wait is None and kind is FailureKind.RATE_LIMIT:
         wait = reset_wait_from_headers(ev.headers, now)
     if wait is None:
