@@ -99,7 +99,10 @@ def check_response(
                         message=CODES[code].description,
                         provider=provider or ev.family,
                         status=status,
-                        details={"source": "success_body"},
+                        details={
+                            "source": "success_body",
+                            "evidence": "a successful body that reports a failure",
+                        },
                     )
             if status is not None:
                 return None
@@ -163,7 +166,13 @@ def _exit_failure(text: str, agent: str, exit_code: int) -> Failure:
     )
     message = text.strip()[-1000:] or f"{agent} exited with code {exit_code}"
     return with_agent(
-        Failure(code=code, message=message, details={"source": "exit_code"}), agent, exit_code
+        Failure(
+            code=code,
+            message=message,
+            details={"source": "exit_code", "evidence": f"exit code {exit_code}"},
+        ),
+        agent,
+        exit_code,
     )
 
 

@@ -49,10 +49,14 @@ class Pattern:
     gate: StatusGate
     families: frozenset[str] | None = None  # None: every provider
 
-    def matches(self, message: str, status: int | None, family: str | None) -> bool:
+    def search(self, message: str, status: int | None, family: str | None) -> str | None:
+        """The words of ``message`` this pattern matches under ``status``, or ``None``."""
         if self.families is not None and family is not None and family not in self.families:
-            return False
-        return self.gate(status) and self.regex.search(message) is not None
+            return None
+        if not self.gate(status):
+            return None
+        found = self.regex.search(message)
+        return None if found is None else found.group(0)
 
 
 def _p(code: str, pattern: str, gate: StatusGate = _any, families: str | None = None) -> Pattern:
@@ -257,6 +261,14 @@ def match_message(
     message: str | Sequence[str], status: int | None, family: str | None
 ) -> str | None:
     """The code of the first pattern (in priority order) that matches any of the texts."""
+    found = find_message(message, status, family)
+    return None if found is None else found[0]
+
+
+def find_message(
+    message: str | Sequence[str], status: int | None, family: str | None
+) -> tuple[str, str] | None:
+    """``(code, matched words)`` of the first pattern that matches any of the texts."""
     texts = (message,) if isinstance(message, str) else tuple(message)
     texts = tuple(t for t in texts if t)
     if sum(map(len, texts)) <= _CACHED_TEXT_LEN:
@@ -264,10 +276,14 @@ def match_message(
     return _match(texts, status, family)
 
 
-def _match(texts: tuple[str, ...], status: int | None, family: str | None) -> str | None:
+def _match(
+    texts: tuple[str, ...], status: int | None, family: str | None
+) -> tuple[str, str] | None:
     for pattern in PATTERNS:
-        if any(pattern.matches(text, status, family) for text in texts):
-            return pattern.code
+        for text in texts:
+            words = pattern.search(text, status, family)
+            if words is not None:
+                return pattern.code, words
     return None
 
 

@@ -74,6 +74,7 @@ def no_error_event(
             agent=agent,
             family=family,
             exit_code=exit_code,
+            why=f"exit code {exit_code} and no error event in the stream",
         )
     return from_text(
         message,
@@ -117,7 +118,9 @@ def from_text(
     source = failure.details.get("source")
     if source in ("nothing", "error_shape"):
         code = match_transport(message) or "ERR_AGENT_FAILED"
-        failure = Failure(code=code, message=message, provider=family, details={"source": source})
+        why = "transport words in the output" if code != "ERR_AGENT_FAILED" else ""
+        details = {"source": source, "evidence": why or "the output names no cause"}
+        failure = Failure(code=code, message=message, provider=family, details=details)
     return with_agent(failure, agent, exit_code)
 
 
@@ -130,12 +133,17 @@ def with_agent(failure: Failure, agent: str, exit_code: int | None) -> Failure:
 
 
 def coded(
-    code: str, message: str, *, agent: str, family: str | None, exit_code: int | None
+    code: str,
+    message: str,
+    *,
+    agent: str,
+    family: str | None,
+    exit_code: int | None,
+    why: str = "a field of the agent's own output",
 ) -> Failure:
+    details = {"source": "agent_field", "evidence": why}
     return with_agent(
-        Failure(code=code, message=message, provider=family, details={"source": "agent_field"}),
-        agent,
-        exit_code,
+        Failure(code=code, message=message, provider=family, details=details), agent, exit_code
     )
 
 
@@ -155,6 +163,7 @@ def unanswered(
             agent=agent,
             family=family,
             exit_code=exit_code,
+            why="the run printed nothing: no answer",
         )
     if _ERROR_LINE.search(stripped[-2000:]):
         return from_text(stripped[-4000:], agent=agent, family=family, now=now, exit_code=exit_code)

@@ -77,6 +77,7 @@ def _empty_result(
         agent=AGENT,
         family=_FAMILY,
         exit_code=exit_code,
+        why='result = "" with subtype success, and no answer elsewhere',
     )
 
 
@@ -113,11 +114,13 @@ def _behind_window(found: Failure, objects: list[dict[str, Any]], now: _dt.datet
             agent=AGENT,
             family=_FAMILY,
             exit_code=as_int(found.details.get("exit_code")),
+            why=f"an earlier rate_limit_event: {kind_of_window} status = rejected",
         )
     if resets_at is None or found.kind is not FailureKind.QUOTA_EXHAUSTED:
         return found
     wait = max(0.0, (resets_at - now).total_seconds())
-    return dataclasses.replace(found, resets_at=resets_at, retry_after_s=wait)
+    details = {**found.details, "wait_from": "rate_limit_event resetsAt"}
+    return dataclasses.replace(found, resets_at=resets_at, retry_after_s=wait, details=details)
 
 
 def check(text: str, exit_code: int | None, now: _dt.datetime) -> Failure | None:
@@ -139,7 +142,9 @@ def check(text: str, exit_code: int | None, now: _dt.datetime) -> Failure | None
         if code is None and refused:
             code = "ERR_LLM_REFUSAL"  # model_refusal_no_fallback and its kin
         if code:
-            return coded(code, message, agent=AGENT, family=_FAMILY, exit_code=exit_code)
+            why = f"result subtype = {subtype}" if code == _SUBTYPES.get(subtype) else ""
+            why = why or ("a refusal" if refused else "result terminal_reason")
+            return coded(code, message, agent=AGENT, family=_FAMILY, exit_code=exit_code, why=why)
         status = as_int(result.get("api_error_status"))
         if status is None and retries:
             status = as_int(retries[-1].get("error_status"))
