@@ -8,6 +8,7 @@ modules then decide what the fields mean.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -160,6 +161,12 @@ _NAMED_STATUS = (
 def named_status(text: str) -> int | None:
     """An HTTP status a wrapper wrote into its message ("Error code: 429 - {…}",
     "Server responded with status 429"), if it wrote one."""
+    if len(text) <= _CACHED_TEXT_LEN:
+        return _named_status_cached(text)
+    return _named_status(text)
+
+
+def _named_status(text: str) -> int | None:
     for pattern in _NAMED_STATUS:
         match = pattern.search(text)
         if match:
@@ -167,6 +174,11 @@ def named_status(text: str) -> int | None:
             if 400 <= status < 600:
                 return status
     return None
+
+
+# Messages repeat: short ones are read once and remembered (bounded, as in _patterns).
+_CACHED_TEXT_LEN = 4096
+_named_status_cached = functools.lru_cache(maxsize=4096)(_named_status)
 
 
 def _read_error_object(ev: Evidence, error: Mapping[str, Any], depth: int = 0) -> None:
@@ -239,7 +251,9 @@ def read_evidence(
         _read_mapping(ev, parsed)
     if not ev.message:
         ev.message = text.strip()[:2000]
-    inner = named_status(ev.message[:2000]) or named_status(text[:2000])
+    inner = named_status(ev.message[:2000])
+    if inner is None and text and not text.startswith(("{", "[")):
+        inner = named_status(text[:2000])  # a wrapper's words around an embedded body
     if inner is not None and inner != status:
         ev.extra["named_status"] = inner  # a wrapper's words for the status underneath
     if ev.family is None:
