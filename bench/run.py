@@ -52,6 +52,7 @@ import backstay
 import engine
 import fake_provider
 import fallback
+import field_corpus
 import goodput
 import otel_overhead
 import retry
@@ -106,6 +107,31 @@ def _field_accuracy(oai: Any, ant: Any, oresp: Any, aresp: Any) -> None:
     print(f"  retry decisions right, backstay / openai SDK: {ratio:.2f}x")
 
 
+def _wide_accuracy(oai: Any, ant: Any, oresp: Any, aresp: Any) -> None:
+    """The widened field corpus: the whole of it and its unseen third (never tuned on), on
+    kind and retryability, and retry decisions beside the SDKs' status-only rule."""
+    cases = field_corpus.provider_cases() + field_corpus.agent_cases()
+    _development, unseen = field_corpus.split(cases)
+
+    def sdk_rule(client: Any, build: Any) -> field_corpus.StatusRule:
+        return lambda status, headers, body: bool(
+            client._should_retry(build(status, headers, body.encode()))
+        )
+
+    print(f"\nWidened field corpus ({len(cases)} real failures, tests/classify/data/wide_*.json)")
+    for name, part in (("whole corpus", cases), ("unseen third", unseen)):
+        result, misses = field_corpus.score(part)
+        mine, openai_rule = field_corpus.retry_decisions(part, sdk_rule(oai, oresp))
+        _, anthropic_rule = field_corpus.retry_decisions(part, sdk_rule(ant, aresp))
+        print(f"  {name}: backstay kind and retryability {result}")
+        print(
+            f"    retry decisions ({mine.total} provider cases with a status): "
+            f"backstay {mine}, openai SDK {openai_rule}, anthropic SDK {anthropic_rule}"
+        )
+        if misses:
+            print("    backstay misses: " + ", ".join(misses))
+
+
 def _fresh_body(n: int) -> str:
     """An Anthropic 429 whose message is new every time: the cost without remembered matches
     (real bodies repeat their message and differ only in the request id)."""
@@ -152,6 +178,7 @@ def main() -> None:
     if misses:
         print("  backstay misses: " + ", ".join(misses))
     _field_accuracy(oai, ant, oresp, aresp)
+    _wide_accuracy(oai, ant, oresp, aresp)
 
     case = CASES[0]
     counter = itertools.count()

@@ -47,7 +47,7 @@ def test_classification_needs_no_sdk_installed() -> None:
 
         assert backstay.classify(APITimeoutError("Request timed out.")).kind == "timeout"
         assert backstay.classify_response(529, {}, "", provider="anthropic").kind == "server_error"
-        assert backstay.classify_output("", agent="aider", exit_code=0).code == "ERR_UNKNOWN"
+        assert backstay.classify_output("Done.", agent="aider", exit_code=0).code == "ERR_UNKNOWN"
         print("ok")
         """
     )

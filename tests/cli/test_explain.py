@@ -90,7 +90,12 @@ def test_explain_agent_output_from_a_file(tmp_path: Path) -> None:
     )
     data = _json(["explain", "--agent", "claude-code", "--output", f"@{out}", "--exit-code", "1"])
     assert data["kind"] == "server_error"
-    assert data["details"] == {"source": "status", "agent": "claude-code", "exit_code": 1}
+    assert data["details"] == {
+        "source": "status",
+        "evidence": "HTTP status 529, confirmed by 'Overloaded'",
+        "agent": "claude-code",
+        "exit_code": 1,
+    }
 
 
 def test_explain_prints_a_readable_table() -> None:
@@ -98,6 +103,47 @@ def test_explain_prints_a_readable_table() -> None:
     assert result.exit_code == 0
     assert "server_error" in result.stdout
     assert "retry_backoff" in result.stdout
+
+
+DECIDED_BY = [
+    pytest.param(
+        ["--status", "400", "--body", '{"error": {"message": "x", "code": "tool_use_failed"}}'],
+        "structured field: error.code = tool_use_failed",
+        id="structured-field",
+    ),
+    pytest.param(
+        ["--status", "400", "--body", '{"error": "the input was considered high risk"}'],
+        "message pattern: message pattern matched 'considered high risk'",
+        id="pattern",
+    ),
+    pytest.param(
+        ["--status", "503", "--body", "<html>Service Unavailable</html>"],
+        "status: HTTP status 503",
+        id="status",
+    ),
+    pytest.param(
+        ["--status", "500", "--body", 'Error code: 429 - {"error": {"message": "slow down"}}'],
+        "status: status 429 named in the body under HTTP 500",
+        id="status-named-in-a-wrapper",
+    ),
+    pytest.param(["--exception", "httpx.ReadTimeout"], "exception type", id="exception"),
+]
+
+
+@pytest.mark.parametrize(("args", "why"), DECIDED_BY)
+def test_explain_shows_which_evidence_decided(args: list[str], why: str) -> None:
+    result = runner.invoke(app, ["explain", *args], env={"COLUMNS": "240"})
+    assert result.exit_code == 0, result.output
+    row = next(line for line in result.stdout.splitlines() if "decided by" in line)
+    assert why in row
+
+
+def test_explain_shows_where_the_wait_came_from() -> None:
+    body = json.dumps({"error": {"message": "resets in 9 days", "resets_in_seconds": 60}})
+    data = _json(["explain", "--status", "429", "--body", body])
+    details = data["details"]
+    assert isinstance(details, dict)
+    assert (data["retry_after_s"], details["wait_from"]) == (60.0, "body field resets_in_seconds")
 
 
 def test_explain_examples_classify_every_built_in_example() -> None:

@@ -23,7 +23,7 @@ from backstay.classify._decide import build_failure
 from backstay.classify._evidence import read_evidence
 from backstay.classify._http import parse_body, sse_events
 from backstay.classify.agents import AGENTS, agent_name
-from backstay.classify.agents._common import from_text, with_agent
+from backstay.classify.agents._common import from_text, unanswered, with_agent
 from backstay.classify.exceptions import classify_exception
 from backstay.failure import Failure
 from backstay.taxonomy import CODES
@@ -99,7 +99,10 @@ def check_response(
                         message=CODES[code].description,
                         provider=provider or ev.family,
                         status=status,
-                        details={"source": "success_body"},
+                        details={
+                            "source": "success_body",
+                            "evidence": "a successful body that reports a failure",
+                        },
                     )
             if status is not None:
                 return None
@@ -148,6 +151,8 @@ def check_output(
         if name is None:
             return _generic_output(text, agent, exit_code, _now(now))
         found = AGENTS[name](text, exit_code, _now(now))
+        if found is None and exit_code in (0, None):
+            found = unanswered(text, name, None, exit_code=exit_code, now=_now(now))
     except Exception as err:
         return _internal_error("agent output", err, agent=agent, exit_code=exit_code)
     if found is None and exit_code is not None and exit_code != 0:
@@ -161,7 +166,13 @@ def _exit_failure(text: str, agent: str, exit_code: int) -> Failure:
     )
     message = text.strip()[-1000:] or f"{agent} exited with code {exit_code}"
     return with_agent(
-        Failure(code=code, message=message, details={"source": "exit_code"}), agent, exit_code
+        Failure(
+            code=code,
+            message=message,
+            details={"source": "exit_code", "evidence": f"exit code {exit_code}"},
+        ),
+        agent,
+        exit_code,
     )
 
 

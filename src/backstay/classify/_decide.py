@@ -26,15 +26,9 @@ from urllib.parse import unquote
 
 from backstay.classify import anthropic, gemini, openai
 from backstay.classify._evidence import Evidence
-from backstay.classify._patterns import match_message
-from backstay.classify._waits import (
-    next_pacific_midnight,
-    parse_datetime,
-    reset_wait_from_headers,
-    resets_at_from_message,
-    retry_after_from_headers,
-    wait_from_message,
-)
+from backstay.classify._patterns import find_message
+from backstay.classify._timing import timing
+from backstay.classify._waits import retry_after_from_headers, wait_from_message
 from backstay.failure import Failure
 from backstay.taxonomy import CODES, FailureKind
 
@@ -98,12 +92,20 @@ def status_code(status: int | None) -> str | None:
     return None
 
 
+# Statuses a gateway or framework puts on an error it merely passes on.
+_WRAPPER_STATUSES: Final = frozenset({400, 500, 502})
+
+
 def _effective_status(ev: Evidence) -> int | None:
     """The HTTP status, unless the body carries a truer one: inside a stream, without a
-    status, or from the upstream provider under a gateway's relabelled error."""
+    status, from the upstream provider under a gateway's relabelled error, or named by a
+    wrapper's words ("Error code: 429 - {…}") under a generic 400 or 500."""
     trusted = ev.status is None or ev.in_stream or ev.extra.get("inner_status")
     if trusted and ev.body_status and ev.body_status >= 400:
         return ev.body_status
+    named = ev.extra.get("named_status")
+    if named and (ev.status is None or ev.in_stream or ev.status in _WRAPPER_STATUSES):
+        return int(named)
     return ev.status
 
 
@@ -160,34 +162,64 @@ def _refines(generic: str, by_status: str) -> bool:
     return generic_kind is FailureKind.RATE_LIMIT and status_kind is FailureKind.SERVER_ERROR
 
 
-def decide(ev: Evidence) -> tuple[str, str]:
-    """``(code, source)`` where ``source`` names the evidence that decided."""
+def _field(ev: Evidence, value: str) -> str:
+    """The body field a structured code was read from, for the explanation."""
+    for name, field in (
+        ("error.code", ev.err_code),
+        ("error.type", ev.err_type),
+        ("error.status", ev.google_status),
+    ):
+        if field and field.lower() == value:
+            return name
+    return "error.details reason" if value in (r.lower() for r in ev.reasons) else "inner error"
+
+
+def _status_words(ev: Evidence, status: int | None) -> str:
+    if status is not None and status != ev.status:
+        where = "named in the body" if ev.status is not None else "in the body"
+        return f"status {status} {where}" + (f" under HTTP {ev.status}" if ev.status else "")
+    return f"HTTP status {status}"
+
+
+def decide(ev: Evidence) -> tuple[str, str, str]:
+    """``(code, source, why)``: ``source`` names the kind of evidence that decided and
+    ``why`` says which (the field and value, the words a pattern matched, the status)."""
     code = _provider_signal(ev)
     if code:
-        return code, "provider_signal"
+        return code, "provider_signal", _signal_words(ev)
     for value in ev.codes:
         if value in _SPECIFIC:
-            return _SPECIFIC[value], "structured_code"
+            return _SPECIFIC[value], "structured_code", f"{_field(ev, value)} = {value}"
     status = _effective_status(ev)
-    code = match_message(_texts(ev), status, ev.family)
-    if code:
-        by_status = status_code(status)
-        if code in _WEAK_TEXT and by_status and CODES[by_status].kind is CODES[code].kind:
-            return by_status, "status"  # the words only confirm what the status says
-        return code, "message"
+    found = find_message(_texts(ev), status, ev.family)
     by_status = status_code(status)
+    if found:
+        code, words = found
+        if code in _WEAK_TEXT and by_status and CODES[by_status].kind is CODES[code].kind:
+            # the words only confirm what the status says
+            return by_status, "status", f"{_status_words(ev, status)}, confirmed by {words!r}"
+        return code, "message", f"message pattern matched {words!r}"
     for value in ev.codes:
         if value in _GENERIC:
             generic = _GENERIC[value]
             if by_status and not _refines(generic, by_status):
-                return by_status, "status"  # a generic type never overrules the status class
-            return generic, "structured_type"
-    code = by_status
-    if code:
-        return code, "status"
+                # a generic type never overrules the status class
+                return by_status, "status", f"{_status_words(ev, status)} (over {value})"
+            return generic, "structured_type", f"{_field(ev, value)} = {value}"
+    if by_status:
+        return by_status, "status", _status_words(ev, status)
     if ev.has_error_shape:
-        return "ERR_LLM_STREAM_ERROR" if ev.in_stream else "ERR_UNKNOWN", "error_shape"
-    return "ERR_UNKNOWN", "nothing"
+        code = "ERR_LLM_STREAM_ERROR" if ev.in_stream else "ERR_UNKNOWN"
+        return code, "error_shape", "an error object that names no cause"
+    return "ERR_UNKNOWN", "nothing", "no evidence of a failure"
+
+
+def _signal_words(ev: Evidence) -> str:
+    if ev.headers.get("anthropic-ratelimit-unified-status", "").lower() == "rejected":
+        return "header anthropic-ratelimit-unified-status = rejected"
+    if ev.quota_ids:
+        return f"quota id {ev.quota_ids[0]}"
+    return "a Google quota failure"
 
 
 def _apply_should_retry(ev: Evidence, code: str, source: str) -> str:
@@ -202,36 +234,10 @@ def _apply_should_retry(ev: Evidence, code: str, source: str) -> str:
     return code
 
 
-def _waits(
-    ev: Evidence, code: str, source: str, now: _dt.datetime
-) -> tuple[float | None, _dt.datetime | None]:
-    kind = CODES[code].kind
-    if kind is FailureKind.QUOTA_EXHAUSTED:
-        resets_at = parse_datetime(ev.headers.get("anthropic-ratelimit-unified-reset"))
-        resets_at = resets_at or resets_at_from_message(ev.message, now)
-        if resets_at is None and source != "provider_signal":
-            # "try again in 4 days 10 hours"; never Google's short hint on a per-day quota
-            wait = wait_from_message(ev.message)
-            resets_at = None if wait is None else now + _dt.timedelta(seconds=wait)
-        if resets_at is None and ev.headers.get("x-ratelimit-reset", "").isdigit():
-            resets_at = parse_datetime(ev.headers["x-ratelimit-reset"])  # epoch (OpenRouter)
-        if resets_at is None and code == "ERR_LLM_DAILY_QUOTA" and ev.family == "gemini":
-            resets_at = next_pacific_midnight(now)
-        if resets_at is None:
-            return None, None
-        return max(0.0, (resets_at - now).total_seconds()), resets_at
-    wait = retry_after_from_headers(ev.headers, now)
-    if wait is None:
-        wait = ev.retry_delay_s
-    if wait is None and kind is FailureKind.RATE_LIMIT:
-        wait = reset_wait_from_headers(ev.headers, now)
-    if wait is None:
-        wait = wait_from_message(ev.message)
-    return wait, None
-
-
-def _details(ev: Evidence, source: str) -> dict[str, Any]:
-    details: dict[str, Any] = {"source": source}
+def _details(ev: Evidence, source: str, why: str, wait_from: str | None) -> dict[str, Any]:
+    details: dict[str, Any] = {"source": source, "evidence": why}
+    if wait_from:
+        details["wait_from"] = wait_from
     candidates = {
         "error_type": ev.err_type,
         "error_code": ev.err_code,
@@ -252,15 +258,19 @@ def _details(ev: Evidence, source: str) -> dict[str, Any]:
 def build_failure(ev: Evidence, *, now: _dt.datetime | None = None) -> Failure:
     """The ``Failure`` the evidence supports. Never raises for any evidence."""
     now = now or _dt.datetime.now(_dt.UTC)
-    code, source = decide(ev)
+    code, source, why = decide(ev)
     if source == "message" and _within_horizon(ev, code, now):
         code, source = status_code(_effective_status(ev)) or "ERR_LLM_RATE_LIMITED", "message_wait"
         if CODES[code].kind is not FailureKind.RATE_LIMIT:
             code = "ERR_LLM_RATE_LIMITED"
+        why += ", with a wait short enough to be a rate limit"
     if ev.in_stream:
         code = _IN_STREAM.get(code, code)
-    code = _apply_should_retry(ev, code, source)
-    retry_after_s, resets_at = _waits(ev, code, source, now)
+    should_retry = _apply_should_retry(ev, code, source)
+    if should_retry != code:
+        code = should_retry
+        why += f"; header x-should-retry = {ev.headers.get('x-should-retry')}"
+    retry_after_s, resets_at, wait_from = timing(ev, code, source, now)
     status = ev.status if ev.status is not None else ev.body_status
     return Failure(
         code=code,
@@ -269,5 +279,5 @@ def build_failure(ev: Evidence, *, now: _dt.datetime | None = None) -> Failure:
         resets_at=resets_at,
         provider=ev.provider or ev.family,
         status=status,
-        details=_details(ev, source),
+        details=_details(ev, source, why, wait_from),
     )

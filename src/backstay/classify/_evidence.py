@@ -8,6 +8,8 @@ modules then decide what the fields mean.
 from __future__ import annotations
 
 import dataclasses
+import functools
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -136,6 +138,49 @@ def _nested_error(message: str | None) -> Mapping[str, Any] | None:
     return None
 
 
+def _structured_reset(ev: Evidence, error: Mapping[str, Any]) -> None:
+    """A reset the body states in fields (``resets_at`` epoch, ``resets_in_seconds``): it
+    outranks any wait written in prose."""
+    at = as_int(error.get("resets_at"))
+    if at is not None:
+        ev.extra["reset_epoch"] = at
+    seconds = error.get("resets_in_seconds")
+    if isinstance(seconds, (int, float)) and not isinstance(seconds, bool) and seconds >= 0:
+        ev.extra["reset_in_s"] = float(seconds)
+
+
+_NAMED_STATUS = (
+    re.compile(r"API Error:?\s*(?:Repeated\s+)?(\d{3})\b"),
+    re.compile(r"(?i)request rejected \((\d{3})\)"),
+    re.compile(r"(?i)(?:last |unexpected )status:?\s*(\d{3})\b"),
+    re.compile(r"(?i)error code:?\s*(\d{3})\b"),
+    re.compile(r"(?i)\bstatus(?:Code| code)?[\"':= ]+(\d{3})\b"),
+)
+
+
+def named_status(text: str) -> int | None:
+    """An HTTP status a wrapper wrote into its message ("Error code: 429 - {…}",
+    "Server responded with status 429"), if it wrote one."""
+    if len(text) <= _CACHED_TEXT_LEN:
+        return _named_status_cached(text)
+    return _named_status(text)
+
+
+def _named_status(text: str) -> int | None:
+    for pattern in _NAMED_STATUS:
+        match = pattern.search(text)
+        if match:
+            status = int(match.group(1))
+            if 400 <= status < 600:
+                return status
+    return None
+
+
+# Messages repeat: short ones are read once and remembered (bounded, as in _patterns).
+_CACHED_TEXT_LEN = 4096
+_named_status_cached = functools.lru_cache(maxsize=4096)(_named_status)
+
+
 def _read_error_object(ev: Evidence, error: Mapping[str, Any], depth: int = 0) -> None:
     ev.has_error_shape = True
     nested = _nested_error(as_str(error.get("message"))) if depth < 3 else None
@@ -160,6 +205,7 @@ def _read_error_object(ev: Evidence, error: Mapping[str, Any], depth: int = 0) -
         ev.extra["inner_codes"] = tuple(
             c for c in (as_str(inner.get("code")), as_str(inner.get("type"))) if c
         )
+    _structured_reset(ev, error)
     metadata = error.get("metadata")
     if isinstance(metadata, Mapping):
         if isinstance(metadata.get("raw"), str):
@@ -205,6 +251,11 @@ def read_evidence(
         _read_mapping(ev, parsed)
     if not ev.message:
         ev.message = text.strip()[:2000]
+    inner = named_status(ev.message[:2000])
+    if inner is None and text and not text.startswith(("{", "[")):
+        inner = named_status(text[:2000])  # a wrapper's words around an embedded body
+    if inner is not None and inner != status:
+        ev.extra["named_status"] = inner  # a wrapper's words for the status underneath
     if ev.family is None:
         ev.family = _guess_family(ev)
     return ev
@@ -217,6 +268,9 @@ def _read_mapping(ev: Evidence, parsed: Mapping[str, Any]) -> None:
     elif isinstance(error, str):  # {"error": "message"} and {"type": "error", "error": "…"}
         ev.has_error_shape = True
         ev.message = error
+    elif error is True and isinstance(parsed.get("message"), str):  # {"error": true, …}
+        ev.has_error_shape = True
+        ev.message = parsed["message"]
     response = parsed.get("response")
     if isinstance(response, Mapping) and isinstance(response.get("error"), Mapping):
         _read_error_object(ev, response["error"])  # Responses API ``response.failed``

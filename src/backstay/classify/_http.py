@@ -104,7 +104,7 @@ def parse_body(body: object) -> tuple[Any | None, str]:
         return embedded, text
     if isinstance(body, (Mapping, list)):
         try:
-            text = json.dumps(body, default=str)[:_MAX_BODY_CHARS]
+            text = json.dumps(body, default=str, ensure_ascii=False)[:_MAX_BODY_CHARS]
         except Exception:
             text = str(body)[:_MAX_BODY_CHARS]
         return body, text

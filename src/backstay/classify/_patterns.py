@@ -49,10 +49,14 @@ class Pattern:
     gate: StatusGate
     families: frozenset[str] | None = None  # None: every provider
 
-    def matches(self, message: str, status: int | None, family: str | None) -> bool:
+    def search(self, message: str, status: int | None, family: str | None) -> str | None:
+        """The words of ``message`` this pattern matches under ``status``, or ``None``."""
         if self.families is not None and family is not None and family not in self.families:
-            return False
-        return self.gate(status) and self.regex.search(message) is not None
+            return None
+        if not self.gate(status):
+            return None
+        found = self.regex.search(message)
+        return None if found is None else found.group(0)
 
 
 def _p(code: str, pattern: str, gate: StatusGate = _any, families: str | None = None) -> Pattern:
@@ -66,7 +70,11 @@ PATTERNS: tuple[Pattern, ...] = (
     _p(
         "ERR_LLM_CREDIT_BALANCE",
         r"credit balance (is )?too low|insufficient (credit|balance|funds)|"
-        r"(prepayment|prepaid) credits (are |have been )?(depleted|exhausted)|credits are depleted",
+        r"(prepayment|prepaid) credits (are |have been )?(depleted|exhausted)|credits are depleted|"
+        r"balance is insufficient|(run|ran) out of credits|no credits remaining|"
+        r"used all (your |the |available )*credits|please (top up|recharge)|"
+        # Chinese providers: insufficient balance, in arrears, please recharge
+        "\u4f59\u989d\u4e0d\u8db3|\u6b20\u8d39|\u8bf7\u5145\u503c",
         _not_5xx,
     ),
     # A budget the run itself was given (agent harness, rollout) is our own limit.
@@ -109,7 +117,24 @@ PATTERNS: tuple[Pattern, ...] = (
         _not_5xx,
         "openai,anthropic",
     ),
-    # Context overflow.
+    # An output-length parameter out of range is a bad request, not an overflowing prompt.
+    _p(
+        "ERR_REQUEST_INVALID",
+        r"max(imum)?[_ ]tokens (you requested |value )?(is too large|exceeds? the model limit)|"
+        r"supports at most \d+ completion tokens|max_(new_)?tokens must be (at least|greater)",
+        _client,
+    ),
+    # Context overflow: the big three's words, and token counts against a maximum in the
+    # words of other providers and servers (TGI, vLLM, SGLang, llama.cpp, LM Studio …).
+    _p(
+        "ERR_LLM_CONTEXT_LENGTH",
+        r"`?inputs?`? tokens \+ `?max_new_tokens`? must be|max_seq_len|max_model_len|"
+        r"max_prompt_tokens|(input|prompt|requested) tokens?( \(\d+\))? exceeds?|"
+        r"\btokens?\b[^.]{0,60}\b(exceeds?|is longer than|greater than)\b[^.]{0,40}"
+        r"\bcontext\b|context (size|limit|length) (has been |was |is )?exceeded|"
+        r"tokens to keep[^.]{0,60}context length|context the overflows",
+        _overflow,
+    ),
     _p(
         "ERR_LLM_CONTEXT_LENGTH",
         r"prompt is too long|prompt_too_long|context[ _]length|context[_ ]window|"
@@ -121,7 +146,19 @@ PATTERNS: tuple[Pattern, ...] = (
         r"exceeds? (the )?(available )?context size|\bn_ctx|exceed_context_size",
         _overflow,
     ),
-    # Content policy.
+    # Content policy. A refusal in a provider's own specific words is believed under any
+    # status: gateways relabel it as a 429 or a 500, and retrying it never helps.
+    _p(
+        "ERR_LLM_CONTENT_FILTER",
+        r"content[_ ]filter|content_policy_violation|responsibleaipolicyviolation|"
+        r"content management policy|considered (high|too) risk|high[ -]risk (content|request)|"
+        r"data ?inspection ?failed|(may |might )?contain\w* (inappropriate|unsafe|sensitive) "
+        r"content|prohibited[ _]content|block(ed)?[ _]?reason|blocked (due to|by) safety|"
+        r"(violates|violating|violation of) (our|the) (content|usage|safety) (polic|guideline)|"
+        # Chinese providers: unsafe or sensitive content
+        "\u4e0d\u5b89\u5168|\u654f\u611f\u5185\u5bb9",
+        _any,
+    ),
     _p(
         "ERR_LLM_CONTENT_FILTER",
         r"content (filtering|management) policy|content[_ ]filter|content_policy_violation|"
@@ -145,7 +182,17 @@ PATTERNS: tuple[Pattern, ...] = (
         "ERR_AUTH_MISSING_CREDENTIALS",
         r"not logged in|missing (environment variable|api key|credentials)|"
         r"no api key (was )?(provided|found)|must specify the \w+_api_key|please run /login|"
-        r"could not resolve authentication method|api key is required",
+        r"could not resolve authentication method|api key is required|"
+        r"set an auth(entication)? method|missing [\w ]{0,20}api key",
+        _client,
+    ),
+    # Expired, revoked or reused sign-in tokens of agent CLIs: a person must sign in again.
+    _p(
+        "ERR_HTTP_401_UNAUTHORIZED",
+        r"refresh token (was |has )?(already )?(been )?(used|revoked|expired|reused)|"
+        r"access token could not be refreshed|failed to refresh token|"
+        r"(oauth |access )?token (has )?expired|please (log ?in|sign in) again|"
+        r"sign in again|require[sd]? authentication with",
         _client,
     ),
     _p(
@@ -175,6 +222,14 @@ PATTERNS: tuple[Pattern, ...] = (
     _p(
         "ERR_OUTPUT_INVALID",
         r"invalid chunk|missing finish reason|stream ended (unexpectedly|with an invalid)",
+    ),
+    # A tool call the model got wrong, reported by the host as a 400: a resample may succeed.
+    _p(
+        "ERR_OUTPUT_INVALID",
+        r"tool_use_failed|failed to call a function|tool call validation failed|"
+        r"(does not|did not) match (the )?(expected )?schema for tool|"
+        r"malformed (function|tool) call",
+        _client,
     ),
     # Rate limits and overload, believed only where the status allows.
     _p(
@@ -206,6 +261,14 @@ def match_message(
     message: str | Sequence[str], status: int | None, family: str | None
 ) -> str | None:
     """The code of the first pattern (in priority order) that matches any of the texts."""
+    found = find_message(message, status, family)
+    return None if found is None else found[0]
+
+
+def find_message(
+    message: str | Sequence[str], status: int | None, family: str | None
+) -> tuple[str, str] | None:
+    """``(code, matched words)`` of the first pattern that matches any of the texts."""
     texts = (message,) if isinstance(message, str) else tuple(message)
     texts = tuple(t for t in texts if t)
     if sum(map(len, texts)) <= _CACHED_TEXT_LEN:
@@ -213,10 +276,14 @@ def match_message(
     return _match(texts, status, family)
 
 
-def _match(texts: tuple[str, ...], status: int | None, family: str | None) -> str | None:
+def _match(
+    texts: tuple[str, ...], status: int | None, family: str | None
+) -> tuple[str, str] | None:
     for pattern in PATTERNS:
-        if any(pattern.matches(text, status, family) for text in texts):
-            return pattern.code
+        for text in texts:
+            words = pattern.search(text, status, family)
+            if words is not None:
+                return pattern.code, words
     return None
 
 

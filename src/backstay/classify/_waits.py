@@ -145,8 +145,11 @@ def _unit_seconds(unit: str) -> float:
 
 
 def wait_from_message(message: str) -> float | None:
-    """A wait written in an error message, in seconds."""
-    match = _MESSAGE_WAIT.search(message)
+    """A wait written in an error message, in seconds: the last one written, since a
+    transcript of retries ends with the latest word."""
+    match = None
+    for match in _MESSAGE_WAIT.finditer(message):  # noqa: B007 - the last match is wanted
+        pass
     if match is None:
         return None
     parts = _DURATION_PART.findall(match.group(1))

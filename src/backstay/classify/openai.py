@@ -36,6 +36,10 @@ SPECIFIC: Final[Mapping[str, str]] = {
     "model_not_found": "ERR_LLM_MODEL_NOT_FOUND",
     "slow_down": "ERR_LLM_RAMP_LIMIT",
     "server_is_overloaded": "ERR_LLM_OVERLOADED",
+    "usage_limit_reached": "ERR_LLM_USAGE_LIMIT",  # ChatGPT-plan windows (Codex backend)
+    "refresh_token_reused": "ERR_HTTP_401_UNAUTHORIZED",
+    "tool_use_failed": "ERR_OUTPUT_INVALID",  # a malformed tool call by the model (Groq)
+    "data_inspection_failed": "ERR_LLM_CONTENT_FILTER",  # DashScope moderation
 }
 
 GENERIC: Final[Mapping[str, str]] = {

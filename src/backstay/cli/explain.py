@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Callable
-from typing import Annotated, Any
+from typing import Annotated, Any, Final
 
 import typer
 from rich.console import Console
@@ -21,6 +21,37 @@ from backstay.failure import Failure
 USAGE_ERROR = 2
 
 
+# The kind of evidence that decided (``details.source``), in a reader's words.
+_DECIDED_BY: Final[dict[str, str]] = {
+    "provider_signal": "provider signal",
+    "structured_code": "structured field",
+    "structured_type": "structured field (a generic type)",
+    "message": "message pattern",
+    "message_wait": "message pattern, and the wait it gives",
+    "status": "status",
+    "error_shape": "error shape",
+    "agent_field": "agent output",
+    "exit_code": "exit code",
+    "success_body": "successful body",
+    "no_failure_found": "nothing failed",
+    "nothing": "nothing",
+    "classifier_error": "unreadable input",
+}
+# Shown in their own rows, not again among the details.
+_SHOWN: Final = frozenset({"evidence", "wait_from"})
+
+
+def decided_by(failure: Failure) -> str:
+    """Which evidence decided the classification: its kind, then which one."""
+    details = failure.details
+    source = str(details.get("source") or "")
+    if not source and details.get("exception"):
+        return f"exception type: {details['exception']}"
+    kind = _DECIDED_BY.get(source, source or "-")
+    evidence = details.get("evidence")
+    return f"{kind}: {evidence}" if evidence else kind
+
+
 def _failure_table(failure: Failure, title: str) -> Table:
     table = Table(title=title, show_header=False, title_justify="left")
     table.add_column("field", style="bold")
@@ -30,13 +61,19 @@ def _failure_table(failure: Failure, title: str) -> Table:
         ("code", failure.code),
         ("retryable", "yes" if failure.retryable else "no"),
         ("default action", str(failure.action)),
+        ("decided by", decided_by(failure)),
         ("retry after", "-" if failure.retry_after_s is None else f"{failure.retry_after_s:.3f} s"),
         ("resets at", failure.resets_at.isoformat() if failure.resets_at else "-"),
+        ("wait from", str(failure.details.get("wait_from") or "-")),
         ("provider", failure.provider or "-"),
         ("status", "-" if failure.status is None else str(failure.status)),
         ("message", failure.message or "-"),
     ]
-    rows.extend((f"details.{k}", json.dumps(v, default=str)) for k, v in failure.details.items())
+    rows.extend(
+        (f"details.{k}", json.dumps(v, default=str))
+        for k, v in failure.details.items()
+        if k not in _SHOWN
+    )
     for name, value in rows:
         table.add_row(name, value)
     return table
@@ -44,7 +81,7 @@ def _failure_table(failure: Failure, title: str) -> Table:
 
 def _examples_table(results: list[tuple[Example, Failure]]) -> Table:
     table = Table(title="backstay explain: built-in examples", title_justify="left")
-    for column in ("example", "input", "kind", "code", "retryable", "action", "wait"):
+    for column in ("example", "input", "kind", "code", "retryable", "action", "wait", "why"):
         table.add_column(column, overflow="fold")
     for example, failure in results:
         if failure.resets_at is not None:
@@ -61,6 +98,7 @@ def _examples_table(results: list[tuple[Example, Failure]]) -> Table:
             "yes" if failure.retryable else "no",
             str(failure.action),
             wait,
+            decided_by(failure),
         )
     return table
 

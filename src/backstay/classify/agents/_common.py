@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from backstay.classify._decide import build_failure
-from backstay.classify._evidence import read_evidence
+from backstay.classify._evidence import named_status, read_evidence
 from backstay.classify._patterns import match_transport
 from backstay.failure import Failure
 
@@ -74,6 +74,7 @@ def no_error_event(
             agent=agent,
             family=family,
             exit_code=exit_code,
+            why=f"exit code {exit_code} and no error event in the stream",
         )
     return from_text(
         message,
@@ -84,24 +85,9 @@ def no_error_event(
     )
 
 
-_STATUS_IN_TEXT = (
-    re.compile(r"API Error:?\s*(?:Repeated\s+)?(\d{3})\b"),
-    re.compile(r"(?i)request rejected \((\d{3})\)"),
-    re.compile(r"(?i)(?:last |unexpected )status:?\s*(\d{3})\b"),
-    re.compile(r"(?i)error code:?\s*(\d{3})\b"),
-    re.compile(r"(?i)\bstatus(?:Code| code)?[\"':= ]+(\d{3})\b"),
-)
-
-
 def status_from_text(text: str) -> int | None:
     """An HTTP status an agent wrote into its message, if it wrote one."""
-    for pattern in _STATUS_IN_TEXT:
-        match = pattern.search(text)
-        if match:
-            status = int(match.group(1))
-            if 400 <= status < 600:
-                return status
-    return None
+    return named_status(text)
 
 
 def from_text(
@@ -132,7 +118,9 @@ def from_text(
     source = failure.details.get("source")
     if source in ("nothing", "error_shape"):
         code = match_transport(message) or "ERR_AGENT_FAILED"
-        failure = Failure(code=code, message=message, provider=family, details={"source": source})
+        why = "transport words in the output" if code != "ERR_AGENT_FAILED" else ""
+        details = {"source": source, "evidence": why or "the output names no cause"}
+        failure = Failure(code=code, message=message, provider=family, details=details)
     return with_agent(failure, agent, exit_code)
 
 
@@ -145,10 +133,38 @@ def with_agent(failure: Failure, agent: str, exit_code: int | None) -> Failure:
 
 
 def coded(
-    code: str, message: str, *, agent: str, family: str | None, exit_code: int | None
+    code: str,
+    message: str,
+    *,
+    agent: str,
+    family: str | None,
+    exit_code: int | None,
+    why: str = "a field of the agent's own output",
 ) -> Failure:
+    details = {"source": "agent_field", "evidence": why}
     return with_agent(
-        Failure(code=code, message=message, provider=family, details={"source": "agent_field"}),
-        agent,
-        exit_code,
+        Failure(code=code, message=message, provider=family, details=details), agent, exit_code
     )
+
+
+_ERROR_LINE = re.compile(r"(?im)^[^\w\n]*error when talking to \S")
+
+
+def unanswered(
+    text: str, agent: str, family: str | None, *, exit_code: int | None, now: _dt.datetime
+) -> Failure | None:
+    """A run that ended as if it succeeded but gave no answer: nothing printed at all, or
+    the CLI's own "Error when talking to …" line among its last words. ``None`` otherwise."""
+    stripped = text.strip()
+    if not stripped:
+        return coded(
+            "ERR_AGENT_FAILED",
+            f"{agent} printed nothing",
+            agent=agent,
+            family=family,
+            exit_code=exit_code,
+            why="the run printed nothing: no answer",
+        )
+    if _ERROR_LINE.search(stripped[-2000:]):
+        return from_text(stripped[-4000:], agent=agent, family=family, now=now, exit_code=exit_code)
+    return None

@@ -53,7 +53,10 @@ def check(text: str, exit_code: int | None, now: _dt.datetime) -> Failure | None
     if limit and limit[-1].start() > last_answer:
         start = text.rfind("\n", 0, limit[-1].start()) + 1
         line = text[start : start + 400].splitlines()[0]
-        return coded("ERR_LLM_CONTEXT_LENGTH", line, agent=AGENT, family=None, exit_code=exit_code)
+        why = "aider's 'has hit a token limit'"
+        return coded(
+            "ERR_LLM_CONTEXT_LENGTH", line, agent=AGENT, family=None, exit_code=exit_code, why=why
+        )
     if not errors or errors[-1].start() < last_answer:
         if exit_code in (0, None):
             return None
@@ -66,8 +69,12 @@ def check(text: str, exit_code: int | None, now: _dt.datetime) -> Failure | None
     classes = [m.group(1) for m in _LITELLM.finditer(message.splitlines()[0])]
     for name in reversed(classes):
         if name in _CODES:
-            return coded(_CODES[name], message, agent=AGENT, family=None, exit_code=exit_code)
+            why = f"litellm exception {name}"
+            return coded(
+                _CODES[name], message, agent=AGENT, family=None, exit_code=exit_code, why=why
+            )
     if _NO_RESPONSE.search(message.splitlines()[0].rstrip()):
-        return coded("ERR_NETWORK", message, agent=AGENT, family=None, exit_code=exit_code)
+        why = "the SDK's 'Connection error.' (no response at all)"
+        return coded("ERR_NETWORK", message, agent=AGENT, family=None, exit_code=exit_code, why=why)
     status = next((_STATUS[n] for n in reversed(classes) if n in _STATUS), None)
     return from_text(message, agent=AGENT, family=None, status=status, now=now, exit_code=exit_code)

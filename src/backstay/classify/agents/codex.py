@@ -19,6 +19,7 @@ from backstay.classify.agents._common import (
     no_error_event,
 )
 from backstay.failure import Failure
+from backstay.taxonomy import FailureKind
 
 AGENT = "codex"
 _FAMILY = "openai"
@@ -32,6 +33,15 @@ def _message(event: dict[str, Any]) -> str:
     return message if isinstance(message, str) else ""
 
 
+def _first_specific(messages: list[str], exit_code: int | None, now: _dt.datetime) -> Failure:
+    """The failure of the first message that names a cause; else that of the first."""
+    found = [
+        from_text(m, agent=AGENT, family=_FAMILY, now=now, exit_code=exit_code)
+        for m in messages[:20]
+    ]
+    return next((f for f in found if f.kind is not FailureKind.UNKNOWN), found[0])
+
+
 def check(text: str, exit_code: int | None, now: _dt.datetime) -> Failure | None:
     objects = json_objects(text)
     failed = [o for o in objects if o.get("type") == "turn.failed"]
@@ -41,16 +51,16 @@ def check(text: str, exit_code: int | None, now: _dt.datetime) -> Failure | None
         if o.get("type") == "error" and not _message(o).startswith("Reconnecting")
     ]
     completed = any(o.get("type") == "turn.completed" for o in objects)
-    if failed:
-        message = _message(failed[-1])
-    elif errors:
-        message = _message(errors[-1])
-    elif completed or exit_code == 0:
+    if failed or errors:
+        # The final error first, then the earlier ones: a generic last word ("exceeded retry
+        # limit") must not hide the specific error printed before it in the same run.
+        messages = [m for m in map(_message, [*failed[-1:], *reversed(errors)]) if m]
+        return _first_specific(messages, exit_code, now) if messages else None
+    if completed or exit_code == 0:
         return None
-    elif objects:
+    if objects:
         return no_error_event(AGENT, text, _FAMILY, exit_code=exit_code, now=now)
-    else:
-        message = text.strip()[-4000:]
+    message = text.strip()[-4000:]
     if not message:
         return None
     return from_text(

@@ -78,7 +78,8 @@ def check(text: str, exit_code: int | None, now: _dt.datetime) -> Failure | None
     if reason is not None:
         code = next((c for words, c in _INVALID_STREAM if words in reason), None)
         if code is not None:
-            return coded(code, reason, agent=AGENT, family=_FAMILY, exit_code=exit_code)
+            why = f"the CLI's stream error: {reason[:80]!r}"
+            return coded(code, reason, agent=AGENT, family=_FAMILY, exit_code=exit_code, why=why)
         return from_text(reason, agent=AGENT, family=_FAMILY, now=now, exit_code=exit_code)
     error = _error_of(objects)
     if error is None:
@@ -101,7 +102,12 @@ def check(text: str, exit_code: int | None, now: _dt.datetime) -> Failure | None
         if found.code != "ERR_AGENT_FAILED":
             return found
         return coded(
-            _FATAL_EXIT[exit_code], message, agent=AGENT, family=_FAMILY, exit_code=exit_code
+            _FATAL_EXIT[exit_code],
+            message,
+            agent=AGENT,
+            family=_FAMILY,
+            exit_code=exit_code,
+            why=f"exit code {exit_code} (the CLI's own fatal error)",
         )
     if status is None and exit_code is not None:
         status = _STATUS_BY_EXIT.get(exit_code)

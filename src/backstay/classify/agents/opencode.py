@@ -73,7 +73,8 @@ def check(text: str, exit_code: int | None, now: _dt.datetime) -> Failure | None
     raw_headers = data.get("responseHeaders")
     message = str(data.get("message") or name or "error")
     if name in _NAMES:
-        return coded(_NAMES[name], message, agent=AGENT, family=None, exit_code=exit_code)
+        why = f"error.name = {name}"
+        return coded(_NAMES[name], message, agent=AGENT, family=None, exit_code=exit_code, why=why)
     body = data.get("responseBody")
     return from_text(
         message,
