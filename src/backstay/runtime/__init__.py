@@ -34,7 +34,13 @@ from backstay.runtime.memory import InMemoryMemory, MemoryManager, Message, Sess
 from backstay.runtime.modelgate import ModelGate
 from backstay.runtime.plan import Plan, Step
 from backstay.runtime.protocol import AgentFactory, FrameworkAdapter
-from backstay.runtime.records import Approval, ApprovalStatus, RunRecord, RunStatus
+from backstay.runtime.records import (
+    Approval,
+    ApprovalStatus,
+    HumanDecision,
+    RunRecord,
+    RunStatus,
+)
 from backstay.runtime.results import (
     Severity,
     StepResult,
@@ -62,6 +68,7 @@ __all__ = [
     "FrameworkAdapter",
     "HealthReport",
     "Hooks",
+    "HumanDecision",
     "InMemoryMemory",
     "LimitBreach",
     "LimitExceeded",
