@@ -180,7 +180,7 @@ def _approval_agent(stamped: list[str], *, declared: bool) -> Callable[[Any], Ag
         else:
 
             @agent.tool
-            def stamp(ctx: RunContext[Any], text: str) -> str:  # noqa: F811
+            def stamp(ctx: RunContext[Any], text: str) -> str:
                 if not ctx.tool_call_approved:
                     raise PAIApprovalRequired
                 stamped.append(text)
