@@ -17,7 +17,10 @@ answers. The workflow's steps reach the model and the tools only through the kit
   (``Context.to_dict``: its store and the event the running step works on) into the
   run's ``state``. A run paused for an approval is saved with the step in progress;
   ``resume`` restores the context (``Context.from_dict``) and the workflow runs that
-  step again, whose tool call now finds the decision.
+  step again, whose tool call now finds the decision;
+* human in the loop: a step's ``InputRequiredEvent`` becomes a durable approval and the
+  run pauses; ``resume`` restores the context and sends the step a
+  ``HumanResponseEvent`` carrying the human's decision (``_llamaindex_run``).
 """
 
 from __future__ import annotations
@@ -41,6 +44,7 @@ from backstay.frameworks._common import (
     tool_text,
     with_openai_http_client,
 )
+from backstay.frameworks._llamaindex_run import run_workflow
 from backstay.runtime.context import ExecutionContext
 from backstay.runtime.plan import Step
 from backstay.runtime.results import StepResult
@@ -231,17 +235,22 @@ class LlamaIndexAdapter(TaskAdapter):
         workflow: Workflow = self.factory(kit)
         _no_retries(workflow)
         checkpoint = Checkpoint(context, self.name, step)
-        saved = checkpoint.load()
-        if saved:
-            handler = workflow.run(ctx=Context.from_dict(workflow, saved))
-        else:
-            handler = workflow.run(task=task_text(step, context))
-        running = handler.ctx
-        if running is None:  # pragma: no cover - workflows always give the handler one
-            raise RuntimeError("the workflow handler has no context")
-        kit.before_call = lambda: checkpoint.save(json.loads(json.dumps(running.to_dict())))
-        result = await handler
+        inputs = Checkpoint(context, f"{self.name}.input", step)
+
+        def set_saver(save: Callable[[], None]) -> None:
+            kit.before_call = save
+
+        result = await run_workflow(
+            workflow,
+            step_id=step.id,
+            tools=tools,
+            checkpoint=checkpoint,
+            inputs=inputs,
+            start={"task": task_text(step, context)},
+            set_saver=set_saver,
+        )
         checkpoint.clear()
+        inputs.clear()
         return answer(step, result if isinstance(result, str) else str(result), kit.tool_calls)
 
 
