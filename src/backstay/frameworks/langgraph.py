@@ -11,7 +11,8 @@ graph backstay's parts, so that nothing reaches a model or a tool around the gat
   ``ToolGate`` (allowlist, approvals, limits, sandbox); ``kit.tool_node()``: a graph node
   running the last message's tool calls through the gate (unknown names included, so a
   forbidden tool escalates); a ``ToolNode`` of the graph's own has each call of a tool
-  not from ``kit.tools`` sent through the gate too (``_langgraph_tools``);
+  not from ``kit.tools`` sent through the gate too (``_langgraph_tools``); a function a
+  node calls itself is gated with ``@backstay.runtime.gated`` or ``kit.gated(fn)``;
 * retries: every node's ``retry_policy`` is removed before compiling (the model gate is
   the one retry loop); ``recursion_limit`` (config, default 50 super-steps) stops a
   cycling graph as an ``ERR_LIMIT_MAX_STEPS`` halt;
@@ -29,7 +30,7 @@ graph backstay's parts, so that nothing reaches a model or a tool around the gat
 from __future__ import annotations
 
 import functools
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final
 
 from backstay.adapters.usage import Usage
@@ -48,6 +49,7 @@ from backstay.frameworks._langgraph_run import run_graph
 from backstay.frameworks._langgraph_tools import gate_tool_nodes
 from backstay.runtime.context import ExecutionContext
 from backstay.runtime.errors import LimitExceeded
+from backstay.runtime.gated import GatedFn, gated
 from backstay.runtime.limits import LimitBreach, LimitName
 from backstay.runtime.plan import Step
 from backstay.runtime.results import StepResult
@@ -153,6 +155,12 @@ class LangGraphKit:
             description=spec["description"] or name,
             args_schema=dict(spec["parameters"]),
         )
+
+    def gated(self, fn: Callable[..., Any], *, name: str | None = None) -> GatedFn:
+        """``fn`` (a function a node calls itself) as a coroutine function whose calls go
+        through the run's gate under ``name`` (default: its name); see
+        ``backstay.runtime.gated``."""
+        return gated(fn, name=name, gate=self.gate)
 
     def tool_node(self) -> Any:
         """A node that runs the last AI message's tool calls through the gate."""

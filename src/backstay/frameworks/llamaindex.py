@@ -10,7 +10,9 @@ answers. The workflow's steps reach the model and the tools only through the kit
   ``context.model`` (classify → limiter → breaker → policy, hard limits before and after);
   LlamaIndex's own OpenAI LLM package requires openai<3, so the adapter talks to the SDK;
 * ``await kit.call_tool(name, arguments)``: the ``ToolGate`` (allowlist, approvals,
-  limits, sandbox); a tool's result comes back as the text a model reads;
+  limits, sandbox); a tool's result comes back as the text a model reads; a function of
+  the user's own a step calls is gated with ``@backstay.runtime.gated`` or
+  ``kit.gated(fn)``;
 * retries: every step's ``retry_policy`` is removed before the run (the model gate is
   the one retry loop; a LlamaIndex bug once retried forever without delay);
 * checkpoint: before each model or tool call, the workflow's ``Context`` is serialised
@@ -46,6 +48,7 @@ from backstay.frameworks._common import (
 )
 from backstay.frameworks._llamaindex_run import run_workflow
 from backstay.runtime.context import ExecutionContext
+from backstay.runtime.gated import GatedFn, gated
 from backstay.runtime.plan import Step
 from backstay.runtime.results import StepResult
 from backstay.runtime.toolgate import ToolGate
@@ -120,6 +123,12 @@ class LlamaIndexKit:
         self.before_call()
         self.tool_calls += 1
         return tool_text(await self._gate.invoke(name, arguments))
+
+    def gated(self, fn: Callable[..., Any], *, name: str | None = None) -> GatedFn:
+        """``fn`` (a function a step calls itself) as a coroutine function whose calls go
+        through the run's gate under ``name`` (default: its name); see
+        ``backstay.runtime.gated``."""
+        return gated(fn, name=name, gate=self._gate)
 
 
 class Act(Event):

@@ -27,6 +27,7 @@ from backstay.runtime.events import (
     StepStarted,
     ToolCalled,
 )
+from backstay.runtime.gated import current_tool_gate, gated
 from backstay.runtime.health import HealthReport, health_check
 from backstay.runtime.hooks import Hooks
 from backstay.runtime.limits import ExecutionLimits, LimitBreach, LimitName
@@ -104,6 +105,8 @@ __all__ = [
     "ToolPolicy",
     "ValidationIssue",
     "ValidationResult",
+    "current_tool_gate",
     "current_trace_id",
+    "gated",
     "health_check",
 ]
