@@ -206,6 +206,7 @@ class AutoGenAdapter(TaskAdapter):
         base_url: str | None = None,
         api_key: str = "",
         timeout_s: float = 60.0,
+        api: str = "openai",
         config: Mapping[str, Any] | None = None,
     ) -> None:
         super().__init__(
@@ -215,6 +216,7 @@ class AutoGenAdapter(TaskAdapter):
             api_key=api_key,
             timeout_s=timeout_s,
             config=config,
+            api=api,
         )
 
     def model_client(self, context: ExecutionContext) -> GatedClient:

@@ -229,6 +229,7 @@ class LangGraphAdapter(TaskAdapter):
         base_url: str | None = None,
         api_key: str = "",
         timeout_s: float = 60.0,
+        api: str = "openai",
         recursion_limit: int = DEFAULT_RECURSION_LIMIT,
         http_client: Any = None,
         config: Mapping[str, Any] | None = None,
@@ -240,6 +241,7 @@ class LangGraphAdapter(TaskAdapter):
             api_key=api_key,
             timeout_s=timeout_s,
             config=config,
+            api=api,
         )
         self.recursion_limit = recursion_limit
         self.http_client = http_client

@@ -211,6 +211,7 @@ class LlamaIndexAdapter(TaskAdapter):
         base_url: str | None = None,
         api_key: str = "",
         timeout_s: float = 60.0,
+        api: str = "openai",
         http_client: Any = None,
         config: Mapping[str, Any] | None = None,
     ) -> None:
@@ -221,6 +222,7 @@ class LlamaIndexAdapter(TaskAdapter):
             api_key=api_key,
             timeout_s=timeout_s,
             config=config,
+            api=api,
         )
         self.http_client = http_client
 

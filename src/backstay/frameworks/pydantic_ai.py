@@ -4,11 +4,12 @@ The user's agent is a factory ``build(kit) -> Agent`` (``agent: module:function`
 without one, ``Agent(kit.model, toolsets=[kit.toolset])``. The kit hands it:
 
 * ``kit.model``: a ``WrapperModel`` over ``OpenAIChatModel`` (an ``openai.AsyncOpenAI``
-  with ``max_retries=0`` and the run's trace-id header) whose every ``request`` goes
-  through ``context.model`` (classify → limiter → breaker → policy, hard limits before
-  and after with the response's usage). The run is started with ``model=kit.model``
-  whatever model the agent was built with, so no request goes around the gate;
-  streamed requests (``run_stream``) are refused;
+  with ``max_retries=0`` and the run's trace-id header; with ``api: anthropic``,
+  ``AnthropicModel`` over an ``anthropic.AsyncAnthropic`` with the same) whose every
+  ``request`` goes through ``context.model`` (classify → limiter → breaker → policy,
+  hard limits before and after with the response's usage). The run is started with
+  ``model=kit.model`` whatever model the agent was built with, so no request goes
+  around the gate; streamed requests (``run_stream``) are refused;
 * ``kit.toolset``: a ``FunctionToolset`` with every registered tool, each calling the
   ``ToolGate`` (allowlist, approvals, limits, sandbox);
 * the agent's own function tools (``@agent.tool``, ``@agent.tool_plain``, ``tools=[...]``,
@@ -42,6 +43,7 @@ from backstay.adapters.usage import Usage
 from backstay.errors import ConfigError
 from backstay.frameworks._common import (
     Checkpoint,
+    ModelSettings,
     TaskAdapter,
     adapter_arguments,
     answer,
@@ -206,10 +208,28 @@ def default_agent(kit: PydanticAIKit) -> Agent[Any, Any]:
     return Agent(kit.model, toolsets=[kit.toolset], retries=0)
 
 
+def _anthropic_model(s: ModelSettings, context: ExecutionContext, http_client: Any) -> Any:
+    """``AnthropicModel`` over an ``anthropic.AsyncAnthropic`` with ``max_retries=0``."""
+    sdk = require("anthropic", "anthropic")
+    from pydantic_ai.models.anthropic import AnthropicModel  # noqa: PLC0415 - optional
+    from pydantic_ai.providers.anthropic import AnthropicProvider  # noqa: PLC0415
+
+    client = sdk.AsyncAnthropic(
+        base_url=s.base_url,
+        api_key=s.api_key or "unset",
+        timeout=s.timeout_s,
+        max_retries=0,
+        default_headers={TRACE_HEADER: context.trace_id},
+        http_client=http_client,
+    )
+    return AnthropicModel(s.model, provider=AnthropicProvider(anthropic_client=client))
+
+
 class PydanticAIAdapter(TaskAdapter):
     """A ``FrameworkAdapter`` over a Pydantic-AI agent (see the module)."""
 
     name = "pydantic-ai"
+    apis = ("openai", "anthropic")
 
     def __init__(
         self,
@@ -219,6 +239,7 @@ class PydanticAIAdapter(TaskAdapter):
         base_url: str | None = None,
         api_key: str = "",
         timeout_s: float = 60.0,
+        api: str = "openai",
         http_client: Any = None,
         config: Mapping[str, Any] | None = None,
     ) -> None:
@@ -229,12 +250,15 @@ class PydanticAIAdapter(TaskAdapter):
             api_key=api_key,
             timeout_s=timeout_s,
             config=config,
+            api=api,
         )
         self.http_client = http_client
 
     def model(self, context: ExecutionContext, http_client: Any) -> GatedModel:
         """The run's model: the SDK's retries off, every request through the gate."""
         s = self.settings
+        if s.api == "anthropic":
+            return GatedModel(_anthropic_model(s, context, http_client), context.model)
         client = openai.AsyncOpenAI(
             base_url=s.base_url,
             api_key=s.api_key or "unset",
