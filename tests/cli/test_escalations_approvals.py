@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from tests.cli.support import invoke
 
+from backstay.adapters.registry import get_adapter
 from backstay.engine import Engine, TaskSpec, TaskState
 from backstay.fakeprovider import FakeProvider, Reply, Scenario, ToolCall
 from backstay.policy.retry import RetryPolicy
@@ -159,3 +160,47 @@ def test_an_unknown_or_already_decided_escalation_is_a_usage_error(
     assert again.exit_code == 2
     assert "already resolved" in again.output
     assert "Traceback" not in again.output
+
+
+def test_a_langgraph_interrupt_in_a_suite_task_is_answered_from_the_command_line(
+    tmp_path: Path, fake: FakeProvider
+) -> None:
+    """``adapter: langgraph`` whose graph calls ``interrupt()``: the task escalates,
+    ``--edit`` answers the interrupt, the next resume finishes the graph with it."""
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    spec = TaskSpec(
+        workflow_id="wf",
+        task_id="review",
+        adapter="langgraph",
+        model="gpt-5",
+        workspace=workspace,
+        timeout_s=60,
+        prompt="Draft a title.",
+        env={"OPENAI_API_KEY": "test-key"},
+        config={
+            "agent": "tests.frameworks.test_langgraph_run:review_graph",
+            "options": {"base_url": fake.url + "/v1"},
+        },
+        policy=RetryPolicy(name="once", max_attempts=1),
+    )
+    state = tmp_path / "state"
+
+    def engine() -> Engine:
+        adapters = {"langgraph": get_adapter("langgraph")}
+        return Engine(state, adapters=adapters, clock=FakeClock(), env={"OPENAI_API_KEY": "k"})
+
+    with engine() as first:
+        first.run_sync([spec])
+        (escalation,) = first.escalations.list()
+    done = _resolve(state, escalation.escalation_id, "--edit", '{"title": "Final"}')
+    assert done.exit_code == 0, done.output
+    assert "interrupt edited, retry" in done.stdout
+    with engine() as second:
+        second.resume_sync()
+        task = second.store.task(spec.operation_id)
+    assert task is not None
+    assert task.state is TaskState.SUCCEEDED
+    run = SQLiteRunStore(state / "state.sqlite").load_run("default", spec.operation_id)
+    assert run is not None
+    assert run.results[-1].output["answer"] == "published as Final"

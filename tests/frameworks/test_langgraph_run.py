@@ -21,7 +21,7 @@ from backstay.runtime.store_sqlite import SQLiteRunStore
 TENANT = "acme"
 
 
-def _review_graph(kit: Any) -> Any:
+def review_graph(kit: Any) -> Any:
     """The model drafts; ``review`` asks a human about the draft and answers with what
     the human decided."""
 
@@ -84,7 +84,7 @@ def _pause_decide_resume(
 
 def test_an_interrupt_pauses_the_run_as_a_durable_approval(tmp_path: Path) -> None:
     first, second, asked, requests = _pause_decide_resume(
-        tmp_path, _review_graph, ApprovalStatus.APPROVED
+        tmp_path, review_graph, ApprovalStatus.APPROVED
     )
     assert first.status is RunStatus.PAUSED
     assert first.failure is not None
@@ -98,14 +98,14 @@ def test_an_interrupt_pauses_the_run_as_a_durable_approval(tmp_path: Path) -> No
 
 def test_an_edited_decision_reaches_the_node_as_its_args(tmp_path: Path) -> None:
     _, second, _, _ = _pause_decide_resume(
-        tmp_path, _review_graph, ApprovalStatus.EDITED, edited_arguments={"title": "Final"}
+        tmp_path, review_graph, ApprovalStatus.EDITED, edited_arguments={"title": "Final"}
     )
     assert second.results[-1].output["answer"] == "published as Final"
 
 
 def test_a_rejection_reaches_the_node_with_its_reason(tmp_path: Path) -> None:
     _, second, _, _ = _pause_decide_resume(
-        tmp_path, _review_graph, ApprovalStatus.REJECTED, note="off topic"
+        tmp_path, review_graph, ApprovalStatus.REJECTED, note="off topic"
     )
     assert second.status is RunStatus.SUCCEEDED, second.failure
     assert second.results[-1].output["answer"] == "dropped: off topic"
@@ -124,9 +124,9 @@ def test_a_resume_before_the_decision_pauses_again_without_running_the_node_past
     tmp_path: Path,
 ) -> None:
     with FakeProvider(Scenario(reply=Reply(text="A draft."))) as fake:
-        first = asyncio.run(_runtime(fake.url, tmp_path, _review_graph).run("draft", tenant=TENANT))
+        first = asyncio.run(_runtime(fake.url, tmp_path, review_graph).run("draft", tenant=TENANT))
         again = asyncio.run(
-            _runtime(fake.url, tmp_path, _review_graph).resume(first.run_id, tenant=TENANT)
+            _runtime(fake.url, tmp_path, review_graph).resume(first.run_id, tenant=TENANT)
         )
     assert again.status is RunStatus.PAUSED
     assert len(SQLiteRunStore(tmp_path / "state.sqlite").approvals(TENANT)) == 1
