@@ -204,3 +204,16 @@ def test_a_langgraph_interrupt_in_a_suite_task_is_answered_from_the_command_line
     run = SQLiteRunStore(state / "state.sqlite").load_run("default", spec.operation_id)
     assert run is not None
     assert run.results[-1].output["answer"] == "published as Final"
+
+
+def test_show_gives_the_pending_approval_with_its_arguments(
+    tmp_path: Path, fake: FakeProvider
+) -> None:
+    state, _, number = _escalated(tmp_path, fake)
+    shown = invoke("escalations", "show", str(number), "--state-dir", state, "--json")
+    assert shown.exit_code == 0, shown.output
+    approval = json.loads(shown.stdout)["approval"]
+    assert (approval["tool"], approval["status"]) == ("write_file", "pending")
+    assert approval["arguments"] == {"path": "notes.txt", "content": "hello"}
+    table = invoke("escalations", "show", str(number), "--state-dir", state).stdout
+    assert "write_file (pending)" in table

@@ -30,7 +30,7 @@ from backstay.engine import (
     TaskState,
 )
 from backstay.errors import ConfigError
-from backstay.runtime.decisions import decide_escalated, edited_arguments
+from backstay.runtime.decisions import approval_of, decide_escalated, edited_arguments
 from backstay.runtime.records import Approval, ApprovalStatus
 from backstay.runtime.store_sqlite import SQLiteRunStore
 
@@ -130,21 +130,48 @@ def show(
     as_json: _state.JsonOption = False,
 ) -> None:
     """One escalation: the failure, what the attempt left (its directory, the tail of its
-    output) and, once resolved, the decision."""
+    output), the agent's pending approval (its tool or request, arguments as recorded:
+    redacted) and, once resolved, the decision."""
     with _open(state_dir) as engine:
         try:
             item = engine.escalations.get(escalation_id)
         except ConfigError as err:
             raise usage_error(err) from None
+    approval = _approval(item, state_dir)
     if as_json:
-        _print_json(item.to_dict())
+        shown = item.to_dict()
+        if approval is not None:
+            shown["approval"] = {
+                "id": approval.id,
+                "tool": approval.tool,
+                "arguments": dict(approval.arguments),
+                "status": str(approval.status),
+            }
+        _print_json(shown)
         return
     table = Table(title=f"escalation {escalation_id}", show_header=False, title_justify="left")
     table.add_column("field", style="bold")
     table.add_column("value", overflow="fold")
-    for name, value in _detail_rows(item):
+    rows = _detail_rows(item)
+    if approval is not None:
+        rows += [
+            ("approval", f"{approval.tool} ({approval.status})"),
+            ("approval.arguments", _text(dict(approval.arguments))),
+        ]
+    for name, value in rows:
         table.add_row(escape(name), escape(value))
     console().print(table)
+
+
+def _approval(item: Escalation, state_dir: Path) -> Approval | None:
+    """The agent approval the escalation's failure waits for, if any (and recorded)."""
+    found = approval_of(item.failure)
+    if found is None:
+        return None
+    tenant, approval_id = found
+    with SQLiteRunStore(state_dir / STATE_FILE) as store:
+        every = store.approvals(tenant, open_only=False)
+    return next((a for a in every if a.id == approval_id), None)
 
 
 def _next_step(state: TaskState | None, state_dir: Path) -> str:
