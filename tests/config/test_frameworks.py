@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from tests.config.helpers import load, problems, write
 
-from backstay.config import Suite, load_suite, with_frameworks
+from backstay.config import AdapterOptions, Suite, load_suite, with_framework, with_frameworks
 from backstay.errors import ConfigError
 from backstay.policy.registry import PolicyRegistry
 
@@ -89,3 +89,12 @@ def test_a_suite_using_a_disabled_framework_is_refused(tmp_path: Path) -> None:
     path = write(tmp_path, "frameworks:\n  agent-runtime: {enabled: false}\n")
     with pytest.raises(ConfigError, match=r"'agent-runtime', which backstay\.yaml disables"):
         with_frameworks(_suite(tmp_path), load(path).frameworks)
+
+
+def test_one_adapters_options_take_the_section_as_defaults(tmp_path: Path) -> None:
+    path = write(tmp_path, "frameworks:\n  langgraph:\n    limits: {max_steps: 4, max_tokens: 9}\n")
+    options = AdapterOptions(adapter="langgraph", config={"limits": {"max_tokens": 5}})
+    applied = with_framework(options, load(path).frameworks, used_by="--adapter is")
+    assert applied.config["limits"] == {"max_steps": 4, "max_tokens": 5}
+    other = AdapterOptions(adapter="autogen")
+    assert with_framework(other, load(path).frameworks, used_by="--adapter is") == other

@@ -16,7 +16,7 @@ from langgraph.types import RetryPolicy
 
 from backstay.fakeprovider import FakeProvider, Reply, Scenario, ToolCall
 from backstay.frameworks.langgraph import LangGraphAdapter, make_agent
-from backstay.runtime import RunStatus, Runtime, RuntimeSettings, ToolPolicy
+from backstay.runtime import RunStatus, Runtime, RuntimeSettings, ToolPolicy, gated
 
 from . import support
 
@@ -145,3 +145,58 @@ def test_a_graphs_own_tool_node_tool_on_the_allowlist_runs_through_the_gate() ->
     assert record.status is RunStatus.SUCCEEDED, record.failure
     assert stamped == ["x"]
     assert record.results[0].output == {"answer": "Stamped.", "tool_calls": 1}
+
+
+def _node_calling_functions(stamped: list[str]) -> Callable[[Any], Any]:
+    """A graph whose ``act`` node calls the function the model asked for itself (no
+    ``ToolNode``): ``stamp`` decorated with ``@gated``, ``erase`` through ``kit.gated``."""
+
+    @gated
+    def stamp(text: str) -> str:
+        stamped.append(text)
+        return "stamped"
+
+    def build(kit: Any) -> Any:
+        functions = {"stamp": stamp, "erase": kit.gated(lambda text: stamped.clear(), name="erase")}
+        model = kit.model.bind_tools([{"name": n, "parameters": {}} for n in functions])
+
+        async def act(state: MessagesState) -> dict[str, Any]:
+            reply = await model.ainvoke(state["messages"])
+            for call in reply.tool_calls:
+                await functions[call["name"]](**call["args"])
+            return {"messages": [reply]}
+
+        builder = StateGraph(MessagesState)
+        builder.add_node("act", act)
+        builder.add_edge(START, "act")
+        return builder
+
+    return build
+
+
+@pytest.mark.parametrize("asked", ["stamp", "erase"])
+def test_a_function_a_node_calls_is_gated_by_the_allowlist(asked: str) -> None:
+    stamped = ["kept"]
+    call = ToolCall(name=asked, arguments={"text": "x"})
+    with FakeProvider(Scenario(reply=Reply(tool_call=call))) as fake:
+        adapter = LangGraphAdapter(
+            agent=_node_calling_functions(stamped), base_url=fake.url + "/v1", api_key="k"
+        )
+        policy = RuntimeSettings(tools=ToolPolicy(allowed={"read_file"}))
+        record = asyncio.run(Runtime(adapter, settings=policy).run("go"))
+    assert record.status is RunStatus.ESCALATED
+    assert record.failure is not None
+    assert record.failure.code == "ERR_TOOL_NOT_ALLOWED"
+    assert stamped == ["kept"]
+
+
+def test_a_function_a_node_calls_on_the_allowlist_runs() -> None:
+    stamped: list[str] = []
+    with FakeProvider(Scenario(reply=Reply(tool_call=STAMP))) as fake:
+        adapter = LangGraphAdapter(
+            agent=_node_calling_functions(stamped), base_url=fake.url + "/v1", api_key="k"
+        )
+        policy = RuntimeSettings(tools=ToolPolicy(allowed={"stamp"}))
+        record = asyncio.run(Runtime(adapter, settings=policy).run("go"))
+    assert record.status is RunStatus.SUCCEEDED, record.failure
+    assert stamped == ["x"]

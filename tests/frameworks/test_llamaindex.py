@@ -4,15 +4,18 @@ approvals, resume, retries, factories, the example."""
 from __future__ import annotations
 
 import asyncio
+import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from workflows import Workflow, step
 from workflows.events import StartEvent, StopEvent
 from workflows.retry_policy import retry_policy, stop_after_attempt
 
+from backstay.fakeprovider import FakeProvider, Reply, Scenario, ToolCall
 from backstay.frameworks.llamaindex import LlamaIndexAdapter, make_agent
-from backstay.runtime import RunStatus, Runtime
+from backstay.runtime import RunStatus, Runtime, RuntimeSettings, Tool, ToolPolicy, gated
 
 from . import support
 
@@ -67,3 +70,58 @@ def test_a_step_retry_policy_is_removed_so_backstay_is_the_one_retry_loop() -> N
     record = asyncio.run(Runtime(adapter).run("go"))
     assert record.status is RunStatus.FAILED
     assert attempts == [1]
+
+
+class _CallsItsFunction(Workflow):
+    """One step: the model names a function, the step calls it itself (``@gated``)."""
+
+    def __init__(self, kit: Any, stamped: list[str]) -> None:
+        super().__init__(timeout=None)
+        self.kit = kit
+
+        @gated
+        def stamp(text: str) -> str:
+            stamped.append(text)
+            return "stamped"
+
+        self.functions = {"stamp": stamp, "erase": kit.gated(stamped.clear, name="erase")}
+
+    @step
+    async def act(self, ev: StartEvent) -> StopEvent:
+        reply = await self.kit.chat([{"role": "user", "content": ev.get("task")}])
+        for call in reply.tool_calls or []:
+            await self.functions[call.function.name](**json.loads(call.function.arguments))
+        return StopEvent(result="done")
+
+
+def _run_function(asked: ToolCall, allowed: set[str]) -> tuple[Any, list[str]]:
+    stamped = ["kept"]
+    with FakeProvider(Scenario(reply=Reply(tool_call=asked))) as fake:
+        adapter = LlamaIndexAdapter(
+            agent=lambda kit: _CallsItsFunction(kit, stamped),
+            base_url=fake.url + "/v1",
+            api_key="k",
+            config={},
+        )
+        # The model is offered the functions as tools: the kit offers the registered ones.
+        policy = RuntimeSettings(tools=ToolPolicy(allowed=allowed))
+        runtime = Runtime(adapter, settings=policy, tools=[_offered("stamp"), _offered("erase")])
+        return asyncio.run(runtime.run("go")), stamped
+
+
+def _offered(name: str) -> Tool:
+    return Tool(name=name, fn=lambda **_: "never called", parameters={"type": "object"})
+
+
+def test_a_function_a_step_calls_off_the_allowlist_is_never_invoked() -> None:
+    record, stamped = _run_function(ToolCall(name="erase"), {"stamp"})
+    assert record.status is RunStatus.ESCALATED
+    assert record.failure is not None
+    assert record.failure.code == "ERR_TOOL_NOT_ALLOWED"
+    assert stamped == ["kept"]
+
+
+def test_a_function_a_step_calls_on_the_allowlist_runs() -> None:
+    record, stamped = _run_function(ToolCall(name="stamp", arguments={"text": "x"}), {"stamp"})
+    assert record.status is RunStatus.SUCCEEDED, record.failure
+    assert stamped == ["kept", "x"]

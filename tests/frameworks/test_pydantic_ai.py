@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 from pydantic_ai import Agent, RunContext
+from pydantic_ai.exceptions import ApprovalRequired as PAIApprovalRequired
 from pydantic_ai.toolsets import FunctionToolset
 
 from backstay.fakeprovider import FakeProvider, Reply, Scenario, ToolCall
@@ -159,5 +160,95 @@ def test_an_agents_own_tool_runs_once_approved_on_resume(tmp_path: Path) -> None
         (pending,) = store.approvals("acme")
         store.decide("acme", pending.id, ApprovalStatus.APPROVED)
         second = asyncio.run(runtime().resume(first.run_id, tenant="acme"))
+    assert second.status is RunStatus.SUCCEEDED, second.failure
+    assert stamped == ["x"]
+
+
+def _approval_agent(stamped: list[str], *, declared: bool) -> Callable[[Any], Agent[Any, Any]]:
+    """An agent whose own ``stamp`` tool needs a human's approval: declared with
+    ``requires_approval=True``, or raising ``ApprovalRequired`` until approved."""
+
+    def build(kit: Any) -> Agent[Any, Any]:
+        agent: Agent[Any, Any] = Agent(kit.model, toolsets=[kit.toolset])
+        if declared:
+
+            @agent.tool_plain(requires_approval=True)
+            def stamp(text: str) -> str:
+                stamped.append(text)
+                return "stamped"
+
+        else:
+
+            @agent.tool
+            def stamp(ctx: RunContext[Any], text: str) -> str:
+                if not ctx.tool_call_approved:
+                    raise PAIApprovalRequired
+                stamped.append(text)
+                return "stamped"
+
+        return agent
+
+    return build
+
+
+def _approve_on_resume(
+    tmp_path: Path, *, declared: bool, status: ApprovalStatus, **decision: Any
+) -> tuple[Any, Any, list[str]]:
+    stamped: list[str] = []
+    policy = RuntimeSettings(tools=ToolPolicy(allowed={"stamp"}))
+    with FakeProvider(Scenario(reply=Reply(tool_call=STAMP, text="Stamped."))) as fake:
+
+        def runtime() -> Runtime:
+            adapter = PydanticAIAdapter(
+                agent=_approval_agent(stamped, declared=declared),
+                base_url=fake.url + "/v1",
+                api_key="k",
+            )
+            return Runtime(adapter, settings=policy, store=SQLiteRunStore(tmp_path / "s.sqlite"))
+
+        first = asyncio.run(runtime().run("stamp it", tenant="acme"))
+        assert stamped == []
+        store = SQLiteRunStore(tmp_path / "s.sqlite")
+        (pending,) = store.approvals("acme")
+        assert (pending.tool, dict(pending.arguments)) == ("stamp", {"text": "x"})
+        store.decide("acme", pending.id, status, **decision)
+        second = asyncio.run(runtime().resume(first.run_id, tenant="acme"))
+    return first, second, stamped
+
+
+def test_a_requires_approval_tool_pauses_as_a_durable_approval_not_deferred_requests(
+    tmp_path: Path,
+) -> None:
+    first, second, stamped = _approve_on_resume(
+        tmp_path, declared=True, status=ApprovalStatus.APPROVED
+    )
+    assert first.status is RunStatus.PAUSED
+    assert first.failure is not None
+    assert first.failure.code == "ERR_APPROVAL_REQUIRED"
+    assert second.status is RunStatus.SUCCEEDED, second.failure
+    assert stamped == ["x"]
+
+
+def test_a_requires_approval_tool_runs_with_the_edited_arguments(tmp_path: Path) -> None:
+    _, second, stamped = _approve_on_resume(
+        tmp_path, declared=True, status=ApprovalStatus.EDITED, edited_arguments={"text": "y"}
+    )
+    assert second.status is RunStatus.SUCCEEDED, second.failure
+    assert stamped == ["y"]
+
+
+def test_a_rejected_requires_approval_tool_is_not_run(tmp_path: Path) -> None:
+    _, second, stamped = _approve_on_resume(
+        tmp_path, declared=True, status=ApprovalStatus.REJECTED, note="no"
+    )
+    assert second.status is RunStatus.SUCCEEDED, second.failure
+    assert stamped == []
+
+
+def test_a_tool_raising_approval_required_waits_for_backstays_approval(tmp_path: Path) -> None:
+    first, second, stamped = _approve_on_resume(
+        tmp_path, declared=False, status=ApprovalStatus.APPROVED
+    )
+    assert first.status is RunStatus.PAUSED
     assert second.status is RunStatus.SUCCEEDED, second.failure
     assert stamped == ["x"]

@@ -183,3 +183,24 @@ def test_the_same_tool_call_repeated_is_stopped_as_a_loop() -> None:
     assert record.failure is not None
     assert record.failure.code == "ERR_LIMIT_LOOP"
     assert len(calls) == 2
+
+
+async def _asks(step: Step, tools: ToolGate, ctx: ExecutionContext) -> Any:
+    decision = tools.ask("interrupt", {"question": "go on?", "mail": "a@b.example"}, key="k-1")
+    return decision.to_dict()
+
+
+def test_a_frameworks_own_request_is_a_durable_approval_outside_the_allowlist() -> None:
+    store = MemoryRunStore()
+    runtime = Runtime(ScriptedFramework({"a": _asks}), store=store)  # no tool allowed
+    first = _run(runtime, {"actions": ["a"]}, tenant="acme")
+    assert first.status is RunStatus.PAUSED
+    (pending,) = store.approvals("acme")
+    assert pending.tool == "interrupt"
+    assert pending.arguments["question"] == "go on?"
+    assert "a@b.example" not in str(pending.arguments)  # recorded redacted
+    store.decide("acme", pending.id, ApprovalStatus.REJECTED, note="not now")
+    second = asyncio.run(runtime.resume(first.run_id, tenant="acme"))
+    assert second.status is RunStatus.SUCCEEDED, second.failure
+    assert second.results[0].output == {"type": "reject", "reason": "not now"}
+    assert len(store.approvals("acme", open_only=False)) == 1

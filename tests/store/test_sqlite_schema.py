@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from backstay.errors import ConfigError
+from backstay.runtime.store_sqlite import SQLiteRunStore
 from backstay.store.records import Acquired
 from backstay.store.sqlite import SCHEMA_VERSION, SQLiteOperationStore
 
@@ -58,6 +59,14 @@ def test_reopening_a_store_keeps_it(path: Path) -> None:
     SQLiteOperationStore(path).close()
     with sqlite3.connect(path) as conn:
         assert conn.execute("SELECT count(*) FROM backstay_schema").fetchone() == (1,)
+
+
+def test_a_file_holding_the_agent_runtimes_tables_opens(path: Path) -> None:
+    """The runtime's run store shares the engine's ``state.sqlite``: its tables are
+    backstay's own, not another application's."""
+    SQLiteRunStore(path).close()
+    with SQLiteOperationStore(path) as store:
+        assert isinstance(store.claim("a:b:c", "w1", 1.0), Acquired)
 
 
 def test_a_file_that_is_not_a_database_is_refused_unchanged(path: Path) -> None:

@@ -1,5 +1,11 @@
 """``backstay escalations list | show | resolve``: the failures of a batch waiting for a
-human (content policy, authentication, security, spent quotas), and their decisions."""
+human (content policy, authentication, security, spent quotas, an agent's approvals),
+and their decisions.
+
+``resolve ID --action A`` moves the task; ``resolve ID --approve | --reject | --edit JSON``
+decides the approval an agent run waits for (a tool call, or the framework's own request
+for a human) in the run store of the state directory and moves the task with ``retry``:
+the next ``backstay resume`` continues the run with the decision."""
 
 from __future__ import annotations
 
@@ -15,8 +21,18 @@ from rich.table import Table
 from backstay.cli import _state
 from backstay.cli._errors import usage_error
 from backstay.cli._report import console, task_label
-from backstay.engine import Engine, Escalation, InvalidTransition, ResolveAction, TaskState
+from backstay.engine import (
+    STATE_FILE,
+    Engine,
+    Escalation,
+    InvalidTransition,
+    ResolveAction,
+    TaskState,
+)
 from backstay.errors import ConfigError
+from backstay.runtime.decisions import approval_of, decide_escalated, edited_arguments
+from backstay.runtime.records import Approval, ApprovalStatus
+from backstay.runtime.store_sqlite import SQLiteRunStore
 
 app = typer.Typer(
     name="escalations",
@@ -114,21 +130,48 @@ def show(
     as_json: _state.JsonOption = False,
 ) -> None:
     """One escalation: the failure, what the attempt left (its directory, the tail of its
-    output) and, once resolved, the decision."""
+    output), the agent's pending approval (its tool or request, arguments as recorded:
+    redacted) and, once resolved, the decision."""
     with _open(state_dir) as engine:
         try:
             item = engine.escalations.get(escalation_id)
         except ConfigError as err:
             raise usage_error(err) from None
+    approval = _approval(item, state_dir)
     if as_json:
-        _print_json(item.to_dict())
+        shown = item.to_dict()
+        if approval is not None:
+            shown["approval"] = {
+                "id": approval.id,
+                "tool": approval.tool,
+                "arguments": dict(approval.arguments),
+                "status": str(approval.status),
+            }
+        _print_json(shown)
         return
     table = Table(title=f"escalation {escalation_id}", show_header=False, title_justify="left")
     table.add_column("field", style="bold")
     table.add_column("value", overflow="fold")
-    for name, value in _detail_rows(item):
+    rows = _detail_rows(item)
+    if approval is not None:
+        rows += [
+            ("approval", f"{approval.tool} ({approval.status})"),
+            ("approval.arguments", _text(dict(approval.arguments))),
+        ]
+    for name, value in rows:
         table.add_row(escape(name), escape(value))
     console().print(table)
+
+
+def _approval(item: Escalation, state_dir: Path) -> Approval | None:
+    """The agent approval the escalation's failure waits for, if any (and recorded)."""
+    found = approval_of(item.failure)
+    if found is None:
+        return None
+    tenant, approval_id = found
+    with SQLiteRunStore(state_dir / STATE_FILE) as store:
+        every = store.approvals(tenant, open_only=False)
+    return next((a for a in every if a.id == approval_id), None)
 
 
 def _next_step(state: TaskState | None, state_dir: Path) -> str:
@@ -137,42 +180,115 @@ def _next_step(state: TaskState | None, state_dir: Path) -> str:
     return ""
 
 
+def _decision(
+    approve: bool, reject: bool, edit: str | None, *, action: str | None
+) -> ApprovalStatus | None:
+    """The approval decision the flags ask for (``None``: ``--action`` is given instead);
+    more than one, or none and no ``--action``, is an error."""
+    chosen = [flag for flag, given in (("--approve", approve), ("--reject", reject)) if given]
+    if edit is not None:
+        chosen.append("--edit")
+    if len(chosen) > 1:
+        raise ConfigError(f"give one of them, not {' and '.join(chosen)}", where="decision")
+    if bool(chosen) == (action is not None):
+        raise ConfigError("give --action, or one of --approve, --reject, --edit", where="resolve")
+    if not chosen:
+        return None
+    return {
+        "--approve": ApprovalStatus.APPROVED,
+        "--reject": ApprovalStatus.REJECTED,
+        "--edit": ApprovalStatus.EDITED,
+    }[chosen[0]]
+
+
+def _decide_approval(
+    engine: Engine,
+    escalation_id: int,
+    state_dir: Path,
+    status: ApprovalStatus,
+    *,
+    edit: str | None,
+    note: str,
+) -> Approval:
+    """Record the decision on the approval escalation ``escalation_id`` waits for."""
+    where = f"escalation {escalation_id}"
+    item = engine.escalations.get(escalation_id)
+    if item.action is not None:
+        raise ConfigError(f"is already resolved ({item.action}); nothing was recorded", where=where)
+    edited = None if edit is None else edited_arguments(edit)
+    with SQLiteRunStore(state_dir / STATE_FILE) as store:
+        return decide_escalated(store, item.failure, status, edited=edited, note=note, where=where)
+
+
 def resolve(
     escalation_id: IdArgument,
     state_dir: _state.StateDirOption,
     action: Annotated[
-        str,
+        str | None,
         typer.Option(
             "--action",
             help=f"One of {ACTIONS}: retry or resume run the task again (at the next "
             "backstay resume), fail fails it, skip cancels it.",
         ),
-    ],
-    note: Annotated[str, typer.Option("--note", help="Why; kept with the decision.")] = "",
+    ] = None,
+    approve: Annotated[
+        bool, typer.Option("--approve", help="Approve the agent's pending call or request.")
+    ] = False,
+    reject: Annotated[
+        bool, typer.Option("--reject", help="Reject it: the call is not run, the agent is told.")
+    ] = False,
+    edit: Annotated[
+        str | None,
+        typer.Option(
+            "--edit",
+            metavar="JSON",
+            help="Approve it with these arguments instead (a JSON object; for a "
+            'framework\'s question, the answer, e.g. \'{"answer": "blue"}\').',
+        ),
+    ] = None,
+    note: Annotated[
+        str, typer.Option("--note", "--reason", help="Why; kept with the decision.")
+    ] = "",
     as_json: _state.JsonOption = False,
 ) -> None:
-    """Record a decision on an open escalation and move its task."""
+    """Record a decision on an open escalation and move its task; for an agent's pending
+    approval, --approve, --reject or --edit JSON decides it and the task is retried."""
+    approval: Approval | None = None
     with _open(state_dir) as engine:
         try:
-            resolved = engine.escalations.resolve(escalation_id, action, note)
+            decision = _decision(approve, reject, edit, action=action)
+            if decision is not None:
+                approval = _decide_approval(
+                    engine, escalation_id, state_dir, decision, edit=edit, note=note
+                )
+                action = str(ResolveAction.RETRY)
+            resolved = engine.escalations.resolve(escalation_id, str(action), note)
         except ConfigError as err:
             where = "--action" if err.where == "action" else err.where
             raise usage_error(ConfigError(err.reason, where=where)) from None
         except InvalidTransition as err:
+            kept = (
+                "nothing was recorded"
+                if approval is None
+                else f"the approval is {approval.status} but the task was not moved"
+            )
             raise usage_error(
                 ConfigError(
-                    f"its task is {err.current} now, where {action!r} does not apply; "
-                    "nothing was recorded",
+                    f"its task is {err.current} now, where {action!r} does not apply; {kept}",
                     where=f"escalation {escalation_id}",
                 )
             ) from None
         task = engine.store.task(resolved.operation_id)
     state = None if task is None else task.state
     if as_json:
-        _print_json({"escalation": resolved.to_dict(), "task_state": state})
+        out = {"escalation": resolved.to_dict(), "task_state": state}
+        if approval is not None:
+            out["approval"] = {"id": approval.id, "tool": approval.tool, "status": approval.status}
+        _print_json(out)
         return
+    decided = "" if approval is None else f"{approval.tool} {approval.status}, "
     typer.echo(
-        f"escalation {escalation_id} resolved ({resolved.action}): task "
+        f"escalation {escalation_id} resolved ({decided}{resolved.action}): task "
         f"{task_label(resolved.operation_id)} is {state} now{_next_step(state, state_dir)}"
     )
 

@@ -3,6 +3,7 @@ adapter's harness entry point (``BaseAdapter.run``), exiting with the run's exit
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 from typing import Annotated, Any, Final
@@ -17,7 +18,13 @@ from backstay.adapters.capture import METRICS_FILE, write_json_atomic
 from backstay.adapters.contract import TIMEOUT_EXIT_CODE
 from backstay.adapters.registry import get_adapter
 from backstay.cli._errors import usage_error
-from backstay.config import DEFAULT_TIMEOUT_S, HarnessRun, harness_run, load_config
+from backstay.config import (
+    DEFAULT_TIMEOUT_S,
+    HarnessRun,
+    harness_run,
+    load_config,
+    with_framework,
+)
 from backstay.config._harness import NO_RETRY_POLICY
 from backstay.errors import ConfigError
 from backstay.fallback.harness import run_harness_chain
@@ -212,9 +219,8 @@ def run(
     provider; nothing else is taken unless named.
     """
     try:
-        registry = (
-            None if no_retry or policy == NO_RETRY_POLICY else load_config(config_file).registry
-        )
+        config = load_config(config_file)
+        registry = None if no_retry or policy == NO_RETRY_POLICY else config.registry
         spec = harness_run(
             adapter=adapter,
             model=model,
@@ -237,6 +243,9 @@ def run(
             budget_usd=budget_usd,
             budget_tokens=budget_tokens,
         )
+        # The configuration's frameworks.<adapter> section: the adapter's defaults.
+        options = with_framework(spec.options, config.frameworks, used_by="--adapter is")
+        spec = dataclasses.replace(spec, options=options)
         code = _start(spec)
     except ConfigError as err:
         raise usage_error(err) from None

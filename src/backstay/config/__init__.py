@@ -10,13 +10,14 @@ documented in docs/config.md; ``config_schema()`` is its JSON Schema.
 ``load_suite()`` reads a suite of agent tasks into a ``Suite`` the same way (docs/suite.md;
 ``suite_schema()``); ``Suite.expand()`` lists its runs. ``harness_run()`` checks the flags
 of one agent run (``backstay run``). ``with_frameworks()`` applies the configuration's
-``frameworks`` sections to a suite's framework adapters.
+``frameworks`` sections to a suite's framework adapters, ``with_framework()`` to the
+options of one adapter (``backstay run``).
 """
 
 from __future__ import annotations
 
 from backstay.config._configure import configure
-from backstay.config._frameworks import FrameworkConfig, with_frameworks
+from backstay.config._frameworks import FrameworkConfig, with_framework, with_frameworks
 from backstay.config._harness import HarnessRun, harness_run
 from backstay.config._load import CONFIG_ENV_VAR, DEFAULT_CONFIG_FILE, load_config
 from backstay.config._model import BackstayConfig, EffectiveValue
@@ -59,6 +60,7 @@ __all__ = [
     "load_suite",
     "suite_schema",
     "task_run_id",
+    "with_framework",
     "with_frameworks",
     "workflow_id",
 ]

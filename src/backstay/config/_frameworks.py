@@ -27,13 +27,13 @@ from backstay.config._document import Document
 from backstay.config._fields import Field
 from backstay.config._paths import Path
 from backstay.config._sections import check_fields, mapping, unknown_key
-from backstay.config._suite import Suite
+from backstay.config._suite import AdapterOptions, Suite
 from backstay.errors import ConfigError
 
 if TYPE_CHECKING:
     from backstay.runtime.settings import RuntimeSettings
 
-__all__ = ["FrameworkConfig", "with_frameworks"]
+__all__ = ["FrameworkConfig", "with_framework", "with_frameworks"]
 
 FRAMEWORK_NAME_PATTERN: Final = r"^[A-Za-z][A-Za-z0-9_-]*$"
 _NAME = re.compile(FRAMEWORK_NAME_PATTERN)
@@ -167,6 +167,33 @@ def _adapter_defaults(fw: FrameworkConfig) -> dict[str, Any]:
     return out
 
 
+def _check_enabled(name: str, frameworks: Mapping[str, FrameworkConfig], *, used_by: str) -> None:
+    fw = frameworks.get(name)
+    if fw is not None and not fw.enabled:
+        raise ConfigError(f"{used_by} {name!r}, which backstay.yaml disables", where="frameworks")
+
+
+def with_framework(
+    options: AdapterOptions, frameworks: Mapping[str, FrameworkConfig], *, used_by: str
+) -> AdapterOptions:
+    """``options`` (of one adapter) with the ``frameworks.<adapter>`` section applied as
+    its defaults: what ``options.config`` gives wins, its ``limits`` key by key.
+    ``ConfigError`` when the section disables the framework (``used_by`` says who uses
+    it, for the message)."""
+    name = options.adapter
+    _check_enabled(name, frameworks, used_by=used_by)
+    fw = frameworks.get(name)
+    if fw is None:
+        return options
+    merged = _adapter_defaults(fw)
+    for key, value in options.config.items():
+        if key == "limits" and isinstance(value, Mapping):
+            merged["limits"] = {**merged.get("limits", {}), **value}
+        else:
+            merged[key] = value
+    return dataclasses.replace(options, config=merged)
+
+
 def with_frameworks(suite: Suite, frameworks: Mapping[str, FrameworkConfig]) -> Suite:
     """``suite`` with each ``frameworks.<name>`` section of backstay.yaml applied to the
     adapter of that name: its settings are the adapter's defaults (what the suite gives
@@ -174,19 +201,10 @@ def with_frameworks(suite: Suite, frameworks: Mapping[str, FrameworkConfig]) -> 
     the configuration disables."""
     used = {task.adapter for task in suite.tasks}
     for name in sorted(used):
-        fw = frameworks.get(name)
-        if fw is not None and not fw.enabled:
-            raise ConfigError(
-                f"the suite uses {name!r}, which backstay.yaml disables", where="frameworks"
-            )
+        _check_enabled(name, frameworks, used_by="the suite uses")
     adapters = dict(suite.adapters)
     for name in sorted(used & set(frameworks)):
-        options = suite.options_for(name)
-        merged = _adapter_defaults(frameworks[name])
-        for key, value in options.config.items():
-            if key == "limits" and isinstance(value, Mapping):
-                merged["limits"] = {**merged.get("limits", {}), **value}
-            else:
-                merged[key] = value
-        adapters[name] = dataclasses.replace(options, config=merged)
+        adapters[name] = with_framework(
+            suite.options_for(name), frameworks, used_by="the suite uses"
+        )
     return dataclasses.replace(suite, adapters=adapters)

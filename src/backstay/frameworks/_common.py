@@ -51,6 +51,9 @@ __all__ = [
 ]
 
 DEFAULT_TIMEOUT_S: Final = 60.0
+# The wire formats a kit's model may speak: OpenAI Chat Completions, Anthropic Messages.
+MODEL_APIS: Final = ("openai", "anthropic")
+_KEY_VARIABLES: Final = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
 
 
 def require(module: str, extra: str) -> ModuleType:
@@ -67,16 +70,22 @@ def require(module: str, extra: str) -> ModuleType:
 
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
 class ModelSettings:
-    """An OpenAI-compatible chat model: ``model``, ``base_url`` (``None``: the SDK's
-    default), the key (never logged) and the per-request ``timeout_s``."""
+    """A chat model: ``model``, the wire format it speaks (``api``: ``openai`` Chat
+    Completions or ``anthropic`` Messages), ``base_url`` (``None``: the SDK's default),
+    the key (never logged) and the per-request ``timeout_s``."""
 
     model: str
     base_url: str | None = None
     api_key: str = dataclasses.field(default="", repr=False)
     timeout_s: float = DEFAULT_TIMEOUT_S
+    api: str = "openai"
 
     def __post_init__(self) -> None:
         check_name(self.model, where="config.model")
+        if self.api not in MODEL_APIS:
+            raise ConfigError(
+                f"must be one of {', '.join(MODEL_APIS)}, got {self.api!r}", where="config.api"
+            )
         if self.base_url is not None:
             check_url(self.base_url, where="config.base_url")
         check_number(self.timeout_s, where="config.timeout_s", above=True)
@@ -84,10 +93,12 @@ class ModelSettings:
     @classmethod
     def from_config(cls, config: Mapping[str, Any], *, default_model: str) -> ModelSettings:
         """From a suite task's ``config``: the key is ``api_key``, else the variable
-        ``api_key_env`` names (default ``OPENAI_API_KEY``)."""
+        ``api_key_env`` names (default ``OPENAI_API_KEY``, ``ANTHROPIC_API_KEY`` with
+        ``api: anthropic``)."""
+        api = config.get("api", "openai")
         key = config.get("api_key")
         if key is None:
-            env = config.get("api_key_env", "OPENAI_API_KEY")
+            env = config.get("api_key_env", _KEY_VARIABLES.get(api, "OPENAI_API_KEY"))
             check_name(env, where="config.api_key_env")
             key = os.environ.get(env, "")
         if not isinstance(key, str):
@@ -97,6 +108,7 @@ class ModelSettings:
             base_url=config.get("base_url"),
             api_key=key,
             timeout_s=config.get("timeout_s", DEFAULT_TIMEOUT_S),
+            api=api,
         )
 
 
@@ -207,7 +219,8 @@ async def with_openai_http_client(
 
 def adapter_arguments(config: Mapping[str, Any], *, default_model: str) -> dict[str, Any]:
     """An adapter's keyword arguments from a suite task's ``config``: ``agent``,
-    ``model``, ``base_url``, the key (``api_key`` or ``api_key_env``), ``timeout_s``."""
+    ``model``, ``base_url``, the key (``api_key`` or ``api_key_env``), ``timeout_s``,
+    ``api``."""
     s = ModelSettings.from_config(config, default_model=default_model)
     return {
         "agent": config.get("agent"),
@@ -215,6 +228,7 @@ def adapter_arguments(config: Mapping[str, Any], *, default_model: str) -> dict[
         "base_url": s.base_url,
         "api_key": s.api_key,
         "timeout_s": s.timeout_s,
+        "api": s.api,
         "config": config,
     }
 
@@ -225,6 +239,8 @@ class TaskAdapter:
     (``check_output``). A subclass names itself (``name``) and runs a step (``execute``)."""
 
     name: ClassVar[str]
+    # The model wire formats the adapter's kit builds (``ModelSettings.api``).
+    apis: ClassVar[tuple[str, ...]] = ("openai",)
 
     def __init__(
         self,
@@ -235,11 +251,18 @@ class TaskAdapter:
         api_key: str,
         timeout_s: float,
         config: Mapping[str, Any] | None,
+        api: str = "openai",
     ) -> None:
         self.factory = factory
         self.settings = ModelSettings(
-            model=model, base_url=base_url, api_key=api_key, timeout_s=timeout_s
+            model=model, base_url=base_url, api_key=api_key, timeout_s=timeout_s, api=api
         )
+        if api not in self.apis:
+            raise ConfigError(
+                f"the {self.name} adapter's kit builds {' or '.join(self.apis)} models, "
+                f"not {api!r}",
+                where="config.api",
+            )
         self.config = dict(config or {})
 
     async def plan(self, input: Any, context: ExecutionContext) -> Plan:

@@ -14,6 +14,9 @@ tools. The kit hands it:
   turns a tool's exception into an error result for the model; a halt (forbidden tool,
   sandbox escape, approval) is sticky all the same: the next model call raises it again
   and the run ends from it;
+* the agent's own tools (``AssistantAgent(tools=[fn])``) go through the gate too, and
+  a ``UserProxyAgent`` or a hand-off to the user becomes a durable approval that
+  ``resume`` answers (``_autogen_gates``);
 * checkpoint: after every message of the run, ``save_state()`` is kept in the run's
   ``state``; ``resume`` loads it (``load_state``) and runs the agent on without a new task.
   The agent's context then ends with its pending tool call, and AutoGen asks the model
@@ -28,6 +31,7 @@ from typing import Any, Final, NoReturn
 
 from backstay.adapters.usage import Usage
 from backstay.errors import ConfigError
+from backstay.frameworks._autogen_gates import HumanInput, gate_agent
 from backstay.frameworks._common import (
     Checkpoint,
     TaskAdapter,
@@ -40,6 +44,8 @@ from backstay.frameworks._common import (
     tool_text,
 )
 from backstay.runtime.context import ExecutionContext
+from backstay.runtime.errors import LimitExceeded
+from backstay.runtime.limits import LimitBreach, LimitName
 from backstay.runtime.plan import Step
 from backstay.runtime.results import StepResult
 from backstay.runtime.toolgate import ToolGate
@@ -49,12 +55,15 @@ __all__ = ["AutoGenAdapter", "AutoGenKit", "make_agent"]
 
 EXTRA: Final = "autogen"
 DEFAULT_MODEL: Final = "gpt-5"
+# Hand-offs to the user answered in one step before the agent must have finished.
+_MAX_HANDOFFS: Final = 32
 
 require("autogen_agentchat", EXTRA)
 require("autogen_ext.models.openai", EXTRA)
 
 from autogen_agentchat.agents import AssistantAgent  # noqa: E402
 from autogen_agentchat.base import TaskResult  # noqa: E402
+from autogen_agentchat.messages import HandoffMessage  # noqa: E402
 from autogen_core import CancellationToken  # noqa: E402
 from autogen_core.models import ChatCompletionClient, CreateResult, ModelInfo  # noqa: E402
 from autogen_core.tools import BaseTool, ToolSchema  # noqa: E402
@@ -197,6 +206,7 @@ class AutoGenAdapter(TaskAdapter):
         base_url: str | None = None,
         api_key: str = "",
         timeout_s: float = 60.0,
+        api: str = "openai",
         config: Mapping[str, Any] | None = None,
     ) -> None:
         super().__init__(
@@ -206,6 +216,7 @@ class AutoGenAdapter(TaskAdapter):
             api_key=api_key,
             timeout_s=timeout_s,
             config=config,
+            api=api,
         )
 
     def model_client(self, context: ExecutionContext) -> GatedClient:
@@ -229,22 +240,42 @@ class AutoGenAdapter(TaskAdapter):
             kit = AutoGenKit(client, tools, self.config)
             agent = self.factory(kit)
             checkpoint = Checkpoint(context, self.name, step)
+            human = HumanInput(tools, Checkpoint(context, f"{self.name}.input", step), step.id)
+            names = gate_agent(agent, gate=tools, kit=kit, human=human)
             saved = checkpoint.load()
-            task: str | None = task_text(step, context)
+            task: Any = task_text(step, context)
             if saved:
                 await agent.load_state(saved)
-                task = None
-            result: TaskResult | None = None
-            stream: AsyncGenerator[Any, None] = agent.run_stream(task=task)
-            async for item in stream:
-                if isinstance(item, TaskResult):
-                    result = item
-                elif context.halted is None:  # a halt AutoGen made a tool result of: not kept
-                    checkpoint.save(await agent.save_state())
+                task = human.answer_handoff(None)
+            for _ in range(_MAX_HANDOFFS):
+                result = await _run(agent, task, checkpoint, context)
+                last = result.messages[-1] if result is not None and result.messages else None
+                if not (isinstance(last, HandoffMessage) and last.target not in names):
+                    break
+                task = human.answer_handoff(last)
+            else:
+                breach = LimitBreach(
+                    limit=LimitName.LOOP, allowed=_MAX_HANDOFFS, reached=_MAX_HANDOFFS + 1
+                )
+                raise context.halt(LimitExceeded(breach))
             checkpoint.clear()
+            human.clear()
             return answer(step, _final_text(result), kit.tool_calls)
         finally:
             await client.close()
+
+
+async def _run(
+    agent: Any, task: Any, checkpoint: Checkpoint, context: ExecutionContext
+) -> TaskResult | None:
+    result: TaskResult | None = None
+    stream: AsyncGenerator[Any, None] = agent.run_stream(task=task)
+    async for item in stream:
+        if isinstance(item, TaskResult):
+            result = item
+        elif context.halted is None:  # a halt AutoGen made a tool result of: not kept
+            checkpoint.save(await agent.save_state())
+    return result
 
 
 def make_agent(config: Mapping[str, Any]) -> AutoGenAdapter:

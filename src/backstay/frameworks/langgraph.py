@@ -11,7 +11,8 @@ graph backstay's parts, so that nothing reaches a model or a tool around the gat
   ``ToolGate`` (allowlist, approvals, limits, sandbox); ``kit.tool_node()``: a graph node
   running the last message's tool calls through the gate (unknown names included, so a
   forbidden tool escalates); a ``ToolNode`` of the graph's own has each call of a tool
-  not from ``kit.tools`` sent through the gate too (``_langgraph_tools``);
+  not from ``kit.tools`` sent through the gate too (``_langgraph_tools``); a function a
+  node calls itself is gated with ``@backstay.runtime.gated`` or ``kit.gated(fn)``;
 * retries: every node's ``retry_policy`` is removed before compiling (the model gate is
   the one retry loop); ``recursion_limit`` (config, default 50 super-steps) stops a
   cycling graph as an ``ERR_LIMIT_MAX_STEPS`` halt;
@@ -20,14 +21,16 @@ graph backstay's parts, so that nothing reaches a model or a tool around the gat
   LangChain's JSON) and the node that wrote them are kept in the run's ``state``. A run
   paused for an approval (or halted) is saved with them; ``resume`` rebuilds the thread
   from them (``update_state(as_node=…)``) and continues where it stopped: the model is not
-  asked again for a tool call it already made.
+  asked again for a tool call it already made;
+* human in the loop: a node's ``interrupt(request)`` becomes a durable approval and the
+  run pauses; ``resume`` answers it with ``Command(resume=decision)``, the human's
+  ``{"type": "approve" | "edit" | "reject", …}`` (``_langgraph_run``).
 """
 
 from __future__ import annotations
 
 import functools
-import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final
 
 from backstay.adapters.usage import Usage
@@ -42,9 +45,11 @@ from backstay.frameworks._common import (
     tool_text,
     with_openai_http_client,
 )
+from backstay.frameworks._langgraph_run import run_graph
 from backstay.frameworks._langgraph_tools import gate_tool_nodes
 from backstay.runtime.context import ExecutionContext
 from backstay.runtime.errors import LimitExceeded
+from backstay.runtime.gated import GatedFn, gated
 from backstay.runtime.limits import LimitBreach, LimitName
 from backstay.runtime.plan import Step
 from backstay.runtime.results import StepResult
@@ -61,7 +66,6 @@ require("langgraph", EXTRA)
 require("langchain_openai", EXTRA)
 
 from langchain_core.language_models.chat_models import BaseChatModel  # noqa: E402
-from langchain_core.load import dumpd, load  # noqa: E402
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage  # noqa: E402
 from langchain_core.outputs import ChatResult  # noqa: E402
 from langchain_core.runnables import RunnableConfig  # noqa: E402
@@ -152,6 +156,12 @@ class LangGraphKit:
             args_schema=dict(spec["parameters"]),
         )
 
+    def gated(self, fn: Callable[..., Any], *, name: str | None = None) -> GatedFn:
+        """``fn`` (a function a node calls itself) as a coroutine function whose calls go
+        through the run's gate under ``name`` (default: its name); see
+        ``backstay.runtime.gated``."""
+        return gated(fn, name=name, gate=self.gate)
+
     def tool_node(self) -> Any:
         """A node that runs the last AI message's tool calls through the gate."""
 
@@ -199,12 +209,6 @@ def _replace(spec: Any, **changes: Any) -> Any:
     return dataclasses.replace(spec, **changes)
 
 
-def _revive(data: Any) -> Any:
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        return load(data, allowed_objects="messages")
-
-
 def _final_text(values: Mapping[str, Any]) -> str:
     for message in reversed(values.get("messages") or []):
         if isinstance(message, AIMessage) and not message.tool_calls:
@@ -225,6 +229,7 @@ class LangGraphAdapter(TaskAdapter):
         base_url: str | None = None,
         api_key: str = "",
         timeout_s: float = 60.0,
+        api: str = "openai",
         recursion_limit: int = DEFAULT_RECURSION_LIMIT,
         http_client: Any = None,
         config: Mapping[str, Any] | None = None,
@@ -236,6 +241,7 @@ class LangGraphAdapter(TaskAdapter):
             api_key=api_key,
             timeout_s=timeout_s,
             config=config,
+            api=api,
         )
         self.recursion_limit = recursion_limit
         self.http_client = http_client
@@ -280,20 +286,17 @@ class LangGraphAdapter(TaskAdapter):
             "recursion_limit": self.recursion_limit,
             "metadata": {"backstay_trace_id": context.trace_id, "tenant": context.tenant},
         }
-        checkpoint = Checkpoint(context, self.name, step)
-        saved = checkpoint.load()
-        start: Any = {"messages": [("user", task_text(step, context))]}
-        if saved:
-            await graph.aupdate_state(run_config, _revive(saved["values"]), as_node=saved["node"])
-            start = None
+        start = {"messages": [("user", task_text(step, context))]}
         try:
-            node: str | None = None
-            stream: Any = graph.astream(start, run_config, stream_mode=["updates", "values"])
-            async for mode, chunk in stream:
-                if mode == "updates":
-                    node = next((n for n in chunk if not n.startswith("__")), node)
-                elif node is not None:  # the state after a super-step: the checkpoint
-                    checkpoint.save({"values": dumpd(dict(chunk)), "node": node})
+            await run_graph(
+                graph,
+                run_config,
+                step,
+                tools=kit.gate,
+                context=context,
+                start=start,
+                framework=self.name,
+            )
         except GraphRecursionError:
             breach = LimitBreach(
                 limit=LimitName.STEPS,
@@ -302,7 +305,7 @@ class LangGraphAdapter(TaskAdapter):
             )
             raise context.halt(LimitExceeded(breach)) from None
         values = (await graph.aget_state(run_config)).values
-        checkpoint.clear()
+        Checkpoint(context, self.name, step).clear()
         return answer(step, _final_text(values), kit.tool_calls)
 
 

@@ -10,14 +10,19 @@ answers. The workflow's steps reach the model and the tools only through the kit
   ``context.model`` (classify → limiter → breaker → policy, hard limits before and after);
   LlamaIndex's own OpenAI LLM package requires openai<3, so the adapter talks to the SDK;
 * ``await kit.call_tool(name, arguments)``: the ``ToolGate`` (allowlist, approvals,
-  limits, sandbox); a tool's result comes back as the text a model reads;
+  limits, sandbox); a tool's result comes back as the text a model reads; a function of
+  the user's own a step calls is gated with ``@backstay.runtime.gated`` or
+  ``kit.gated(fn)``;
 * retries: every step's ``retry_policy`` is removed before the run (the model gate is
   the one retry loop; a LlamaIndex bug once retried forever without delay);
 * checkpoint: before each model or tool call, the workflow's ``Context`` is serialised
   (``Context.to_dict``: its store and the event the running step works on) into the
   run's ``state``. A run paused for an approval is saved with the step in progress;
   ``resume`` restores the context (``Context.from_dict``) and the workflow runs that
-  step again, whose tool call now finds the decision.
+  step again, whose tool call now finds the decision;
+* human in the loop: a step's ``InputRequiredEvent`` becomes a durable approval and the
+  run pauses; ``resume`` restores the context and sends the step a
+  ``HumanResponseEvent`` carrying the human's decision (``_llamaindex_run``).
 """
 
 from __future__ import annotations
@@ -41,7 +46,9 @@ from backstay.frameworks._common import (
     tool_text,
     with_openai_http_client,
 )
+from backstay.frameworks._llamaindex_run import run_workflow
 from backstay.runtime.context import ExecutionContext
+from backstay.runtime.gated import GatedFn, gated
 from backstay.runtime.plan import Step
 from backstay.runtime.results import StepResult
 from backstay.runtime.toolgate import ToolGate
@@ -116,6 +123,12 @@ class LlamaIndexKit:
         self.before_call()
         self.tool_calls += 1
         return tool_text(await self._gate.invoke(name, arguments))
+
+    def gated(self, fn: Callable[..., Any], *, name: str | None = None) -> GatedFn:
+        """``fn`` (a function a step calls itself) as a coroutine function whose calls go
+        through the run's gate under ``name`` (default: its name); see
+        ``backstay.runtime.gated``."""
+        return gated(fn, name=name, gate=self._gate)
 
 
 class Act(Event):
@@ -198,6 +211,7 @@ class LlamaIndexAdapter(TaskAdapter):
         base_url: str | None = None,
         api_key: str = "",
         timeout_s: float = 60.0,
+        api: str = "openai",
         http_client: Any = None,
         config: Mapping[str, Any] | None = None,
     ) -> None:
@@ -208,6 +222,7 @@ class LlamaIndexAdapter(TaskAdapter):
             api_key=api_key,
             timeout_s=timeout_s,
             config=config,
+            api=api,
         )
         self.http_client = http_client
 
@@ -231,17 +246,22 @@ class LlamaIndexAdapter(TaskAdapter):
         workflow: Workflow = self.factory(kit)
         _no_retries(workflow)
         checkpoint = Checkpoint(context, self.name, step)
-        saved = checkpoint.load()
-        if saved:
-            handler = workflow.run(ctx=Context.from_dict(workflow, saved))
-        else:
-            handler = workflow.run(task=task_text(step, context))
-        running = handler.ctx
-        if running is None:  # pragma: no cover - workflows always give the handler one
-            raise RuntimeError("the workflow handler has no context")
-        kit.before_call = lambda: checkpoint.save(json.loads(json.dumps(running.to_dict())))
-        result = await handler
+        inputs = Checkpoint(context, f"{self.name}.input", step)
+
+        def set_saver(save: Callable[[], None]) -> None:
+            kit.before_call = save
+
+        result = await run_workflow(
+            workflow,
+            step_id=step.id,
+            tools=tools,
+            checkpoint=checkpoint,
+            inputs=inputs,
+            start={"task": task_text(step, context)},
+            set_saver=set_saver,
+        )
         checkpoint.clear()
+        inputs.clear()
         return answer(step, result if isinstance(result, str) else str(result), kit.tool_calls)
 
 

@@ -4,11 +4,12 @@ The user's agent is a factory ``build(kit) -> Agent`` (``agent: module:function`
 without one, ``Agent(kit.model, toolsets=[kit.toolset])``. The kit hands it:
 
 * ``kit.model``: a ``WrapperModel`` over ``OpenAIChatModel`` (an ``openai.AsyncOpenAI``
-  with ``max_retries=0`` and the run's trace-id header) whose every ``request`` goes
-  through ``context.model`` (classify → limiter → breaker → policy, hard limits before
-  and after with the response's usage). The run is started with ``model=kit.model``
-  whatever model the agent was built with, so no request goes around the gate;
-  streamed requests (``run_stream``) are refused;
+  with ``max_retries=0`` and the run's trace-id header; with ``api: anthropic``,
+  ``AnthropicModel`` over an ``anthropic.AsyncAnthropic`` with the same) whose every
+  ``request`` goes through ``context.model`` (classify → limiter → breaker → policy,
+  hard limits before and after with the response's usage). The run is started with
+  ``model=kit.model`` whatever model the agent was built with, so no request goes
+  around the gate; streamed requests (``run_stream``) are refused;
 * ``kit.toolset``: a ``FunctionToolset`` with every registered tool, each calling the
   ``ToolGate`` (allowlist, approvals, limits, sandbox);
 * the agent's own function tools (``@agent.tool``, ``@agent.tool_plain``, ``tools=[...]``,
@@ -16,6 +17,12 @@ without one, ``Agent(kit.model, toolsets=[kit.toolset])``. The kit hands it:
   ``GatedToolset``, so each call of a tool not from ``kit.toolset`` goes through
   ``ToolGate.invoke`` under its name (allowlist, approvals, limits, cache) before the
   function runs: a tool not on the allowlist is never invoked, the run ends escalated;
+* human in the loop: a tool the agent marks ``requires_approval=True`` (and one that
+  raises Pydantic-AI's ``ApprovalRequired`` until ``ctx.tool_call_approved``) waits for
+  backstay's durable approval instead of ending the run with ``DeferredToolRequests``:
+  the run pauses; once approved (or edited: the tool runs with the human's arguments)
+  ``resume`` runs it with ``ctx.tool_call_approved`` set; a rejected call is not run and
+  the model is told so;
 * retries: the run is started with ``retries=0`` (no re-asking the model on a bad tool
   argument or output: backstay's correction loop does that with ``context.feedback``)
   and ``UsageLimits(request_limit=None)`` (backstay's limits are the limits);
@@ -29,13 +36,14 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Final, NoReturn
 
 from backstay.adapters.usage import Usage
 from backstay.errors import ConfigError
 from backstay.frameworks._common import (
     Checkpoint,
+    ModelSettings,
     TaskAdapter,
     adapter_arguments,
     answer,
@@ -60,6 +68,7 @@ require("pydantic_ai", EXTRA)
 
 import openai  # noqa: E402
 from pydantic_ai import Agent, Tool  # noqa: E402
+from pydantic_ai.exceptions import ApprovalRequired as PAIApprovalRequired  # noqa: E402
 from pydantic_ai.messages import ModelMessage, ModelMessagesTypeAdapter, ModelResponse  # noqa: E402
 from pydantic_ai.models import ModelRequestParameters  # noqa: E402
 from pydantic_ai.models.openai import OpenAIChatModel  # noqa: E402
@@ -145,24 +154,53 @@ def _source(tool: ToolsetTool[Any]) -> AbstractToolset[Any]:
     return tool.toolset
 
 
+@dataclass(frozen=True)
+class _AwaitsApproval:
+    """What a tool raising Pydantic-AI's ``ApprovalRequired`` leaves instead of a result."""
+
+
+_AWAITS_APPROVAL: Final = _AwaitsApproval()
+
+
 @dataclass
 class GatedToolset(WrapperToolset[Any]):
     """Every toolset of an agent, each call of a tool of the agent's own through the gate;
-    the kit's tools call the gate themselves."""
+    the kit's tools call the gate themselves. A tool needing approval (``requires_approval``,
+    Pydantic-AI's ``unapproved`` kind) is offered as a plain function tool and its calls
+    wait for backstay's approval instead."""
 
     kit: PydanticAIKit = field(kw_only=True)
+    needs_approval: set[str] = field(default_factory=set, kw_only=True)
+
+    async def get_tools(self, ctx: RunContext[Any]) -> dict[str, ToolsetTool[Any]]:
+        tools = await super().get_tools(ctx)
+        for name, tool in tools.items():
+            if tool.tool_def.kind == "unapproved":
+                self.needs_approval.add(name)
+                tools[name] = replace(tool, tool_def=replace(tool.tool_def, kind="function"))
+        return tools
 
     async def call_tool(
         self, name: str, tool_args: dict[str, Any], ctx: RunContext[Any], tool: ToolsetTool[Any]
     ) -> Any:
         if _source(tool) is self.kit.toolset:
             return await self.wrapped.call_tool(name, tool_args, ctx, tool)
+        gate = self.kit.gate
+        approval = name in self.needs_approval
 
         async def own(arguments: dict[str, Any]) -> Any:
-            return await self.wrapped.call_tool(name, arguments, ctx, tool)
+            run_ctx = replace(ctx, tool_call_approved=True) if approval else ctx
+            try:
+                return await self.wrapped.call_tool(name, arguments, run_ctx, tool)
+            except PAIApprovalRequired:
+                return _AWAITS_APPROVAL
 
         self.kit.tool_calls += 1
-        return await self.kit.gate.invoke(name, tool_args, run=own)
+        value = await gate.invoke(name, tool_args, run=own, approval=approval)
+        if value is _AWAITS_APPROVAL:  # the tool asked for approval itself
+            approval = True
+            value = await gate.invoke(name, tool_args, run=own, approval=True)
+        return value
 
 
 def default_agent(kit: PydanticAIKit) -> Agent[Any, Any]:
@@ -170,10 +208,28 @@ def default_agent(kit: PydanticAIKit) -> Agent[Any, Any]:
     return Agent(kit.model, toolsets=[kit.toolset], retries=0)
 
 
+def _anthropic_model(s: ModelSettings, context: ExecutionContext, http_client: Any) -> Any:
+    """``AnthropicModel`` over an ``anthropic.AsyncAnthropic`` with ``max_retries=0``."""
+    sdk = require("anthropic", "anthropic")
+    from pydantic_ai.models.anthropic import AnthropicModel  # noqa: PLC0415 - optional
+    from pydantic_ai.providers.anthropic import AnthropicProvider  # noqa: PLC0415
+
+    client = sdk.AsyncAnthropic(
+        base_url=s.base_url,
+        api_key=s.api_key or "unset",
+        timeout=s.timeout_s,
+        max_retries=0,
+        default_headers={TRACE_HEADER: context.trace_id},
+        http_client=http_client,
+    )
+    return AnthropicModel(s.model, provider=AnthropicProvider(anthropic_client=client))
+
+
 class PydanticAIAdapter(TaskAdapter):
     """A ``FrameworkAdapter`` over a Pydantic-AI agent (see the module)."""
 
     name = "pydantic-ai"
+    apis = ("openai", "anthropic")
 
     def __init__(
         self,
@@ -183,6 +239,7 @@ class PydanticAIAdapter(TaskAdapter):
         base_url: str | None = None,
         api_key: str = "",
         timeout_s: float = 60.0,
+        api: str = "openai",
         http_client: Any = None,
         config: Mapping[str, Any] | None = None,
     ) -> None:
@@ -193,12 +250,15 @@ class PydanticAIAdapter(TaskAdapter):
             api_key=api_key,
             timeout_s=timeout_s,
             config=config,
+            api=api,
         )
         self.http_client = http_client
 
     def model(self, context: ExecutionContext, http_client: Any) -> GatedModel:
         """The run's model: the SDK's retries off, every request through the gate."""
         s = self.settings
+        if s.api == "anthropic":
+            return GatedModel(_anthropic_model(s, context, http_client), context.model)
         client = openai.AsyncOpenAI(
             base_url=s.base_url,
             api_key=s.api_key or "unset",

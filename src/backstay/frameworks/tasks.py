@@ -8,7 +8,9 @@ workflow built from the kit; optional, each framework has a default agent) and
 ``config.options`` the framework adapter's settings (``base_url``, ``timeout_s`` …). The
 model's key is ``OPENAI_API_KEY`` and its endpoint ``OPENAI_BASE_URL``, taken from the
 caller's environment like any adapter's provider variables (``api_key_env`` names another
-variable for the key; ``options.base_url`` wins over the variable)::
+variable for the key; ``options.base_url`` wins over the variable). With
+``options.api: anthropic`` (the Pydantic-AI adapter) they are ``ANTHROPIC_API_KEY`` and
+``ANTHROPIC_BASE_URL``, which the caller passes on with ``api_key_env`` / ``pass_env``::
 
     - id: notes
       adapter: langgraph
@@ -39,6 +41,9 @@ __all__ = ["AutoGenTask", "LangGraphTask", "LlamaIndexTask", "PydanticAITask"]
 
 _OPENAI_KEY: Final = "OPENAI_API_KEY"
 _OPENAI_BASE_URL: Final = "OPENAI_BASE_URL"
+# ``options.api: anthropic`` (a kit speaking the Messages API, Pydantic-AI's): its variables.
+_ANTHROPIC_KEY: Final = "ANTHROPIC_API_KEY"
+_ANTHROPIC_BASE_URL: Final = "ANTHROPIC_BASE_URL"
 
 
 class _FrameworkTask(RuntimeTaskAdapter):
@@ -62,9 +67,10 @@ class _FrameworkTask(RuntimeTaskAdapter):
             options["agent"] = config["agent"]
         # The provider's usual variables reach the request's environment (inherited unless
         # the run is isolated); ``api_key_env`` and ``options.base_url`` name others.
-        key_env = str(config.get("api_key_env") or _OPENAI_KEY)
+        anthropic = options.get("api") == "anthropic"
+        key_env = str(config.get("api_key_env") or (_ANTHROPIC_KEY if anthropic else _OPENAI_KEY))
         options["api_key"] = request.env.get(key_env, "")
-        base_url = request.env.get(_OPENAI_BASE_URL)
+        base_url = request.env.get(_ANTHROPIC_BASE_URL if anthropic else _OPENAI_BASE_URL)
         if "base_url" not in options and base_url:
             options["base_url"] = base_url
         return framework_adapter(self.name, options)

@@ -27,6 +27,7 @@ from backstay.runtime.events import (
     StepStarted,
     ToolCalled,
 )
+from backstay.runtime.gated import current_tool_gate, gated
 from backstay.runtime.health import HealthReport, health_check
 from backstay.runtime.hooks import Hooks
 from backstay.runtime.limits import ExecutionLimits, LimitBreach, LimitName
@@ -34,7 +35,13 @@ from backstay.runtime.memory import InMemoryMemory, MemoryManager, Message, Sess
 from backstay.runtime.modelgate import ModelGate
 from backstay.runtime.plan import Plan, Step
 from backstay.runtime.protocol import AgentFactory, FrameworkAdapter
-from backstay.runtime.records import Approval, ApprovalStatus, RunRecord, RunStatus
+from backstay.runtime.records import (
+    Approval,
+    ApprovalStatus,
+    HumanDecision,
+    RunRecord,
+    RunStatus,
+)
 from backstay.runtime.results import (
     Severity,
     StepResult,
@@ -62,6 +69,7 @@ __all__ = [
     "FrameworkAdapter",
     "HealthReport",
     "Hooks",
+    "HumanDecision",
     "InMemoryMemory",
     "LimitBreach",
     "LimitExceeded",
@@ -97,6 +105,8 @@ __all__ = [
     "ToolPolicy",
     "ValidationIssue",
     "ValidationResult",
+    "current_tool_gate",
     "current_trace_id",
+    "gated",
     "health_check",
 ]

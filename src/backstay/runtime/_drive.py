@@ -27,6 +27,7 @@ from backstay.runtime.events import (
     StepCompleted,
     StepStarted,
 )
+from backstay.runtime.gated import reset_tool_gate, set_tool_gate
 from backstay.runtime.limits import LimitBreach, LimitName
 from backstay.runtime.plan import Plan, Step
 from backstay.runtime.protocol import FrameworkAdapter
@@ -120,11 +121,13 @@ class RunDriver:
 
     async def run(self) -> RunRecord:
         token = set_trace_id(self.ctx.trace_id)
+        gate_token = set_tool_gate(self.tools)
         try:
             return await self._run()
         except RunHalted as exc:
             return self._halted(self.ctx.halt(exc))
         finally:
+            reset_tool_gate(gate_token)
             reset_trace_id(token)
 
     async def _run(self) -> RunRecord:

@@ -53,14 +53,21 @@ class SecurityViolation(RunHalted):
 
 
 class ApprovalRequired(RunHalted):
-    def __init__(self, tool: str, *, escalation_id: int) -> None:
+    """``escalation_id``: the approval's id in the run store of ``tenant`` (both are in
+    the failure's details, so an engine escalation of the task can decide it)."""
+
+    def __init__(self, tool: str, *, escalation_id: int, tenant: str = "") -> None:
         self.tool = tool
         self.escalation_id = escalation_id
+        self.tenant = tenant
+        details: dict[str, str | int] = {"tool": tool, "escalation_id": escalation_id}
+        if tenant:
+            details["tenant"] = tenant
         super().__init__(
             Failure(
                 code="ERR_APPROVAL_REQUIRED",
                 message=f"tool {tool!r} waits for approval (escalation {escalation_id})",
-                details={"tool": tool, "escalation_id": escalation_id},
+                details=details,
             )
         )
 

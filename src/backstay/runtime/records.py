@@ -16,7 +16,7 @@ from backstay.failure import Failure
 from backstay.runtime.plan import Plan
 from backstay.runtime.results import StepResult, usage_from_dict, usage_to_dict
 
-__all__ = ["Approval", "ApprovalStatus", "RunRecord", "RunStatus"]
+__all__ = ["Approval", "ApprovalStatus", "HumanDecision", "RunRecord", "RunStatus"]
 
 
 class RunStatus(enum.StrEnum):
@@ -126,3 +126,26 @@ class Approval:
     edited_arguments: Mapping[str, Any] | None = None
     note: str = ""
     by: str = ""
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class HumanDecision:
+    """A human's decision on a framework's own request for input (a LangGraph
+    ``interrupt()``, a LlamaIndex ``InputRequiredEvent``, an AutoGen hand-off to the
+    user): ``approved``, ``edited`` (``edited`` holds the human's changed arguments or
+    answer) or ``rejected``; ``note`` is the reason given with it."""
+
+    status: ApprovalStatus
+    edited: Mapping[str, Any] | None = None
+    note: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        """``{"type": "approve" | "edit" | "reject", "args": …, "reason": …}``: the value
+        a framework is resumed with."""
+        kind = {"approved": "approve", "edited": "edit", "rejected": "reject"}[self.status]
+        out: dict[str, Any] = {"type": kind}
+        if self.status is ApprovalStatus.EDITED:
+            out["args"] = dict(self.edited or {})
+        if self.note:
+            out["reason"] = self.note
+        return out

@@ -20,7 +20,15 @@
 A framework agent's own tool (a function the user gave the framework, not registered
 with the ``Runtime``) goes through the same gate: ``invoke(name, arguments, run=call)``
 checks the allowlist (by ``name``), approvals, limits and cache as above and then awaits
-``call(arguments)`` instead of a registered function.
+``call(arguments)`` instead of a registered function. ``approval=True`` makes the call
+wait for a human whatever ``ToolPolicy.approval`` says (a tool the framework itself marks
+as needing approval, such as a Pydantic-AI ``requires_approval`` tool).
+
+A framework's own request for a human (a LangGraph ``interrupt()``, a LlamaIndex
+``InputRequiredEvent``, an AutoGen hand-off to the user) is not a tool call:
+``ask(kind, request, key=...)`` records it as the same durable approval (tool ``kind``,
+arguments ``request``) and returns the ``HumanDecision`` once one is recorded; until then
+it raises ``ApprovalRequired`` and the run pauses.
 """
 
 from __future__ import annotations
@@ -35,7 +43,7 @@ from backstay.clock import SYSTEM_CLOCK, Clock
 from backstay.runtime.context import ExecutionContext
 from backstay.runtime.errors import ApprovalRequired, LimitExceeded, SecurityViolation
 from backstay.runtime.events import ApprovalRequested, RuntimeEvent, ToolCalled
-from backstay.runtime.records import ApprovalStatus
+from backstay.runtime.records import ApprovalStatus, HumanDecision
 from backstay.runtime.store import RunStore
 from backstay.runtime.tools import Tool, ToolPolicy
 
@@ -99,11 +107,17 @@ class ToolGate:
             raise self._ctx.halt(LimitExceeded(breach))
 
     async def invoke(
-        self, name: str, arguments: Mapping[str, Any] | None = None, *, run: OwnTool | None = None
+        self,
+        name: str,
+        arguments: Mapping[str, Any] | None = None,
+        *,
+        run: OwnTool | None = None,
+        approval: bool = False,
     ) -> Any:
         """Run tool ``name`` with ``arguments`` under the run's policy (see the module);
         ``run``: the framework agent's own tool of that name, called instead of a
-        registered one."""
+        registered one; ``approval``: the call waits for a human even when the policy
+        does not say so."""
         ctx = self._ctx
         ctx.check_halted()
         args = dict(arguments or {})
@@ -115,7 +129,7 @@ class ToolGate:
                 SecurityViolation(f"tool {name!r} is not allowed", code="ERR_TOOL_NOT_ALLOWED")
             )
         self._check_limits()
-        if name in self.policy.approval:
+        if approval or name in self.policy.approval:
             decided = self._approval(name, key, args)
             if decided is None:
                 self._tool_event(name, "rejected")
@@ -130,6 +144,23 @@ class ToolGate:
         if name in self.policy.cacheable and not _is_error(value):
             ctx.cache.put(key, self._redact(value))
         return value
+
+    def ask(self, kind: str, request: Mapping[str, Any], *, key: str) -> HumanDecision:
+        """The human's decision on a framework's own request ``request`` (JSON), recorded
+        as a durable approval of tool ``kind`` under ``key`` (stable across a resume:
+        the step, the request and where in the run it was made); ``ApprovalRequired``
+        while it is undecided. Not a tool call: no allowlist, no tool limits."""
+        ctx = self._ctx
+        ctx.check_halted()
+        found = self._store.approval_for(ctx.tenant, ctx.run_id, key)
+        if found is None:
+            found = self._store.request_approval(
+                ctx.tenant, ctx.run_id, tool=kind, key=key, arguments=self._redact(dict(request))
+            )
+            self._emit(ApprovalRequested, {"tool": kind, "escalation_id": found.id})
+        if not found.status.decided:
+            raise ctx.halt(ApprovalRequired(kind, escalation_id=found.id, tenant=ctx.tenant))
+        return HumanDecision(status=found.status, edited=found.edited_arguments, note=found.note)
 
     def _check_limits(self) -> None:
         ctx = self._ctx
@@ -150,7 +181,7 @@ class ToolGate:
                 )
                 self._emit(ApprovalRequested, {"tool": name, "escalation_id": found.id})
             self._tool_event(name, "approval_required")
-            raise ctx.halt(ApprovalRequired(name, escalation_id=found.id))
+            raise ctx.halt(ApprovalRequired(name, escalation_id=found.id, tenant=ctx.tenant))
         if found.status is ApprovalStatus.REJECTED:
             return None
         if found.status is ApprovalStatus.EDITED and found.edited_arguments is not None:

@@ -24,6 +24,10 @@ __all__ = ["SCHEMA_TABLE", "open_component"]
 
 SCHEMA_TABLE: Final = "backstay_schema"
 _PREFIX: Final = "backstay_"
+# The tables backstay creates: its components' (``backstay_``), the agent runtime's
+# (``agent_``: runs, steps, approvals, tool cache and memory, which live in the engine's
+# ``state.sqlite`` beside the tasks) and SQLite's own.
+_OWN_PREFIXES: Final = (_PREFIX, "agent_", "sqlite_")
 _CREATE_SCHEMA: Final = (
     f"CREATE TABLE {SCHEMA_TABLE} (component TEXT PRIMARY KEY, version INTEGER NOT NULL)"
 )
@@ -43,7 +47,7 @@ def _stored_version(
 ) -> int | None:
     """The component's recorded version, ``None`` when it has none; refuses foreign files."""
     present = _tables(conn)
-    foreign = sorted(t for t in present if not t.startswith((_PREFIX, "sqlite_")))
+    foreign = sorted(t for t in present if not t.startswith(_OWN_PREFIXES))
     if foreign:
         raise ConfigError(
             f"is not a backstay store (it holds other tables: {', '.join(foreign)}); "
