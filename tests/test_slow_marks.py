@@ -6,7 +6,6 @@ from __future__ import annotations
 import importlib
 
 import pytest
-
 from tests.conftest import SLOW_REAL_CLI_CHECKS
 
 

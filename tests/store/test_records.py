@@ -30,7 +30,9 @@ def test_a_result_with_a_key_that_is_not_a_string_is_refused() -> None:
         encode_result({1: "one"})  # type: ignore[dict-item]
 
 
-@pytest.mark.parametrize("value", [math.nan, math.inf, object(), {1, 2}], ids=["nan", "inf", "object", "set"])
+@pytest.mark.parametrize(
+    "value", [math.nan, math.inf, object(), {1, 2}], ids=["nan", "inf", "object", "set"]
+)
 def test_a_result_json_cannot_represent_is_refused(value: object) -> None:
     with pytest.raises(ConfigError, match="JSON-serialisable"):
         encode_result({"value": value})
