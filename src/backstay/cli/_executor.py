@@ -53,7 +53,9 @@ def executor_for(kind: ExecutorKind, ray_address: str | None) -> Executor | None
         return None
     # Imported here: the executors package is light, ray itself is imported only to run.
     from backstay.executors import RayExecutor, RaySettings  # noqa: PLC0415
+    from backstay.executors._ray_cluster import require_ray  # noqa: PLC0415
 
+    require_ray()
     return RayExecutor(RaySettings(address=ray_address or None))
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib
+import importlib.util
 import logging
 import os
 import sys
@@ -25,7 +26,7 @@ from typing import Any, Final
 from backstay.errors import ConfigError
 from backstay.executors.ray_settings import LOCAL_OBJECT_STORE_BYTES, RaySettings
 
-__all__ = ["LOCAL_ENV", "RAY_EXTRA_HINT", "import_ray", "ray_session"]
+__all__ = ["LOCAL_ENV", "RAY_EXTRA_HINT", "import_ray", "ray_session", "require_ray"]
 
 RAY_EXTRA_HINT: Final = "pip install 'backstay[ray]'"
 LOCAL_ENV: Final[Mapping[str, str]] = {
@@ -49,6 +50,16 @@ def _environment(values: Mapping[str, str]) -> Iterator[None]:
             os.environ.pop(name, None)
 
 
+def require_ray() -> None:
+    """``ConfigError`` naming the extra when Ray is not installed (without importing it)."""
+    try:
+        found = importlib.util.find_spec("ray") is not None
+    except (ImportError, ValueError):  # ValueError: a module entry without a spec
+        found = False
+    if not found:
+        raise ConfigError(f"the Ray executor needs the ray extra: {RAY_EXTRA_HINT}", where=_WHERE)
+
+
 def import_ray() -> ModuleType:
     """The ``ray`` module; ``ConfigError`` naming the extra when it is not installed."""
     try:
@@ -59,7 +70,7 @@ def import_ray() -> ModuleType:
         ) from None
 
 
-def _loopback_only(ray: ModuleType) -> None:
+def _loopback_only() -> None:
     """``ConfigError`` when Ray was imported before backstay could pin it to loopback:
     a local cluster would then listen on every interface."""
     constants = sys.modules.get("ray._private.ray_constants")
@@ -70,7 +81,6 @@ def _loopback_only(ray: ModuleType) -> None:
             "before importing ray, or pass the address of a cluster (--ray-address)",
             where=_WHERE,
         )
-    del ray
 
 
 def _connect(settings: RaySettings, concurrency: int) -> tuple[ModuleType, bool]:
@@ -92,7 +102,7 @@ def _connect(settings: RaySettings, concurrency: int) -> tuple[ModuleType, bool]
         ray = import_ray()
         if ray.is_initialized():
             return ray, False
-        _loopback_only(ray)
+        _loopback_only()
         ray.init(
             address="local",
             num_cpus=settings.local_cpus(concurrency),

@@ -37,7 +37,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 from types import ModuleType
-from typing import Any
+from typing import Any, Final
 
 from backstay.engine.records import TaskRecord
 from backstay.engine.runner import Engine
@@ -49,7 +49,10 @@ from backstay.executors.ray_settings import RaySettings
 from backstay.executors.ray_worker import WorkerJob, WorkerReport, drive_on_worker
 from backstay.observe.sinks import BUS
 
-__all__ = ["ClusterLost", "RayExecutor"]
+__all__ = ["NODES_TIMEOUT_S", "ClusterLost", "RayExecutor"]
+
+# After a node died: how long the cluster may take to say which nodes are still alive.
+NODES_TIMEOUT_S: Final = 15.0
 
 
 class ClusterLost(BackstayError):
@@ -122,6 +125,10 @@ class RayExecutor:
             try:
                 report: WorkerReport = await remote.remote(job, op)
             except _lost_errors(ray) as exc:
+                if isinstance(exc, ray.exceptions.NodeDiedError) and not await _any_node(ray):
+                    raise ClusterLost(
+                        "the Ray cluster has no node left: backstay resume continues the batch"
+                    ) from None
                 losses += 1
                 again = losses < self.settings.max_worker_losses
                 BUS.emit(
@@ -149,6 +156,19 @@ class RayExecutor:
             for event in report.events:
                 BUS.emit(event)
             return
+
+
+async def _any_node(ray: ModuleType) -> bool:
+    """Whether the cluster still has a live node (``False`` too when it cannot say within
+    ``NODES_TIMEOUT_S``: its head is gone)."""
+
+    def alive() -> bool:
+        return any(node.get("Alive") for node in ray.nodes())
+
+    try:
+        return await asyncio.wait_for(asyncio.to_thread(alive), NODES_TIMEOUT_S)
+    except Exception:  # noqa: BLE001 - whatever Ray raises, the cluster cannot be used
+        return False
 
 
 def _first_line(exc: BaseException) -> str:
