@@ -3,6 +3,7 @@ recorded; the local executor stays the default and never needs Ray."""
 
 from __future__ import annotations
 
+import socket
 import sys
 from pathlib import Path
 
@@ -59,3 +60,16 @@ def test_a_ray_address_without_the_ray_executor_exits_2(tmp_path: Path) -> None:
     result = invoke("batch", suite, "--state-dir", "state", "--ray-address", "127.0.0.1:1")
     assert result.exit_code == 2, result.output
     assert "--ray-address: is only used with --executor ray" in result.output
+
+
+def test_a_ray_address_nobody_answers_exits_2_naming_it(tmp_path: Path) -> None:
+    with socket.socket() as sock:  # a port bound but never listening: refused
+        sock.bind(("127.0.0.1", 0))
+        address = f"127.0.0.1:{sock.getsockname()[1]}"
+        suite = write_suite(tmp_path, ["a"])
+        result = invoke(
+            "batch", suite, "--state-dir", "state", "--executor", "ray", "--ray-address", address
+        )
+    assert result.exit_code == 2, result.output
+    assert f"--ray-address: cannot reach the Ray cluster at {address}" in result.output
+    assert "Traceback" not in result.output

@@ -18,6 +18,7 @@ import importlib
 import importlib.util
 import logging
 import os
+import socket
 import sys
 from collections.abc import Iterator, Mapping
 from types import ModuleType
@@ -35,6 +36,8 @@ LOCAL_ENV: Final[Mapping[str, str]] = {
     "RAY_AUTH_MODE": "disabled",
 }
 _WHERE: Final = "--executor ray"
+# How long the head of an existing cluster may take to accept a connection.
+REACH_TIMEOUT_S: Final = 5.0
 
 
 @contextlib.contextmanager
@@ -83,6 +86,21 @@ def _loopback_only() -> None:
         )
 
 
+def _check_reachable(address: str) -> None:
+    """``ConfigError`` when ``address`` is ``host:port`` and nothing accepts a connection
+    there within ``REACH_TIMEOUT_S`` (Ray itself would retry for minutes)."""
+    host, sep, port = address.rpartition(":")
+    if not sep or not port.isdigit() or "://" in address:
+        return  # "auto", "ray://…": left to Ray
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=REACH_TIMEOUT_S).close()
+    except OSError as exc:
+        raise ConfigError(
+            f"cannot reach the Ray cluster at {address}: {exc.strerror or exc}",
+            where="--ray-address",
+        ) from None
+
+
 def _connect(settings: RaySettings, concurrency: int) -> tuple[ModuleType, bool]:
     """Ray, initialized; whether it was initialized here (and so is to be shut down)."""
     options: dict[str, Any] = {"log_to_driver": False, "logging_level": logging.WARNING}
@@ -119,6 +137,9 @@ def ray_session(settings: RaySettings, *, concurrency: int) -> Iterator[ModuleTy
     """Ray, initialized for one batch: the cluster at ``settings.address``, or a local one
     started now; left (and a local one stopped) when the block ends. A session already
     open in this process is used as it is and left open."""
+    loaded = sys.modules.get("ray")
+    if settings.address is not None and (loaded is None or not loaded.is_initialized()):
+        _check_reachable(settings.address)
     ray, started = _connect(settings, concurrency)
     try:
         yield ray
