@@ -17,6 +17,7 @@ from typing import Final
 
 from tests.adapters.support import CANARY_KEY
 from tests.executors.ray_support import (
+    KEY_VAR,
     RayCluster,
     backstay,
     count,
@@ -135,3 +136,27 @@ def test_a_killed_worker_and_a_killed_driver_lose_no_run_and_rerun_no_finished_o
     late = [e for e in requests if e["time"] > done_at[e["idempotency_key"]]]
     assert late == []
     assert CANARY_KEY not in output
+
+
+def test_a_secret_missing_on_the_workers_stops_the_batch_with_exit_2_naming_it(
+    ray_head: RayCluster, tmp_path: Path
+) -> None:
+    out = tmp_path / "out.log"
+    with FakeProvider(SLOW) as fake:
+        suite = write_suite(tmp_path, fake.url, 2)
+        text = suite.read_text().replace(KEY_VAR, "ONLY_ON_THE_DRIVER_KEY")
+        suite.write_text(text)
+        proc = backstay(
+            "batch", suite, "--state-dir", "state", "--executor", "ray",
+            "--ray-address", ray_head.address,
+            env={**ray_head.env, "ONLY_ON_THE_DRIVER_KEY": CANARY_KEY}, cwd=tmp_path, log=out,
+        )  # fmt: skip
+        code = _wait(proc, out)
+        requests = fake.stats().requests
+    output = out.read_text()
+    assert code == 2, output
+    assert "needs ONLY_ON_THE_DRIVER_KEY" in output
+    assert "Traceback" not in output
+    assert CANARY_KEY not in output
+    assert requests == 0
+    assert set(tasks(tmp_path / "state").values()) == {"pending"}  # recorded, not lost

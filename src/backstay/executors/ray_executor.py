@@ -24,8 +24,10 @@ Ray never runs a task again by itself. backstay's own rules decide:
   After ``max_worker_losses`` losses the task is left for ``backstay resume``;
 * an error raised by the driving itself (a secret missing on a worker, a bad adapter
   setting) stops the batch with that error, as it would stop a local batch;
-* the cluster itself gone (the local raylet or the head killed): ``ClusterLost``;
-  the store says where each task stands and ``backstay resume`` continues.
+* the cluster itself gone (the local raylet or the head killed, seen from a run's
+  ``NodeDiedError`` with no live node left, or from the head refusing the driver's
+  connection every ``WATCH_EVERY_S`` twice in a row): ``ClusterLost``; the store says
+  where each task stands and ``backstay resume`` continues.
 
 If the driver dies, Ray ends its tasks; their leases lapse (or their processes are seen
 dead) and ``backstay resume`` — with any executor, from any machine sharing the store —
@@ -35,13 +37,16 @@ takes the batch up.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import socket
+import threading
 from collections.abc import Sequence
 from types import ModuleType
 from typing import Any, Final
 
 from backstay.engine.records import TaskRecord
 from backstay.engine.runner import Engine
-from backstay.errors import BackstayError
+from backstay.errors import BackstayError, ConfigError
 from backstay.executors._ray_cluster import ray_session
 from backstay.executors._stores import store_location
 from backstay.executors.events import WorkerLost
@@ -49,10 +54,24 @@ from backstay.executors.ray_settings import RaySettings
 from backstay.executors.ray_worker import WorkerJob, WorkerReport, drive_on_worker
 from backstay.observe.sinks import BUS
 
-__all__ = ["NODES_TIMEOUT_S", "ClusterLost", "RayExecutor"]
+__all__ = [
+    "NODES_TIMEOUT_S",
+    "ON_WORKER",
+    "WATCH_EVERY_S",
+    "WATCH_MISSES",
+    "ClusterLost",
+    "RayExecutor",
+]
 
-# After a node died: how long the cluster may take to say which nodes are still alive.
-NODES_TIMEOUT_S: Final = 15.0
+ON_WORKER: Final = (
+    "on a Ray worker: every node needs the variables, files and adapters the runs use"
+)
+# How long the cluster may take to say which nodes are still alive.
+NODES_TIMEOUT_S: Final = 10.0
+# While runs are out, the head is called that often; so many refusals in a row mean it
+# is gone (seen within ~15 s: Ray itself ends a driver whose head is gone after 60 s).
+WATCH_EVERY_S: Final = 5.0
+WATCH_MISSES: Final = 2
 
 
 class ClusterLost(BackstayError):
@@ -110,8 +129,9 @@ class RayExecutor:
 
             try:
                 async with asyncio.TaskGroup() as group:
-                    for record in records:
-                        group.create_task(one(record))
+                    watch = group.create_task(_watch(ray))
+                    await asyncio.gather(*(group.create_task(one(r)) for r in records))
+                    watch.cancel()
             except BaseExceptionGroup as failed:
                 raise failed.exceptions[0] from None
 
@@ -145,6 +165,8 @@ class RayExecutor:
                 return
             except ray.exceptions.RayTaskError as exc:
                 cause = exc.cause
+                if isinstance(cause, ConfigError):
+                    raise ConfigError(f"{cause} ({ON_WORKER})") from None
                 if isinstance(cause, BaseException):
                     raise cause from None
                 raise
@@ -158,16 +180,56 @@ class RayExecutor:
             return
 
 
+async def _watch(ray: ModuleType) -> None:
+    """Raise ``ClusterLost`` once the cluster's head (its GCS) has refused a connection
+    twice in a row, checked every ``WATCH_EVERY_S``: a dead head never reports its runs'
+    deaths (and Ray ends this process a minute later), so the driver looks for itself,
+    with a plain TCP connection (Ray's own client blocks while the head is away)."""
+    host, _, port = str(ray.get_runtime_context().gcs_address).rpartition(":")
+    misses = 0
+    while True:
+        await asyncio.sleep(WATCH_EVERY_S)
+        answered = await asyncio.to_thread(_accepts, host, int(port))
+        misses = 0 if answered else misses + 1
+        if misses >= WATCH_MISSES:
+            raise ClusterLost(
+                "the Ray cluster stopped answering (its head is gone): backstay resume "
+                "continues the batch"
+            )
+
+
+def _accepts(host: str, port: int) -> bool:
+    try:
+        socket.create_connection((host, port), timeout=NODES_TIMEOUT_S).close()
+    except OSError:
+        return False
+    return True
+
+
 async def _any_node(ray: ModuleType) -> bool:
     """Whether the cluster still has a live node (``False`` too when it cannot say within
-    ``NODES_TIMEOUT_S``: its head is gone)."""
+    ``NODES_TIMEOUT_S``: its head is gone). Asked on a daemon thread of its own: Ray's
+    call blocks while the head is away, and must not keep the driver from exiting."""
+    loop = asyncio.get_running_loop()
+    answer: asyncio.Future[bool] = loop.create_future()
 
-    def alive() -> bool:
-        return any(node.get("Alive") for node in ray.nodes())
+    def ask() -> None:
+        try:
+            alive = any(node.get("Alive") for node in ray.nodes())
+        except Exception:  # noqa: BLE001 - whatever Ray raises, the cluster cannot be used
+            alive = False
 
+        def settle() -> None:
+            if not answer.done():
+                answer.set_result(alive)
+
+        with contextlib.suppress(RuntimeError):  # the loop closed meanwhile
+            loop.call_soon_threadsafe(settle)
+
+    threading.Thread(target=ask, name="backstay-ray-nodes", daemon=True).start()
     try:
-        return await asyncio.wait_for(asyncio.to_thread(alive), NODES_TIMEOUT_S)
-    except Exception:  # noqa: BLE001 - whatever Ray raises, the cluster cannot be used
+        return await asyncio.wait_for(answer, NODES_TIMEOUT_S)
+    except TimeoutError:
         return False
 
 
