@@ -9,6 +9,7 @@ import contextlib
 import dataclasses
 import json
 import os
+import shutil
 import signal
 import socket
 import sqlite3
@@ -157,6 +158,7 @@ def ray_cluster(num_cpus: int = 4) -> Iterator[RayCluster]:
         yield cluster
     finally:
         left = cluster.stop()
+        shutil.rmtree(temp_dir, ignore_errors=True)  # Ray's session logs, sockets
         assert not left, f"Ray processes left running: {left}"
 
 
