@@ -10,7 +10,9 @@ against tenacity, stamina and backoff in the same process — success-path overh
 retry, 10,000 concurrent retried calls — and memory per policy and policy lookup.
 
 Last, the engine (``engine.py``): tasks per second through the durable ``Engine`` and the
-cost per task state transition, beside reference per-task figures for Celery and Ray.
+cost per task state transition, beside reference per-task figures for Celery and Ray; then
+the Ray executor (``ray_executor.py``): the same batch of fake-provider runs through the
+local executor and through ``--executor ray`` on a local cluster, the overhead per run.
 
 And the fake provider (``fake_provider.py``): requests per second it answers, with the load
 from a separate process, against a bare aiohttp server returning a fixed body.
@@ -55,6 +57,7 @@ import fallback
 import field_corpus
 import goodput
 import otel_overhead
+import ray_executor
 import retry
 from corpus import CASES
 
@@ -233,6 +236,7 @@ def main() -> None:
     retry.report()
     async_retry.report()
     engine.report()
+    ray_executor.report()
     otel_overhead.report()
     fake_provider.report()
     goodput.report()

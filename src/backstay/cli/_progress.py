@@ -37,6 +37,7 @@ from backstay.engine import (
     TaskState,
     TaskSucceeded,
 )
+from backstay.executors.events import WorkerLost
 from backstay.observe import Event, RetryScheduled, add_sink, remove_sink
 
 # States in which a task stopped for this run: done, or waiting for a human or a reset.
@@ -94,6 +95,9 @@ def _describe(event: Event) -> tuple[TaskState | None, str] | None:
         return TaskState.CANCELLED, f"cancelled: {event.reason}"
     if isinstance(event, TaskResumed):
         return TaskState.PENDING, f"taken up again ({event.previous_state}): {event.reason}"
+    if isinstance(event, WorkerLost):
+        then = "placed again" if event.placed_again else "left for backstay resume"
+        return None, f"its worker was lost ({event.error}); {then}"
     return None
 
 

@@ -11,6 +11,14 @@ import typer
 
 from backstay.cli import _state
 from backstay.cli._errors import usage_error
+from backstay.cli._executor import (
+    DEFAULT_EXECUTOR,
+    ExecutorOption,
+    RayAddressOption,
+    cluster_lost,
+    executor_for,
+    left_for_resume,
+)
 from backstay.cli._observe import observed
 from backstay.cli._progress import showing_progress
 from backstay.cli._report import report_run
@@ -18,6 +26,7 @@ from backstay.cli.serve import ServePortOption
 from backstay.config import load_config, load_suite, with_frameworks
 from backstay.engine import DEFAULT_CONCURRENCY, Engine, SuiteBatch, TaskState, suite_adapters
 from backstay.errors import ConfigError
+from backstay.executors import ClusterLost
 
 CONFIG_HELP = (
     "The configuration file whose policies the suite may name and whose "
@@ -62,6 +71,8 @@ def batch(
         ),
     ] = False,
     serve_port: ServePortOption = None,
+    executor_kind: ExecutorOption = DEFAULT_EXECUTOR,
+    ray_address: RayAddressOption = None,
 ) -> None:
     """Run every run of the suite FILE (task × tier × run) in --state-dir.
 
@@ -69,9 +80,11 @@ def batch(
     batch continues with backstay resume, which reads the providers' variables from its
     own environment again (they are never stored). Exit codes: 0 every task succeeded, 3
     some failed or were cancelled, 4 some wait (paused, escalated), 5 a spending budget
-    paused tasks (budget_exceeded), 2 bad input (nothing ran).
+    paused tasks (budget_exceeded), 2 bad input (nothing ran). With --executor ray each
+    run is a task on a Ray cluster (see docs/scale-out.md).
     """
     try:
+        executor = executor_for(executor_kind, ray_address)
         config = load_config(config_file)
         suite = with_frameworks(load_suite(file, registry=config.registry), config.frameworks)
         adapters = suite_adapters(suite)
@@ -86,6 +99,7 @@ def batch(
             guard_settings=_state.guard_settings(lease_ttl),
             breaker=config.breaker_settings(),
             tenant_budgets=suite.tenants,
+            executor=executor,
         )
         _state.keep_budget(engine, suite.budget, budget_usd, budget_tokens)
     except (ConfigError, OSError) as err:
@@ -102,4 +116,7 @@ def batch(
             raise usage_error(err) from None
         except KeyboardInterrupt:
             raise _state.interrupted(state_dir) from None
+        except ClusterLost as err:
+            raise cluster_lost(err, state_dir) from None
+        left_for_resume(executor, state_dir)
     raise typer.Exit(code)

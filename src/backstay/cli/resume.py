@@ -11,6 +11,14 @@ import typer
 
 from backstay.cli import _state
 from backstay.cli._errors import usage_error
+from backstay.cli._executor import (
+    DEFAULT_EXECUTOR,
+    ExecutorOption,
+    RayAddressOption,
+    cluster_lost,
+    executor_for,
+    left_for_resume,
+)
 from backstay.cli._observe import observed
 from backstay.cli._progress import showing_progress
 from backstay.cli._report import report_run
@@ -19,6 +27,7 @@ from backstay.cli.serve import ServePortOption
 from backstay.config import load_config
 from backstay.engine import DEFAULT_CONCURRENCY, read_identity
 from backstay.errors import ConfigError
+from backstay.executors import ClusterLost
 
 
 def resume(
@@ -29,6 +38,8 @@ def resume(
     budget_usd: _state.BudgetUsdOption = None,
     budget_tokens: _state.BudgetTokensOption = None,
     serve_port: ServePortOption = None,
+    executor_kind: ExecutorOption = DEFAULT_EXECUTOR,
+    ray_address: RayAddressOption = None,
 ) -> None:
     """Continue the batch in --state-dir: every task that can run now runs.
 
@@ -37,14 +48,17 @@ def resume(
     so do tasks paused at a spending budget once it has room (--budget-usd, --budget-tokens
     raise the batch's); finished tasks never do. Tasks a killed runner held are taken over
     once its claim lapses (--lease-ttl of that runner). Exit codes as for backstay batch.
+    --executor ray drives the runs on a Ray cluster, as for backstay batch.
     """
     try:
+        executor = executor_for(executor_kind, ray_address)
         config = load_config(config_file)
         engine = _state.open_engine(
             state_dir,
             concurrency=concurrency,
             guard_settings=_state.guard_settings(lease_ttl),
             breaker=config.breaker_settings(),
+            executor=executor,
         )
         identity = read_identity(state_dir)
     except ConfigError as err:
@@ -59,6 +73,9 @@ def resume(
             raise usage_error(err) from None
         except KeyboardInterrupt:
             raise _state.interrupted(state_dir) from None
+        except ClusterLost as err:
+            raise cluster_lost(err, state_dir) from None
+        left_for_resume(executor, state_dir)
         name = "" if identity is None else f" {identity.workflow_id}"
         report_run(
             engine,

@@ -5,6 +5,8 @@ human escalation queue and batch summaries. See ``docs/design/engine.md``.
 * ``task``: ``TaskSpec``, one task of a batch and its ``operation_id``;
 * ``taskstore`` / ``sqlite_tasks``: the ``TaskStore`` protocol and ``SQLiteTaskStore``;
 * ``runner``: ``Engine`` (``run``, ``resume`` and their sync forms);
+* ``executor``: ``Executor``, where the tasks are driven when not in the engine's process
+  (``backstay.executors.RayExecutor``);
 * ``driver``: one task's attempts; ``decision``: a failed attempt's next state;
 * ``resume``: how a stored task is taken up;
 * ``circuits``: ``CircuitGate``, the circuit breakers asked before each attempt;
@@ -34,6 +36,7 @@ from backstay.engine.events import (
     TaskStarted,
     TaskSucceeded,
 )
+from backstay.engine.executor import Executor
 from backstay.engine.records import (
     AttemptOutcome,
     AttemptRecord,
@@ -93,6 +96,7 @@ __all__ = [
     "EscalationQueue",
     "EscalationResolved",
     "EscalationStatus",
+    "Executor",
     "InvalidTransition",
     "Outcome",
     "ResolveAction",

@@ -64,6 +64,7 @@ from backstay.engine.circuits import BreakerKeyFn, CircuitGate
 from backstay.engine.circuits import breaker_key as default_breaker_key
 from backstay.engine.driver import TaskDriver, TaskStopped
 from backstay.engine.escalations import EscalationQueue
+from backstay.engine.executor import Executor
 from backstay.engine.fallback import TaskFallback, candidate_config
 from backstay.engine.records import StateChange, TaskRecord
 from backstay.engine.resume import StartStep, plan_start
@@ -114,6 +115,8 @@ class Engine:
     * ``fallback_rules``: the move table of specs with ``fallbacks`` (docs/fallback.md).
     * ``event_log``: while it drives tasks, append their events to ``events.jsonl`` in
       ``state_dir`` (``backstay.observe.EventLog``, redacted).
+    * ``executor``: where the tasks are driven (``backstay.engine.executor``); default
+      ``None``: here, at most ``concurrency`` at once.
     """
 
     def __init__(
@@ -133,6 +136,7 @@ class Engine:
         tenant_budgets: Mapping[str, SpendBudget] | None = None,
         fallback_rules: FallbackRules | None = None,
         event_log: bool = True,
+        executor: Executor | None = None,
     ) -> None:
         check_number(concurrency, where="concurrency", minimum=1, integer=True)
         if breaker is not None and not isinstance(breaker, BreakerSettings):
@@ -144,6 +148,8 @@ class Engine:
             raise ConfigError("must map adapter names to adapters", where="adapters")
         if policies is not None and not isinstance(policies, PolicyRegistry):
             raise ConfigError(f"must be a PolicyRegistry, got {policies!r}", where="policies")
+        if executor is not None and not isinstance(executor, Executor):
+            raise ConfigError(f"must be an Executor or None, got {executor!r}", where="executor")
         budgets = _budget_scopes(budget, tenant_budgets)
         # Absolute: attempt directories are recorded, and tag the agents' processes.
         self.state_dir = Path(state_dir).absolute()
@@ -187,6 +193,8 @@ class Engine:
         self._adapters: dict[str, Adapter] = {}
         self._policies = policies
         self.event_log = event_log
+        self.executor = executor
+        self.breaker = breaker  # the circuits' settings, for engines opened elsewhere
 
     # -- resolving a spec ---------------------------------------------------------------
 
@@ -286,7 +294,10 @@ class Engine:
             encode_spec(spec)
         drivers = [self._driver(spec) for spec in chosen]
         records = self.store.register_all(chosen, at=self.clock.now())
-        await self._drive_all(list(zip(drivers, records, strict=True)))
+        if self.executor is not None:
+            await self.executor.drive(self, records)
+        else:
+            await self._drive_all(list(zip(drivers, records, strict=True)))
         return self.summary(seen)
 
     async def resume(self) -> Summary:
@@ -296,8 +307,35 @@ class Engine:
         for record in records:
             if record.missing_env:
                 raise missing_secret(record.task_id, record.missing_env)
-        await self._drive_all([(self._driver(record.spec), record) for record in records])
+        drivers = [self._driver(record.spec) for record in records]
+        if self.executor is not None:
+            await self.executor.drive(self, records)
+        else:
+            await self._drive_all(list(zip(drivers, records, strict=True)))
         return self.summary()
+
+    async def drive_task(self, operation_id: str) -> TaskRecord:
+        """Drive the stored task ``operation_id`` as ``run`` and ``resume`` drive each of
+        theirs (under its operation lease, taken up as ``plan_start`` says), recording its
+        events in ``events.jsonl`` when ``event_log``; the task as stored afterwards. This
+        is what an ``Executor`` runs for each task, in whatever process it places it.
+        ``LookupError`` for a task never registered; ``ConfigError`` when its secret
+        variables are not in this engine's ``env``."""
+        record = self.store.task(operation_id)
+        if record is None:
+            raise LookupError(f"task {operation_id!r} was never registered")
+        if not self._to_drive(record):
+            return record
+        if record.missing_env:
+            raise missing_secret(record.task_id, record.missing_env)
+        driver = self._driver(record.spec)
+        with contextlib.ExitStack() as stack:
+            if self.event_log:
+                stack.enter_context(recording(self.state_dir / EVENTS_FILE, [operation_id]))
+            await self._drive_one(driver, record)
+        found = self.store.task(operation_id)
+        assert found is not None  # noqa: S101 - a task is never removed
+        return found
 
     def run_sync(self, specs: Iterable[TaskSpec]) -> Summary:
         """``run`` for callers outside asyncio."""

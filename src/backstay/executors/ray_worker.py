@@ -1,0 +1,104 @@
+"""What runs inside a Ray worker: one task of the batch, driven under its lease.
+
+``drive_on_worker(job, operation_id)`` is the function the ``RayExecutor`` places on the
+cluster, once per task. It opens the batch's stores from ``job.store`` (a location, as
+text: ``backstay.executors._stores``), once per worker process and kept for the next task
+placed on it, and calls ``Engine.drive_task``: the task is claimed under its operation
+lease, taken up as the resume rules say, and every transition is recorded in the shared
+store by this worker before and after it happens, exactly as the local engine does.
+
+What comes back to the driver is a ``WorkerReport``: where the task stands and the events
+its driving emitted here (the driver emits them again, for its progress display and its
+sinks; ``events.jsonl`` was written here). A task that could not be driven (a secret
+missing in this worker's environment, a bad adapter setting) raises, and the driver
+stops the batch with that error. Ray retries nothing (``max_retries=0``): a worker that
+dies takes only its lease with it, and the driver decides whether to place the task again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import logging
+import os
+import socket
+from typing import Final
+
+from backstay.breaker.settings import BreakerSettings
+from backstay.engine.runner import Engine
+from backstay.engine.states import TaskState
+from backstay.executors._stores import open_worker_engine
+from backstay.fallback.rules import FallbackRules
+from backstay.idempotency.settings import GuardSettings
+from backstay.observe.events import Event
+from backstay.observe.sinks import BUS
+
+__all__ = ["WorkerJob", "WorkerReport", "drive_on_worker"]
+
+# The engines this worker process opened, by job (its repr: the settings hold mappings):
+# a worker runs many tasks of one batch.
+_ENGINES: Final[dict[str, Engine]] = {}
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class WorkerJob:
+    """What every worker of a batch needs to open its engine: the store location (text),
+    the state directory (where the runs' artefacts go), and the engine's settings."""
+
+    store: str
+    state_dir: str
+    guard_settings: GuardSettings
+    breaker: BreakerSettings | None
+    fallback_rules: FallbackRules
+    event_log: bool = True
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class WorkerReport:
+    """Where a task stands after a worker drove it, which process drove it, and the
+    events emitted meanwhile."""
+
+    operation_id: str
+    state: TaskState
+    worker: str
+    events: tuple[Event, ...] = ()
+
+
+class _Collected:
+    """A sink keeping the events of one task while it is driven here."""
+
+    min_level: int = logging.INFO
+
+    def __init__(self) -> None:
+        self.events: list[Event] = []
+
+    def accepts(self, level: int) -> bool:
+        return level >= self.min_level
+
+    def emit(self, event: Event) -> None:
+        self.events.append(event)
+
+
+def _engine(job: WorkerJob) -> Engine:
+    key = repr(job)
+    found = _ENGINES.get(key)
+    if found is None:
+        found = _ENGINES[key] = open_worker_engine(job)
+    return found
+
+
+def drive_on_worker(job: WorkerJob, operation_id: str) -> WorkerReport:
+    """Drive ``operation_id`` of the batch ``job`` names, here; see the module docstring."""
+    engine = _engine(job)
+    collected = _Collected()
+    BUS.add(collected)
+    try:
+        record = asyncio.run(engine.drive_task(operation_id))
+    finally:
+        BUS.remove(collected)
+    return WorkerReport(
+        operation_id=operation_id,
+        state=record.state,
+        worker=f"{socket.gethostname()}:{os.getpid()}",
+        events=tuple(collected.events),
+    )
