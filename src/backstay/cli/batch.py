@@ -62,6 +62,7 @@ def batch(
         ),
     ] = False,
     serve_port: ServePortOption = None,
+    store: _state.StoreOption = None,
 ) -> None:
     """Run every run of the suite FILE (task × tier × run) in --state-dir.
 
@@ -81,6 +82,7 @@ def batch(
         engine = _state.open_engine(
             state_dir,
             create=True,
+            location=_state.store_location(store, state_dir, config=config),
             adapters=adapters,
             concurrency=concurrency,
             guard_settings=_state.guard_settings(lease_ttl),

@@ -29,6 +29,7 @@ def resume(
     budget_usd: _state.BudgetUsdOption = None,
     budget_tokens: _state.BudgetTokensOption = None,
     serve_port: ServePortOption = None,
+    store: _state.StoreOption = None,
 ) -> None:
     """Continue the batch in --state-dir: every task that can run now runs.
 
@@ -42,6 +43,7 @@ def resume(
         config = load_config(config_file)
         engine = _state.open_engine(
             state_dir,
+            location=_state.store_location(store, state_dir, config=config),
             concurrency=concurrency,
             guard_settings=_state.guard_settings(lease_ttl),
             breaker=config.breaker_settings(),
