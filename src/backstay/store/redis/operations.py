@@ -1,0 +1,96 @@
+"""``RedisOperationStore``: leases and the result cache of operations, shared by every
+process and machine that opens the same Redis.
+
+Each ``claim``/``renew``/``complete``/``release`` is one optimistic transaction
+(``backstay.store.redis._tx``) running the pure lease functions of
+``backstay.store.leases`` — the same code as the memory and SQLite stores — on the
+operation's record, one JSON string at ``{ns:op:<operation_id>}``. Times are stamped
+with Redis's clock (``TIME``), so workers with skewed clocks agree on every expiry; a
+``clock`` may be injected instead (tests).
+
+The fence is the record's ``generation``: a late ``complete`` from an owner whose lease
+was taken over is refused. A completed operation's key expires (``PEXPIREAT``) a minute
+after its result does, so Redis does not fill up; a leased one never expires on its own
+(its generation must not go back to zero while a presumed-dead owner may still answer).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from typing import Final
+
+from redis.client import Pipeline
+
+from backstay.clock import SYSTEM_CLOCK, Clock
+from backstay.store._base import DEFAULT_RESULT_TTL_S, StoreBase, T, TransactionFn
+from backstay.store.records import OperationRecord, OperationState
+from backstay.store.redis._client import RedisConnection, server_time
+from backstay.store.redis._tx import transact
+
+__all__ = ["RedisOperationStore"]
+
+_KEEP_AFTER_EXPIRY_S: Final = 60.0
+
+
+def _decode(raw: bytes | str | None) -> OperationRecord | None:
+    if raw is None:
+        return None
+    data = json.loads(raw)
+    data["state"] = OperationState(data["state"])
+    return OperationRecord(**data)
+
+
+def _encode(record: OperationRecord) -> str:
+    data = dataclasses.asdict(record)
+    data["state"] = record.state.value
+    return json.dumps(data, separators=(",", ":"))
+
+
+class RedisOperationStore(StoreBase):
+    """Operations in Redis under the connection's namespace. Thread-safe."""
+
+    shared: Final = True
+
+    def __init__(
+        self,
+        conn: RedisConnection,
+        *,
+        clock: Clock | None = None,
+        result_ttl_s: float = DEFAULT_RESULT_TTL_S,
+    ) -> None:
+        super().__init__(clock=clock or SYSTEM_CLOCK, result_ttl_s=result_ttl_s)
+        self._conn = conn
+        self._own_clock = clock
+
+    def _key(self, operation_id: str) -> str:
+        return self._conn.key(f"op:{operation_id}")
+
+    def _now(self) -> float:
+        if self._own_clock is not None:
+            return self._own_clock.now().timestamp()
+        return server_time(self._conn.call(lambda client: client.time()))
+
+    def _load(self, operation_id: str) -> OperationRecord | None:
+        key = self._key(operation_id)
+        return _decode(self._conn.call(lambda client: client.get(key)))
+
+    def _transaction(self, operation_id: str, fn: TransactionFn[T]) -> T:
+        key = self._key(operation_id)
+        redis_clock = self._own_clock is None
+
+        def decide(pipe: Pipeline, now: float) -> T:
+            record = _decode(pipe.get(key))
+            new, answer = fn(record, now)
+            pipe.multi()
+            if new is not None and new is not record:
+                pipe.set(key, _encode(new))
+                if redis_clock and new.result_expires_at is not None:
+                    at_ms = int((new.result_expires_at + _KEEP_AFTER_EXPIRY_S) * 1000)
+                    pipe.pexpireat(key, at_ms)
+            return answer
+
+        return transact(self._conn, [key], decide, clock=self._own_clock)
+
+    def close(self) -> None:
+        """The connection belongs to the bundle; nothing to close here."""
