@@ -13,11 +13,11 @@ import shutil
 from collections.abc import Iterator
 
 import pytest
+from tests.redis_server import RedisServer, start_redis
 
 from backstay.adapters.provider_env import declared_env
 from backstay.adapters.registry import BUILTIN_ADAPTERS, adapter_class
 from backstay.store.location import StoreLocation, parse_store
-from tests.redis_server import RedisServer, start_redis
 
 PROVIDER_VARIABLES = sorted(
     {name for adapter in BUILTIN_ADAPTERS for name in declared_env(adapter_class(adapter)).names}

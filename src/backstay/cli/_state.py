@@ -22,6 +22,7 @@ from backstay.store.location import (
     STORE_ENV_VAR,
     StoreKind,
     StoreLocation,
+    StoreUnreachable,
     open_stores,
     resolve_store,
 )
@@ -31,6 +32,8 @@ ALL_SUCCEEDED: Final = 0
 SOME_FAILED: Final = 3
 SOME_WAITING: Final = 4
 BUDGET_REACHED: Final = 5
+# The shared store stopped answering during the batch (``store_unavailable: stop``).
+STORE_UNREACHABLE: Final = 6
 
 StateDirOption = Annotated[
     Path,
@@ -168,6 +171,21 @@ def _open_shared(
     except BaseException:
         stores.close()
         raise
+
+
+def _say(message: str) -> None:
+    Console(stderr=True, soft_wrap=True).print(escape(message), highlight=False)
+
+
+def store_lost(err: StoreUnreachable, state_dir: Path) -> typer.Exit:
+    """Say what happened when the shared store stopped answering mid-batch; the exit."""
+    _say(
+        f"stopped: {err}. Everything recorded before is kept in the store; tasks that "
+        "were running keep their leases until they lapse, so no other runner starts them "
+        "meanwhile. When the store answers again, backstay resume --store … --state-dir "
+        f"{state_dir} continues the batch (attempts cut short are tried again)"
+    )
+    return typer.Exit(STORE_UNREACHABLE)
 
 
 def guard_settings(lease_ttl_s: float) -> GuardSettings:

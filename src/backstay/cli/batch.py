@@ -18,6 +18,7 @@ from backstay.cli.serve import ServePortOption
 from backstay.config import load_config, load_suite, with_frameworks
 from backstay.engine import DEFAULT_CONCURRENCY, Engine, SuiteBatch, TaskState, suite_adapters
 from backstay.errors import ConfigError
+from backstay.store.location import StoreUnreachable
 
 CONFIG_HELP = (
     "The configuration file whose policies the suite may name and whose "
@@ -104,4 +105,6 @@ def batch(
             raise usage_error(err) from None
         except KeyboardInterrupt:
             raise _state.interrupted(state_dir) from None
+        except StoreUnreachable as err:
+            raise _state.store_lost(err, state_dir) from None
     raise typer.Exit(code)

@@ -19,6 +19,7 @@ from backstay.cli.serve import ServePortOption
 from backstay.config import load_config
 from backstay.engine import DEFAULT_CONCURRENCY, read_identity
 from backstay.errors import ConfigError
+from backstay.store.location import StoreUnreachable
 
 
 def resume(
@@ -61,6 +62,8 @@ def resume(
             raise usage_error(err) from None
         except KeyboardInterrupt:
             raise _state.interrupted(state_dir) from None
+        except StoreUnreachable as err:
+            raise _state.store_lost(err, state_dir) from None
         name = "" if identity is None else f" {identity.workflow_id}"
         report_run(
             engine,

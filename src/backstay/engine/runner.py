@@ -163,6 +163,9 @@ class Engine:
             )
         elif not isinstance(stores, StoreBundle):
             raise ConfigError(f"must be a StoreBundle, got {type(stores).__name__}", where="stores")
+        elif stores.clock is not None and clock is SYSTEM_CLOCK:
+            # A shared store's records are stamped on the store's time line.
+            clock = self.clock = stores.clock
         self.stores = stores
         self.store: TaskStore = stores.tasks
         self.operations: OperationStore = stores.operations

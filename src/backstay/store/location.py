@@ -32,12 +32,12 @@ import enum
 import importlib.util
 import os
 import urllib.parse
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
 from backstay.clock import SYSTEM_CLOCK, Clock
-from backstay.errors import ConfigError
+from backstay.errors import BackstayError, ConfigError
 
 if TYPE_CHECKING:
     from backstay.breaker.store import BreakerStore
@@ -55,6 +55,7 @@ __all__ = [
     "StoreKind",
     "StoreLocation",
     "StoreUnavailable",
+    "StoreUnreachable",
     "open_stores",
     "parse_store",
     "resolve_store",
@@ -78,6 +79,16 @@ class StoreUnavailable(enum.StrEnum):
 
     STOP = "stop"
     WAIT = "wait"
+
+
+class StoreUnreachable(BackstayError):
+    """The shared store stopped answering; ``store`` names it (without a password).
+    What was recorded before stays recorded; what was being written may not be."""
+
+    def __init__(self, store: str, reason: str) -> None:
+        self.store = store
+        self.reason = reason
+        super().__init__(f"the shared store {store} does not answer: {reason}")
 
 
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
@@ -207,7 +218,12 @@ def require_redis() -> None:
 
 @dataclasses.dataclass(kw_only=True)
 class StoreBundle:
-    """The open stores of one location; ``close()`` closes every one of them."""
+    """The open stores of one location; ``close()`` closes every one of them.
+
+    ``clock``: the clock records should be stamped with (a shared store's follows the
+    store's time), ``None``: the caller's. ``warnings``: what opening found amiss in the
+    store's settings, for the command to print. ``closer``: closes what the stores share.
+    """
 
     location: StoreLocation
     tasks: TaskStore
@@ -216,6 +232,9 @@ class StoreBundle:
     fallback: FallbackStore
     spend: SpendLedger
     circuit_log: CircuitLog
+    clock: Clock | None = None
+    warnings: tuple[str, ...] = ()
+    closer: Callable[[], None] | None = None
 
     def has_batch(self) -> bool:
         """True when a batch was recorded here (at least one task)."""
@@ -233,6 +252,8 @@ class StoreBundle:
             close = getattr(store, "close", None)
             if close is not None:
                 close()
+        if self.closer is not None:
+            self.closer()
 
 
 def open_stores(
@@ -241,14 +262,19 @@ def open_stores(
     state_dir: str | os.PathLike[str],
     clock: Clock = SYSTEM_CLOCK,
     secrets: Mapping[str, str] | None = None,
+    on_outage: Callable[[str], None] | None = None,
 ) -> StoreBundle:
     """Open every store of ``location``. ``state_dir``: where a SQLite location without a
-    path keeps ``state.sqlite`` (and where run artefacts go either way)."""
+    path keeps ``state.sqlite`` (and where run artefacts go either way). ``clock``: for a
+    Redis location, stamp leases with it instead of Redis ``TIME`` (tests only).
+    ``on_outage``: told, in a sentence, when a shared store stops and starts answering
+    (``unavailable: wait``)."""
     if location.kind is StoreKind.REDIS:
         require_redis()
         from backstay.store.redis.bundle import open_redis_stores  # noqa: PLC0415 - the extra
 
-        return open_redis_stores(location, clock=clock, secrets=secrets)
+        own_clock = None if clock is SYSTEM_CLOCK else clock
+        return open_redis_stores(location, clock=own_clock, secrets=secrets, on_outage=on_outage)
     from backstay.store._sqlite_bundle import open_sqlite_stores  # noqa: PLC0415 - no cycle
 
     return open_sqlite_stores(

@@ -33,8 +33,8 @@ FallbackOpener = Callable[[], FallbackStore]
 
 
 @pytest.fixture(params=["sqlite", "redis"])
-def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
-    yield request.param
+def backend(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
 
 
 @pytest.fixture

@@ -29,8 +29,7 @@ import redis
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
-from backstay.errors import BackstayError
-from backstay.store.location import StoreLocation, StoreUnavailable
+from backstay.store.location import StoreLocation, StoreUnavailable, StoreUnreachable
 
 __all__ = ["RedisConnection", "StoreUnreachable", "server_time"]
 
@@ -41,16 +40,6 @@ DEFAULT_WAIT_S: Final = 0.5
 DEFAULT_MAX_WAIT_S: Final = 10.0
 _UNREACHABLE: Final = (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError)
 OutageCallback = Callable[[str], None]
-
-
-class StoreUnreachable(BackstayError):
-    """The shared store stopped answering; ``store`` names it (without a password).
-    What was recorded before stays recorded; what was being written may not be."""
-
-    def __init__(self, store: str, reason: str) -> None:
-        self.store = store
-        self.reason = reason
-        super().__init__(f"the shared store {store} does not answer: {reason}")
 
 
 def server_time(raw: tuple[int, int] | list[Any]) -> float:

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TypeVar
 
+import redis
 from redis.client import Pipeline
 
 from backstay.clock import Clock
@@ -36,4 +37,9 @@ def transact(
         now = clock.now().timestamp() if clock is not None else server_time(pipe.time())
         return decide(pipe, now)
 
-    return conn.call(lambda client: client.transaction(body, *watch, value_from_callable=True))
+    def run(client: redis.Redis) -> T:
+        # redis-py types the callable as returning None, though value_from_callable returns it.
+        answer: T = client.transaction(body, *watch, value_from_callable=True)  # type: ignore[arg-type,assignment]
+        return answer
+
+    return conn.call(run)

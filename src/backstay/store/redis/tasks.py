@@ -294,6 +294,8 @@ class RedisTaskStore:
 
         def decide(move: _Move) -> tuple[Escalation, TaskRecord]:
             raw = move.pipe.hget(self._esc, str(escalation_id))
+            if raw is None:
+                raise ConfigError(f"no escalation {escalation_id}", where="escalation_id")
             current = self._decode_escalation(raw)
             if current.status is EscalationStatus.RESOLVED:
                 raise ConfigError(
