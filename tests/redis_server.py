@@ -40,7 +40,9 @@ class RedisServer:
     def url(self) -> str:
         return f"redis://127.0.0.1:{self.port}/0"
 
-    def stop(self) -> None:
+    def stop(self, *, keep_dir: bool = False) -> None:
+        """End the server by its PID (TERM, then KILL); remove its directory unless
+        ``keep_dir`` (a restart on the same directory finds its append-only file)."""
         if self.process.poll() is None:
             self.process.terminate()
             try:
@@ -48,7 +50,14 @@ class RedisServer:
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait(timeout=10)
-        shutil.rmtree(self.directory, ignore_errors=True)
+        if not keep_dir:
+            shutil.rmtree(self.directory, ignore_errors=True)
+
+    def crash(self) -> None:
+        """SIGKILL the server, as a crash would, keeping its files."""
+        if self.process.poll() is None:
+            self.process.kill()
+            self.process.wait(timeout=10)
 
 
 def start_redis(*extra: str, port: int | None = None, directory: Path | None = None) -> RedisServer:
@@ -58,6 +67,7 @@ def start_redis(*extra: str, port: int | None = None, directory: Path | None = N
         raise FileNotFoundError("redis-server is not installed (scripts/install-test-deps)")
     port = free_port() if port is None else port
     directory = Path(tempfile.mkdtemp(prefix="backstay-redis-")) if directory is None else directory
+    directory.mkdir(parents=True, exist_ok=True)
     argv = [
         binary,
         "--port", str(port),

@@ -158,7 +158,14 @@ def _open_shared(
     check_not_a_file(state_dir)
     state_dir.mkdir(parents=True, exist_ok=True)
     env = options.get("env")
-    stores = open_stores(location, state_dir=state_dir, secrets=os.environ if env is None else env)
+    stores = open_stores(
+        location,
+        state_dir=state_dir,
+        secrets=os.environ if env is None else env,
+        on_outage=_say,
+    )
+    for warning in stores.warnings:
+        _say(f"warning: {warning}")
     if not create and not stores.has_batch():
         stores.close()
         raise ConfigError(
