@@ -73,7 +73,15 @@ class RedisConnection:
         self._max_wait_s = max_wait_s
         self._max_outage_s = max_outage_s
         self._lock = threading.Lock()
+        self._local = threading.local()
         self.outages = 0
+
+    @property
+    def replaying(self) -> bool:
+        """True while ``call`` runs its function again after Redis stopped answering: a
+        write it made may have been applied with only the reply lost, so stores accept
+        finding their own change already there."""
+        return bool(getattr(self._local, "replaying", False))
 
     def key(self, tag: str, *parts: str) -> str:
         """``{namespace:tag}:part:…`` — keys with one ``tag`` share a cluster slot."""
@@ -99,6 +107,7 @@ class RedisConnection:
         delay = self._wait_s
         while True:
             time.sleep(delay)
+            self._local.replaying = True
             try:
                 answer = fn(self.client)
             except _UNREACHABLE as exc:
@@ -109,6 +118,8 @@ class RedisConnection:
                     ) from None
                 delay = min(delay * 2, self._max_wait_s)
                 continue
+            finally:
+                self._local.replaying = False
             self._tell(
                 f"the shared store {self.location.display} answers again after "
                 f"{time.monotonic() - started:.1f} s"

@@ -12,19 +12,31 @@ The fence is the record's ``generation``: a late ``complete`` from an owner whos
 was taken over is refused. A completed operation's key expires (``PEXPIREAT``) a minute
 after its result does, so Redis does not fill up; a leased one never expires on its own
 (its generation must not go back to zero while a presumed-dead owner may still answer).
+
+``complete`` and ``release`` answer a replay of themselves (Redis applied them, then its
+reply was lost, and the connection's ``wait`` mode runs them again: ``replaying``) as if
+they had just applied, rather than as a lost lease.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
+from collections.abc import Mapping
 from typing import Final
 
 from redis.client import Pipeline
 
 from backstay.clock import SYSTEM_CLOCK, Clock
+from backstay.store import leases
 from backstay.store._base import DEFAULT_RESULT_TTL_S, StoreBase, T, TransactionFn
-from backstay.store.records import OperationRecord, OperationState
+from backstay.store.records import (
+    CachedResult,
+    Lease,
+    OperationRecord,
+    OperationState,
+    encode_result,
+)
 from backstay.store.redis._client import RedisConnection, server_time
 from backstay.store.redis._tx import transact
 
@@ -45,6 +57,22 @@ def _encode(record: OperationRecord) -> str:
     data = dataclasses.asdict(record)
     data["state"] = record.state.value
     return json.dumps(data, separators=(",", ":"))
+
+
+def _done_by(record: OperationRecord | None, lease: Lease) -> bool:
+    return (
+        record is not None
+        and record.state is OperationState.DONE
+        and (record.owner, record.generation) == (lease.owner, lease.generation)
+    )
+
+
+def _released(record: OperationRecord | None, lease: Lease) -> bool:
+    return (
+        record is not None
+        and record.state is OperationState.IDLE
+        and record.generation == lease.generation
+    )
 
 
 class RedisOperationStore(StoreBase):
@@ -70,6 +98,36 @@ class RedisOperationStore(StoreBase):
         if self._own_clock is not None:
             return self._own_clock.now().timestamp()
         return server_time(self._conn.call(lambda client: client.time()))
+
+    def complete(self, lease: Lease, result: Mapping[str, object]) -> CachedResult | None:
+        """``StoreBase.complete``; a replay of a completion already applied (see the
+        module docstring) gets its result instead of a refusal."""
+        text = encode_result(result)
+        ttl = self._result_ttl_s
+        replaying = self._conn
+
+        def fn(
+            record: OperationRecord | None, now: float
+        ) -> tuple[OperationRecord | None, CachedResult | None]:
+            if replaying.replaying and _done_by(record, lease):
+                return None, leases.cached(record, now)
+            new = leases.complete(record, lease, result_json=text, result_ttl_s=ttl, now=now)
+            return new, leases.cached(new, now)
+
+        return self._transaction(lease.operation_id, fn)
+
+    def release(self, lease: Lease) -> bool:
+        """``StoreBase.release``; ``True`` for a replay of a release already applied."""
+        conn = self._conn
+
+        def fn(record: OperationRecord | None, now: float) -> tuple[OperationRecord | None, bool]:
+            del now
+            if conn.replaying and _released(record, lease):
+                return None, True
+            new = leases.release(record, lease)
+            return new, new is not None
+
+        return self._transaction(lease.operation_id, fn)
 
     def _load(self, operation_id: str) -> OperationRecord | None:
         key = self._key(operation_id)

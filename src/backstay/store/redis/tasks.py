@@ -16,6 +16,11 @@ stores give identical records. Each change is one optimistic transaction
 ``transition()`` against the state *as stored*, and writes everything it implies in one
 ``MULTI``/``EXEC``; a refused move raises before anything is queued. Registering is one
 Lua script (a spec is updated, a known task keeps its state).
+
+A change whose reply was lost (Redis went away after ``EXEC``; the connection's ``wait``
+mode then runs it again) finds itself already applied — the same attempt id, the same
+end time, the same state since the same moment — and answers as if it had just applied,
+instead of refusing its own move.
 """
 
 from __future__ import annotations
@@ -204,6 +209,9 @@ class RedisTaskStore:
     ) -> TaskRecord:
         def decide(move: _Move) -> TaskRecord:
             state, used = move.current()
+            begun = move.attempts.get(number)
+            if move.replaying and used == number and begun and begun[2] == attempt_id:
+                return move.record()  # already applied: a replay after a lost reply
             if number != used + 1:
                 raise ConfigError(
                     f"attempt {number} of {operation_id!r} is not the next one ({used} used)",
@@ -231,14 +239,20 @@ class RedisTaskStore:
         escalation: NewEscalation | None = None,
     ) -> tuple[TaskRecord, Escalation | None]:
         def decide(move: _Move) -> tuple[TaskRecord, Escalation | None]:
+            ended = move.attempts.get(end.number)
+            if (
+                ended is not None
+                and ended[5] == end.ended_at.timestamp()
+                and ended[6] == end.outcome.value
+            ):
+                return move.record(), move.escalation_of(change.at)  # already applied
             move.move(change)
             attempt = move.attempts.get(end.number)
             if attempt is None or attempt[6] != AttemptOutcome.RUNNING.value:
                 raise ConfigError(
                     f"attempt {end.number} of {operation_id!r} is not running", where="number"
                 )
-            ended = rows.end_params(operation_id, end)
-            attempt[5:11] = list(ended[:6])
+            attempt[5:11] = list(rows.end_params(operation_id, end)[:6])
             move.changed_attempts.add(end.number)
             added = None
             if escalation is not None:
@@ -252,6 +266,8 @@ class RedisTaskStore:
     ) -> TaskRecord:
         def decide(move: _Move) -> TaskRecord:
             state, used = move.current()
+            if move.applied(TaskState.RETRYING, at, reason=move.row[1]):
+                return move.record()  # already applied: a replay after a lost reply
             transition(state, TaskState.RETRYING)  # only a running task may be interrupted
             for number, attempt in move.attempts.items():
                 if attempt[6] == AttemptOutcome.RUNNING.value:
@@ -270,6 +286,8 @@ class RedisTaskStore:
         self, operation_id: str, change: StateChange, *, close_escalations: str | None = None
     ) -> TaskRecord:
         def decide(move: _Move) -> TaskRecord:
+            if move.applied(change.state, change.at, reason=change.reason):
+                return move.record()  # already applied: a replay after a lost reply
             move.move(change)
             if close_escalations is not None:
                 for item in move.open_escalations():
@@ -297,6 +315,13 @@ class RedisTaskStore:
             if raw is None:
                 raise ConfigError(f"no escalation {escalation_id}", where="escalation_id")
             current = self._decode_escalation(raw)
+            if (
+                move.replaying
+                and current.status is EscalationStatus.RESOLVED
+                and current.resolved_at == change.at
+                and (current.action, current.resolved_by) == (action, by)
+            ):
+                return current, move.record()  # already applied: a replay after a lost reply
             if current.status is EscalationStatus.RESOLVED:
                 raise ConfigError(
                     f"escalation {escalation_id} was already resolved ({current.action})",
@@ -352,6 +377,25 @@ class _Move:
 
     def record(self) -> TaskRecord:
         return self.store._decode_task(self.spec, json.dumps(self.row))
+
+    @property
+    def replaying(self) -> bool:
+        return self.store._conn.replaying
+
+    def applied(self, state: TaskState, at: _dt.datetime, *, reason: str) -> bool:
+        """Whether, replaying, the task already stands in ``state`` for ``reason`` since
+        exactly ``at``: the move was applied and only Redis's reply was lost."""
+        row = self.row
+        return self.replaying and (row[0], row[1], row[7]) == (state.value, reason, at.timestamp())
+
+    def escalation_of(self, at: _dt.datetime) -> Escalation | None:
+        """The escalation this task opened at exactly ``at``, if any (a replayed end)."""
+        found = self.pipe.hgetall(self.store._esc)
+        for raw in found.values():
+            item = self.store._decode_escalation(raw)
+            if item.operation_id == self.operation_id and item.created_at == at:
+                return item
+        return None
 
     def open_escalations(self) -> list[Escalation]:
         found = self.pipe.hgetall(self.store._esc)
