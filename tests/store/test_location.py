@@ -109,3 +109,9 @@ def test_a_redis_location_without_the_extra_names_the_extra(
     monkeypatch.setattr(loc.importlib.util, "find_spec", lambda name: None)
     with pytest.raises(ConfigError, match=r"pip install 'backstay\[redis\]'"):
         open_stores(parse_store("redis://127.0.0.1:1/0"), state_dir=tmp_path)
+
+
+@pytest.mark.parametrize("text", ["redis://h:1/0?namespace=n", "some/dir"])
+def test_a_location_as_text_reads_back_as_itself(text: str) -> None:
+    found = parse_store(text)
+    assert parse_store(found.text) == found

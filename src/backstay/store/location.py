@@ -108,6 +108,11 @@ class StoreLocation:
         return self.kind is StoreKind.REDIS
 
     @property
+    def text(self) -> str:
+        """The location as text that ``parse_store`` reads back (to hand to a worker)."""
+        return self.url if self.kind is StoreKind.REDIS and self.url else str(self.path)
+
+    @property
     def display(self) -> str:
         """The location with any password replaced by ``***`` (for messages and reports)."""
         if self.kind is StoreKind.SQLITE:

@@ -127,3 +127,15 @@ def test_each_limiter_is_one_key_tagged_by_provider_model_and_credential(
         assert "sk-canary" not in keys[0]
     finally:
         conn.close()
+
+
+def test_headers_answering_a_reservation_set_the_level_even_upwards(make: Maker) -> None:
+    limiter = make(SETTINGS)
+    for _ in range(11):
+        last = limiter.reservation()
+    assert last.wait_s > 0.5
+    limiter.update_from_headers(
+        {"x-ratelimit-limit-requests": "60", "x-ratelimit-remaining-requests": "5"},
+        answering=last,
+    )
+    assert limiter.reserve() == 0.0  # the provider had 5 left after our last: go now

@@ -59,7 +59,8 @@ end
 RESERVE: Final = (
     _COMMON
     + """
--- ARGV: tokens, configured rpm (or ''), configured tpm (or ''), burst_s -> wait seconds
+-- ARGV: tokens, configured rpm (or ''), configured tpm (or ''), burst_s
+-- -> 'wait|requests reserved so far|tokens reserved so far'
 local key, tokens, burst_s = KEYS[1], tonumber(ARGV[1]), tonumber(ARGV[4])
 local now = now_s()
 if ARGV[2] ~= '' and get(key, 'r_cap') == nil then
@@ -80,8 +81,9 @@ for _, dc in ipairs({{'r', 1.0}, {'t', tokens}}) do
     wait = math.max(wait, waited)
   end
 end
-redis.call('HINCRBY', key, 'n', 1)
-return fmt(wait)
+local n = redis.call('HINCRBY', key, 'n', 1)
+local tn = redis.call('HINCRBYFLOAT', key, 'tn', tokens)
+return fmt(wait) .. '|' .. n .. '|' .. tn
 """
 )
 
@@ -114,7 +116,8 @@ LEARN: Final = (
     _COMMON
     + """
 -- ARGV: dimension (r|t), header limit (or ''), remaining (or ''), configured per minute
--- (or ''), burst_s, reset_s (or ''), max_block_s
+-- (or ''), burst_s, reset_s (or ''), max_block_s, reserved through the answered request
+-- (or '': not known)
 local key, d, burst_s = KEYS[1], ARGV[1], tonumber(ARGV[5])
 local now = now_s()
 local per_minute = nil
@@ -125,7 +128,18 @@ if ARGV[2] ~= '' and tonumber(ARGV[2]) > 0 then
 end
 if per_minute ~= nil then
   shape(key, d, per_minute, burst_s, now)
-  if ARGV[3] ~= '' then
+  if ARGV[3] ~= '' and ARGV[8] ~= '' then
+    -- the provider's remaining when it counted the answered request, less what was
+    -- reserved after it (it had not counted those yet); may raise the level as well
+    local counter = 'n'
+    if d == 't' then counter = 'tn' end
+    local after = (get(key, counter) or 0) - tonumber(ARGV[8])
+    local at = get(key, d .. '_at')
+    local start = math.max(now, at)
+    local lvl = math.min(get(key, d .. '_cap'), tonumber(ARGV[3])) - after
+    if start > now then lvl = math.min(lvl, 0) end
+    redis.call('HSET', key, d .. '_lvl', fmt(lvl), d .. '_at', fmt(start))
+  elseif ARGV[3] ~= '' then
     local remaining = tonumber(ARGV[3])
     local at = get(key, d .. '_at')
     if now > at then

@@ -14,7 +14,9 @@ providers, models and keys spread over a Cluster's slots. Each decision is one L
   rate; ``block_for(seconds)`` does that directly.
 * ``update_from_headers(headers)``: limits learned from the provider's rate-limit headers
   size the buckets (a configured rate is a ceiling they can only lower) and ``remaining``
-  lowers a level, never raises it; one machine's answer paces all of them.
+  lowers a level — or, handed the ``Reservation`` the response answers, sets it to what
+  the provider had left less what the whole fleet reserved since; one machine's answer
+  paces all of them.
 
 What it leaves out of the in-process limiter, for now: the probe that holds callers while
 a limiter with no configured limits first hears from the provider, and the learned ratio
@@ -32,7 +34,11 @@ from backstay.classify._http import normalize_headers
 from backstay.clock import SYSTEM_CLOCK, Clock
 from backstay.failure import Failure
 from backstay.policy._limit_headers import REQUESTS, TOKENS, read_limits
-from backstay.policy.ratelimit import DEFAULT_RATE_LIMIT_SETTINGS, RateLimitSettings
+from backstay.policy.ratelimit import (
+    DEFAULT_RATE_LIMIT_SETTINGS,
+    RateLimitSettings,
+    Reservation,
+)
 from backstay.store.redis import _scripts
 from backstay.store.redis._client import RedisConnection
 from backstay.taxonomy import FailureKind
@@ -53,6 +59,9 @@ def _arg(value: float | None) -> str:
 
 class RedisRateLimiter:
     """A rate limiter whose buckets live in Redis; see the module docstring."""
+
+    learns_answering: Final = True
+    """``update_from_headers`` takes the ``Reservation`` the headers answer."""
 
     def __init__(
         self,
@@ -82,6 +91,11 @@ class RedisRateLimiter:
 
     def reserve(self, tokens: float = 1.0) -> float:
         """Reserve one request and ``tokens`` tokens; the seconds to wait first."""
+        return self.reservation(tokens).wait_s
+
+    def reservation(self, tokens: float = 1.0) -> Reservation:
+        """``reserve``, returning the whole ``Reservation`` (never held: placed at once):
+        hand it back with the headers of the response it was made for."""
         check_number(tokens, where="tokens")
         s = self.settings
         raw = self._run(
@@ -91,7 +105,17 @@ class RedisRateLimiter:
             _arg(s.tokens_per_minute),
             repr(s.burst_s),
         )
-        return max(0.0, float(raw))
+        wait, requests, tokened = (raw.decode() if isinstance(raw, bytes) else str(raw)).split("|")
+        return Reservation(
+            max(0.0, float(wait)), float(requests), float(tokened), tokens=float(tokens)
+        )
+
+    def recheck(self, reservation: Reservation) -> Reservation:
+        """A placed reservation stays as it is (this limiter never holds callers)."""
+        return reservation
+
+    def settle(self, reservation: Reservation) -> None:
+        """Nothing to do: this limiter has no probe to end."""
 
     def observe(self, failure: Failure) -> None:
         """A rate limit with a wait blocks every caller of every machine until then."""
@@ -107,12 +131,23 @@ class RedisRateLimiter:
         check_number(seconds, where="seconds")
         self._run(self._block, repr(min(float(seconds), self.settings.max_block_s)))
 
-    def update_from_headers(self, headers: object, **_: Any) -> None:
-        """Learn from the provider's rate-limit headers (unreadable ones are ignored)."""
+    def update_from_headers(
+        self, headers: object, *, answering: Reservation | None = None, refused: bool = False
+    ) -> None:
+        """Learn from the provider's rate-limit headers (unreadable ones are ignored).
+        ``answering``: the reservation of the request they answer; its ``remaining`` then
+        sets the level, less what every process reserved after it (the provider had not
+        counted those). Without it, ``remaining`` only lowers the level."""
+        del refused  # no token ratio is learned here (see the module docstring)
         limits = read_limits(normalize_headers(headers), self._clock.now())
         s = self.settings
         configured = {REQUESTS: s.requests_per_minute, TOKENS: s.tokens_per_minute}
         for dim, seen in limits.items():
+            through = None
+            if answering is not None:
+                through = (
+                    answering.requests_through if dim == REQUESTS else answering.tokens_through
+                )
             self._run(
                 self._learn,
                 _DIMENSION[dim],
@@ -122,6 +157,7 @@ class RedisRateLimiter:
                 repr(s.burst_s),
                 _arg(seen.reset_s),
                 repr(s.max_block_s),
+                _arg(through),
             )
 
     def state(self) -> dict[str, float]:
