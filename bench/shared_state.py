@@ -170,18 +170,26 @@ def _log_wall_s(log: Path, after: float) -> float:
 
 def _run(processes: int, *, shared_url: str | None, tmp: Path) -> dict[str, float]:
     log = tmp / f"requests-{processes}-{shared_url is not None}.jsonl"
+    argv = [sys.executable, str(DRIVER), "", "--requests", str(CALLS // processes),
+            "--threads", "2", "--rpm", str(RPM), "--burst-s", "1", "--wait-go"]  # fmt: skip
+    if shared_url is not None:
+        argv += ["--redis", shared_url]
     with provider_process.serve("--rpm", str(RPM), "--log", str(log)) as url:
-        _drain(url)
-        before = httpx.get(url + "/_backstay/stats").json()
-        argv = [sys.executable, str(DRIVER), url, "--requests", str(CALLS // processes),
-                "--threads", "2", "--rpm", str(RPM), "--burst-s", "1"]  # fmt: skip
-        if shared_url is not None:
-            argv += ["--redis", shared_url]
-        started = time.time()
+        argv[2] = url
         children = [
-            subprocess.Popen(argv, stdout=subprocess.PIPE, text=True)  # noqa: S603 - our driver
+            subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)  # noqa: S603 - our driver
             for _ in range(processes)
         ]
+        for child in children:  # every process imported and set up: none starts late
+            assert child.stdout is not None
+            assert child.stdout.readline().strip() == "ready"
+        _drain(url)
+        before = httpx.get(url + "/_backstay/stats").json()
+        started = time.time()
+        for child in children:
+            assert child.stdin is not None
+            child.stdin.write("go\n")
+            child.stdin.flush()
         results = [json.loads(child.communicate(timeout=600)[0]) for child in children]
         after = httpx.get(url + "/_backstay/stats").json()
     wall = _log_wall_s(log, started)

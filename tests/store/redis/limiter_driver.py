@@ -5,7 +5,10 @@ Redis one (``--redis URL``) or one of its own (in-process). Prints one JSON line
 many calls succeeded and how long the process took.
 
     python limiter_driver.py BASE_URL --requests N [--threads T] [--rpm R] [--burst-s S]
-                             [--redis URL --name NAME] [--warm]
+                             [--redis URL] [--wait-go]
+
+``--wait-go``: set everything up, print ``ready``, and start only on a line on stdin (a
+benchmark starts every process at once, after its own preparation).
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
+import sys
 import threading
 import time
 
@@ -56,6 +60,9 @@ def main() -> None:
     parser.add_argument("--rpm", type=float, default=None)
     parser.add_argument("--burst-s", type=float, default=10.0)
     parser.add_argument("--redis", default=None)
+    parser.add_argument(
+        "--wait-go", action="store_true", help="say ready, then start on a line on stdin"
+    )
     args = parser.parse_args()
     transport = RetryTransport(
         httpx.HTTPTransport(), policy=POLICY, limiter=_limiter(args), provider="anthropic"
@@ -71,6 +78,9 @@ def main() -> None:
             if response.status_code == 200:
                 ok[index] += 1
 
+    if args.wait_go:
+        print("ready", flush=True)
+        sys.stdin.readline()
     started = time.monotonic()
     threads = [threading.Thread(target=worker, args=(i,)) for i in range(args.threads)]
     for thread in threads:
