@@ -8,11 +8,13 @@ import json
 from pathlib import Path
 
 import pytest
+import redis
 from tests.cli.support import four_outcome_batch, invoke, write_suite
 from tests.redis_server import free_port
 
 from backstay.cli._state import ALL_SUCCEEDED, SOME_WAITING
 from backstay.store.location import STORE_ENV_VAR, StoreLocation
+from backstay.store.redis import RedisConnection, RedisTaskStore
 
 
 @pytest.fixture(autouse=True)
@@ -105,3 +107,30 @@ def test_an_unknown_store_scheme_is_a_usage_error(tmp_path: Path) -> None:
     result = invoke("status", "--state-dir", "s", "--store", "postgres://db/1")
     assert result.exit_code == 2
     assert "unknown store scheme 'postgres'" in result.output
+
+
+def test_no_secret_reaches_redis(
+    tmp_path: Path, redis_location: StoreLocation, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    canary = "sk-ant-api03-RedisCanary0123456789abcdefABCDEF"
+    monkeypatch.setenv("ANTHROPIC_API_KEY", canary)
+    monkeypatch.setenv(STORE_ENV_VAR, _url(redis_location))
+    scenario = [[{"error": "content_filter", "message": f"leaked {canary}"}]]
+    suite = write_suite(tmp_path, ["a"], scenario=scenario)
+    result = invoke("batch", suite, "--state-dir", "s")
+    assert canary not in result.output
+    conn = RedisConnection(redis_location)
+    try:
+        (attempt,) = RedisTaskStore(conn).attempts()
+    finally:
+        conn.close()
+    assert attempt.failure is not None
+    assert attempt.failure.message == "leaked [REDACTED]"  # recorded, the key redacted
+    client = redis.Redis.from_url(_url(redis_location).split("?")[0])
+    try:
+        keys = list(client.scan_iter(f"{{{redis_location.namespace}:*"))
+        assert keys
+        dumped = b"".join(client.dump(key) or b"" for key in keys)
+    finally:
+        client.close()
+    assert canary.encode() not in dumped
