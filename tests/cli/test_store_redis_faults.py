@@ -122,6 +122,7 @@ def test_redis_lost_mid_batch_stops_it_and_a_resume_runs_no_finished_task_again(
         restarted.stop()
 
 
+@pytest.mark.slow
 def test_with_wait_the_batch_waits_for_redis_and_finishes(
     tmp_path: Path, durable: RedisServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -76,3 +76,16 @@ def test_get_reads_the_result_with_the_redis_clock(conn: RedisConnection) -> Non
     assert store.get("op") is not None
     time.sleep(0.4)
     assert store.get("op") is None
+
+
+def test_a_replayed_claim_gets_the_lease_it_took(
+    conn: RedisConnection, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = RedisOperationStore(conn)
+    first = store.claim("op", "w1", 30.0)
+    assert isinstance(first, Acquired)
+    monkeypatch.setattr(RedisConnection, "replaying", property(lambda self: True))
+    again = store.claim("op", "w1", 30.0)
+    assert isinstance(again, Acquired)
+    assert again.lease.generation == first.lease.generation
+    assert store.complete(again.lease, {"n": 1}) is not None

@@ -13,7 +13,7 @@ was taken over is refused. A completed operation's key expires (``PEXPIREAT``) a
 after its result does, so Redis does not fill up; a leased one never expires on its own
 (its generation must not go back to zero while a presumed-dead owner may still answer).
 
-``complete`` and ``release`` answer a replay of themselves (Redis applied them, then its
+``claim``, ``complete`` and ``release`` answer a replay of themselves (Redis applied them, then its
 reply was lost, and the connection's ``wait`` mode runs them again: ``replaying``) as if
 they had just applied, rather than as a lost lease.
 """
@@ -27,11 +27,16 @@ from typing import Final
 
 from redis.client import Pipeline
 
+from backstay._checks import check_name, check_number
 from backstay.clock import SYSTEM_CLOCK, Clock
+from backstay.errors import ConfigError
 from backstay.store import leases
 from backstay.store._base import DEFAULT_RESULT_TTL_S, StoreBase, T, TransactionFn
 from backstay.store.records import (
+    Acquired,
+    Busy,
     CachedResult,
+    Claim,
     Lease,
     OperationRecord,
     OperationState,
@@ -67,6 +72,14 @@ def _done_by(record: OperationRecord | None, lease: Lease) -> bool:
     )
 
 
+def _leased_to(record: OperationRecord | None, owner: str, now: float) -> float | None:
+    """When the live lease ``owner`` holds on ``record`` expires; ``None`` if it holds none."""
+    if record is None or record.state is not OperationState.LEASED or record.owner != owner:
+        return None
+    expires = record.lease_expires_at
+    return expires if expires is not None and expires > now else None
+
+
 def _released(record: OperationRecord | None, lease: Lease) -> bool:
     return (
         record is not None
@@ -98,6 +111,36 @@ class RedisOperationStore(StoreBase):
         if self._own_clock is not None:
             return self._own_clock.now().timestamp()
         return server_time(self._conn.call(lambda client: client.time()))
+
+    def claim(
+        self, operation_id: str, owner: str, ttl_s: float, *, take_over: Busy | None = None
+    ) -> Claim:
+        """``StoreBase.claim``; a replay of a claim already applied (see the module
+        docstring) gets the lease it took instead of finding it busy with itself."""
+        check_name(operation_id, where="operation_id")
+        check_name(owner, where="owner")
+        check_number(ttl_s, where="ttl_s", above=True)
+        if take_over is not None and not isinstance(take_over, Busy):
+            raise ConfigError(f"must be a Busy claim, got {take_over!r}", where="take_over")
+        ttl, conn = float(ttl_s), self._conn
+
+        def fn(record: OperationRecord | None, now: float) -> tuple[OperationRecord | None, Claim]:
+            expires = _leased_to(record, owner, now) if conn.replaying else None
+            if record is not None and expires is not None:
+                lease = Lease(
+                    operation_id=operation_id,
+                    owner=owner,
+                    generation=record.generation,
+                    ttl_s=ttl,
+                    expires_at=expires,
+                )
+                return None, Acquired(lease=lease)
+            return leases.claim(
+                record, operation_id=operation_id, owner=owner, ttl_s=ttl, now=now,
+                take_over=take_over,
+            )  # fmt: skip
+
+        return self._transaction(operation_id, fn)
 
     def complete(self, lease: Lease, result: Mapping[str, object]) -> CachedResult | None:
         """``StoreBase.complete``; a replay of a completion already applied (see the
