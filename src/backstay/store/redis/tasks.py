@@ -49,14 +49,13 @@ from backstay.engine.records import (
 from backstay.engine.states import TaskState, transition
 from backstay.engine.task import TaskSpec
 from backstay.errors import ConfigError
-from backstay.redact import redact_mapping
 from backstay.store.redis._client import RedisConnection
+from backstay.store.redis._task_move import SEP, TaskMove, text
 from backstay.store.redis._tx import transact
 
 __all__ = ["RedisTaskStore"]
 
 T = TypeVar("T")
-_SEP: Final = "\x1f"
 # KEYS: order, then each task's key; ARGV: per task operation_id, spec, new row.
 _REGISTER: Final = """
 for i = 2, #KEYS do
@@ -68,10 +67,6 @@ for i = 2, #KEYS do
 end
 return #KEYS - 1
 """
-
-
-def _text(raw: bytes | str) -> str:
-    return raw.decode() if isinstance(raw, bytes) else raw
 
 
 def _new_row(at: _dt.datetime) -> list[Any]:
@@ -101,7 +96,7 @@ class RedisTaskStore:
     # -- decoding ---------------------------------------------------------------------
 
     def _decode_task(self, spec: bytes | str, row: bytes | str) -> TaskRecord:
-        return rows.decode_task((_text(spec), *json.loads(row)), self._decode_spec)
+        return rows.decode_task((text(spec), *json.loads(row)), self._decode_spec)
 
     @staticmethod
     def _decode_escalation(raw: bytes | str) -> Escalation:
@@ -116,7 +111,7 @@ class RedisTaskStore:
 
     def tasks(self) -> tuple[TaskRecord, ...]:
         def read(client: Any) -> list[Any]:
-            ops = [_text(op) for op in client.lrange(self._order, 0, -1)]
+            ops = [text(op) for op in client.lrange(self._order, 0, -1)]
             pipe = client.pipeline(transaction=False)
             for op in ops:
                 pipe.hmget(self._task_key(op), "spec", "row")
@@ -132,7 +127,7 @@ class RedisTaskStore:
             return tuple(rows.decode_attempt(tuple(json.loads(raw))) for _, raw in ordered)
 
         def read(client: Any) -> list[Any]:
-            entries = [_text(e).split(_SEP) for e in client.lrange(self._attempt_order, 0, -1)]
+            entries = [text(e).split(SEP) for e in client.lrange(self._attempt_order, 0, -1)]
             pipe = client.pipeline(transaction=False)
             for op, number in entries:
                 pipe.hget(self._attempt_key(op), number)
@@ -180,17 +175,17 @@ class RedisTaskStore:
     def _tx(
         self,
         operation_id: str,
-        decide: Callable[[_Move], T],
+        decide: Callable[[TaskMove], T],
         *,
         escalations: bool = False,
     ) -> T:
-        """Run ``decide`` on a ``_Move`` of ``operation_id`` in one transaction."""
+        """Run ``decide`` on a ``TaskMove`` of ``operation_id`` in one transaction."""
         tkey, akey = self._task_key(operation_id), self._attempt_key(operation_id)
         watch = [tkey, akey, *([self._esc] if escalations else [])]
 
         def body(pipe: Pipeline, now: float) -> T:
             del now  # every change carries its own time (the engine's clock)
-            move = _Move(self, pipe, operation_id)
+            move = TaskMove(self, pipe, operation_id)
             answer = decide(move)
             move.write()
             return answer
@@ -207,7 +202,7 @@ class RedisTaskStore:
         at: _dt.datetime,
         candidate: str | None = None,
     ) -> TaskRecord:
-        def decide(move: _Move) -> TaskRecord:
+        def decide(move: TaskMove) -> TaskRecord:
             state, used = move.current()
             begun = move.attempts.get(number)
             if move.replaying and used == number and begun and begun[2] == attempt_id:
@@ -238,7 +233,7 @@ class RedisTaskStore:
         *,
         escalation: NewEscalation | None = None,
     ) -> tuple[TaskRecord, Escalation | None]:
-        def decide(move: _Move) -> tuple[TaskRecord, Escalation | None]:
+        def decide(move: TaskMove) -> tuple[TaskRecord, Escalation | None]:
             ended = move.attempts.get(end.number)
             if (
                 ended is not None
@@ -264,7 +259,7 @@ class RedisTaskStore:
     def recover_interrupted(
         self, operation_id: str, *, at: _dt.datetime, killed: int = 0
     ) -> TaskRecord:
-        def decide(move: _Move) -> TaskRecord:
+        def decide(move: TaskMove) -> TaskRecord:
             state, used = move.current()
             if move.applied(TaskState.RETRYING, at, reason=move.row[1]):
                 return move.record()  # already applied: a replay after a lost reply
@@ -285,7 +280,7 @@ class RedisTaskStore:
     def change_state(
         self, operation_id: str, change: StateChange, *, close_escalations: str | None = None
     ) -> TaskRecord:
-        def decide(move: _Move) -> TaskRecord:
+        def decide(move: TaskMove) -> TaskRecord:
             if move.applied(change.state, change.at, reason=change.reason):
                 return move.record()  # already applied: a replay after a lost reply
             move.move(change)
@@ -310,7 +305,7 @@ class RedisTaskStore:
         if found is None:
             raise ConfigError(f"no escalation {escalation_id}", where="escalation_id")
 
-        def decide(move: _Move) -> tuple[Escalation, TaskRecord]:
+        def decide(move: TaskMove) -> tuple[Escalation, TaskRecord]:
             raw = move.pipe.hget(self._esc, str(escalation_id))
             if raw is None:
                 raise ConfigError(f"no escalation {escalation_id}", where="escalation_id")
@@ -335,103 +330,3 @@ class RedisTaskStore:
 
     def close(self) -> None:
         """The connection belongs to the bundle; nothing to close here."""
-
-
-class _Move:
-    """What one transaction read of a task, the changes it decided, and their writes."""
-
-    def __init__(self, store: RedisTaskStore, pipe: Pipeline, operation_id: str) -> None:
-        self.store = store
-        self.pipe = pipe
-        self.operation_id = operation_id
-        spec, row = pipe.hmget(store._task_key(operation_id), "spec", "row")
-        if spec is None or row is None:
-            raise ConfigError(f"no task {operation_id!r} in the store", where="operation_id")
-        self.spec = _text(spec)
-        self.row: list[Any] = json.loads(row)
-        found = pipe.hgetall(store._attempt_key(operation_id))
-        self.attempts: dict[int, list[Any]] = {int(k): json.loads(v) for k, v in found.items()}
-        self.changed_attempts: set[int] = set()
-        self.new_attempts: list[int] = []
-        self.escalations: dict[int, list[Any]] = {}
-
-    def current(self) -> tuple[TaskState, int]:
-        return TaskState(self.row[0]), int(self.row[2])
-
-    def apply(self, change: StateChange) -> None:
-        params = rows.change_params(self.operation_id, change)
-        self.row[0], self.row[1], self.row[4], self.row[7] = (
-            params[0],
-            params[1],
-            params[2],
-            params[3],
-        )
-        if params[4] is not None:
-            self.row[5] = params[4]
-        if change.new_budget:
-            self.row[3] = self.row[2]
-
-    def move(self, change: StateChange) -> None:
-        transition(self.current()[0], change.state)
-        self.apply(change)
-
-    def record(self) -> TaskRecord:
-        return self.store._decode_task(self.spec, json.dumps(self.row))
-
-    @property
-    def replaying(self) -> bool:
-        return self.store._conn.replaying
-
-    def applied(self, state: TaskState, at: _dt.datetime, *, reason: str) -> bool:
-        """Whether, replaying, the task already stands in ``state`` for ``reason`` since
-        exactly ``at``: the move was applied and only Redis's reply was lost."""
-        row = self.row
-        return self.replaying and (row[0], row[1], row[7]) == (state.value, reason, at.timestamp())
-
-    def escalation_of(self, at: _dt.datetime) -> Escalation | None:
-        """The escalation this task opened at exactly ``at``, if any (a replayed end)."""
-        found = self.pipe.hgetall(self.store._esc)
-        for raw in found.values():
-            item = self.store._decode_escalation(raw)
-            if item.operation_id == self.operation_id and item.created_at == at:
-                return item
-        return None
-
-    def open_escalations(self) -> list[Escalation]:
-        found = self.pipe.hgetall(self.store._esc)
-        items = (self.store._decode_escalation(raw) for raw in found.values())
-        return sorted(
-            (e for e in items
-             if e.operation_id == self.operation_id and e.status is EscalationStatus.OPEN),
-            key=lambda e: e.escalation_id,
-        )  # fmt: skip
-
-    def escalate(self, new: NewEscalation, at: _dt.datetime) -> Escalation:
-        escalation_id = int(self.pipe.incr(self.store._esc_seq))
-        row = [escalation_id, self.operation_id, self.record().task_id,
-               rows.failure_json(new.failure), rows.dumps(redact_mapping(dict(new.context))),
-               at.timestamp(), EscalationStatus.OPEN.value, None, "", None, None]  # fmt: skip
-        self.escalations[escalation_id] = row
-        return rows.decode_escalation(tuple(row))
-
-    def resolve_escalation(
-        self, item: Escalation, action: ResolveAction, note: str, at: _dt.datetime, by: str
-    ) -> Escalation:
-        row = [item.escalation_id, item.operation_id, item.task_id,
-               rows.failure_json(item.failure), rows.dumps(dict(item.context)),
-               item.created_at.timestamp(), EscalationStatus.RESOLVED.value, action.value,
-               note, at.timestamp(), by]  # fmt: skip
-        self.escalations[item.escalation_id] = row
-        return rows.decode_escalation(tuple(row))
-
-    def write(self) -> None:
-        store, pipe, op = self.store, self.pipe, self.operation_id
-        pipe.multi()
-        pipe.hset(store._task_key(op), "row", json.dumps(self.row))
-        akey = store._attempt_key(op)
-        for number in sorted(self.changed_attempts | set(self.new_attempts)):
-            pipe.hset(akey, str(number), json.dumps(self.attempts[number]))
-        for number in self.new_attempts:
-            pipe.rpush(store._attempt_order, f"{op}{_SEP}{number}")
-        for escalation_id, row in self.escalations.items():
-            pipe.hset(store._esc, str(escalation_id), json.dumps(row))
