@@ -29,6 +29,10 @@ down provider, and how soon work returns to the primary.
 Then the agent runtime (``agent_runtime.py``): backstay's overhead per agent step with the
 SQLite run store, and the peak memory of 100 concurrent agent sessions.
 
+Last, shared state on Redis (``shared_state.py``): the cost per decision of the Redis
+breaker, limiter and lease against the in-memory and SQLite ones (same run), and the
+goodput of N processes sharing one Redis limiter against each with its own.
+
 Run with ``make bench``. Prints one table per section; ratios are backstay / peer.
 """
 
@@ -59,6 +63,7 @@ import goodput
 import otel_overhead
 import ray_executor
 import retry
+import shared_state
 from corpus import CASES
 
 REPEAT = 5
@@ -242,6 +247,7 @@ def main() -> None:
     goodput.report()
     fallback.report()
     agent_runtime.report()
+    shared_state.report()
 
 
 if __name__ == "__main__":

@@ -16,7 +16,8 @@ def _one(tmp_path: Path, text: str) -> tuple[Path, list[str]]:
 def test_an_unknown_top_level_section_is_named(tmp_path: Path) -> None:
     path, found = _one(tmp_path, "retyr: {}\n")
     assert found == [
-        f"{path}:1: retyr: unknown key (did you mean 'retry'?); known: retry, frameworks, observe"
+        f"{path}:1: retyr: unknown key (did you mean 'retry'?); known: retry, frameworks, "
+        "observe, store"
     ]
 
 

@@ -9,6 +9,8 @@ import pytest
 
 from backstay.store._base import StoreBase
 from backstay.store.memory import MemoryOperationStore
+from backstay.store.redis._client import RedisConnection
+from backstay.store.redis.operations import RedisOperationStore
 from backstay.store.sqlite import SQLiteOperationStore
 from backstay.testing import FakeClock
 
@@ -20,10 +22,17 @@ def clock() -> FakeClock:
     return FakeClock()
 
 
-@pytest.fixture(params=["memory", "sqlite"])
+@pytest.fixture(params=["memory", "sqlite", "redis"])
 def store(request: pytest.FixtureRequest, clock: FakeClock, tmp_path: Path) -> Iterator[StoreBase]:
     if request.param == "memory":
         yield MemoryOperationStore(clock=clock, result_ttl_s=RESULT_TTL_S)
+        return
+    if request.param == "redis":
+        conn = RedisConnection(request.getfixturevalue("redis_location"))
+        try:
+            yield RedisOperationStore(conn, clock=clock, result_ttl_s=RESULT_TTL_S)
+        finally:
+            conn.close()
         return
     path = tmp_path / "operations.sqlite"
     with SQLiteOperationStore(path, clock=clock, result_ttl_s=RESULT_TTL_S) as opened:

@@ -3,6 +3,7 @@ a batch's summary comes to."""
 
 from __future__ import annotations
 
+import os
 import sqlite3
 from pathlib import Path
 from typing import Annotated, Any, Final
@@ -12,16 +13,27 @@ from rich.console import Console
 from rich.markup import escape
 
 from backstay.cli._errors import usage_error
+from backstay.config import BackstayConfig, load_config
 from backstay.engine import STATE_FILE, TERMINAL, Engine, Summary, TaskState
 from backstay.errors import ConfigError
 from backstay.idempotency.settings import DEFAULT_LEASE_TTL_S, GuardSettings
 from backstay.policy.spend import BATCH_SCOPE, SpendBudget
+from backstay.store.location import (
+    STORE_ENV_VAR,
+    StoreKind,
+    StoreLocation,
+    StoreUnreachable,
+    open_stores,
+    resolve_store,
+)
 
 # Exit codes of `batch` and `resume` (docs/cli.md); 2 is bad usage, as for every command.
 ALL_SUCCEEDED: Final = 0
 SOME_FAILED: Final = 3
 SOME_WAITING: Final = 4
 BUDGET_REACHED: Final = 5
+# The shared store stopped answering during the batch (``store_unavailable: stop``).
+STORE_UNREACHABLE: Final = 6
 
 StateDirOption = Annotated[
     Path,
@@ -44,6 +56,16 @@ LeaseOption = Annotated[
     ),
 ]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON.")]
+StoreOption = Annotated[
+    str | None,
+    typer.Option(
+        "--store",
+        metavar="URL",
+        help="Where the batch state lives: redis://host:port/db (rediss:// for TLS; "
+        "?namespace=NAME) shared by every machine, or a directory (SQLite). Default: "
+        f"${STORE_ENV_VAR}, else store: in backstay.yaml, else --state-dir.",
+    ),
+]
 BudgetUsdOption = Annotated[
     float | None,
     typer.Option(
@@ -75,9 +97,36 @@ def check_not_a_file(state_dir: Path) -> None:
         raise ConfigError(f"{state_dir} is a file, not a state directory", where="--state-dir")
 
 
-def open_engine(state_dir: Path, *, create: bool = False, **options: Any) -> Engine:
-    """The engine over ``state_dir``. Unless ``create``, the directory must already hold a
-    batch; a missing, unusable or damaged one is a ``ConfigError`` naming it."""
+def store_location(
+    flag: str | None, state_dir: Path, *, config: BackstayConfig | None = None
+) -> StoreLocation:
+    """The store in force: ``--store``, ``$BACKSTAY_STORE``, ``store:`` of ``config`` (or
+    of the ``backstay.yaml`` found, read only when neither of the first two is given), or
+    SQLite in ``state_dir``."""
+    if config is None and not flag and not os.environ.get(STORE_ENV_VAR):
+        config = load_config()
+    return resolve_store(
+        flag,
+        state_dir=state_dir,
+        config=None if config is None else config.store,
+        unavailable="stop" if config is None else config.store_unavailable,
+    )
+
+
+def open_engine(
+    state_dir: Path,
+    *,
+    create: bool = False,
+    location: StoreLocation | None = None,
+    **options: Any,
+) -> Engine:
+    """The engine over ``state_dir`` (its state in ``location``: default SQLite there).
+    Unless ``create``, the state must already hold a batch; a missing, unusable or damaged
+    one is a ``ConfigError`` naming it."""
+    if location is not None and location.kind is StoreKind.REDIS:
+        return _open_shared(state_dir, location, create=create, **options)
+    if location is not None and location.path is not None:
+        state_dir = location.path
     if not create and not (state_dir / STATE_FILE).is_file():
         what = "does not exist" if not state_dir.exists() else f"holds no {STATE_FILE}"
         raise ConfigError(
@@ -99,6 +148,51 @@ def open_engine(state_dir: Path, *, create: bool = False, **options: Any) -> Eng
             "still running on it?); nothing was changed: try again when it has finished",
             where="--state-dir",
         ) from None
+
+
+def _open_shared(
+    state_dir: Path, location: StoreLocation, *, create: bool, **options: Any
+) -> Engine:
+    """The engine with its state in the Redis store ``location`` (artefacts in
+    ``state_dir``); without ``create`` the store must hold a batch."""
+    check_not_a_file(state_dir)
+    state_dir.mkdir(parents=True, exist_ok=True)
+    env = options.get("env")
+    stores = open_stores(
+        location,
+        state_dir=state_dir,
+        secrets=os.environ if env is None else env,
+        on_outage=_say,
+    )
+    for warning in stores.warnings:
+        _say(f"warning: {warning}")
+    if not create and not stores.has_batch():
+        stores.close()
+        raise ConfigError(
+            f"{location.display} holds no batch in namespace {location.namespace!r} "
+            "(start one with backstay batch --store …)",
+            where="--store",
+        )
+    try:
+        return Engine(state_dir, stores=stores, **options)
+    except BaseException:
+        stores.close()
+        raise
+
+
+def _say(message: str) -> None:
+    Console(stderr=True, soft_wrap=True).print(escape(message), highlight=False)
+
+
+def store_lost(err: StoreUnreachable, state_dir: Path) -> typer.Exit:
+    """Say what happened when the shared store stopped answering mid-batch; the exit."""
+    _say(
+        f"stopped: {err}. Everything recorded before is kept in the store; tasks that "
+        "were running keep their leases until they lapse, so no other runner starts them "
+        "meanwhile. When the store answers again, backstay resume --store … --state-dir "
+        f"{state_dir} continues the batch (attempts cut short are tried again)"
+    )
+    return typer.Exit(STORE_UNREACHABLE)
 
 
 def guard_settings(lease_ttl_s: float) -> GuardSettings:

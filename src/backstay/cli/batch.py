@@ -27,6 +27,7 @@ from backstay.config import load_config, load_suite, with_frameworks
 from backstay.engine import DEFAULT_CONCURRENCY, Engine, SuiteBatch, TaskState, suite_adapters
 from backstay.errors import ConfigError
 from backstay.executors import ClusterLost
+from backstay.store.location import StoreUnreachable
 
 CONFIG_HELP = (
     "The configuration file whose policies the suite may name and whose "
@@ -73,6 +74,7 @@ def batch(
     serve_port: ServePortOption = None,
     executor_kind: ExecutorOption = DEFAULT_EXECUTOR,
     ray_address: RayAddressOption = None,
+    store: _state.StoreOption = None,
 ) -> None:
     """Run every run of the suite FILE (task × tier × run) in --state-dir.
 
@@ -94,6 +96,7 @@ def batch(
         engine = _state.open_engine(
             state_dir,
             create=True,
+            location=_state.store_location(store, state_dir, config=config),
             adapters=adapters,
             concurrency=concurrency,
             guard_settings=_state.guard_settings(lease_ttl),
@@ -118,5 +121,7 @@ def batch(
             raise _state.interrupted(state_dir) from None
         except ClusterLost as err:
             raise cluster_lost(err, state_dir) from None
+        except StoreUnreachable as err:
+            raise _state.store_lost(err, state_dir) from None
         left_for_resume(executor, state_dir)
     raise typer.Exit(code)

@@ -48,9 +48,9 @@ IdArgument = Annotated[
 ACTIONS = ", ".join(action.value for action in ResolveAction)
 
 
-def _open(state_dir: Path) -> Engine:
+def _open(state_dir: Path, store: str | None) -> Engine:
     try:
-        return _state.open_engine(state_dir)
+        return _state.open_engine(state_dir, location=_state.store_location(store, state_dir))
     except ConfigError as err:
         raise usage_error(err) from None
 
@@ -78,13 +78,14 @@ def _list_table(found: tuple[Escalation, ...], *, title: str) -> Table:
 
 def list_escalations(
     state_dir: _state.StateDirOption,
+    store: _state.StoreOption = None,
     include_resolved: Annotated[
         bool, typer.Option("--all", help="Also list the resolved ones.")
     ] = False,
     as_json: _state.JsonOption = False,
 ) -> None:
     """The open escalations of the batch in --state-dir, oldest first."""
-    with _open(state_dir) as engine:
+    with _open(state_dir, store) as engine:
         found = engine.escalations.list(include_resolved=include_resolved)
     if as_json:
         _print_json([item.to_dict() for item in found])
@@ -127,12 +128,13 @@ def _text(value: object) -> str:
 def show(
     escalation_id: IdArgument,
     state_dir: _state.StateDirOption,
+    store: _state.StoreOption = None,
     as_json: _state.JsonOption = False,
 ) -> None:
     """One escalation: the failure, what the attempt left (its directory, the tail of its
     output), the agent's pending approval (its tool or request, arguments as recorded:
     redacted) and, once resolved, the decision."""
-    with _open(state_dir) as engine:
+    with _open(state_dir, store) as engine:
         try:
             item = engine.escalations.get(escalation_id)
         except ConfigError as err:
@@ -250,11 +252,12 @@ def resolve(
         str, typer.Option("--note", "--reason", help="Why; kept with the decision.")
     ] = "",
     as_json: _state.JsonOption = False,
+    store: _state.StoreOption = None,
 ) -> None:
     """Record a decision on an open escalation and move its task; for an agent's pending
     approval, --approve, --reject or --edit JSON decides it and the task is retried."""
     approval: Approval | None = None
-    with _open(state_dir) as engine:
+    with _open(state_dir, store) as engine:
         try:
             decision = _decision(approve, reject, edit, action=action)
             if decision is not None:

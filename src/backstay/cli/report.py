@@ -19,6 +19,7 @@ def report(
         Path | None,
         typer.Option("--output", "-o", help=f"The file to write (default: DIR/{REPORT_FILE})."),
     ] = None,
+    store: _state.StoreOption = None,
 ) -> None:
     """Write the HTML report of the batch in --state-dir and print its path.
 
@@ -29,7 +30,8 @@ def report(
     file cannot be written.
     """
     try:
-        path = write_report(state_dir, output)
+        location = _state.store_location(store, state_dir)
+        path = write_report(state_dir, output, location=location)
     except ConfigError as err:
         raise usage_error(err) from None
     except OSError as exc:

@@ -28,6 +28,7 @@ from backstay.config import load_config
 from backstay.engine import DEFAULT_CONCURRENCY, read_identity
 from backstay.errors import ConfigError
 from backstay.executors import ClusterLost
+from backstay.store.location import StoreUnreachable
 
 
 def resume(
@@ -40,6 +41,7 @@ def resume(
     serve_port: ServePortOption = None,
     executor_kind: ExecutorOption = DEFAULT_EXECUTOR,
     ray_address: RayAddressOption = None,
+    store: _state.StoreOption = None,
 ) -> None:
     """Continue the batch in --state-dir: every task that can run now runs.
 
@@ -55,6 +57,7 @@ def resume(
         config = load_config(config_file)
         engine = _state.open_engine(
             state_dir,
+            location=_state.store_location(store, state_dir, config=config),
             concurrency=concurrency,
             guard_settings=_state.guard_settings(lease_ttl),
             breaker=config.breaker_settings(),
@@ -75,6 +78,8 @@ def resume(
             raise _state.interrupted(state_dir) from None
         except ClusterLost as err:
             raise cluster_lost(err, state_dir) from None
+        except StoreUnreachable as err:
+            raise _state.store_lost(err, state_dir) from None
         left_for_resume(executor, state_dir)
         name = "" if identity is None else f" {identity.workflow_id}"
         report_run(

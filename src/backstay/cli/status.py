@@ -13,14 +13,18 @@ from backstay.engine import read_identity
 from backstay.errors import ConfigError
 
 
-def status(state_dir: _state.StateDirOption, as_json: _state.JsonOption = False) -> None:
+def status(
+    state_dir: _state.StateDirOption,
+    as_json: _state.JsonOption = False,
+    store: _state.StoreOption = None,
+) -> None:
     """The summary of the batch in --state-dir and the state of each of its tasks.
 
     Changes nothing; safe while the batch runs. Exit code 0, or 2 when --state-dir holds no
     batch (or a damaged one).
     """
     try:
-        engine = _state.open_engine(state_dir)
+        engine = _state.open_engine(state_dir, location=_state.store_location(store, state_dir))
         identity = read_identity(state_dir)
     except ConfigError as err:
         raise usage_error(err) from None

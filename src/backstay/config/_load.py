@@ -17,6 +17,7 @@ from types import MappingProxyType
 from typing import Any, Final
 
 from backstay.config._document import Document
+from backstay.config._fields import describe_value
 from backstay.config._frameworks import frameworks
 from backstay.config._model import BackstayConfig, EffectiveValue
 from backstay.config._overrides import apply_env, apply_sets
@@ -177,6 +178,7 @@ def _build(doc: Document, file: pathlib.Path | None) -> BackstayConfig:
     sections = {"circuit_breaker": breaker, "budget": budget, "rate_limits": limits}
     configured = frameworks(doc, doc.data.get("frameworks"))
     otel = _otel(doc)
+    store, unavailable = _store(doc)
     effective = _effective(doc, registry, policies, sections)
     for name, fw in configured.items():
         groups = {
@@ -202,7 +204,32 @@ def _build(doc: Document, file: pathlib.Path | None) -> BackstayConfig:
         effective=MappingProxyType(effective),
         problems=tuple(doc.rendered_problems()),
         frameworks=configured,
+        store=store,
+        store_unavailable=unavailable,
     )
+
+
+def _store(doc: Document) -> tuple[str | None, str]:
+    """The ``store`` key: a location, or a mapping of ``url`` and ``unavailable``."""
+    raw = doc.data.get("store")
+    if raw is None:
+        return None, "stop"
+    if isinstance(raw, str) and raw.strip():
+        return raw, "stop"
+    if not isinstance(raw, dict):
+        doc.problem(("store",), f"must be a location or a mapping, got {describe_value(raw)}")
+        return None, "stop"
+    for key in raw:
+        if key not in ("url", "unavailable"):
+            unknown_key(doc, ("store",), key, ["url", "unavailable"])
+    url, unavailable = raw.get("url"), raw.get("unavailable", "stop")
+    if not isinstance(url, str) or not url.strip():
+        doc.problem(("store", "url"), f"must be a location, got {describe_value(url)}")
+        url = None
+    if unavailable not in ("stop", "wait"):
+        doc.problem(("store", "unavailable"), f"must be stop or wait, got {unavailable!r}")
+        unavailable = "stop"
+    return url, str(unavailable)
 
 
 def _otel(doc: Document) -> Mapping[str, Any]:

@@ -47,7 +47,9 @@ class BackstayConfig:
     ``registry`` holds every policy (built-ins included), the default and the operation
     mapping. ``circuit_breaker``, ``budget`` and ``rate_limits`` are the validated settings
     of those sections, as read-only mappings of the documented keys (only the keys given).
-    ``otel`` is the ``observe.otel`` section, alike. ``frameworks`` maps each configured
+    ``otel`` is the ``observe.otel`` section, alike. ``store`` is the ``store:`` location
+    (``None``: not given) and ``store_unavailable`` its ``unavailable`` (stop or wait).
+    ``frameworks`` maps each configured
     agent framework to its ``FrameworkConfig``. ``effective`` maps every dotted key to its
     value and source; ``problems`` lists what a lenient load (``strict=False``) ignored.
     """
@@ -61,6 +63,8 @@ class BackstayConfig:
     otel: Mapping[str, Any] = dataclasses.field(default_factory=lambda: MappingProxyType({}))
     problems: tuple[str, ...] = ()
     frameworks: Mapping[str, FrameworkConfig] = dataclasses.field(default_factory=dict)
+    store: str | None = None
+    store_unavailable: str = "stop"
 
     @property
     def default_policy(self) -> str:

@@ -123,6 +123,24 @@ def _observe() -> dict[str, Any]:
     }
 
 
+def _store() -> dict[str, Any]:
+    return {
+        "description": TOP_LEVEL["store"],
+        "oneOf": [
+            {"type": "string", "minLength": 1},
+            {
+                "type": "object",
+                "additionalProperties": False,
+                "required": ["url"],
+                "properties": {
+                    "url": {"type": "string", "minLength": 1},
+                    "unavailable": {"enum": ["stop", "wait"]},
+                },
+            },
+        ],
+    }
+
+
 def kind_override_schema() -> dict[str, Any]:
     """The settings for one failure kind (``$defs/kind_override``)."""
     return _object(KIND_OVERRIDE_FIELDS, "Settings for one failure kind.")
@@ -135,6 +153,11 @@ def config_schema() -> dict[str, Any]:
         "title": "backstay configuration (backstay.yaml)",
         "type": _OBJECT_OR_NULL,
         "additionalProperties": False,
-        "properties": {"retry": _retry(), "frameworks": _frameworks(), "observe": _observe()},
+        "properties": {
+            "retry": _retry(),
+            "frameworks": _frameworks(),
+            "observe": _observe(),
+            "store": _store(),
+        },
         "$defs": {"policy": policy_schema(), "kind_override": kind_override_schema()},
     }

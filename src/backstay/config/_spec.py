@@ -25,6 +25,9 @@ TOP_LEVEL: Final[Mapping[str, str]] = {
     "retry": "Retry policies, which operation uses which, and the shared guards.",
     "frameworks": "Agent frameworks run under backstay's runtime: limits, safety, approvals.",
     "observe": "What watches a batch: OpenTelemetry export (docs/observability.md).",
+    "store": "Where batch state lives: a state directory (SQLite, the default) or "
+    "redis://host:port/db shared by every machine; or a mapping of url and unavailable "
+    "(stop or wait: what a batch does when Redis stops answering). docs/scale-out.md.",
 }
 
 OBSERVE_SECTION: Final[Mapping[str, str]] = {

@@ -40,7 +40,7 @@ from backstay.adapters.usage import Usage
 from backstay.clock import Clock
 from backstay.engine.events import TaskPaused
 from backstay.engine.records import StateChange, TaskRecord
-from backstay.engine.spend_ledger import AttemptSpend, SQLiteSpendLedger
+from backstay.engine.spend_ledger import AttemptSpend, SpendLedger
 from backstay.engine.states import TaskState
 from backstay.engine.task import TaskSpec
 from backstay.engine.taskstore import TaskStore
@@ -120,7 +120,7 @@ class BudgetGate:
     docstring. The estimates of attempts in flight are remembered to charge an attempt
     whose cost is unknown."""
 
-    def __init__(self, ledger: SQLiteSpendLedger, *, clock: Clock) -> None:
+    def __init__(self, ledger: SpendLedger, *, clock: Clock) -> None:
         self.ledger = ledger
         self.clock = clock
         self._estimates: dict[str, Spend] = {}

@@ -24,13 +24,13 @@ import os
 import threading
 from collections.abc import Collection
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, Protocol, runtime_checkable
 
 from backstay._sqlite import SQLiteFile
 from backstay.engine.sqlite_tasks import DEFAULT_TIMEOUT_S, STATE_FILE
 from backstay.store._sqlite_schema import open_component
 
-__all__ = ["CircuitChange", "CircuitEntry", "SQLiteCircuitLog"]
+__all__ = ["CircuitChange", "CircuitEntry", "CircuitLog", "SQLiteCircuitLog"]
 
 COMPONENT: Final = "circuits"
 SCHEMA_VERSION: Final = 1
@@ -93,6 +93,17 @@ def _decode(row: tuple[Any, ...]) -> CircuitEntry:
         reason=str(reason),
         wait_s=None if wait_s is None else float(wait_s),
     )
+
+
+@runtime_checkable
+class CircuitLog(Protocol):
+    """Where circuit entries are written and read back (SQLite, or a shared store)."""
+
+    def add(self, entry: CircuitEntry) -> None: ...
+
+    def entries(self, operation_ids: Collection[str] | None = None) -> tuple[CircuitEntry, ...]: ...
+
+    def close(self) -> None: ...
 
 
 class SQLiteCircuitLog(SQLiteFile):

@@ -2,7 +2,7 @@
 
 One breaker per key, by default ``(adapter, model)`` (``breaker_key``): the name
 ``"anthropic-api/claude-haiku-4-5"``. The breakers keep their records in the state file
-(``SQLiteBreakerStore`` on ``<state_dir>/state.sqlite``), so every runner of the state
+(the engine's ``BreakerStore``: ``state.sqlite`` or Redis), so every runner of the state
 directory sees the same circuits and a resumed batch finds an open circuit still open.
 
 * ``acquire(spec)`` gives a permit for one attempt, or raises ``CircuitOpen`` with the
@@ -33,10 +33,10 @@ from backstay.breaker.breaker import CircuitBreaker
 from backstay.breaker.events import CircuitClosed, CircuitHalfOpened, CircuitOpened
 from backstay.breaker.registry import BreakerKey, BreakerRegistry
 from backstay.breaker.settings import BreakerSettings
-from backstay.breaker.sqlite import SQLiteBreakerStore
+from backstay.breaker.store import BreakerStore
 from backstay.clock import Clock
 from backstay.engine import _notify as notify
-from backstay.engine.circuit_log import CircuitChange, CircuitEntry, SQLiteCircuitLog
+from backstay.engine.circuit_log import CircuitChange, CircuitEntry, CircuitLog
 from backstay.engine.records import TaskRecord
 from backstay.engine.task import TaskSpec
 from backstay.errors import CircuitOpen
@@ -122,7 +122,8 @@ class CircuitGate:
         self,
         settings: BreakerSettings,
         *,
-        log: SQLiteCircuitLog,
+        log: CircuitLog,
+        store: BreakerStore,
         clock: Clock,
         key: BreakerKeyFn = breaker_key,
     ) -> None:
@@ -130,7 +131,7 @@ class CircuitGate:
         self.log = log
         self._clock = clock
         self._key = key
-        self._store = SQLiteBreakerStore(log.path)
+        self._store = store
         self.registry = BreakerRegistry(
             settings=settings, store=self._store, clock=clock, on_event=self._changed
         )
@@ -198,5 +199,4 @@ class CircuitGate:
             BUS.emit(dataclasses.replace(event, operation=operation_id))
 
     def close(self) -> None:
-        """Close the breakers' store (the log belongs to the engine)."""
-        self._store.close()
+        """Nothing to close: the breakers' store and the log belong to the engine."""

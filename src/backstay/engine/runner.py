@@ -59,7 +59,7 @@ from backstay.clock import SYSTEM_CLOCK, Clock
 from backstay.engine import _notify as notify
 from backstay.engine._spec_codec import encode_spec, missing_secret
 from backstay.engine.budgets import BudgetGate
-from backstay.engine.circuit_log import SQLiteCircuitLog
+from backstay.engine.circuit_log import CircuitLog
 from backstay.engine.circuits import BreakerKeyFn, CircuitGate
 from backstay.engine.circuits import breaker_key as default_breaker_key
 from backstay.engine.driver import TaskDriver, TaskStopped
@@ -68,14 +68,13 @@ from backstay.engine.executor import Executor
 from backstay.engine.fallback import TaskFallback, candidate_config
 from backstay.engine.records import StateChange, TaskRecord
 from backstay.engine.resume import StartStep, plan_start
-from backstay.engine.spend_ledger import SQLiteSpendLedger
-from backstay.engine.sqlite_tasks import SQLiteTaskStore
+from backstay.engine.spend_ledger import SpendLedger
 from backstay.engine.states import TaskState
 from backstay.engine.summary import Summary, summarize
 from backstay.engine.task import TaskSpec, check_identifier
+from backstay.engine.taskstore import TaskStore
 from backstay.errors import ConfigError
 from backstay.fallback.rules import FallbackRules
-from backstay.fallback.sqlite import SQLiteFallbackStore
 from backstay.idempotency.errors import LeaseLost, OperationInProgress
 from backstay.idempotency.guard import IdempotencyGuard
 from backstay.idempotency.settings import GuardSettings
@@ -83,7 +82,8 @@ from backstay.observe.eventlog import EVENTS_FILE, recording
 from backstay.policy.registry import OperationType, PolicyRegistry
 from backstay.policy.retry import RetryPolicy
 from backstay.policy.spend import BATCH_SCOPE, ScopeKind, ScopeTotals, SpendBudget, SpendScope
-from backstay.store.sqlite import SQLiteOperationStore
+from backstay.store.location import StoreBundle, StoreLocation, open_stores
+from backstay.store.protocol import OperationStore
 
 __all__ = ["DEFAULT_BREAKER", "DEFAULT_CONCURRENCY", "AdapterSource", "Engine"]
 
@@ -117,6 +117,9 @@ class Engine:
       ``state_dir`` (``backstay.observe.EventLog``, redacted).
     * ``executor``: where the tasks are driven (``backstay.engine.executor``); default
       ``None``: here, at most ``concurrency`` at once.
+    * ``stores``: the stores to keep the state in (``backstay.store.location``), owned and
+      closed by the engine; default: SQLite in ``state_dir``. ``state_dir`` still holds the
+      runs' artefacts either way.
     """
 
     def __init__(
@@ -137,6 +140,7 @@ class Engine:
         fallback_rules: FallbackRules | None = None,
         event_log: bool = True,
         executor: Executor | None = None,
+        stores: StoreBundle | None = None,
     ) -> None:
         check_number(concurrency, where="concurrency", minimum=1, integer=True)
         if breaker is not None and not isinstance(breaker, BreakerSettings):
@@ -156,35 +160,42 @@ class Engine:
         self.clock = clock
         self.concurrency = concurrency
         self._environ: Mapping[str, str] = os.environ if env is None else env
-        self.store = SQLiteTaskStore(self.state_dir, secrets=self._environ)
-        try:
-            self.operations = SQLiteOperationStore(self.store.path, clock=clock)
-        except BaseException:
-            self.store.close()
-            raise
-        try:
-            self.spend = SQLiteSpendLedger(self.state_dir)
-        except BaseException:
-            self.operations.close()
-            self.store.close()
-            raise
+        if stores is None:
+            stores = open_stores(
+                StoreLocation.sqlite(self.state_dir),
+                state_dir=self.state_dir,
+                clock=clock,
+                secrets=self._environ,
+            )
+        elif not isinstance(stores, StoreBundle):
+            raise ConfigError(f"must be a StoreBundle, got {type(stores).__name__}", where="stores")
+        elif stores.clock is not None and clock is SYSTEM_CLOCK:
+            # A shared store's records are stamped on the store's time line.
+            clock = self.clock = stores.clock
+        self.stores = stores
+        self.store: TaskStore = stores.tasks
+        self.operations: OperationStore = stores.operations
+        self.spend: SpendLedger = stores.spend
+        self.circuit_log: CircuitLog = stores.circuit_log
         try:
             for scope, limit in budgets.items():
                 self.spend.set_budget(scope, limit, at=clock.now())
             self.budgets = BudgetGate(self.spend, clock=clock)
-            self.circuit_log = SQLiteCircuitLog(self.state_dir)
             self.circuits = (
                 None
                 if breaker is None
-                else CircuitGate(breaker, log=self.circuit_log, clock=clock, key=breaker_key)
+                else CircuitGate(
+                    breaker,
+                    log=self.circuit_log,
+                    store=stores.breakers,
+                    clock=clock,
+                    key=breaker_key,
+                )
             )
         except BaseException:
-            self.spend.close()
-            self.operations.close()
-            self.store.close()
+            stores.close()
             raise
         self.fallback_rules = FallbackRules() if fallback_rules is None else fallback_rules
-        self._fallback_store: SQLiteFallbackStore | None = None
         self.guard = IdempotencyGuard(
             self.operations, settings=guard_settings, owner=owner, clock=clock
         )
@@ -256,8 +267,6 @@ class Engine:
         checked; ``None`` for a spec without."""
         if not spec.fallbacks:
             return None
-        if self._fallback_store is None:
-            self._fallback_store = SQLiteFallbackStore(self.store.path)
         adapters: dict[str, Adapter] = {}
         for i, candidate in enumerate(spec.fallbacks):
             adapter = adapters[str(candidate.adapter)] = self.adapter(str(candidate.adapter))
@@ -269,7 +278,7 @@ class Engine:
         return TaskFallback(
             resolved,
             rules=self.fallback_rules,
-            store=self._fallback_store,
+            store=self.stores.fallback,
             gate=self.circuits,
             clock=self.clock,
             adapters=adapters,
@@ -425,17 +434,12 @@ class Engine:
     # -- lifetime -----------------------------------------------------------------------
 
     def close(self) -> None:
-        """Close the state file's connections."""
+        """Close the stores' connections."""
         try:
-            if self._fallback_store is not None:
-                self._fallback_store.close()
             if self.circuits is not None:
                 self.circuits.close()
-            self.circuit_log.close()
-            self.spend.close()
-            self.operations.close()
         finally:
-            self.store.close()
+            self.stores.close()
 
     def __enter__(self) -> Engine:
         return self

@@ -26,7 +26,7 @@ import sqlite3
 import threading
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Final, TypeVar
+from typing import Any, Final, Protocol, TypeVar, runtime_checkable
 
 from backstay._sqlite import SQLiteFile
 from backstay.engine.sqlite_tasks import DEFAULT_TIMEOUT_S, STATE_FILE
@@ -42,7 +42,7 @@ from backstay.policy.spend import (
 )
 from backstay.store._sqlite_schema import open_component
 
-__all__ = ["AttemptSpend", "SQLiteSpendLedger"]
+__all__ = ["AttemptSpend", "SQLiteSpendLedger", "SpendLedger"]
 
 COMPONENT: Final = "spend"
 SCHEMA_VERSION: Final = 1
@@ -133,6 +133,43 @@ class AttemptSpend:
         if self.tenant is None:
             return (task, batch)
         return (task, SpendScope(kind=ScopeKind.TENANT, name=self.tenant), batch)
+
+
+@runtime_checkable
+class SpendLedger(Protocol):
+    """The spend ledger's contract (``SQLiteSpendLedger``'s methods; a shared store keeps
+    the same rows and checks a reservation against the totals in one atomic step)."""
+
+    def set_budget(self, scope: SpendScope, budget: SpendBudget, *, at: _dt.datetime) -> None: ...
+
+    def budget(self, scope: SpendScope) -> SpendBudget: ...
+
+    def totals(self, scope: SpendScope, task_budget: SpendBudget | None = None) -> ScopeTotals: ...
+
+    def overview(self) -> tuple[ScopeTotals, ...]: ...
+
+    def check(self, attempt: AttemptSpend) -> SpendRefusal | None: ...
+
+    def reserve(self, attempt: AttemptSpend, *, at: _dt.datetime) -> SpendRefusal | None: ...
+
+    def settle(
+        self,
+        attempt_id: str,
+        charged: Spend,
+        *,
+        prompt_tokens: int,
+        output_tokens: int,
+        reported_usd: float | None,
+        at: _dt.datetime,
+    ) -> bool: ...
+
+    def release(self, attempt_id: str) -> None: ...
+
+    def settle_open(self, operation_id: str, *, at: _dt.datetime) -> int: ...
+
+    def earlier(self, adapter: str, model: str) -> EarlierUse | None: ...
+
+    def close(self) -> None: ...
 
 
 class SQLiteSpendLedger(SQLiteFile):

@@ -2,11 +2,8 @@
 the engine a worker drives tasks with.
 
 The driver passes each worker a store *location* as text, never an open store; every
-worker opens the stores itself. Until ``backstay.store.location`` (``parse_store``,
-``open_stores``) is on this branch, the only location is a SQLite state directory, and
-these two functions are its whole equivalent: when it lands, ``store_location`` returns
-``engine.stores.location`` as text and ``open_worker_engine`` passes
-``stores=open_stores(parse_store(location), state_dir=…, secrets=os.environ)``.
+worker opens the stores itself (``backstay.store.location``): the SQLite file of the
+state directory on the driver's machine, or a Redis store any machine reaches.
 """
 
 from __future__ import annotations
@@ -16,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from backstay.engine.runner import Engine
+from backstay.store.location import open_stores, parse_store
 
 if TYPE_CHECKING:
     from backstay.executors.ray_worker import WorkerJob
@@ -24,19 +22,22 @@ __all__ = ["open_worker_engine", "store_location"]
 
 
 def store_location(engine: Engine) -> str:
-    """The location of ``engine``'s stores, as text a worker can open: for SQLite, the
-    state directory (absolute)."""
-    return os.fspath(engine.state_dir)
+    """The location of ``engine``'s stores, as text a worker can open: a Redis URL (its
+    namespace kept), or the SQLite state directory."""
+    return engine.stores.location.text
 
 
 def open_worker_engine(job: WorkerJob) -> Engine:
     """An engine over the stores at ``job.store``, driving tasks in this process only
     (its secrets and provider variables come from this process's environment)."""
+    location = parse_store(job.store, where="the batch's store", unavailable=job.store_unavailable)
+    stores = open_stores(location, state_dir=job.state_dir, secrets=os.environ)
     return Engine(
-        Path(job.store),
+        Path(job.state_dir),
         concurrency=1,
         guard_settings=job.guard_settings,
         breaker=job.breaker,
         fallback_rules=job.fallback_rules,
         event_log=job.event_log,
+        stores=stores,
     )

@@ -111,6 +111,7 @@ class RayExecutor:
             return
         job = WorkerJob(
             store=store_location(engine),
+            store_unavailable=str(engine.stores.location.unavailable),
             state_dir=str(engine.state_dir),
             guard_settings=engine.guard.settings,
             breaker=engine.breaker,

@@ -42,11 +42,13 @@ _ENGINES: Final[dict[str, Engine]] = {}
 
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
 class WorkerJob:
-    """What every worker of a batch needs to open its engine: the store location (text),
-    the state directory (where the runs' artefacts go), and the engine's settings."""
+    """What every worker of a batch needs to open its engine: the store location (text)
+    and what to do when it stops answering, the state directory (where the runs' artefacts
+    go), and the engine's settings."""
 
     store: str
     state_dir: str
+    store_unavailable: str = "stop"
     guard_settings: GuardSettings
     breaker: BreakerSettings | None
     fallback_rules: FallbackRules

@@ -131,11 +131,13 @@ class _Paced:
         """The headers of the answer to this request's latest attempt; ``refused``: the
         answer shows a failure (the provider is taken not to have charged for it)."""
         limiter = self.limiter
-        if isinstance(limiter, RateLimiter):
+        if isinstance(limiter, RateLimiter) or getattr(limiter, "learns_answering", False):
+            # A shared limiter (backstay.store.redis) reads its answers as RateLimiter does.
             answering = self._reservation
             if not isinstance(answering, Reservation):
                 answering = None
-            limiter.update_from_headers(headers, answering=answering, refused=refused)
+            learn = getattr(limiter, "update_from_headers")  # noqa: B009 - either kind
+            learn(headers, answering=answering, refused=refused)
             return
         update = getattr(limiter, "update_from_headers", None)
         if update is not None:

@@ -15,10 +15,12 @@ import threading
 from pathlib import Path
 
 from backstay.clock import SYSTEM_CLOCK, Clock
-from backstay.engine.circuit_log import CircuitEntry, SQLiteCircuitLog
+from backstay.engine.circuit_log import CircuitEntry, CircuitLog, SQLiteCircuitLog
 from backstay.engine.records import AttemptRecord, Escalation, TaskRecord
 from backstay.engine.sqlite_tasks import STATE_FILE, SQLiteTaskStore
+from backstay.engine.taskstore import TaskStore
 from backstay.errors import ConfigError
+from backstay.store.location import StoreBundle, StoreKind, StoreLocation, open_stores
 
 __all__ = ["StateReader", "StateSnapshot", "read_state"]
 
@@ -37,15 +39,34 @@ class StateSnapshot:
 
 class StateReader:
     """Reads snapshots of ``state_dir``, which must hold a batch (``ConfigError`` naming
-    it otherwise)."""
+    it otherwise); of the shared store ``location`` instead when it is a Redis one."""
 
-    def __init__(self, state_dir: str | os.PathLike[str], *, clock: Clock = SYSTEM_CLOCK) -> None:
+    def __init__(
+        self,
+        state_dir: str | os.PathLike[str],
+        *,
+        clock: Clock = SYSTEM_CLOCK,
+        location: StoreLocation | None = None,
+    ) -> None:
         self.state_dir = Path(state_dir)
+        self._clock = clock
+        self._lock = threading.Lock()
+        if location is not None and location.kind is StoreKind.REDIS:
+            bundle = open_stores(location, state_dir=self.state_dir, clock=clock, secrets={})
+            if not bundle.has_batch():
+                bundle.close()
+                raise ConfigError(
+                    f"{location.display} holds no batch (namespace {location.namespace!r})",
+                    where="--store",
+                )
+            self._tasks: TaskStore = bundle.tasks
+            self._circuits: CircuitLog = bundle.circuit_log
+            self._bundle: StoreBundle | None = bundle
+            return
+        self._bundle = None
         if not (self.state_dir / STATE_FILE).is_file():
             what = "does not exist" if not self.state_dir.exists() else f"holds no {STATE_FILE}"
             raise ConfigError(f"{self.state_dir} {what}: no batch ran there", where="--state-dir")
-        self._clock = clock
-        self._lock = threading.Lock()
         self._tasks = SQLiteTaskStore(self.state_dir, secrets={})
         try:
             self._circuits = SQLiteCircuitLog(self.state_dir)
@@ -67,6 +88,9 @@ class StateReader:
 
     def close(self) -> None:
         with self._lock:
+            if self._bundle is not None:
+                self._bundle.close()
+                return
             try:
                 self._circuits.close()
             finally:
@@ -79,7 +103,9 @@ class StateReader:
         self.close()
 
 
-def read_state(state_dir: str | os.PathLike[str]) -> StateSnapshot:
-    """One snapshot of ``state_dir``."""
-    with StateReader(state_dir) as reader:
+def read_state(
+    state_dir: str | os.PathLike[str], *, location: StoreLocation | None = None
+) -> StateSnapshot:
+    """One snapshot of ``state_dir`` (or of the shared store ``location``)."""
+    with StateReader(state_dir, location=location) as reader:
         return reader.read()

@@ -21,6 +21,7 @@ from typing import Final
 from backstay.observe.report import _sections as sections
 from backstay.observe.snapshot import StateSnapshot, read_state
 from backstay.redact import redact
+from backstay.store.location import StoreLocation
 
 __all__ = ["REPORT_FILE", "render_report", "write_report"]
 
@@ -75,11 +76,15 @@ def render_report(snap: StateSnapshot, *, base: Path, title: str | None = None) 
 
 
 def write_report(
-    state_dir: str | os.PathLike[str], output: str | os.PathLike[str] | None = None
+    state_dir: str | os.PathLike[str],
+    output: str | os.PathLike[str] | None = None,
+    *,
+    location: StoreLocation | None = None,
 ) -> Path:
-    """Write the report of the batch in ``state_dir`` to ``output`` (default
-    ``state_dir/report.html``); its path. ``ConfigError`` when no batch ran there."""
-    snap = read_state(state_dir)
+    """Write the report of the batch in ``state_dir`` (or in the shared store ``location``)
+    to ``output`` (default ``state_dir/report.html``); its path. ``ConfigError`` when no
+    batch ran there."""
+    snap = read_state(state_dir, location=location)
     path = Path(output) if output is not None else Path(state_dir) / REPORT_FILE
     path = path.absolute()
     html = render_report(snap, base=path.parent)

@@ -1,0 +1,46 @@
+"""The SQLite ``StoreBundle``: every store in ``<state_dir>/state.sqlite`` (the default)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from contextlib import ExitStack
+from pathlib import Path
+
+from backstay.breaker.sqlite import SQLiteBreakerStore
+from backstay.clock import Clock
+from backstay.engine.circuit_log import SQLiteCircuitLog
+from backstay.engine.spend_ledger import SQLiteSpendLedger
+from backstay.engine.sqlite_tasks import SQLiteTaskStore
+from backstay.fallback.sqlite import SQLiteFallbackStore
+from backstay.store.location import StoreBundle, StoreLocation
+from backstay.store.sqlite import SQLiteOperationStore
+
+__all__ = ["open_sqlite_stores"]
+
+
+def open_sqlite_stores(
+    location: StoreLocation,
+    *,
+    state_dir: Path,
+    clock: Clock,
+    secrets: Mapping[str, str] | None,
+) -> StoreBundle:
+    """Open every store on ``state_dir/state.sqlite`` (created when missing); a store that
+    fails to open closes the ones opened before it."""
+    with ExitStack() as opened:
+        tasks = opened.enter_context(SQLiteTaskStore(state_dir, secrets=secrets))
+        operations = opened.enter_context(SQLiteOperationStore(tasks.path, clock=clock))
+        spend = opened.enter_context(SQLiteSpendLedger(state_dir))
+        circuit_log = opened.enter_context(SQLiteCircuitLog(state_dir))
+        breakers = opened.enter_context(SQLiteBreakerStore(tasks.path))
+        fallback = opened.enter_context(SQLiteFallbackStore(tasks.path))
+        opened.pop_all()
+    return StoreBundle(
+        location=location,
+        tasks=tasks,
+        operations=operations,
+        breakers=breakers,
+        fallback=fallback,
+        spend=spend,
+        circuit_log=circuit_log,
+    )

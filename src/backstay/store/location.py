@@ -1,0 +1,287 @@
+"""Where a batch's state lives, and the bundle of stores the engine opens there.
+
+A *store location* is given as text: a filesystem path (the state directory, whose
+``state.sqlite`` holds everything: the default) or a Redis URL (``redis://host:port/db``,
+``rediss://`` for TLS), shared by every process and machine that names it. It is chosen,
+first given wins, by:
+
+1. the ``--store URL`` flag of the commands that open state;
+2. the ``BACKSTAY_STORE`` environment variable;
+3. ``store:`` in ``backstay.yaml``;
+4. the state directory (SQLite).
+
+A Redis URL may carry ``?namespace=NAME`` (default ``backstay``): every key of the batch
+starts with it, so several batches can share one Redis. The state directory still holds
+each machine's own run artefacts (``runs/``, ``events.jsonl``) when the store is Redis.
+
+``open_stores(location, state_dir=…)`` opens a ``StoreBundle``: the task store, the
+operation store (leases, result cache), the breaker store, the fallback store, the spend
+ledger and the circuit log. SQLite needs nothing beyond the standard library; Redis needs
+the ``redis`` extra (``pip install 'backstay[redis]'``), imported only when a Redis
+location is opened, and a ``ConfigError`` naming the extra when it is missing.
+
+``store_unavailable`` says what a batch does when a shared store stops answering:
+``stop`` (the default: record nothing more, say so, exit) or ``wait`` (retry the store
+until it answers again, saying so while it waits). Neither ever switches to local state.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import importlib.util
+import os
+import urllib.parse
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Final
+
+from backstay.clock import SYSTEM_CLOCK, Clock
+from backstay.errors import BackstayError, ConfigError
+
+if TYPE_CHECKING:
+    from backstay.breaker.store import BreakerStore
+    from backstay.engine.circuit_log import CircuitLog
+    from backstay.engine.spend_ledger import SpendLedger
+    from backstay.engine.taskstore import TaskStore
+    from backstay.fallback.store import FallbackStore
+    from backstay.store.protocol import OperationStore
+
+__all__ = [
+    "DEFAULT_NAMESPACE",
+    "REDIS_EXTRA_HINT",
+    "STORE_ENV_VAR",
+    "StoreBundle",
+    "StoreKind",
+    "StoreLocation",
+    "StoreUnavailable",
+    "StoreUnreachable",
+    "open_stores",
+    "parse_store",
+    "resolve_store",
+]
+
+STORE_ENV_VAR: Final = "BACKSTAY_STORE"
+DEFAULT_NAMESPACE: Final = "backstay"
+REDIS_EXTRA_HINT: Final = "pip install 'backstay[redis]'"
+_REDIS_SCHEMES: Final = frozenset({"redis", "rediss"})
+
+
+class StoreKind(enum.StrEnum):
+    """The two kinds of store."""
+
+    SQLITE = "sqlite"
+    REDIS = "redis"
+
+
+class StoreUnavailable(enum.StrEnum):
+    """What a batch does when its shared store stops answering."""
+
+    STOP = "stop"
+    WAIT = "wait"
+
+
+class StoreUnreachable(BackstayError):
+    """The shared store stopped answering; ``store`` names it (without a password).
+    What was recorded before stays recorded; what was being written may not be."""
+
+    def __init__(self, store: str, reason: str) -> None:
+        self.store = store
+        self.reason = reason
+        super().__init__(f"the shared store {store} does not answer: {reason}")
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class StoreLocation:
+    """A parsed store location. ``url`` is the Redis URL as given (it may hold a
+    password: show ``display`` instead); ``path`` the state directory of a SQLite one."""
+
+    kind: StoreKind
+    url: str | None = None
+    path: Path | None = None
+    namespace: str = DEFAULT_NAMESPACE
+    unavailable: StoreUnavailable = StoreUnavailable.STOP
+
+    @property
+    def shared(self) -> bool:
+        """True when other machines can open the same state."""
+        return self.kind is StoreKind.REDIS
+
+    @property
+    def text(self) -> str:
+        """The location as text that ``parse_store`` reads back (to hand to a worker)."""
+        return self.url if self.kind is StoreKind.REDIS and self.url else str(self.path)
+
+    @property
+    def display(self) -> str:
+        """The location with any password replaced by ``***`` (for messages and reports)."""
+        if self.kind is StoreKind.SQLITE:
+            return str(self.path)
+        parts = urllib.parse.urlsplit(self.url or "")
+        netloc = parts.hostname or ""
+        if parts.port is not None:
+            netloc = f"{netloc}:{parts.port}"
+        if parts.password is not None or parts.username:
+            user = parts.username or ""
+            netloc = f"{user}:***@{netloc}" if parts.password is not None else f"{user}@{netloc}"
+        return urllib.parse.urlunsplit((parts.scheme, netloc, parts.path, parts.query, ""))
+
+    @classmethod
+    def sqlite(cls, state_dir: str | os.PathLike[str]) -> StoreLocation:
+        return cls(kind=StoreKind.SQLITE, path=Path(state_dir))
+
+
+def _namespace(query: str, where: str) -> str:
+    values = urllib.parse.parse_qs(query, keep_blank_values=True)
+    unknown = sorted(set(values) - {"namespace"})
+    if unknown:
+        raise ConfigError(
+            f"unknown store URL parameter {unknown[0]!r}; known: namespace", where=where
+        )
+    found = values.get("namespace", [DEFAULT_NAMESPACE])
+    name = found[-1]
+    if not name or any(c in name for c in "{}: \t\n"):
+        raise ConfigError(
+            f"namespace must be a non-empty name without braces, colons or spaces, got {name!r}",
+            where=where,
+        )
+    return name
+
+
+def parse_store(
+    text: str | os.PathLike[str],
+    *,
+    where: str = "--store",
+    unavailable: StoreUnavailable | str = StoreUnavailable.STOP,
+) -> StoreLocation:
+    """``text`` as a location: a ``redis://``/``rediss://`` URL, or a state directory path.
+    Any other ``scheme://`` is a ``ConfigError`` naming ``where``."""
+    try:
+        mode = StoreUnavailable(unavailable)
+    except ValueError:
+        raise ConfigError(
+            f"must be stop or wait, got {unavailable!r}", where="store_unavailable"
+        ) from None
+    if isinstance(text, os.PathLike):
+        return dataclasses.replace(StoreLocation.sqlite(text), unavailable=mode)
+    if not isinstance(text, str) or not text.strip():
+        raise ConfigError(f"must be a Redis URL or a directory, got {text!r}", where=where)
+    if "://" not in text:
+        return dataclasses.replace(StoreLocation.sqlite(text), unavailable=mode)
+    parts = urllib.parse.urlsplit(text)
+    if parts.scheme not in _REDIS_SCHEMES:
+        raise ConfigError(
+            f"unknown store scheme {parts.scheme!r}: use redis://host:port/db, rediss://… "
+            "or a state directory path",
+            where=where,
+        )
+    try:
+        port = parts.port
+    except ValueError:
+        raise ConfigError("the port of the Redis URL is not a number", where=where) from None
+    if not parts.hostname:
+        raise ConfigError("the Redis URL names no host (redis://host:port/db)", where=where)
+    db = parts.path.strip("/")
+    if db and not db.isdigit():
+        raise ConfigError(f"the database must be a number, got {db!r}", where=where)
+    del port
+    return StoreLocation(
+        kind=StoreKind.REDIS,
+        url=text,
+        namespace=_namespace(parts.query, where),
+        unavailable=mode,
+    )
+
+
+def resolve_store(
+    flag: str | None,
+    *,
+    state_dir: str | os.PathLike[str],
+    config: str | None = None,
+    environ: Mapping[str, str] | None = None,
+    unavailable: StoreUnavailable | str = StoreUnavailable.STOP,
+) -> StoreLocation:
+    """The location in force: ``flag``, else ``$BACKSTAY_STORE``, else ``config`` (the
+    ``store:`` of ``backstay.yaml``), else SQLite in ``state_dir``."""
+    env = os.environ if environ is None else environ
+    if flag:
+        return parse_store(flag, where="--store", unavailable=unavailable)
+    if env.get(STORE_ENV_VAR):
+        return parse_store(env[STORE_ENV_VAR], where=STORE_ENV_VAR, unavailable=unavailable)
+    if config:
+        return parse_store(config, where="backstay.yaml: store", unavailable=unavailable)
+    return parse_store(os.fspath(state_dir), unavailable=unavailable)
+
+
+def require_redis() -> None:
+    """``ConfigError`` naming the extra when redis-py is not installed."""
+    if importlib.util.find_spec("redis") is None:
+        raise ConfigError(
+            f"a Redis store needs the redis extra: {REDIS_EXTRA_HINT}", where="--store"
+        )
+
+
+@dataclasses.dataclass(kw_only=True)
+class StoreBundle:
+    """The open stores of one location; ``close()`` closes every one of them.
+
+    ``clock``: the clock records should be stamped with (a shared store's follows the
+    store's time), ``None``: the caller's. ``warnings``: what opening found amiss in the
+    store's settings, for the command to print. ``closer``: closes what the stores share.
+    """
+
+    location: StoreLocation
+    tasks: TaskStore
+    operations: OperationStore
+    breakers: BreakerStore
+    fallback: FallbackStore
+    spend: SpendLedger
+    circuit_log: CircuitLog
+    clock: Clock | None = None
+    warnings: tuple[str, ...] = ()
+    closer: Callable[[], None] | None = None
+
+    def has_batch(self) -> bool:
+        """True when a batch was recorded here (at least one task)."""
+        return bool(self.tasks.tasks())
+
+    def close(self) -> None:
+        for store in (
+            self.fallback,
+            self.breakers,
+            self.circuit_log,
+            self.spend,
+            self.operations,
+            self.tasks,
+        ):
+            close = getattr(store, "close", None)
+            if close is not None:
+                close()
+        if self.closer is not None:
+            self.closer()
+
+
+def open_stores(
+    location: StoreLocation,
+    *,
+    state_dir: str | os.PathLike[str],
+    clock: Clock = SYSTEM_CLOCK,
+    secrets: Mapping[str, str] | None = None,
+    on_outage: Callable[[str], None] | None = None,
+) -> StoreBundle:
+    """Open every store of ``location``. ``state_dir``: where a SQLite location without a
+    path keeps ``state.sqlite`` (and where run artefacts go either way). ``clock``: for a
+    Redis location, stamp leases with it instead of Redis ``TIME`` (tests only).
+    ``on_outage``: told, in a sentence, when a shared store stops and starts answering
+    (``unavailable: wait``)."""
+    if location.kind is StoreKind.REDIS:
+        require_redis()
+        from backstay.store.redis.bundle import open_redis_stores  # noqa: PLC0415 - the extra
+
+        own_clock = None if clock is SYSTEM_CLOCK else clock
+        return open_redis_stores(location, clock=own_clock, secrets=secrets, on_outage=on_outage)
+    from backstay.store._sqlite_bundle import open_sqlite_stores  # noqa: PLC0415 - no cycle
+
+    return open_sqlite_stores(
+        location, state_dir=Path(location.path or state_dir), clock=clock, secrets=secrets
+    )

@@ -1,0 +1,152 @@
+"""The one connection to Redis every Redis store shares, and what happens when it fails.
+
+``RedisConnection`` wraps a ``redis.Redis`` client made from the location's URL with short
+timeouts and no retries of its own (a retried ``EXEC`` could apply twice). Every store call
+goes through ``call(fn)``:
+
+* when Redis answers, ``fn``'s answer;
+* when it does not (refused, reset, timed out), by the location's ``unavailable`` mode:
+  ``stop`` raises ``StoreUnreachable`` at once, naming the store (never its password);
+  ``wait`` reports the outage (``on_outage``), retries ``fn`` every ``wait_s`` (doubling
+  to ``max_wait_s``) until Redis answers again, then reports that it is back.
+
+Nothing is ever written anywhere else in the meantime: a store that cannot reach Redis
+waits or stops, it never switches to local state.
+
+Keys: every key starts with ``{namespace:...}``; the part in braces is the Redis Cluster
+hash tag, so the keys one script or transaction touches share a slot (``key``).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import urllib.parse
+from collections.abc import Callable
+from typing import Any, Final, TypeVar
+
+import redis
+from redis.backoff import NoBackoff
+from redis.retry import Retry
+
+from backstay.store.location import StoreLocation, StoreUnavailable, StoreUnreachable
+
+__all__ = ["RedisConnection", "StoreUnreachable", "server_time"]
+
+T = TypeVar("T")
+DEFAULT_SOCKET_TIMEOUT_S: Final = 5.0
+DEFAULT_CONNECT_TIMEOUT_S: Final = 2.0
+DEFAULT_WAIT_S: Final = 0.5
+DEFAULT_MAX_WAIT_S: Final = 10.0
+_UNREACHABLE: Final = (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError)
+OutageCallback = Callable[[str], None]
+
+
+def server_time(raw: tuple[int, int] | list[Any]) -> float:
+    """Redis ``TIME`` (seconds, microseconds) as Unix seconds."""
+    return int(raw[0]) + int(raw[1]) / 1_000_000
+
+
+class RedisConnection:
+    """The client of one Redis location; thread-safe (redis-py pools its connections)."""
+
+    def __init__(
+        self,
+        location: StoreLocation,
+        *,
+        client: redis.Redis | None = None,
+        on_outage: OutageCallback | None = None,
+        wait_s: float = DEFAULT_WAIT_S,
+        max_wait_s: float = DEFAULT_MAX_WAIT_S,
+        max_outage_s: float | None = None,
+    ) -> None:
+        self.location = location
+        self.namespace = location.namespace
+        self.client: redis.Redis = client or redis.Redis.from_url(
+            _without_query(location.url or ""),
+            socket_timeout=DEFAULT_SOCKET_TIMEOUT_S,
+            socket_connect_timeout=DEFAULT_CONNECT_TIMEOUT_S,
+            retry=Retry(NoBackoff(), 0),
+        )
+        self.on_outage = on_outage
+        self._wait_s = wait_s
+        self._max_wait_s = max_wait_s
+        self._max_outage_s = max_outage_s
+        self._lock = threading.Lock()
+        self._local = threading.local()
+        self.outages = 0
+
+    @property
+    def replaying(self) -> bool:
+        """True while ``call`` runs its function again after Redis stopped answering: a
+        write it made may have been applied with only the reply lost, so stores accept
+        finding their own change already there."""
+        return bool(getattr(self._local, "replaying", False))
+
+    def key(self, tag: str, *parts: str) -> str:
+        """``{namespace:tag}:part:…`` — keys with one ``tag`` share a cluster slot."""
+        return ":".join((f"{{{self.namespace}:{tag}}}", *parts))
+
+    def call(self, fn: Callable[[redis.Redis], T]) -> T:
+        """``fn(client)``, handling an unreachable Redis as the module docstring says."""
+        try:
+            return fn(self.client)
+        except _UNREACHABLE as exc:
+            if self.location.unavailable is StoreUnavailable.STOP:
+                raise StoreUnreachable(self.location.display, _reason(exc)) from None
+            return self._wait(fn, exc)
+
+    def _wait(self, fn: Callable[[redis.Redis], T], first: Exception) -> T:
+        with self._lock:
+            self.outages += 1
+        self._tell(
+            f"the shared store {self.location.display} does not answer ({_reason(first)}): "
+            "waiting for it; nothing is recorded elsewhere meanwhile"
+        )
+        started = time.monotonic()
+        delay = self._wait_s
+        while True:
+            time.sleep(delay)
+            self._local.replaying = True
+            try:
+                answer = fn(self.client)
+            except _UNREACHABLE as exc:
+                waited = time.monotonic() - started
+                if self._max_outage_s is not None and waited >= self._max_outage_s:
+                    raise StoreUnreachable(
+                        self.location.display, f"{_reason(exc)} (waited {waited:.0f} s)"
+                    ) from None
+                delay = min(delay * 2, self._max_wait_s)
+                continue
+            finally:
+                self._local.replaying = False
+            self._tell(
+                f"the shared store {self.location.display} answers again after "
+                f"{time.monotonic() - started:.1f} s"
+            )
+            return answer
+
+    def _tell(self, message: str) -> None:
+        if self.on_outage is not None:
+            self.on_outage(message)
+
+    def ping(self) -> None:
+        """Check that Redis answers (``StoreUnreachable`` in ``stop`` mode otherwise)."""
+        self.call(lambda client: client.ping())
+
+    def close(self) -> None:
+        self.client.close()
+
+
+def _without_query(url: str) -> str:
+    """The URL without backstay's own parameters (``namespace``), which redis-py would
+    take for connection settings."""
+    parts = urllib.parse.urlsplit(url)
+    return urllib.parse.urlunsplit((parts.scheme, parts.netloc, parts.path, "", ""))
+
+
+def _reason(exc: Exception) -> str:
+    """The error without the URL (redis-py's messages may name host and port, never the
+    password; kept short all the same)."""
+    text = str(exc).strip() or type(exc).__name__
+    return text.splitlines()[0][:200]
