@@ -36,7 +36,7 @@ from backstay.policy.protocols import (
     ReservingLimiterLike,
     RetryBudgetLike,
 )
-from backstay.policy.retry import RetryPolicy, decide
+from backstay.policy.retry import RetryPolicy, decide_delay, needs_draw
 
 __all__ = ["CallState", "TestMode", "attach_failure", "test_mode"]
 
@@ -44,6 +44,10 @@ _NOTE_PREFIX = "backstay: "
 # The shortest sleep between two rechecks, whatever a limiter asks: bounds the rechecks of
 # one wait to its length divided by this.
 MIN_RECHECK_S: Final = 0.001
+
+
+# AttemptFailed and RetryScheduled share a level: whether a sink wants it is asked once.
+_SAME_LEVEL: Final = AttemptFailed.level == RetryScheduled.level
 
 
 def _chunk(wait: float, recheck: float | None) -> float:
@@ -111,8 +115,9 @@ class CallState:
         self.previous_delay: float | None = None
         self.started = clock.monotonic()
         self.reservation: ReservationLike | None = None
+        # A runtime-checkable protocol's isinstance is costly: only asked of a limiter.
         self._reserving: ReservingLimiterLike[Any] | None = (
-            limiter if isinstance(limiter, ReservingLimiterLike) else None
+            limiter if limiter is not None and isinstance(limiter, ReservingLimiterLike) else None
         )
         self._hold_due = 0.0
         if budget is not None:
@@ -232,46 +237,46 @@ class CallState:
             self.permit = None
         if self.limiter is not None:
             self.limiter.observe(failure)
-        self._settle()
+        if self.reservation is not None:
+            self._settle()
         policy = self.policy
-        draw = (
-            unseeded_unit()
-            if policy.seed is None
-            else seeded_unit(policy.seed, policy.name, self.attempt)
+        if not needs_draw(policy):
+            draw = 0.0  # no jitter: the draw would not be used
+        elif policy.seed is None:
+            draw = unseeded_unit()
+        else:
+            draw = seeded_unit(policy.seed, policy.name, self.attempt)
+        elapsed = self.clock.monotonic() - self.started
+        delay, reason = decide_delay(
+            policy, failure, self.attempt, elapsed, self.previous_delay, draw
         )
-        elapsed = self.elapsed()
-        decision = decide(
-            policy,
-            failure,
-            attempt=self.attempt,
-            elapsed_s=elapsed,
-            previous_delay_s=self.previous_delay,
-            draw=draw,
-        )
-        retry = decision.retry
-        reason = decision.reason or ""
-        cap = test_mode.max_attempts if test_mode.active else None
-        if retry and cap is not None and self.attempt >= cap:
-            retry, reason = False, "testing_mode_attempts"
-        if BUS.wants(AttemptFailed.level):
+        retry = reason is None
+        if retry and test_mode.active:
+            cap = test_mode.max_attempts
+            if cap is not None and self.attempt >= cap:
+                retry, reason = False, "testing_mode_attempts"
+        # Each event is built only when a sink takes its level; one question per level.
+        wants_failed = BUS.wants(AttemptFailed.level)
+        if wants_failed:
             BUS.emit(
                 AttemptFailed(
                     operation=self.operation,
                     policy=policy.name,
                     attempt=self.attempt,
                     failure=failure,
-                    delay_s=decision.delay_s if retry else None,
+                    delay_s=delay if retry else None,
                     elapsed_s=elapsed,
                 )
             )
         if not retry:
-            self._give_up(exc, failure, reason, elapsed)
+            self._give_up(exc, failure, reason or "", elapsed)
         if self.budget is not None and not self.budget.try_spend_retry():
             attach_failure(exc, failure)
             raise RetryBudgetExhausted(self.budget.name) from exc
-        delay = 0.0 if test_mode.active else decision.delay_s
-        self.previous_delay = decision.delay_s
-        if BUS.wants(RetryScheduled.level):
+        self.previous_delay = delay
+        if test_mode.active:
+            delay = 0.0
+        if wants_failed if _SAME_LEVEL else BUS.wants(RetryScheduled.level):
             BUS.emit(
                 RetryScheduled(
                     operation=self.operation,

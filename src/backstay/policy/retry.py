@@ -239,6 +239,8 @@ _EXHAUSTED: Final = RetryDecision(False, reason=GiveUpReason.ATTEMPTS_EXHAUSTED)
 
 
 def _retry_allowed(policy: RetryPolicy, failure: Failure) -> bool:
+    if not policy.never_retry_on and not policy.retry_on:
+        return failure.retryable
     kind, code = str(failure.kind), failure.code
     if kind in policy.never_retry_on or code in policy.never_retry_on:
         return False
@@ -249,12 +251,20 @@ def _retry_allowed(policy: RetryPolicy, failure: Failure) -> bool:
 
 def attempt_limit(policy: RetryPolicy, kind: FailureKind) -> int:
     """How many attempts ``policy`` allows for failures of ``kind``."""
-    override = policy.per_kind.get(kind)
+    override = policy.per_kind.get(kind) if policy.per_kind else None
     if override is not None and override.max_attempts is not None:
         return min(policy.max_attempts, override.max_attempts)
     if kind is FailureKind.UNKNOWN:
         return min(policy.max_attempts, UNKNOWN_MAX_ATTEMPTS)
     return policy.max_attempts
+
+
+def needs_draw(policy: RetryPolicy) -> bool:
+    """Whether the policy's delays use the random draw at all (jitter of some kind)."""
+    mode = policy.jitter_mode
+    if mode is JitterMode.PROPORTIONAL:
+        return policy.jitter > 0.0
+    return mode is not JitterMode.NONE
 
 
 def decide(
@@ -267,14 +277,35 @@ def decide(
     draw: float,
 ) -> RetryDecision:
     """What to do after attempt number ``attempt`` (from 1) failed with ``failure``."""
+    delay, reason = decide_delay(policy, failure, attempt, elapsed_s, previous_delay_s, draw)
+    if reason is None:
+        return RetryDecision(True, delay_s=delay)
+    if delay == 0.0:
+        return _GIVE_UPS.get(reason) or RetryDecision(False, reason=reason)
+    return RetryDecision(False, delay_s=delay, reason=reason)
+
+
+_GIVE_UPS: Final = {d.reason: d for d in (_CANCELLED, _NOT_RETRYABLE, _EXHAUSTED)}
+
+
+def decide_delay(  # noqa: PLR0917 - the drivers' hot path: positional is cheapest
+    policy: RetryPolicy,
+    failure: Failure,
+    attempt: int,
+    elapsed_s: float,
+    previous_delay_s: float | None,
+    draw: float,
+) -> tuple[float, str | None]:
+    """``decide`` without the decision object, for the drivers' hot path: the delay, and
+    ``None`` to retry or the ``GiveUpReason``."""
     kind = failure.kind
     if kind is FailureKind.CANCELLED:
-        return _CANCELLED
+        return 0.0, GiveUpReason.CANCELLED
     if not _retry_allowed(policy, failure):
-        return _NOT_RETRYABLE
+        return 0.0, GiveUpReason.NOT_RETRYABLE
     if attempt >= attempt_limit(policy, kind):
-        return _EXHAUSTED
-    override = policy.per_kind.get(kind)
+        return 0.0, GiveUpReason.ATTEMPTS_EXHAUSTED
+    override = policy.per_kind.get(kind) if policy.per_kind else None
     initial = policy.initial_delay_s
     maximum = policy.max_delay_s
     multiplier = policy.multiplier
@@ -296,8 +327,8 @@ def decide(
     hint = failure.retry_after_s
     if hint is not None and hint > 0.0:
         if hint > policy.max_retry_after_s:
-            return RetryDecision(False, delay_s=hint, reason=GiveUpReason.RETRY_AFTER_TOO_LONG)
+            return hint, GiveUpReason.RETRY_AFTER_TOO_LONG
         delay = max(delay, hint + RETRY_AFTER_MARGIN_S)
     if policy.deadline_s is not None and elapsed_s + delay > policy.deadline_s:
-        return RetryDecision(False, delay_s=delay, reason=GiveUpReason.DEADLINE)
-    return RetryDecision(True, delay_s=delay)
+        return delay, GiveUpReason.DEADLINE
+    return delay, None
