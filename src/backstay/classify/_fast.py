@@ -12,8 +12,9 @@ the links of the chain. So the result of the full classifier is remembered under
 What keeps it exact:
 
 * Only a top exception whose class the rules map to a transport code (``network`` or
-  ``timeout`` kind) is considered; which classes those are is asked of the rules themselves,
-  once per class, so a class the rules learn about is picked up with no change here.
+  ``timeout`` kind), or a bare ``OSError`` the rules decide by its ``errno``, is considered;
+  which classes those are is asked of the rules themselves, once per class, so a class the
+  rules learn about is picked up with no change here.
   Google's genai SDK raises the httpx / aiohttp exceptions themselves on a transport failure.
 * An exception (or any link of its chain) that carries a response, a status, a body,
   headers or an attached ``Failure`` is never fingerprinted: it always goes through the full
@@ -86,8 +87,12 @@ def _profile(exc: BaseException) -> _Profile:
     if found is not None:
         return found
     code = _mro_code(exc)
+    if code is None:  # a bare OSError: decided by its errno, chain and text
+        top = issubclass(cls, OSError)
+    else:
+        top = code != _RESPONSE and CODES[code].kind in _TRANSPORT_KINDS
     found = _Profile(
-        top=code is not None and code != _RESPONSE and CODES[code].kind in _TRANSPORT_KINDS,
+        top=top,
         links=tuple(name for name in _LINKS if hasattr(cls, name)),
         payload=tuple(sorted(name for name in _PAYLOAD if hasattr(cls, name))),
         errno=hasattr(cls, "errno"),
