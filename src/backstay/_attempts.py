@@ -28,6 +28,7 @@ from backstay.observe.events import (
     RetryScheduled,
 )
 from backstay.observe.sinks import BUS
+from backstay.policy._delays import needs_draw
 from backstay.policy.protocols import (
     CircuitBreakerLike,
     Permit,
@@ -36,7 +37,7 @@ from backstay.policy.protocols import (
     ReservingLimiterLike,
     RetryBudgetLike,
 )
-from backstay.policy.retry import RetryPolicy, decide_delay, needs_draw
+from backstay.policy.retry import RetryPolicy, decide_delay
 
 __all__ = ["CallState", "TestMode", "attach_failure", "test_mode"]
 

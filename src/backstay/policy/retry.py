@@ -15,6 +15,7 @@ from typing import Any, Final
 from backstay._checks import check_number
 from backstay.errors import ConfigError
 from backstay.failure import Failure
+from backstay.policy._delays import fixed_delays
 from backstay.policy.backoff import Backoff, JitterMode, next_delay
 from backstay.taxonomy import CODES, FailureKind
 
@@ -259,14 +260,6 @@ def attempt_limit(policy: RetryPolicy, kind: FailureKind) -> int:
     return policy.max_attempts
 
 
-def needs_draw(policy: RetryPolicy) -> bool:
-    """Whether the policy's delays use the random draw at all (jitter of some kind)."""
-    mode = policy.jitter_mode
-    if mode is JitterMode.PROPORTIONAL:
-        return policy.jitter > 0.0
-    return mode is not JitterMode.NONE
-
-
 def decide(
     policy: RetryPolicy,
     failure: Failure,
@@ -306,24 +299,28 @@ def decide_delay(  # noqa: PLR0917 - the drivers' hot path: positional is cheape
     if attempt >= attempt_limit(policy, kind):
         return 0.0, GiveUpReason.ATTEMPTS_EXHAUSTED
     override = policy.per_kind.get(kind) if policy.per_kind else None
-    initial = policy.initial_delay_s
-    maximum = policy.max_delay_s
-    multiplier = policy.multiplier
-    if override is not None:
-        initial = initial if override.initial_delay_s is None else override.initial_delay_s
-        maximum = maximum if override.max_delay_s is None else override.max_delay_s
-        multiplier = multiplier if override.multiplier is None else override.multiplier
-    delay = next_delay(
-        policy.backoff,
-        attempt,
-        initial_s=initial,
-        multiplier=multiplier,
-        max_s=max(maximum, initial),
-        jitter=policy.jitter,
-        jitter_mode=policy.jitter_mode,
-        previous_s=previous_delay_s,
-        draw=draw,
-    )
+    fixed = fixed_delays(policy) if override is None else None
+    if fixed is not None and attempt <= len(fixed):
+        delay = fixed[attempt - 1]
+    else:
+        initial = policy.initial_delay_s
+        maximum = policy.max_delay_s
+        multiplier = policy.multiplier
+        if override is not None:
+            initial = initial if override.initial_delay_s is None else override.initial_delay_s
+            maximum = maximum if override.max_delay_s is None else override.max_delay_s
+            multiplier = multiplier if override.multiplier is None else override.multiplier
+        delay = next_delay(
+            policy.backoff,
+            attempt,
+            initial_s=initial,
+            multiplier=multiplier,
+            max_s=max(maximum, initial),
+            jitter=policy.jitter,
+            jitter_mode=policy.jitter_mode,
+            previous_s=previous_delay_s,
+            draw=draw,
+        )
     hint = failure.retry_after_s
     if hint is not None and hint > 0.0:
         if hint > policy.max_retry_after_s:
