@@ -28,7 +28,7 @@ from backstay.observe.events import (
     RetryScheduled,
 )
 from backstay.observe.sinks import BUS
-from backstay.policy._delays import needs_draw
+from backstay.policy._delays import fixed_delays
 from backstay.policy.protocols import (
     CircuitBreakerLike,
     Permit,
@@ -241,7 +241,8 @@ class CallState:
         if self.reservation is not None:
             self._settle()
         policy = self.policy
-        if not needs_draw(policy):
+        fixed = fixed_delays(policy)
+        if fixed is not None:
             draw = 0.0  # no jitter: the draw would not be used
         elif policy.seed is None:
             draw = unseeded_unit()
@@ -249,7 +250,7 @@ class CallState:
             draw = seeded_unit(policy.seed, policy.name, self.attempt)
         elapsed = self.clock.monotonic() - self.started
         delay, reason = decide_delay(
-            policy, failure, self.attempt, elapsed, self.previous_delay, draw
+            policy, failure, self.attempt, elapsed, self.previous_delay, draw, fixed
         )
         retry = reason is None
         if retry and test_mode.active:

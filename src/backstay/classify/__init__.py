@@ -74,12 +74,11 @@ def classify(
 ) -> Failure:
     """Classify any exception. ``provider`` names the provider when the class cannot."""
     try:
-        key = _fast.fingerprint(exc, provider)
-        if key is None:
-            return classify_exception(exc, provider=provider, now=_now(now))
-        found = _fast.recall(key)
+        found, key = _fast.lookup(exc, provider)
         if found is not None:
             return found
+        if key is None:
+            return classify_exception(exc, provider=provider, now=_now(now))
         secrets = _fast.current_secrets()
         failure = classify_exception(exc, provider=provider, now=_now(now))
     except Exception as err:  # classification must never raise

@@ -42,7 +42,7 @@ from backstay.failure import Failure
 from backstay.redact import _secrets
 from backstay.taxonomy import CODES
 
-__all__ = ["current_secrets", "fingerprint", "recall", "remember"]
+__all__ = ["current_secrets", "fingerprint", "lookup", "recall", "remember"]
 
 # The attributes the classifier follows from one exception to the next (as ``_chain``).
 _LINKS: Final = ("reason", "os_error", "last_attempt")
@@ -153,10 +153,11 @@ def _simple(exc: BaseException, profile: _Profile, provider: str | None) -> Hash
     for arg in exc.args:
         if isinstance(arg, BaseException):
             return _chained(exc, profile, provider)
-    text = _text(exc)
-    if text is None:
+    try:
+        text = str(exc)
+        errno = exc.errno if profile.errno else None  # type: ignore[attr-defined]
+    except Exception:  # a broken __str__ or errno property: the full path copes
         return None
-    errno = getattr(exc, "errno", None) if profile.errno else None
     return (type(exc), text, errno, provider)
 
 
@@ -178,8 +179,11 @@ def _chained(exc: BaseException, profile: _Profile, provider: str | None) -> Has
         text = _text(current)
         if data is None or text is None:
             return None
-        links = _links(current, prof, attrs)
-        errno = getattr(current, "errno", None) if prof.errno else None
+        try:
+            links = _links(current, prof, attrs)
+            errno = getattr(current, "errno", None) if prof.errno else None
+        except Exception:  # a property that cannot answer: the full path copes
+            return None
         parts.append((type(current), text, errno, data, [id(x) for x in links]))
         todo.extend(links)
     # Links by position rather than by id: the same shape gives the same fingerprint.
@@ -192,7 +196,7 @@ def _chained(exc: BaseException, profile: _Profile, provider: str | None) -> Has
 def fingerprint(exc: BaseException, provider: str | None) -> Hashable | None:
     """Everything the classifier reads of ``exc``, as a key; ``None`` when ``exc`` is not a
     transport exception or carries a response, a status or an attached failure."""
-    profile = _profile(exc)
+    profile = _types.get(type(exc)) or _profile(exc)
     if not profile.top:
         return None
     provider = provider or profile.provider
@@ -205,6 +209,18 @@ def fingerprint(exc: BaseException, provider: str | None) -> Hashable | None:
     ):
         return _simple(exc, profile, provider)
     return _chained(exc, profile, provider)
+
+
+def lookup(exc: BaseException, provider: str | None) -> tuple[Failure | None, Hashable | None]:
+    """The remembered ``Failure`` of ``exc`` (and its key), or ``None`` and the key to
+    ``remember`` the full classification under (``None`` when it must not be)."""
+    key = fingerprint(exc, provider)
+    if key is None:
+        return None, None
+    found = _remembered.get(key)
+    if found is not None and found[0] is _secrets.current():
+        return found[1], key
+    return None, key
 
 
 def recall(key: Hashable) -> Failure | None:

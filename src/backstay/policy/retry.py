@@ -270,7 +270,9 @@ def decide(
     draw: float,
 ) -> RetryDecision:
     """What to do after attempt number ``attempt`` (from 1) failed with ``failure``."""
-    delay, reason = decide_delay(policy, failure, attempt, elapsed_s, previous_delay_s, draw)
+    delay, reason = decide_delay(
+        policy, failure, attempt, elapsed_s, previous_delay_s, draw, fixed_delays(policy)
+    )
     if reason is None:
         return RetryDecision(True, delay_s=delay)
     if delay == 0.0:
@@ -288,19 +290,28 @@ def decide_delay(  # noqa: PLR0917 - the drivers' hot path: positional is cheape
     elapsed_s: float,
     previous_delay_s: float | None,
     draw: float,
+    fixed: tuple[float, ...] | None,
 ) -> tuple[float, str | None]:
     """``decide`` without the decision object, for the drivers' hot path: the delay, and
-    ``None`` to retry or the ``GiveUpReason``."""
+    ``None`` to retry or the ``GiveUpReason``. ``fixed`` is ``fixed_delays(policy)``."""
     kind = failure.kind
     if kind is FailureKind.CANCELLED:
         return 0.0, GiveUpReason.CANCELLED
-    if not _retry_allowed(policy, failure):
+    if policy.never_retry_on or policy.retry_on:
+        allowed = _retry_allowed(policy, failure)
+    else:
+        allowed = failure.retryable
+    if not allowed:
         return 0.0, GiveUpReason.NOT_RETRYABLE
-    if attempt >= attempt_limit(policy, kind):
+    per_kind = policy.per_kind
+    if per_kind or kind is FailureKind.UNKNOWN:
+        limit = attempt_limit(policy, kind)
+    else:
+        limit = policy.max_attempts
+    if attempt >= limit:
         return 0.0, GiveUpReason.ATTEMPTS_EXHAUSTED
-    override = policy.per_kind.get(kind) if policy.per_kind else None
-    fixed = fixed_delays(policy) if override is None else None
-    if fixed is not None and attempt <= len(fixed):
+    override = per_kind.get(kind) if per_kind else None
+    if override is None and fixed is not None and attempt <= len(fixed):
         delay = fixed[attempt - 1]
     else:
         initial = policy.initial_delay_s
