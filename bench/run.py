@@ -53,6 +53,7 @@ import engine
 import fake_provider
 import fallback
 import goodput
+import instructions
 import otel_overhead
 import retry
 from corpus import CASES
@@ -205,6 +206,8 @@ def main() -> None:
 
     retry.report()
     async_retry.report()
+    instructions.report()
+    retry.print_targets()
     engine.report()
     otel_overhead.report()
     fake_provider.report()

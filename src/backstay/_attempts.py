@@ -49,6 +49,9 @@ MIN_RECHECK_S: Final = 0.001
 
 # AttemptFailed and RetryScheduled share a level: whether a sink wants it is asked once.
 _SAME_LEVEL: Final = AttemptFailed.level == RetryScheduled.level
+# Debug-level events: below every sink's level in a quiet process, so checked inline first.
+_STARTED_LEVEL: Final = AttemptStarted.level
+_SUCCEEDED_LEVEL: Final = CallSucceeded.level
 
 
 def _chunk(wait: float, recheck: float | None) -> float:
@@ -201,7 +204,7 @@ class CallState:
         self.attempt += 1
         if self.breaker is not None:
             self.permit = self.breaker.acquire()
-        if BUS.wants(AttemptStarted.level):
+        if BUS.min_level <= _STARTED_LEVEL and BUS.wants(_STARTED_LEVEL):
             BUS.emit(
                 AttemptStarted(
                     operation=self.operation, policy=self.policy.name, attempt=self.attempt
@@ -213,7 +216,7 @@ class CallState:
         if self.permit is not None:
             self.permit.success()
             self.permit = None
-        if BUS.wants(CallSucceeded.level):
+        if BUS.min_level <= _SUCCEEDED_LEVEL and BUS.wants(_SUCCEEDED_LEVEL):
             BUS.emit(
                 CallSucceeded(
                     operation=self.operation,
