@@ -93,7 +93,10 @@ def _profile(exc: BaseException) -> _Profile:
         top = code != _RESPONSE and CODES[code].kind in _TRANSPORT_KINDS
     found = _Profile(
         top=top,
-        links=tuple(name for name in _LINKS if hasattr(cls, name)),
+        # A class answering unknown attributes (``__getattr__``) may answer any link.
+        links=_LINKS
+        if hasattr(cls, "__getattr__")
+        else tuple(name for name in _LINKS if hasattr(cls, name)),
         payload=tuple(sorted(name for name in _PAYLOAD if hasattr(cls, name))),
         errno=hasattr(cls, "errno"),
         provider=_provider_of(exc),
@@ -106,13 +109,21 @@ def _profile(exc: BaseException) -> _Profile:
 
 def _links(exc: BaseException, profile: _Profile, attrs: dict[str, Any]) -> list[BaseException]:
     """The exceptions the classifier goes to from ``exc``, in its order."""
-    out = [value for value in (exc.__cause__, exc.__context__) if value is not None]
-    for name in _LINKS:
-        if name in profile.links or name in attrs:
-            value = getattr(exc, name, None)
-            if isinstance(value, BaseException):
-                out.append(value)
-    out.extend(arg for arg in exc.args[:3] if isinstance(arg, BaseException))
+    out: list[BaseException] = []
+    cause, context = exc.__cause__, exc.__context__
+    if cause is not None:
+        out.append(cause)
+    if context is not None:
+        out.append(context)
+    if profile.links or attrs:
+        for name in _LINKS:
+            if name in profile.links or name in attrs:
+                value = getattr(exc, name, None)
+                if isinstance(value, BaseException):
+                    out.append(value)
+    for arg in exc.args[:3]:
+        if isinstance(arg, BaseException):
+            out.append(arg)  # noqa: PERF401 - a generator costs more on this path
     return out
 
 
@@ -140,13 +151,6 @@ def _data(attrs: dict[str, Any]) -> tuple[object, ...] | None:
     return tuple(out)
 
 
-def _text(exc: BaseException) -> str | None:
-    try:
-        return str(exc)
-    except Exception:
-        return None
-
-
 def _simple(exc: BaseException, profile: _Profile, provider: str | None) -> Hashable | None:
     """The fingerprint of a lone exception with nothing attached: the common case, kept
     short (``ConnectionError("[Errno 104] Connection reset by peer")``)."""
@@ -162,35 +166,38 @@ def _simple(exc: BaseException, profile: _Profile, provider: str | None) -> Hash
 
 
 def _chained(exc: BaseException, profile: _Profile, provider: str | None) -> Hashable | None:
-    """The fingerprint of an exception and its chain, walked as the classifier walks it."""
-    order: dict[int, int] = {}  # id → position, as the classifier's walk meets them
-    todo: list[BaseException] = [exc]
-    parts: list[tuple[type, str, object, tuple[object, ...], list[int]]] = []
-    while todo and len(order) < _MAX_CHAIN:
-        current = todo.pop(0)
-        if id(current) in order:
-            continue
-        order[id(current)] = len(order)
-        prof = profile if current is exc else _profile(current)
+    """The fingerprint of an exception and its chain, walked as the classifier walks it:
+    breadth first, each exception once, at most ``_MAX_CHAIN``. Exceptions are numbered in
+    the order they are first met (the order the walk visits them), and each one's links
+    are kept as those numbers, so the same shape gives the same fingerprint."""
+    number: dict[int, int] = {id(exc): 0}
+    met: list[BaseException] = [exc]
+    parts: list[object] = [provider]
+    for current in met:
+        if len(parts) > _MAX_CHAIN:
+            break
+        prof = profile if current is exc else _types.get(type(current)) or _profile(current)
         if prof.payload and _carries_response(current, prof):
             return None
         attrs = current.__dict__
         data = _data(attrs) if attrs else ()
-        text = _text(current)
-        if data is None or text is None:
+        if data is None:
             return None
         try:
+            text = str(current)
             links = _links(current, prof, attrs)
             errno = getattr(current, "errno", None) if prof.errno else None
-        except Exception:  # a property that cannot answer: the full path copes
+        except Exception:  # a broken __str__ or property: the full path copes
             return None
-        parts.append((type(current), text, errno, data, [id(x) for x in links]))
-        todo.extend(links)
-    # Links by position rather than by id: the same shape gives the same fingerprint.
-    return (
-        provider,
-        *((*part[:4], tuple(order.get(i, -1) for i in part[4])) for part in parts),
-    )
+        positions = []
+        for link in links:
+            found = number.get(id(link))
+            if found is None:
+                found = number[id(link)] = len(met)
+                met.append(link)
+            positions.append(found)
+        parts.append((type(current), text, errno, data, tuple(positions)))
+    return tuple(parts)
 
 
 def fingerprint(exc: BaseException, provider: str | None) -> Hashable | None:
