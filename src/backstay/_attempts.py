@@ -212,7 +212,8 @@ class CallState:
             )
 
     def succeeded(self) -> None:
-        self._settle()
+        if self.reservation is not None:
+            self._settle()
         if self.permit is not None:
             self.permit.success()
             self.permit = None
