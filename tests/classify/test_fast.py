@@ -210,3 +210,9 @@ def test_a_new_exception_of_a_remembered_shape_does_not_run_the_rules(
     assert ran == []
     classify(ConnectionError("a text not seen before"))
     assert len(ran) == 1
+
+
+def test_an_exception_with_an_unhashable_errno_is_classified_the_full_way() -> None:
+    exc = OSError([errno.ECONNRESET], "reset")
+    assert classify(exc) == _fresh(exc)
+    assert classify(exc).details.get("source") != "classifier_error"

@@ -224,7 +224,10 @@ def lookup(exc: BaseException, provider: str | None) -> tuple[Failure | None, Ha
     key = fingerprint(exc, provider)
     if key is None:
         return None, None
-    found = _remembered.get(key)
+    try:
+        found = _remembered.get(key)
+    except TypeError:  # an unhashable part (``OSError([1], "…")`` has a list for errno)
+        return None, None
     if found is not None and found[0] is _secrets.current():
         return found[1], key
     return None, key
