@@ -14,7 +14,7 @@ import purgatory
 import pybreaker
 
 import backstay
-from retry import Row, best_us, ratio, verdict
+from retry import Row, median_us, ratio, verdict
 
 CHECK_TARGET_US = 0.3
 BREAKER_BYTES_TARGET = 10 * 1024
@@ -53,12 +53,12 @@ def breaker_rows() -> list[Row]:
         "pg_call": _purgatory_call,
         "pg_factory": purgatory.SyncCircuitBreakerFactory(),
     }
-    bare = best_us("ok()", env, NUMBER)
-    check = best_us("breaker.acquire()", env, NUMBER)
-    ours = best_us("p = breaker.acquire(); ok(); p.success()", env, NUMBER)
-    driven = best_us("call(ok, breaker=breaker)", env, NUMBER // 2)
-    pyb = best_us("pyb.call(ok)", env, NUMBER // 2)
-    pg = best_us("pg_call(pg_factory)", env, NUMBER // 10)
+    bare = median_us("ok()", env, NUMBER)
+    check = median_us("breaker.acquire()", env, NUMBER)
+    ours = median_us("p = breaker.acquire(); ok(); p.success()", env, NUMBER)
+    driven = median_us("call(ok, breaker=breaker)", env, NUMBER // 2)
+    pyb = median_us("pyb.call(ok)", env, NUMBER // 2)
+    pg = median_us("pg_call(pg_factory)", env, NUMBER // 10)
     per_breaker = _bytes_per_breaker()
     return [
         Row("bare call", bare),

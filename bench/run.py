@@ -60,6 +60,7 @@ import fake_provider
 import fallback
 import field_corpus
 import goodput
+import instructions
 import otel_overhead
 import ray_executor
 import retry
@@ -240,6 +241,8 @@ def main() -> None:
 
     retry.report()
     async_retry.report()
+    instructions.report()
+    retry.print_targets()
     engine.report()
     ray_executor.report()
     otel_overhead.report()

@@ -28,6 +28,7 @@ from backstay.observe.events import (
     RetryScheduled,
 )
 from backstay.observe.sinks import BUS
+from backstay.policy._delays import fixed_delays
 from backstay.policy.protocols import (
     CircuitBreakerLike,
     Permit,
@@ -36,7 +37,7 @@ from backstay.policy.protocols import (
     ReservingLimiterLike,
     RetryBudgetLike,
 )
-from backstay.policy.retry import RetryPolicy, decide
+from backstay.policy.retry import RetryPolicy, decide_delay
 
 __all__ = ["CallState", "TestMode", "attach_failure", "test_mode"]
 
@@ -44,6 +45,13 @@ _NOTE_PREFIX = "backstay: "
 # The shortest sleep between two rechecks, whatever a limiter asks: bounds the rechecks of
 # one wait to its length divided by this.
 MIN_RECHECK_S: Final = 0.001
+
+
+# AttemptFailed and RetryScheduled share a level: whether a sink wants it is asked once.
+_SAME_LEVEL: Final = AttemptFailed.level == RetryScheduled.level
+# Debug-level events: below every sink's level in a quiet process, so checked inline first.
+_STARTED_LEVEL: Final = AttemptStarted.level
+_SUCCEEDED_LEVEL: Final = CallSucceeded.level
 
 
 def _chunk(wait: float, recheck: float | None) -> float:
@@ -111,8 +119,9 @@ class CallState:
         self.previous_delay: float | None = None
         self.started = clock.monotonic()
         self.reservation: ReservationLike | None = None
+        # A runtime-checkable protocol's isinstance is costly: only asked of a limiter.
         self._reserving: ReservingLimiterLike[Any] | None = (
-            limiter if isinstance(limiter, ReservingLimiterLike) else None
+            limiter if limiter is not None and isinstance(limiter, ReservingLimiterLike) else None
         )
         self._hold_due = 0.0
         if budget is not None:
@@ -195,7 +204,7 @@ class CallState:
         self.attempt += 1
         if self.breaker is not None:
             self.permit = self.breaker.acquire()
-        if BUS.wants(AttemptStarted.level):
+        if BUS.min_level <= _STARTED_LEVEL and BUS.wants(_STARTED_LEVEL):
             BUS.emit(
                 AttemptStarted(
                     operation=self.operation, policy=self.policy.name, attempt=self.attempt
@@ -203,11 +212,12 @@ class CallState:
             )
 
     def succeeded(self) -> None:
-        self._settle()
+        if self.reservation is not None:
+            self._settle()
         if self.permit is not None:
             self.permit.success()
             self.permit = None
-        if BUS.wants(CallSucceeded.level):
+        if BUS.min_level <= _SUCCEEDED_LEVEL and BUS.wants(_SUCCEEDED_LEVEL):
             BUS.emit(
                 CallSucceeded(
                     operation=self.operation,
@@ -232,46 +242,47 @@ class CallState:
             self.permit = None
         if self.limiter is not None:
             self.limiter.observe(failure)
-        self._settle()
+        if self.reservation is not None:
+            self._settle()
         policy = self.policy
-        draw = (
-            unseeded_unit()
-            if policy.seed is None
-            else seeded_unit(policy.seed, policy.name, self.attempt)
+        fixed = fixed_delays(policy)
+        if fixed is not None:
+            draw = 0.0  # no jitter: the draw would not be used
+        elif policy.seed is None:
+            draw = unseeded_unit()
+        else:
+            draw = seeded_unit(policy.seed, policy.name, self.attempt)
+        elapsed = self.clock.monotonic() - self.started
+        delay, reason = decide_delay(
+            policy, failure, self.attempt, elapsed, self.previous_delay, draw, fixed
         )
-        elapsed = self.elapsed()
-        decision = decide(
-            policy,
-            failure,
-            attempt=self.attempt,
-            elapsed_s=elapsed,
-            previous_delay_s=self.previous_delay,
-            draw=draw,
-        )
-        retry = decision.retry
-        reason = decision.reason or ""
-        cap = test_mode.max_attempts if test_mode.active else None
-        if retry and cap is not None and self.attempt >= cap:
-            retry, reason = False, "testing_mode_attempts"
-        if BUS.wants(AttemptFailed.level):
+        retry = reason is None
+        if retry and test_mode.active:
+            cap = test_mode.max_attempts
+            if cap is not None and self.attempt >= cap:
+                retry, reason = False, "testing_mode_attempts"
+        # Each event is built only when a sink takes its level; one question per level.
+        wants_failed = BUS.wants(AttemptFailed.level)
+        if wants_failed:
             BUS.emit(
                 AttemptFailed(
                     operation=self.operation,
                     policy=policy.name,
                     attempt=self.attempt,
                     failure=failure,
-                    delay_s=decision.delay_s if retry else None,
+                    delay_s=delay if retry else None,
                     elapsed_s=elapsed,
                 )
             )
         if not retry:
-            self._give_up(exc, failure, reason, elapsed)
+            self._give_up(exc, failure, reason or "", elapsed)
         if self.budget is not None and not self.budget.try_spend_retry():
             attach_failure(exc, failure)
             raise RetryBudgetExhausted(self.budget.name) from exc
-        delay = 0.0 if test_mode.active else decision.delay_s
-        self.previous_delay = decision.delay_s
-        if BUS.wants(RetryScheduled.level):
+        self.previous_delay = delay
+        if test_mode.active:
+            delay = 0.0
+        if wants_failed if _SAME_LEVEL else BUS.wants(RetryScheduled.level):
             BUS.emit(
                 RetryScheduled(
                     operation=self.operation,

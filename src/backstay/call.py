@@ -20,7 +20,7 @@ import asyncio
 import functools
 import inspect
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
-from typing import Any, Final, NamedTuple, ParamSpec, TypeVar, overload
+from typing import Any, Final, ParamSpec, TypeVar, overload
 
 from backstay._attempts import CallState, test_mode
 from backstay.clock import SYSTEM_CLOCK, Clock
@@ -92,25 +92,10 @@ def resolve_policy(policy: PolicySpec, operation: str | None) -> RetryPolicy:
     return _Source.registry.default
 
 
-class _Options(NamedTuple):
-    """What a driver needs besides the function: resolved once per call or decoration."""
-
-    policy: RetryPolicy
-    operation: str | None
-    breaker: CircuitBreakerLike | None
-    budget: RetryBudgetLike | None
-    limiter: RateLimiterLike | None
-    clock: Clock | None
-
-
-def _plain(budget: object | None, limiter: object | None) -> bool:
-    """Nothing but a breaker to consult before the first attempt: it may run inline."""
-    return (
-        budget is None
-        and limiter is None
-        and not test_mode.active
-        and not BUS.wants(AttemptStarted.level)
-    )
+# The level of the event every attempt would start with, read once: a driver that nothing
+# listens to at that level, with no budget, no limiter and no testing mode, runs its first
+# attempt inline and builds its state only after a failure.
+_STARTED_LEVEL: Final = AttemptStarted.level
 
 
 def _after_first_failure(
@@ -166,15 +151,29 @@ def call(
     **kwargs: Any,
 ) -> T:
     """Call ``fn(*args, **kwargs)`` under ``policy`` (or the one for ``operation``)."""
-    opts = _Options(resolve_policy(policy, operation), operation, breaker, budget, limiter, clock)
-    return _run(fn, args, kwargs, opts)
+    pol = policy if type(policy) is RetryPolicy else resolve_policy(policy, operation)
+    return _run(fn, args, kwargs, pol, operation, breaker, budget, limiter, clock)
 
 
-def _run(fn: Callable[..., T], args: Any, kwargs: Any, opts: _Options) -> T:
-    pol, operation, breaker, budget, limiter = opts[:5]
-    clk = opts.clock or SYSTEM_CLOCK
+def _run(  # noqa: PLR0917 - the hot path: positional is the cheapest call
+    fn: Callable[..., T],
+    args: Any,
+    kwargs: Any,
+    pol: RetryPolicy,
+    operation: str | None,
+    breaker: CircuitBreakerLike | None,
+    budget: RetryBudgetLike | None,
+    limiter: RateLimiterLike | None,
+    clock: Clock | None,
+) -> T:
+    clk = clock or SYSTEM_CLOCK
     state: CallState | None = None
-    if _plain(budget, limiter):
+    if (
+        budget is None
+        and limiter is None
+        and not test_mode.active
+        and (BUS.min_level > _STARTED_LEVEL or not BUS.wants(_STARTED_LEVEL))
+    ):
         started = clk.monotonic()
         permit = None if breaker is None else breaker.acquire()
         try:
@@ -199,7 +198,8 @@ def _run(fn: Callable[..., T], args: Any, kwargs: Any, opts: _Options) -> T:
             pol, clk, operation=operation, breaker=breaker, budget=budget, limiter=limiter
         )
     while True:
-        _limiter_wait(state, clk)
+        if state.limiter is not None:
+            _limiter_wait(state, clk)
         state.start_attempt()
         try:
             result = fn(*args, **kwargs)
@@ -229,15 +229,31 @@ async def acall(
     """Await ``fn(*args, **kwargs)`` under ``policy``; the policy's deadline bounds each
     attempt (an attempt still running at the deadline is cancelled and counts as a
     timeout)."""
-    opts = _Options(resolve_policy(policy, operation), operation, breaker, budget, limiter, clock)
-    return await _arun(fn, args, kwargs, opts)
+    pol = policy if type(policy) is RetryPolicy else resolve_policy(policy, operation)
+    return await _arun(fn, args, kwargs, pol, operation, breaker, budget, limiter, clock)
 
 
-async def _arun(fn: Callable[..., Awaitable[T]], args: Any, kwargs: Any, opts: _Options) -> T:
-    pol, operation, breaker, budget, limiter = opts[:5]
-    clk = opts.clock or SYSTEM_CLOCK
+async def _arun(  # noqa: PLR0917 - the hot path: positional is the cheapest call
+    fn: Callable[..., Awaitable[T]],
+    args: Any,
+    kwargs: Any,
+    pol: RetryPolicy,
+    operation: str | None,
+    breaker: CircuitBreakerLike | None,
+    budget: RetryBudgetLike | None,
+    limiter: RateLimiterLike | None,
+    clock: Clock | None,
+) -> T:
+    clk = clock or SYSTEM_CLOCK
     state: CallState | None = None
-    if _plain(budget, limiter) and pol.deadline_s is None:
+    deadline = pol.deadline_s
+    if (
+        deadline is None
+        and budget is None
+        and limiter is None
+        and not test_mode.active
+        and (BUS.min_level > _STARTED_LEVEL or not BUS.wants(_STARTED_LEVEL))
+    ):
         started = clk.monotonic()
         permit = None if breaker is None else breaker.acquire()
         try:
@@ -262,13 +278,14 @@ async def _arun(fn: Callable[..., Awaitable[T]], args: Any, kwargs: Any, opts: _
             pol, clk, operation=operation, breaker=breaker, budget=budget, limiter=limiter
         )
     while True:
-        await _alimiter_wait(state, clk)
+        if state.limiter is not None:
+            await _alimiter_wait(state, clk)
         state.start_attempt()
         try:
-            if pol.deadline_s is None:
+            if deadline is None:
                 result = await fn(*args, **kwargs)
             else:
-                remaining = max(0.0, pol.deadline_s - state.elapsed())
+                remaining = max(0.0, deadline - state.elapsed())
                 async with asyncio.timeout(remaining):
                     result = await fn(*args, **kwargs)
         except Exception as exc:
@@ -314,20 +331,22 @@ def retry(
 
     The policy is resolved once, at decoration; the wrapper keeps the signature.
     """
-    opts = _Options(resolve_policy(policy, operation), operation, breaker, budget, limiter, clock)
+    pol = resolve_policy(policy, operation)
 
     def decorate(func: Callable[P, T]) -> Callable[P, T]:
         if inspect.iscoroutinefunction(func):
 
             @functools.wraps(func)
             async def async_wrapper(*args: P.args, **kwargs: P.kwargs) -> Any:
-                return await _arun(func, args, kwargs, opts)
+                return await _arun(
+                    func, args, kwargs, pol, operation, breaker, budget, limiter, clock
+                )
 
             return async_wrapper  # type: ignore[return-value]
 
         @functools.wraps(func)
         def wrapper(*args: P.args, **kwargs: P.kwargs) -> T:
-            return _run(func, args, kwargs, opts)
+            return _run(func, args, kwargs, pol, operation, breaker, budget, limiter, clock)
 
         return wrapper
 

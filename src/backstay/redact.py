@@ -124,31 +124,30 @@ class _SecretValues:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._registered: set[str] = set()
-        self._snapshot: dict[object, object] | None = None
-        self._env_values: tuple[str, ...] = ()
-        self._cache: tuple[str, ...] | None = None
+        # The raw environment the answer was computed from, and the answer: replaced whole,
+        # so a reader without the lock always sees a matching pair.
+        self._state: tuple[dict[object, object], tuple[str, ...]] | None = None
 
     def register(self, value: str) -> None:
         with self._lock:
             self._registered.add(value)
-            self._cache = None
+            self._state = None
 
     def current(self) -> tuple[str, ...]:
         raw = getattr(os.environ, "_data", None)
+        state = self._state
+        if state is not None and type(raw) is dict and raw == state[0]:
+            return state[1]  # the common case: nothing changed, no lock taken
         with self._lock:
-            if not isinstance(raw, dict) or raw != self._snapshot:
-                self._env_values = tuple(
-                    value
-                    for name, value in os.environ.items()
-                    if len(value) >= _MIN_ENV_SECRET_LEN and _SECRET_ENV_NAME.search(name)
-                )
-                self._snapshot = dict(raw) if isinstance(raw, dict) else None
-                self._cache = None
-            if self._cache is None:
-                found = set(self._env_values) | self._registered
-                # Longest first, so a secret that contains another is removed whole.
-                self._cache = tuple(sorted(found, key=len, reverse=True))
-            return self._cache
+            env_values = {
+                value
+                for name, value in os.environ.items()
+                if len(value) >= _MIN_ENV_SECRET_LEN and _SECRET_ENV_NAME.search(name)
+            }
+            # Longest first, so a secret that contains another is removed whole.
+            found = tuple(sorted(env_values | self._registered, key=len, reverse=True))
+            self._state = (dict(raw), found) if type(raw) is dict else None
+            return found
 
 
 _secrets = _SecretValues()

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import datetime as _dt
 
-from backstay.classify import anthropic, gemini, openai
+from backstay.classify import _fast, anthropic, gemini, openai
 from backstay.classify._decide import build_failure
 from backstay.classify._evidence import read_evidence
 from backstay.classify._http import parse_body, sse_events
@@ -74,9 +74,17 @@ def classify(
 ) -> Failure:
     """Classify any exception. ``provider`` names the provider when the class cannot."""
     try:
-        return classify_exception(exc, provider=provider, now=_now(now))
+        found, key = _fast.lookup(exc, provider)
+        if found is not None:
+            return found
+        if key is None:
+            return classify_exception(exc, provider=provider, now=_now(now))
+        secrets = _fast.current_secrets()
+        failure = classify_exception(exc, provider=provider, now=_now(now))
     except Exception as err:  # classification must never raise
         return _internal_error("exception", err, exception=type(exc).__name__)
+    _fast.remember(key, failure, secrets)
+    return failure
 
 
 def check_response(

@@ -15,6 +15,7 @@ from typing import Any, Final
 from backstay._checks import check_number
 from backstay.errors import ConfigError
 from backstay.failure import Failure
+from backstay.policy._delays import fixed_delays
 from backstay.policy.backoff import Backoff, JitterMode, next_delay
 from backstay.taxonomy import CODES, FailureKind
 
@@ -239,6 +240,8 @@ _EXHAUSTED: Final = RetryDecision(False, reason=GiveUpReason.ATTEMPTS_EXHAUSTED)
 
 
 def _retry_allowed(policy: RetryPolicy, failure: Failure) -> bool:
+    if not policy.never_retry_on and not policy.retry_on:
+        return failure.retryable
     kind, code = str(failure.kind), failure.code
     if kind in policy.never_retry_on or code in policy.never_retry_on:
         return False
@@ -249,7 +252,7 @@ def _retry_allowed(policy: RetryPolicy, failure: Failure) -> bool:
 
 def attempt_limit(policy: RetryPolicy, kind: FailureKind) -> int:
     """How many attempts ``policy`` allows for failures of ``kind``."""
-    override = policy.per_kind.get(kind)
+    override = policy.per_kind.get(kind) if policy.per_kind else None
     if override is not None and override.max_attempts is not None:
         return min(policy.max_attempts, override.max_attempts)
     if kind is FailureKind.UNKNOWN:
@@ -267,37 +270,73 @@ def decide(
     draw: float,
 ) -> RetryDecision:
     """What to do after attempt number ``attempt`` (from 1) failed with ``failure``."""
+    delay, reason = decide_delay(
+        policy, failure, attempt, elapsed_s, previous_delay_s, draw, fixed_delays(policy)
+    )
+    if reason is None:
+        return RetryDecision(True, delay_s=delay)
+    if delay == 0.0:
+        return _GIVE_UPS.get(reason) or RetryDecision(False, reason=reason)
+    return RetryDecision(False, delay_s=delay, reason=reason)
+
+
+_GIVE_UPS: Final = {d.reason: d for d in (_CANCELLED, _NOT_RETRYABLE, _EXHAUSTED)}
+
+
+def decide_delay(  # noqa: PLR0917 - the drivers' hot path: positional is cheapest
+    policy: RetryPolicy,
+    failure: Failure,
+    attempt: int,
+    elapsed_s: float,
+    previous_delay_s: float | None,
+    draw: float,
+    fixed: tuple[float, ...] | None,
+) -> tuple[float, str | None]:
+    """``decide`` without the decision object, for the drivers' hot path: the delay, and
+    ``None`` to retry or the ``GiveUpReason``. ``fixed`` is ``fixed_delays(policy)``."""
     kind = failure.kind
     if kind is FailureKind.CANCELLED:
-        return _CANCELLED
-    if not _retry_allowed(policy, failure):
-        return _NOT_RETRYABLE
-    if attempt >= attempt_limit(policy, kind):
-        return _EXHAUSTED
-    override = policy.per_kind.get(kind)
-    initial = policy.initial_delay_s
-    maximum = policy.max_delay_s
-    multiplier = policy.multiplier
-    if override is not None:
-        initial = initial if override.initial_delay_s is None else override.initial_delay_s
-        maximum = maximum if override.max_delay_s is None else override.max_delay_s
-        multiplier = multiplier if override.multiplier is None else override.multiplier
-    delay = next_delay(
-        policy.backoff,
-        attempt,
-        initial_s=initial,
-        multiplier=multiplier,
-        max_s=max(maximum, initial),
-        jitter=policy.jitter,
-        jitter_mode=policy.jitter_mode,
-        previous_s=previous_delay_s,
-        draw=draw,
-    )
+        return 0.0, GiveUpReason.CANCELLED
+    if policy.never_retry_on or policy.retry_on:
+        allowed = _retry_allowed(policy, failure)
+    else:
+        allowed = failure.retryable
+    if not allowed:
+        return 0.0, GiveUpReason.NOT_RETRYABLE
+    per_kind = policy.per_kind
+    if per_kind or kind is FailureKind.UNKNOWN:
+        limit = attempt_limit(policy, kind)
+    else:
+        limit = policy.max_attempts
+    if attempt >= limit:
+        return 0.0, GiveUpReason.ATTEMPTS_EXHAUSTED
+    override = per_kind.get(kind) if per_kind else None
+    if override is None and fixed is not None and attempt <= len(fixed):
+        delay = fixed[attempt - 1]
+    else:
+        initial = policy.initial_delay_s
+        maximum = policy.max_delay_s
+        multiplier = policy.multiplier
+        if override is not None:
+            initial = initial if override.initial_delay_s is None else override.initial_delay_s
+            maximum = maximum if override.max_delay_s is None else override.max_delay_s
+            multiplier = multiplier if override.multiplier is None else override.multiplier
+        delay = next_delay(
+            policy.backoff,
+            attempt,
+            initial_s=initial,
+            multiplier=multiplier,
+            max_s=max(maximum, initial),
+            jitter=policy.jitter,
+            jitter_mode=policy.jitter_mode,
+            previous_s=previous_delay_s,
+            draw=draw,
+        )
     hint = failure.retry_after_s
     if hint is not None and hint > 0.0:
         if hint > policy.max_retry_after_s:
-            return RetryDecision(False, delay_s=hint, reason=GiveUpReason.RETRY_AFTER_TOO_LONG)
+            return hint, GiveUpReason.RETRY_AFTER_TOO_LONG
         delay = max(delay, hint + RETRY_AFTER_MARGIN_S)
     if policy.deadline_s is not None and elapsed_s + delay > policy.deadline_s:
-        return RetryDecision(False, delay_s=delay, reason=GiveUpReason.DEADLINE)
-    return RetryDecision(True, delay_s=delay)
+        return delay, GiveUpReason.DEADLINE
+    return delay, None

@@ -1,0 +1,68 @@
+"""Per-policy constants the retry drivers would otherwise recompute on every failure.
+
+A policy without jitter (``jitter_mode="none"``, or proportional jitter of 0) has a fixed
+delay before each retry: ``next_delay`` of its backoff with no draw. Those delays are worked
+out once per policy object and looked up afterwards. Policies are frozen, so a policy's
+table never goes stale; the table is found by the policy's identity and checked against
+it, so a policy that was freed and whose ``id`` was reused is never confused with another.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Final
+
+from backstay.policy.backoff import JitterMode, next_delay
+
+if TYPE_CHECKING:
+    from backstay.policy.retry import RetryPolicy
+
+__all__ = ["fixed_delays", "needs_draw"]
+
+# Retries beyond this many are computed each time (a policy of 1,000 attempts keeps a
+# short table).
+_MAX_TABLE: Final = 64
+_MAX_POLICIES: Final = 1024
+
+_tables: dict[int, tuple[RetryPolicy, tuple[float, ...] | None]] = {}
+
+
+def needs_draw(policy: RetryPolicy) -> bool:
+    """Whether the policy's delays use the random draw at all (jitter of some kind)."""
+    mode = policy.jitter_mode
+    if mode is JitterMode.PROPORTIONAL:
+        return policy.jitter > 0.0
+    return mode is not JitterMode.NONE
+
+
+def _table(policy: RetryPolicy) -> tuple[float, ...] | None:
+    if needs_draw(policy):
+        return None
+    initial, maximum = policy.initial_delay_s, policy.max_delay_s
+    size = min(policy.max_attempts, _MAX_TABLE)
+    return tuple(
+        next_delay(
+            policy.backoff,
+            retry,
+            initial_s=initial,
+            multiplier=policy.multiplier,
+            max_s=max(maximum, initial),
+            jitter=policy.jitter,
+            jitter_mode=policy.jitter_mode,
+            previous_s=None,
+            draw=0.0,
+        )
+        for retry in range(1, size)
+    )
+
+
+def fixed_delays(policy: RetryPolicy) -> tuple[float, ...] | None:
+    """The delay before retry 1, 2, … (index 0, 1, …) with the policy's own settings, or
+    ``None`` when its delays are drawn (jitter)."""
+    found = _tables.get(id(policy))
+    if found is not None and found[0] is policy:
+        return found[1]
+    table = _table(policy)
+    if len(_tables) >= _MAX_POLICIES:
+        _tables.clear()
+    _tables[id(policy)] = (policy, table)
+    return table
