@@ -101,8 +101,7 @@ def test_a_fallback_attempt_is_estimated_and_charged_as_its_candidate(tmp_path: 
         with capture_events() as events, _engine(state, tight) as engine:
             engine.run_sync([_spec(tmp_path, fake.url)])
             (paused,) = engine.store.tasks()
-            assert engine._fallback_store is not None
-            cooling = engine._fallback_store.cooling_until(
+            cooling = engine.stores.fallback.cooling_until(
                 f"openai-api/{SPARE}@OPENAI_API_KEY", now_s=time.time()
             )
         first = dict(fake.stats().by_api)
