@@ -48,7 +48,7 @@ def test_check_a_good_file_prints_one_ok_line(tmp_path: Path) -> None:
     result = runner.invoke(app, ["config", "check", str(path)])
     assert result.exit_code == 0, result.output
     assert result.stdout.count("\n") == 1
-    assert result.stdout.startswith(f"OK {path}: 5 policies (1 defined or changed here); ")
+    assert result.stdout.startswith(f"OK {path}: 6 policies (1 defined or changed here); ")
     assert "default 'fast'" in result.stdout
 
 

@@ -34,7 +34,7 @@ def test_an_unknown_policy_as_default_is_named(tmp_path: Path) -> None:
     path, found = _one(tmp_path, "retry:\n  default_policy: agressive\n")
     assert found == [
         f"{path}:2: retry.default_policy: unknown policy 'agressive' (did you mean "
-        "'aggressive'?); known: agent_dispatch, aggressive, no_retry, standard"
+        "'aggressive'?); known: agent_dispatch, aggressive, error_contract, no_retry, standard"
     ]
 
 

@@ -16,7 +16,7 @@ from backstay._checks import check_number
 from backstay.errors import ConfigError
 from backstay.failure import Failure
 from backstay.policy.backoff import Backoff, JitterMode, next_delay
-from backstay.taxonomy import CODES, FailureKind
+from backstay.taxonomy import CODES, FailureKind, canonical_code
 
 __all__ = ["GiveUpReason", "KindOverride", "RetryDecision", "RetryPolicy", "decide"]
 
@@ -66,7 +66,7 @@ class KindOverride:
 def _kinds_or_codes(values: Iterable[str], where: str) -> frozenset[str]:
     out: set[str] = set()
     for value in values:
-        text = str(value)
+        text = canonical_code(str(value))
         if text not in CODES and text not in FailureKind.__members__.values():
             raise ConfigError(f"{text!r} is neither a failure kind nor an ERR_* code", where=where)
         out.add(text)
@@ -292,6 +292,7 @@ def decide(
         jitter_mode=policy.jitter_mode,
         previous_s=previous_delay_s,
         draw=draw,
+        seed=policy.seed,
     )
     hint = failure.retry_after_s
     if hint is not None and hint > 0.0:
