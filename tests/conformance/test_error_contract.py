@@ -25,13 +25,13 @@ from backstay import (
     classify,
     code_info,
 )
-from backstay.testing import FakeClock
 from backstay.errors import ConfigError
 from backstay.idempotency import IdempotencyGuard, MissingIdempotencyKey
 from backstay.policy import ERROR_CONTRACT, JitterMode, RetryPolicy
 from backstay.policy.retry import attempt_limit, decide
 from backstay.store.memory import MemoryOperationStore
 from backstay.taxonomy import FailureKind
+from backstay.testing import FakeClock
 
 # "Category → Retryability Rules", as the contract writes it.
 RETRYABLE_CATEGORIES = {
@@ -177,7 +177,7 @@ def compute_retry_delay(attempt: int, config: dict[str, Any], seed: int | None =
             jitter_hash = hashlib.sha256(f"{seed}:{attempt}".encode()).digest()
             jitter_value = int.from_bytes(jitter_hash[:4], "big") / (2**32)
         else:
-            jitter_value = random.random()  # noqa: S311 - the contract's unseeded branch
+            jitter_value = random.random()  # the contract's unseeded branch
         jitter_range = base_delay * config["jitter_range"]
         base_delay += jitter_range * (2 * jitter_value - 1)
     return int(base_delay)
@@ -295,8 +295,10 @@ def test_the_llm_invoke_examples_are_accepted_as_written() -> None:
     api_error = StructuredOutcome.failure(
         code="ERR_LLM_API_ERROR", message="bad", category="CLIENT_ERROR", retryable=False
     )
-    assert context.error is not None and context.error["category"] == "VALIDATION"
-    assert api_error.error is not None and api_error.error["code"] == "ERR_LLM_API_ERROR"
+    assert context.error is not None
+    assert context.error["category"] == "VALIDATION"
+    assert api_error.error is not None
+    assert api_error.error["code"] == "ERR_LLM_API_ERROR"
 
 
 def test_the_keyword_form_refuses_an_unknown_code() -> None:
