@@ -50,6 +50,7 @@ def batch(
     state_dir: _state.StateDirOption,
     concurrency: _state.ConcurrencyOption = DEFAULT_CONCURRENCY,
     config_file: Annotated[Path | None, typer.Option("--config", help=CONFIG_HELP)] = None,
+    sets: _state.SetOption = None,
     lease_ttl: _state.LeaseOption = _state.DEFAULT_LEASE_TTL,
     budget_usd: _state.BudgetUsdOption = None,
     budget_tokens: _state.BudgetTokensOption = None,
@@ -72,7 +73,7 @@ def batch(
     paused tasks (budget_exceeded), 2 bad input (nothing ran).
     """
     try:
-        config = load_config(config_file)
+        config = load_config(config_file, overrides=sets or [])
         suite = with_frameworks(load_suite(file, registry=config.registry), config.frameworks)
         adapters = suite_adapters(suite)
         _state.check_not_a_file(state_dir)

@@ -26,6 +26,7 @@ def resume(
     concurrency: _state.ConcurrencyOption = DEFAULT_CONCURRENCY,
     lease_ttl: _state.LeaseOption = _state.DEFAULT_LEASE_TTL,
     config_file: Annotated[Path | None, typer.Option("--config", help=CONFIG_HELP)] = None,
+    sets: _state.SetOption = None,
     budget_usd: _state.BudgetUsdOption = None,
     budget_tokens: _state.BudgetTokensOption = None,
     serve_port: ServePortOption = None,
@@ -39,7 +40,7 @@ def resume(
     once its claim lapses (--lease-ttl of that runner). Exit codes as for backstay batch.
     """
     try:
-        config = load_config(config_file)
+        config = load_config(config_file, overrides=sets or [])
         engine = _state.open_engine(
             state_dir,
             concurrency=concurrency,
