@@ -107,6 +107,10 @@ class BaseAdapter(abc.ABC):
     # through ``IdempotencyGuard.run_non_idempotent`` (refused without an operation id).
     idempotent: ClassVar[bool] = False
 
+    def get_name(self) -> str:
+        """The adapter's registered name (the evaluation harness interface's ``get_name``)."""
+        return self.name
+
     def validate_config(self, config: Mapping[str, Any]) -> None:
         """Reject anything but a mapping whose keys are all in ``config_keys``.
         Subclasses extend this to check the values."""
