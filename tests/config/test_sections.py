@@ -100,7 +100,7 @@ def test_an_unknown_circuit_breaker_key_is_named(tmp_path: Path) -> None:
     path, found = _one(tmp_path, "retry:\n  circuit_breaker:\n    failure_treshold: 3\n")
     assert found[0].startswith(
         f"{path}:3: retry.circuit_breaker.failure_treshold: unknown key (did you mean "
-        "'failure_threshold'?); known: failure_threshold,"
+        "'failure_threshold'?); known: enabled, failure_threshold,"
     )
 
 

@@ -85,7 +85,7 @@ def batch(
             adapters=adapters,
             concurrency=concurrency,
             guard_settings=_state.guard_settings(lease_ttl),
-            breaker=config.breaker_settings(),
+            breaker=config.engine_breaker(),
             tenant_budgets=suite.tenants,
         )
         _state.keep_budget(engine, suite.budget, budget_usd, budget_tokens)

@@ -45,7 +45,7 @@ def resume(
             state_dir,
             concurrency=concurrency,
             guard_settings=_state.guard_settings(lease_ttl),
-            breaker=config.breaker_settings(),
+            breaker=config.engine_breaker(),
         )
         identity = read_identity(state_dir)
     except ConfigError as err:

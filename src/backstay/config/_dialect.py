@@ -16,7 +16,7 @@ retry policy framework                      backstay
 ``policies.P.maxDelayMs`` (ms)              ``policies.P.max_delay_s`` (s)
 ``policies.P.factor``                       ``policies.P.multiplier``
 ``policies.P.jitterPercent`` (%)            ``policies.P.jitter`` (fraction)
-``circuitBreaker.enabled: false``           ``circuit_breaker.failure_threshold: null``
+``circuitBreaker.enabled``                  ``circuit_breaker.enabled``
 ``circuitBreaker.failureThreshold``         ``circuit_breaker.failure_threshold``
 ``circuitBreaker.openDurationMs`` (ms)      ``circuit_breaker.open_duration_s`` (s)
 ``circuitBreaker.halfOpenProbes``           ``circuit_breaker.half_open_max_probes``
@@ -103,17 +103,6 @@ def _rename(
 
 def _breaker(doc: Document, path: Path, body: dict[str, Any], newer: bool) -> None:
     _rename(doc, path, body, _BREAKER_KEYS, newer)
-    if "enabled" not in body:
-        return
-    enabled = body.pop("enabled")
-    source = doc.source_of((*path, "enabled"))
-    if enabled is False:
-        body["failure_threshold"] = None
-        body["failure_rate_threshold"] = None
-        if source is not None:
-            doc.sources[(*path, "failure_threshold")] = source
-    elif enabled is not True:
-        doc.problem((*path, "enabled"), f"must be true or false, got {enabled!r}")
 
 
 def translate(doc: Document, *, agent_file: bool, newer: bool = False) -> None:

@@ -111,6 +111,7 @@ KIND_OVERRIDE_FIELDS: Final[Mapping[str, Field]] = {
 KIND_NAMES: Final[tuple[str, ...]] = tuple(kind.value for kind in FailureKind)
 
 CIRCUIT_BREAKER_FIELDS: Final[Mapping[str, Field]] = {
+    "enabled": Field(type="boolean", help="false: no circuit breakers at all (default: true)."),
     "failure_threshold": Field(
         type="integer",
         minimum=1,

@@ -1,0 +1,73 @@
+"""The adapter reliability contract: its error shape and its retry defaults.
+
+That contract's adapter error is ``{error_type, message, retry_after_seconds, raw_error}``
+and it retries an ``unknown`` error once; an authentication or invalid-request failure
+must therefore never reach it as ``unknown``.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from backstay import CODES, Failure, FailureKind
+from backstay.policy import AGENT_DISPATCH
+from backstay.policy.retry import decide
+
+CONTRACT_TYPES = {
+    "network",
+    "rate_limit",
+    "timeout",
+    "context_limit",
+    "content_policy",
+    "quota_exhausted",
+    "unknown",
+}
+NEVER_UNKNOWN = (FailureKind.AUTH, FailureKind.INVALID_REQUEST)
+
+
+@pytest.mark.parametrize(
+    "code", sorted(c for c, info in CODES.items() if info.kind in NEVER_UNKNOWN)
+)
+def test_auth_and_invalid_request_failures_are_never_unknown(code: str) -> None:
+    error = Failure(code=code).to_adapter_error()
+    assert error["error_type"] != "unknown"
+    assert error["raw_error"]["retryable"] is False
+
+
+def test_auth_and_invalid_request_have_their_own_types() -> None:
+    assert Failure(code="ERR_HTTP_401_UNAUTHORIZED").to_adapter_error()["error_type"] == "auth"
+    assert (
+        Failure(code="ERR_HTTP_400_BAD_REQUEST").to_adapter_error()["error_type"]
+        == "invalid_request"
+    )
+
+
+@pytest.mark.parametrize("kind", [k for k in FailureKind if k not in NEVER_UNKNOWN])
+def test_every_other_kind_uses_one_of_the_contracts_types(kind: FailureKind) -> None:
+    code = next(c for c, info in CODES.items() if info.kind is kind)
+    assert Failure(code=code).to_adapter_error()["error_type"] in CONTRACT_TYPES
+
+
+def test_the_adapter_error_shape_round_trips() -> None:
+    failure = Failure(code="ERR_HTTP_429_RATE_LIMITED", message="slow down", retry_after_s=7.0)
+    error = failure.to_adapter_error()
+    assert set(error) == {"error_type", "message", "retry_after_seconds", "raw_error"}
+    assert (error["error_type"], error["retry_after_seconds"]) == ("rate_limit", 7.0)
+    assert Failure.from_adapter_error(error) == failure
+
+
+def test_transient_failures_are_retried_three_times_at_2_4_8_seconds() -> None:
+    failure = Failure(code="ERR_HTTP_503_UNAVAILABLE")
+    delays = [
+        decide(AGENT_DISPATCH, failure, attempt=n, elapsed_s=0.0, previous_delay_s=None, draw=0.5)
+        for n in (1, 2, 3, 4)
+    ]
+    assert [d.delay_s for d in delays[:3]] == [2.0, 4.0, 8.0]
+    assert delays[3].retry is False
+
+
+def test_an_unknown_failure_is_retried_once() -> None:
+    failure = Failure(code="ERR_UNKNOWN")
+    first = decide(AGENT_DISPATCH, failure, attempt=1, elapsed_s=0, previous_delay_s=None, draw=0)
+    second = decide(AGENT_DISPATCH, failure, attempt=2, elapsed_s=0, previous_delay_s=None, draw=0)
+    assert (first.retry, second.retry) == (True, False)
