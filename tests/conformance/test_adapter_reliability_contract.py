@@ -7,9 +7,13 @@ must therefore never reach it as ``unknown``.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from backstay import CODES, Failure, FailureKind
+from backstay.config import load_config
+from backstay.errors import ConfigError
 from backstay.policy import AGENT_DISPATCH
 from backstay.policy.retry import decide
 
@@ -71,3 +75,33 @@ def test_an_unknown_failure_is_retried_once() -> None:
     first = decide(AGENT_DISPATCH, failure, attempt=1, elapsed_s=0, previous_delay_s=None, draw=0)
     second = decide(AGENT_DISPATCH, failure, attempt=2, elapsed_s=0, previous_delay_s=None, draw=0)
     assert (first.retry, second.retry) == (True, False)
+
+
+DEFAULTS_YAML = """\
+adapter:
+  max_retries: 3
+  initial_backoff_seconds: 2
+  backoff_multiplier: 2
+  max_backoff_seconds: 60
+  retry_on: [network, rate_limit, timeout]
+  no_retry_on: [content_policy, context_limit]
+"""
+
+
+def test_the_adapter_defaults_section_is_the_policy_of_agent_runs(tmp_path: Path) -> None:
+    file = tmp_path / "defaults.yaml"
+    file.write_text(DEFAULTS_YAML, encoding="utf-8")
+    config = load_config(file, environ={})
+    policy = config.registry.for_operation("agent")
+    assert (policy.name, policy.max_attempts, policy.initial_delay_s) == ("adapter", 4, 2)
+    assert (policy.multiplier, policy.max_delay_s) == (2, 60)
+    assert policy.retry_on == {"network", "server_error", "rate_limit", "timeout"}
+    assert policy.never_retry_on == {"content_policy", "context_limit"}
+    assert str(config.source_of("retry.policies.adapter.max_attempts")) == f"{file}:2"
+
+
+def test_a_wrong_adapter_setting_is_named_at_its_line(tmp_path: Path) -> None:
+    file = tmp_path / "defaults.yaml"
+    file.write_text(DEFAULTS_YAML.replace("max_retries: 3", "max_retries: -1"), encoding="utf-8")
+    with pytest.raises(ConfigError, match=r"defaults.yaml:2: retry.policies.adapter.max_attempts"):
+        load_config(file, environ={})

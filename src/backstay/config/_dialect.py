@@ -24,6 +24,14 @@ retry policy framework                      backstay
 
 A file found (or named) at ``agent/config.yml`` is the agent's own file: only its
 ``retry:`` section is backstay's, and its other sections are left alone.
+
+The adapter reliability contract's ``adapter:`` section (its ``config/defaults.yaml``)
+becomes a policy named ``adapter`` that ``agent`` operations use unless
+``operation_policies.agent`` names another: ``max_retries`` N → ``max_attempts`` N + 1,
+``initial_backoff_seconds`` → ``initial_delay_s``, ``backoff_multiplier`` →
+``multiplier``, ``max_backoff_seconds`` → ``max_delay_s``, ``retry_on`` / ``no_retry_on``
+(its error types) → ``retry_on`` / ``never_retry_on`` (failure kinds; its ``network`` type
+covers backstay's ``network`` and ``server_error``). It starts from ``agent_dispatch``.
 """
 
 from __future__ import annotations
@@ -105,6 +113,61 @@ def _breaker(doc: Document, path: Path, body: dict[str, Any], newer: bool) -> No
     _rename(doc, path, body, _BREAKER_KEYS, newer)
 
 
+# The contract's error types → failure kinds (its "network" also stands for server errors).
+_TYPE_KINDS: Final[dict[str, tuple[str, ...]]] = {"network": ("network", "server_error")}
+ADAPTER_POLICY: Final = "adapter"
+
+
+def _kinds(value: Any) -> Any:
+    if not isinstance(value, list):
+        return value
+    return [kind for item in value for kind in _TYPE_KINDS.get(str(item), (item,))]
+
+
+def _retries(value: Any) -> Any:
+    """Retries after the first attempt → attempts in all (a bad value is left to the check)."""
+    return value + 1 if type(value) is int and value >= 0 else value
+
+
+_ADAPTER_KEYS: Final[dict[str, Rename]] = {
+    "max_retries": ("max_attempts", _retries),
+    "initial_backoff_seconds": ("initial_delay_s", _same),
+    "backoff_multiplier": ("multiplier", _same),
+    "max_backoff_seconds": ("max_delay_s", _same),
+    "retry_on": ("retry_on", _kinds),
+    "no_retry_on": ("never_retry_on", _kinds),
+}
+
+
+def _adapter_section(doc: Document) -> None:
+    """The adapter reliability contract's ``adapter:`` section as the ``adapter`` policy."""
+    body = doc.data.pop("adapter")
+    if not isinstance(body, dict):
+        doc.problem(("adapter",), f"must be a mapping of retry settings, got {body!r}")
+        return
+    retry = doc.data.setdefault("retry", {})
+    if not isinstance(retry, dict):
+        return  # the retry section's own check reports it
+    policies = retry.setdefault("policies", {})
+    if not isinstance(policies, dict) or ADAPTER_POLICY in policies:
+        doc.problem(("adapter",), f"retry.policies.{ADAPTER_POLICY} is already defined")
+        return
+    policy: dict[str, Any] = {"extends": "agent_dispatch"}
+    target: Path = ("retry", "policies", ADAPTER_POLICY)
+    for key, value in body.items():
+        if key not in _ADAPTER_KEYS:
+            known = ", ".join(_ADAPTER_KEYS)
+            doc.problem(("adapter", key), f"unknown key; known: {known}")
+            continue
+        new, convert = _ADAPTER_KEYS[key]
+        policy[new] = convert(value)
+        _move_sources(doc, ("adapter", key), (*target, new))
+    policies[ADAPTER_POLICY] = policy
+    ops = retry.setdefault("operation_policies", {})
+    if isinstance(ops, dict):
+        ops.setdefault("agent", ADAPTER_POLICY)
+
+
 def translate(doc: Document, *, agent_file: bool, newer: bool = False) -> None:
     """Rewrite the framework's ``retry:`` keys in ``doc`` as backstay's (see the table).
 
@@ -112,6 +175,8 @@ def translate(doc: Document, *, agent_file: bool, newer: bool = False) -> None:
     backstay key it names; otherwise giving both is a problem."""
     if agent_file:
         doc.data = {k: v for k, v in doc.data.items() if k == "retry"}
+    if "adapter" in doc.data:
+        _adapter_section(doc)
     retry = doc.data.get("retry")
     if not isinstance(retry, dict):
         return
