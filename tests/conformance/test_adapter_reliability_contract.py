@@ -12,10 +12,15 @@ from pathlib import Path
 import pytest
 
 from backstay import CODES, Failure, FailureKind
+from backstay.adapters.mock import MockAdapter
 from backstay.config import load_config
+from backstay.engine import Engine, TaskSpec
 from backstay.errors import ConfigError
 from backstay.policy import AGENT_DISPATCH
 from backstay.policy.retry import decide
+from backstay.testing import capture_events, testing_mode
+
+DONE = [{"print": "done"}, {"result": "done"}]
 
 CONTRACT_TYPES = {
     "network",
@@ -105,3 +110,29 @@ def test_a_wrong_adapter_setting_is_named_at_its_line(tmp_path: Path) -> None:
     file.write_text(DEFAULTS_YAML.replace("max_retries: 3", "max_retries: -1"), encoding="utf-8")
     with pytest.raises(ConfigError, match=r"defaults.yaml:2: retry.policies.adapter.max_attempts"):
         load_config(file, environ={})
+
+
+def test_the_engine_reports_adapter_rate_limited_with_wait_duration(tmp_path: Path) -> None:
+    """Through the real engine and the mock agent: a rate-limited attempt, then success."""
+    steps = [[{"stderr": "429 rate limit exceeded"}, {"exit": 1}], DONE]
+    (tmp_path / "ws").mkdir()
+    request = TaskSpec(
+        workflow_id="wf",
+        task_id="t1",
+        adapter="mock",
+        model="m",
+        workspace=tmp_path / "ws",
+        prompt="hi",
+        config={"scenario": {"attempts": steps}, "state_dir": str(tmp_path / "mock")},
+        policy=AGENT_DISPATCH.derive(initial_delay_s=0.01, max_delay_s=0.01),
+        timeout_s=20.0,
+    )
+    with (
+        testing_mode(),
+        Engine(tmp_path / "state", adapters={"mock": MockAdapter()}) as engine,
+        capture_events() as events,
+    ):
+        engine.run_sync([request])
+    (retrying,) = events.named("task.retrying")
+    (waited,) = events.named("adapter.rate_limited")
+    assert waited.to_dict()["wait_duration"] == retrying.to_dict()["delay_s"] > 0.0
