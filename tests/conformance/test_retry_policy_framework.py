@@ -12,11 +12,13 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from backstay import classify
+from backstay import Failure, classify
 from backstay.cli import app
 from backstay.config import load_config
+from backstay.engine import Engine, TaskSpec, TaskState
 from backstay.errors import ConfigError
 from backstay.policy.retry import GiveUpReason, decide
+from backstay.testing import ScriptedAdapter, testing_mode
 
 AGENT_CONFIG = """\
 agent:
@@ -162,3 +164,35 @@ def test_scenario_exponential_backoff_grows_by_the_factor(project: Path) -> None
         for n in (1, 2)
     ]
     assert delays == [1.0, 2.0]
+
+
+def test_scenario_max_retries_exceeded_triggers_escalation(tmp_path: Path) -> None:
+    """Given a policy with maxAttempts 2 and escalateOnExhaustion
+    When every attempt of a task fails with a server error
+    Then the task is escalated to a human, not failed."""
+    file = tmp_path / "agent" / "config.yml"
+    file.parent.mkdir()
+    file.write_text(
+        "retry:\n  policies:\n    p:\n      maxAttempts: 2\n      initialDelayMs: 10\n"
+        "      escalateOnExhaustion: true\n",
+        encoding="utf-8",
+    )
+    policy = load_config(file, environ={}).policy("p")
+    server = Failure(code="ERR_HTTP_500_INTERNAL")
+    adapter = ScriptedAdapter({"t1": [server, server]})
+    (tmp_path / "ws").mkdir()
+    task = TaskSpec(
+        workflow_id="wf",
+        task_id="t1",
+        adapter=adapter.name,
+        model="m",
+        workspace=tmp_path / "ws",
+        prompt="hi",
+        timeout_s=10.0,
+        policy=policy,
+    )
+    with testing_mode(), Engine(tmp_path / "state", adapters={adapter.name: adapter}) as engine:
+        engine.run_sync([task])
+        (record,) = engine.store.tasks()
+        assert record.state is TaskState.ESCALATED
+        assert len(engine.escalations.list()) == 1

@@ -16,6 +16,7 @@ retry policy framework                      backstay
 ``policies.P.maxDelayMs`` (ms)              ``policies.P.max_delay_s`` (s)
 ``policies.P.factor``                       ``policies.P.multiplier``
 ``policies.P.jitterPercent`` (%)            ``policies.P.jitter`` (fraction)
+``policies.P.escalateOnExhaustion``         ``policies.P.escalate_on_exhaustion``
 ``circuitBreaker.enabled``                  ``circuit_breaker.enabled``
 ``circuitBreaker.failureThreshold``         ``circuit_breaker.failure_threshold``
 ``circuitBreaker.openDurationMs`` (ms)      ``circuit_breaker.open_duration_s`` (s)
@@ -78,6 +79,7 @@ _POLICY_KEYS: Final[dict[str, Rename]] = {
     "maxDelayMs": ("max_delay_s", _ms),
     "factor": ("multiplier", _same),
     "jitterPercent": ("jitter", _percent),
+    "escalateOnExhaustion": ("escalate_on_exhaustion", _same),
 }
 _BREAKER_KEYS: Final[dict[str, Rename]] = {
     "failureThreshold": ("failure_threshold", _same),

@@ -92,6 +92,10 @@ POLICY_FIELDS: Final[Mapping[str, Field]] = {
         help="Time allowed for the call, all attempts and waits included (s); null: none.",
     ),
     "seed": Field(type="integer", nullable=True, help="Seed of the jitter draws (null: unseeded)."),
+    "escalate_on_exhaustion": Field(
+        type="boolean",
+        help="When the attempts run out, escalate the task to a human instead of failing it.",
+    ),
 }
 
 PER_KIND_HELP: Final = (

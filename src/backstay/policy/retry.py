@@ -91,6 +91,8 @@ class RetryPolicy:
     max_retry_after_s: float = DEFAULT_MAX_RETRY_AFTER_S
     deadline_s: float | None = None
     seed: int | None = None
+    # When the attempts run out, hand the task to a human (escalated) instead of failing it.
+    escalate_on_exhaustion: bool = False
 
     def __post_init__(self) -> None:
         name = self.name
@@ -133,6 +135,11 @@ class RetryPolicy:
             isinstance(self.seed, bool) or not isinstance(self.seed, int)
         ):
             raise ConfigError(f"must be an integer, got {self.seed!r}", where=_where(name, "seed"))
+        if not isinstance(self.escalate_on_exhaustion, bool):
+            raise ConfigError(
+                f"must be true or false, got {self.escalate_on_exhaustion!r}",
+                where=_where(name, "escalate_on_exhaustion"),
+            )
         set_(self, "retry_on", _kinds_or_codes(self.retry_on, _where(name, "retry_on")))
         set_(
             self,
@@ -175,6 +182,7 @@ class RetryPolicy:
             "max_retry_after_s": self.max_retry_after_s,
             "deadline_s": self.deadline_s,
             "seed": self.seed,
+            "escalate_on_exhaustion": self.escalate_on_exhaustion,
         }
 
     @classmethod
