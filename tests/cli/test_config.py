@@ -66,7 +66,9 @@ def test_check_keeps_each_problem_on_one_line(tmp_path: Path) -> None:
     path = _file(tmp_path, "retry:\n  policies:\n    standard: {max_atempts: 2}\n")
     result = runner.invoke(app, ["config", "check", str(path)])
     problem = result.stderr.splitlines()[0]
-    assert problem.endswith("max_retry_after_s, deadline_s, seed, escalate_on_exhaustion, per_kind")
+    assert problem.endswith(
+        "max_retry_after_s, deadline_s, seed, escalate_on_exhaustion, timeout_factor, per_kind"
+    )
 
 
 def test_check_a_missing_file_exits_2(tmp_path: Path) -> None:

@@ -11,14 +11,15 @@ from pathlib import Path
 
 import pytest
 
-from backstay import CODES, Failure, FailureKind
+from backstay import CODES, AgentRequest, AgentResult, Failure, FailureKind, Usage
+from backstay.adapters.capture import Capture
 from backstay.adapters.mock import MockAdapter
 from backstay.config import load_config
 from backstay.engine import Engine, TaskSpec
 from backstay.errors import ConfigError
 from backstay.policy import AGENT_DISPATCH
 from backstay.policy.retry import decide
-from backstay.testing import capture_events, testing_mode
+from backstay.testing import ScriptedAdapter, capture_events, testing_mode
 
 DONE = [{"print": "done"}, {"result": "done"}]
 
@@ -136,3 +137,38 @@ def test_the_engine_reports_adapter_rate_limited_with_wait_duration(tmp_path: Pa
     (retrying,) = events.named("task.retrying")
     (waited,) = events.named("adapter.rate_limited")
     assert waited.to_dict()["wait_duration"] == retrying.to_dict()["delay_s"] > 0.0
+
+
+class _TimedScripted(ScriptedAdapter):
+    """The scripted adapter, noting the timeout each attempt was given."""
+
+    def __init__(self, script: dict[str, list[Failure | Usage]]) -> None:
+        super().__init__(script)
+        self.timeouts: list[float] = []
+
+    async def dispatch(
+        self, request: AgentRequest, *, operation_id: str, attempt_id: str, capture: Capture
+    ) -> AgentResult:
+        self.timeouts.append(request.timeout_s)
+        return await super().dispatch(
+            request, operation_id=operation_id, attempt_id=attempt_id, capture=capture
+        )
+
+
+def test_a_timeout_is_retried_with_a_longer_timeout(tmp_path: Path) -> None:
+    timeout = Failure(code="ERR_TIMEOUT")
+    adapter = _TimedScripted({"t1": [timeout, timeout, Usage()]})
+    (tmp_path / "ws").mkdir()
+    task = TaskSpec(
+        workflow_id="wf",
+        task_id="t1",
+        adapter=adapter.name,
+        model="m",
+        workspace=tmp_path / "ws",
+        prompt="hi",
+        timeout_s=10.0,
+        policy=AGENT_DISPATCH.derive(timeout_factor=1.5, initial_delay_s=0.01, max_delay_s=0.01),
+    )
+    with testing_mode(), Engine(tmp_path / "state", adapters={adapter.name: adapter}) as engine:
+        engine.run_sync([task])
+    assert adapter.timeouts == [10.0, 15.0, 22.5]

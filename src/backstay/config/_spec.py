@@ -96,6 +96,11 @@ POLICY_FIELDS: Final[Mapping[str, Field]] = {
         type="boolean",
         help="When the attempts run out, escalate the task to a human instead of failing it.",
     ),
+    "timeout_factor": Field(
+        type="number",
+        minimum=1,
+        help="A retry after a timeout gets the attempt timeout × this, per timeout so far.",
+    ),
 }
 
 PER_KIND_HELP: Final = (

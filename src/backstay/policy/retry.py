@@ -93,6 +93,9 @@ class RetryPolicy:
     seed: int | None = None
     # When the attempts run out, hand the task to a human (escalated) instead of failing it.
     escalate_on_exhaustion: bool = False
+    # Each retry after a timeout runs with the attempt timeout × this factor per timeout so
+    # far (the engine applies it; 1.0: the same timeout every time).
+    timeout_factor: float = 1.0
 
     def __post_init__(self) -> None:
         name = self.name
@@ -135,6 +138,7 @@ class RetryPolicy:
             isinstance(self.seed, bool) or not isinstance(self.seed, int)
         ):
             raise ConfigError(f"must be an integer, got {self.seed!r}", where=_where(name, "seed"))
+        _number(self.timeout_factor, where=_where(name, "timeout_factor"), minimum=1.0)
         if not isinstance(self.escalate_on_exhaustion, bool):
             raise ConfigError(
                 f"must be true or false, got {self.escalate_on_exhaustion!r}",
@@ -183,6 +187,7 @@ class RetryPolicy:
             "deadline_s": self.deadline_s,
             "seed": self.seed,
             "escalate_on_exhaustion": self.escalate_on_exhaustion,
+            "timeout_factor": self.timeout_factor,
         }
 
     @classmethod
