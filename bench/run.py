@@ -153,11 +153,9 @@ def _fresh_body(n: int) -> str:
     )
 
 
-def main() -> None:
-    oai = openai.OpenAI(api_key="sk-bench-0000000000000000", base_url="http://127.0.0.1:9/v1")
-    ant = anthropic.Anthropic(api_key="sk-ant-bench-000000000000", base_url="http://127.0.0.1:9")
-    oresp, aresp = _response_factory(oai), _response_factory(ant)
-
+def _accuracy(oai: Any, ant: Any, oresp: Any, aresp: Any) -> None:
+    """Kind and retry decisions on the labelled corpus, the field cases and the widened
+    corpus, beside the SDKs' rule."""
     right = {
         "backstay kind": 0,
         "backstay retry": 0,
@@ -188,6 +186,14 @@ def main() -> None:
         print("  backstay misses: " + ", ".join(misses))
     _field_accuracy(oai, ant, oresp, aresp)
     _wide_accuracy(oai, ant, oresp, aresp)
+
+
+def main() -> None:
+    oai = openai.OpenAI(api_key="sk-bench-0000000000000000", base_url="http://127.0.0.1:9/v1")
+    ant = anthropic.Anthropic(api_key="sk-ant-bench-000000000000", base_url="http://127.0.0.1:9")
+    oresp, aresp = _response_factory(oai), _response_factory(ant)
+
+    _accuracy(oai, ant, oresp, aresp)
 
     case = CASES[0]
     counter = itertools.count()

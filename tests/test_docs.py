@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from backstay import CODES, KINDS, FailureKind
+from backstay import CODE_ALIASES, CODES, KINDS, FailureKind
 
 ROOT = Path(__file__).resolve().parents[1]
 CODES_DOC = ROOT / "docs" / "codes.md"
@@ -21,6 +21,11 @@ or reused; new conditions get new codes.
 
 Codes ending in `_NO_RETRY` mark a failure the provider itself declared not retryable
 (`x-should-retry: false`): the kind stays, retrying stops.
+
+The category is the error contract's (`Failure.to_error_info()["category"]`): the kind's,
+unless the contract's tables give the code another one. Where the contract names a code
+differently, its name is accepted as an alias (listed at the end): a `Failure` built with
+an alias carries backstay's canonical code.
 """
 
 
@@ -28,13 +33,17 @@ def render_codes() -> str:
     lines = [_INTRO]
     for kind in FailureKind:
         lines += [f"## `{kind.value}`: {KINDS[kind].summary}", ""]
-        lines += ["| code | retryable | meaning |", "|---|---|---|"]
+        lines += ["| code | retryable | category | meaning |", "|---|---|---|---|"]
         lines += [
-            f"| `{c.code}` | {'yes' if c.retryable else 'no'} | {c.description} |"
+            f"| `{c.code}` | {'yes' if c.retryable else 'no'} | {c.category} | {c.description} |"
             for c in CODES.values()
             if c.kind is kind
         ]
         lines.append("")
+    lines += ["## Aliases (the error contract's names)", ""]
+    lines += ["| alias | canonical code |", "|---|---|"]
+    lines += [f"| `{alias}` | `{code}` |" for alias, code in CODE_ALIASES.items()]
+    lines.append("")
     return "\n".join(lines)
 
 

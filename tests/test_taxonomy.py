@@ -42,6 +42,8 @@ ADAPTER_TYPES = {
     "context_limit",
     "content_policy",
     "quota_exhausted",
+    "auth",
+    "invalid_request",
     "unknown",
 }
 NOW = dt.datetime(2026, 3, 1, 12, 0, tzinfo=dt.UTC)
@@ -62,7 +64,8 @@ def test_every_code_is_named_err_and_follows_its_kind(code: str) -> None:
     info = code_info(code)
     assert code.startswith("ERR_")
     assert code == code.upper()
-    if code.endswith("_NO_RETRY"):
+    # The error contract's own SSL row: NETWORK, not retryable.
+    if code.endswith("_NO_RETRY") or code == "ERR_SSL_ERROR":
         assert info.retryable is False
     else:
         assert info.retryable is KINDS[info.kind].retryable

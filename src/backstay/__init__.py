@@ -27,7 +27,7 @@ from backstay.errors import (
     RetryBudgetExhausted,
 )
 from backstay.failure import Failure
-from backstay.outcome import StructuredOutcome
+from backstay.outcome import ErrorInfo, StructuredOutcome
 from backstay.policy import Backoff, JitterMode, KindOverride, RetryPolicy
 from backstay.policy.budget import BudgetSettings, RetryBudget
 from backstay.policy.limiters import RateLimiterRegistry
@@ -36,6 +36,7 @@ from backstay.policy.registry import OperationType, PolicyRegistry
 from backstay.policy.spend import SpendBudget
 from backstay.redact import redact, redact_mapping, register_secret
 from backstay.taxonomy import (
+    CODE_ALIASES,
     CODES,
     KINDS,
     Action,
@@ -43,6 +44,7 @@ from backstay.taxonomy import (
     ErrorCategory,
     FailureKind,
     KindInfo,
+    canonical_code,
     code_info,
 )
 
@@ -137,6 +139,7 @@ def __getattr__(name: str) -> Any:
 __all__ = [
     "AGENT_NAMES",
     "CODES",
+    "CODE_ALIASES",
     "KINDS",
     "Action",
     "Adapter",
@@ -159,6 +162,7 @@ __all__ = [
     "DeadlineExceeded",
     "Engine",
     "ErrorCategory",
+    "ErrorInfo",
     "EscalationQueue",
     "Failure",
     "FailureKind",
@@ -194,6 +198,7 @@ __all__ = [
     "attempt_id",
     "attempts",
     "call",
+    "canonical_code",
     "check_output",
     "check_response",
     "classify",

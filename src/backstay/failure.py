@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from backstay.redact import redact, redact_mapping
-from backstay.taxonomy import CODES, KINDS, Action, ErrorCategory, FailureKind
+from backstay.taxonomy import CODES, KINDS, Action, ErrorCategory, FailureKind, canonical_code
 
 __all__ = ["Failure"]
 
@@ -40,7 +40,8 @@ class Failure:
     """One classified failure. Frozen; ``message`` and ``details`` are redacted on creation.
 
     ``kind`` and ``retryable`` always follow from ``code`` (see ``CODES``), so they are not
-    constructor arguments; an unregistered code raises ``ValueError``.
+    constructor arguments; an unregistered code raises ``ValueError``. An alias the error
+    contract uses (``ERR_HTTP_408_TIMEOUT``…, see ``CODE_ALIASES``) becomes the canonical code.
     """
 
     code: str
@@ -53,6 +54,7 @@ class Failure:
     details: Mapping[str, Any] = dataclasses.field(default_factory=dict)
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "code", canonical_code(self.code))
         info = CODES.get(self.code)
         if info is None:
             raise ValueError(f"Failure: unknown code {self.code!r} (see backstay.CODES)")
@@ -81,7 +83,8 @@ class Failure:
 
     @property
     def category(self) -> ErrorCategory:
-        return KINDS[self.kind].category
+        """The error contract's category, decided by ``code`` alone."""
+        return CODES[self.code].category
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready mapping with every field (``resets_at`` as ISO-8601)."""

@@ -17,12 +17,14 @@ from typing import Any, Final
 
 __all__ = [
     "CODES",
+    "CODE_ALIASES",
     "KINDS",
     "Action",
     "CodeInfo",
     "ErrorCategory",
     "FailureKind",
     "KindInfo",
+    "canonical_code",
     "code_info",
 ]
 
@@ -137,7 +139,7 @@ KINDS: Final[Mapping[FailureKind, KindInfo]] = {
             _K.CONTEXT_LIMIT,
             False,
             _A.FAIL,
-            _C.RESOURCE,
+            _C.VALIDATION,
             "context_limit",
             'fail: "context_limit exceeded"',
         ),
@@ -157,13 +159,14 @@ KINDS: Final[Mapping[FailureKind, KindInfo]] = {
             "quota_exhausted",
             "pause and escalate; resumable at resets_at when known",
         ),
-        _k(_K.AUTH, False, _A.FAIL_AND_ESCALATE, _C.AUTH_FAIL, "unknown", "fail and escalate"),
-        _k(_K.INVALID_REQUEST, False, _A.FAIL, _C.CLIENT_ERROR, "unknown", "fail"),
+        # Not "unknown": the adapter reliability contract retries an unknown error once.
+        _k(_K.AUTH, False, _A.FAIL_AND_ESCALATE, _C.AUTH_FAIL, "auth", "fail and escalate"),
+        _k(_K.INVALID_REQUEST, False, _A.FAIL, _C.CLIENT_ERROR, "invalid_request", "fail"),
         _k(
             _K.OUTPUT_INVALID,
             True,
             _A.RETRY_WITH_FEEDBACK,
-            _C.VALIDATION,
+            _C.TRANSIENT,
             "unknown",
             "retry with correction feedback, then fail",
         ),
@@ -198,22 +201,84 @@ KINDS: Final[Mapping[FailureKind, KindInfo]] = {
 
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
 class CodeInfo:
-    """One stable ``ERR_*`` code: its kind, its retryability and what it means."""
+    """One stable ``ERR_*`` code: its kind, its retryability, its error-contract category
+    and what it means. ``category`` is the kind's unless the error contract's tables give
+    the code another one (HTTP 422 and 503, the JSON codes, the ``_NO_RETRY`` codes)."""
 
     code: str
     kind: FailureKind
     retryable: bool
     description: str
+    category: ErrorCategory
 
 
 def _codes(kind: FailureKind, *rows: tuple[str, str]) -> list[CodeInfo]:
-    retryable = KINDS[kind].retryable
-    return [CodeInfo(code=c, kind=kind, retryable=retryable, description=d) for c, d in rows]
+    info = KINDS[kind]
+    return [
+        CodeInfo(code=c, kind=kind, retryable=info.retryable, description=d, category=info.category)
+        for c, d in rows
+    ]
 
 
-def _override(code: str, kind: FailureKind, retryable: bool, description: str) -> CodeInfo:
-    return CodeInfo(code=code, kind=kind, retryable=retryable, description=description)
+def _override(
+    code: str,
+    kind: FailureKind,
+    retryable: bool,
+    description: str,
+    category: ErrorCategory | None = None,
+) -> CodeInfo:
+    return CodeInfo(
+        code=code,
+        kind=kind,
+        retryable=retryable,
+        description=description,
+        category=KINDS[kind].category if category is None else category,
+    )
 
+
+# The codes whose row in the error contract's tables differs from their kind's defaults,
+# and the codes it names that no provider classifier produces (JSON transforms, input
+# validation, idempotency keys). The contract's own exception: its SSL row says NETWORK
+# and not retryable, although NETWORK failures are retryable by its category rules.
+_ERROR_CONTRACT_CODES: list[CodeInfo] = [
+    _override("ERR_SSL_ERROR", _K.NETWORK, False, "the TLS handshake or session failed"),
+    _override(
+        "ERR_HTTP_503_UNAVAILABLE",
+        _K.SERVER_ERROR,
+        True,
+        "HTTP 503 service unavailable",
+        _C.TRANSIENT,
+    ),
+    _override(
+        "ERR_HTTP_422_UNPROCESSABLE",
+        _K.INVALID_REQUEST,
+        False,
+        "HTTP 422: the request is well-formed but invalid",
+        _C.VALIDATION,
+    ),
+    *(
+        _override(code, _K.INVALID_REQUEST, False, text, category)
+        for code, category, text in (
+            ("ERR_JSON_INVALID", _C.VALIDATION, "the input is not valid JSON"),
+            ("ERR_JSON_PATH_INVALID", _C.VALIDATION, "a JSON path is invalid"),
+            ("ERR_JSON_SCHEMA_MISMATCH", _C.VALIDATION, "the JSON does not match its schema"),
+            ("ERR_JSON_TRANSFORM_FAILED", _C.PERMANENT, "a JSON transform failed"),
+            ("ERR_JSON_DEPTH_EXCEEDED", _C.VALIDATION, "the JSON nests deeper than allowed"),
+            ("ERR_JSON_SIZE_EXCEEDED", _C.VALIDATION, "the JSON is larger than allowed"),
+            ("ERR_VALIDATION_FAILED", _C.VALIDATION, "the input does not match its schema"),
+            (
+                "ERR_PERMISSION_DENIED",
+                _C.PERMANENT,
+                "the operating system refused access (PermissionError: EACCES, EPERM)",
+            ),
+            (
+                "ERR_MISSING_IDEMPOTENCY_KEY",
+                _C.VALIDATION,
+                "a non-idempotent operation was started without an idempotency key",
+            ),
+        )
+    ),
+]
 
 _ALL_CODES: list[CodeInfo] = [
     *_codes(
@@ -222,12 +287,12 @@ _ALL_CODES: list[CodeInfo] = [
         ("ERR_CONNECTION_RESET", "the peer reset the connection (ECONNRESET, broken pipe)"),
         ("ERR_CONNECTION_CLOSED", "the server closed the connection before a full response"),
         ("ERR_DNS_FAILURE", "the host name did not resolve"),
-        ("ERR_SSL_ERROR", "the TLS handshake or session failed"),
         ("ERR_SSL_CERTIFICATE", "the server certificate did not verify"),
         ("ERR_NETWORK_UNREACHABLE", "no route to the host or network"),
         ("ERR_PROXY_ERROR", "the proxy refused or failed the connection"),
         ("ERR_REQUEST_CORRUPTED", "the provider could not parse a request body we sent intact"),
         ("ERR_NETWORK", "another transport failure"),
+        ("ERR_SOCKET_ERROR", "a socket operation failed (OSError from the socket layer)"),
     ),
     *_codes(
         _K.TIMEOUT,
@@ -250,7 +315,6 @@ _ALL_CODES: list[CodeInfo] = [
         _K.SERVER_ERROR,
         ("ERR_HTTP_500_INTERNAL", "HTTP 500 internal server error"),
         ("ERR_HTTP_502_BAD_GATEWAY", "HTTP 502 bad gateway"),
-        ("ERR_HTTP_503_UNAVAILABLE", "HTTP 503 service unavailable"),
         ("ERR_HTTP_529_OVERLOADED", "HTTP 529: the provider is overloaded"),
         ("ERR_HTTP_5XX", "another HTTP 5xx status"),
         ("ERR_LLM_OVERLOADED", "the provider reported overload outside a 529 (stream, agent)"),
@@ -295,7 +359,6 @@ _ALL_CODES: list[CodeInfo] = [
         ("ERR_HTTP_404_NOT_FOUND", "HTTP 404: no such endpoint or resource"),
         ("ERR_HTTP_409_CONFLICT", "HTTP 409: resolve the conflict before retrying"),
         ("ERR_HTTP_413_REQUEST_TOO_LARGE", "HTTP 413: the request exceeds a byte limit"),
-        ("ERR_HTTP_422_UNPROCESSABLE", "HTTP 422: the request is well-formed but invalid"),
         ("ERR_HTTP_4XX", "another HTTP 4xx status"),
         ("ERR_LLM_MODEL_NOT_FOUND", "the model does not exist or is not available"),
         ("ERR_LLM_REQUEST_TOO_LARGE", "one request exceeds a whole per-minute budget"),
@@ -324,6 +387,7 @@ _ALL_CODES: list[CodeInfo] = [
         ("ERR_LIMIT_TOOL_CALLS", "the agent run reached its maximum number of tool calls"),
         ("ERR_LIMIT_RETRIES", "the agent run reached its maximum number of retries"),
         ("ERR_LIMIT_LOOP", "the agent repeated the same call with the same arguments"),
+        ("ERR_RESOURCE_EXHAUSTED", "a resource (budget, quota, capacity) of our own is used up"),
     ),
     *_codes(
         _K.SECURITY_VIOLATION,
@@ -343,36 +407,59 @@ _ALL_CODES: list[CodeInfo] = [
         ("ERR_RESPONSE_MALFORMED", "the response could not be read as the provider's format"),
         ("ERR_AGENT_FAILED", "the agent CLI failed without a recognisable reason"),
     ),
-    # Where the provider says explicitly not to retry, it wins over the kind's default.
+    *_ERROR_CONTRACT_CODES,
+    # Where the provider says explicitly not to retry, it wins over the kind's default; the
+    # error contract's category of a failure that will not succeed on retry is PERMANENT.
     _override(
         "ERR_RATE_LIMIT_NO_RETRY",
         _K.RATE_LIMIT,
         False,
         "a rate limit the provider marked not retryable (x-should-retry: false)",
+        _C.PERMANENT,
     ),
     _override(
         "ERR_SERVER_ERROR_NO_RETRY",
         _K.SERVER_ERROR,
         False,
         "a server error the provider marked not retryable (x-should-retry: false)",
+        _C.PERMANENT,
     ),
     _override(
         "ERR_TIMEOUT_NO_RETRY",
         _K.TIMEOUT,
         False,
         "a timeout the provider marked not retryable (x-should-retry: false)",
+        _C.PERMANENT,
     ),
     _override(
         "ERR_UNKNOWN_NO_RETRY",
         _K.UNKNOWN,
         False,
         "an unrecognised error the provider marked not retryable (x-should-retry: false)",
+        _C.PERMANENT,
     ),
 ]
 
 CODES: Final[Mapping[str, CodeInfo]] = {info.code: info for info in _ALL_CODES}
 
 
+# Names the error contract uses for codes backstay names otherwise. backstay's name is
+# canonical: a ``Failure`` built with an alias carries the canonical code.
+CODE_ALIASES: Final[Mapping[str, str]] = {
+    "ERR_HTTP_408_TIMEOUT": "ERR_HTTP_408_REQUEST_TIMEOUT",
+    "ERR_HTTP_500_SERVER_ERROR": "ERR_HTTP_500_INTERNAL",
+    "ERR_LLM_INVALID_MODEL": "ERR_LLM_MODEL_NOT_FOUND",
+    "ERR_LLM_AUTH_FAILURE": "ERR_AUTH_INVALID_KEY",
+    "ERR_LLM_API_ERROR": "ERR_UNKNOWN",
+}
+
+
+def canonical_code(code: str) -> str:
+    """``code`` itself, or the canonical code an alias stands for (unknown codes unchanged)."""
+    return CODE_ALIASES.get(code, code)
+
+
 def code_info(code: str) -> CodeInfo:
-    """The registered description of ``code``; raises ``KeyError`` for an unknown code."""
-    return CODES[code]
+    """The registered description of ``code`` (or of the code an alias stands for); raises
+    ``KeyError`` for an unknown code."""
+    return CODES[canonical_code(code)]

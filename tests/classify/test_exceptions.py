@@ -42,6 +42,8 @@ _MAX_REQUEST_BYTES = 1 << 20
 
 # (kind, retryable) as the taxonomy defines them for the expected codes.
 _NETWORK = (FailureKind.NETWORK, True)
+# The error contract: an SSL error is a NETWORK failure that is not retried.
+_SSL_FAILED = (FailureKind.NETWORK, False)
 _TIMED_OUT = (FailureKind.TIMEOUT, True)
 _RATE_LIMIT = (FailureKind.RATE_LIMIT, True)
 _SERVER_ERROR = (FailureKind.SERVER_ERROR, True)
@@ -468,7 +470,7 @@ BUILTIN_CASES = [
         _ssl_handshake_with_plain_http,
         ssl.SSLError,
         "ERR_SSL_ERROR",
-        _NETWORK,
+        _SSL_FAILED,
         id="tls-handshake-answered-in-plain-http-is-ssl-error",
     ),
     _case(
@@ -773,7 +775,7 @@ HTTPX_CASES = [
         _httpx_tls_to_plain,
         httpx.ConnectError,
         "ERR_SSL_ERROR",
-        _NETWORK,
+        _SSL_FAILED,
         id="httpx-connect-error-from-tls-failure-is-ssl-error",
     ),
     _case(
@@ -918,7 +920,7 @@ REQUESTS_CASES = [
         _requests_tls_to_plain,
         requests.exceptions.SSLError,
         "ERR_SSL_ERROR",
-        _NETWORK,
+        _SSL_FAILED,
         id="requests-ssl-error-is-ssl-error",
     ),
     _case(
@@ -1186,7 +1188,7 @@ AIOHTTP_CASES = [
         _aiohttp_tls_to_plain,
         aiohttp.ClientConnectorSSLError,
         "ERR_SSL_ERROR",
-        _NETWORK,
+        _SSL_FAILED,
         id="aiohttp-client-connector-ssl-error-is-ssl-error",
     ),
     _case(

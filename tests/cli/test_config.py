@@ -48,7 +48,7 @@ def test_check_a_good_file_prints_one_ok_line(tmp_path: Path) -> None:
     result = runner.invoke(app, ["config", "check", str(path)])
     assert result.exit_code == 0, result.output
     assert result.stdout.count("\n") == 1
-    assert result.stdout.startswith(f"OK {path}: 5 policies (1 defined or changed here); ")
+    assert result.stdout.startswith(f"OK {path}: 6 policies (1 defined or changed here); ")
     assert "default 'fast'" in result.stdout
 
 
@@ -66,7 +66,9 @@ def test_check_keeps_each_problem_on_one_line(tmp_path: Path) -> None:
     path = _file(tmp_path, "retry:\n  policies:\n    standard: {max_atempts: 2}\n")
     result = runner.invoke(app, ["config", "check", str(path)])
     problem = result.stderr.splitlines()[0]
-    assert problem.endswith("max_retry_after_s, deadline_s, seed, per_kind")
+    assert problem.endswith(
+        "max_retry_after_s, deadline_s, seed, escalate_on_exhaustion, timeout_factor, per_kind"
+    )
 
 
 def test_check_a_missing_file_exits_2(tmp_path: Path) -> None:

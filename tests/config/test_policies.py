@@ -57,7 +57,7 @@ def test_a_bad_enum_value_suggests_the_near_one(tmp_path: Path) -> None:
     path, found = _policy(tmp_path, "      jitter_mode: ful\n")
     assert found == [
         f"{path}:4: retry.policies.p.jitter_mode: must be one of none, proportional, full, "
-        "decorrelated; got 'ful' (did you mean 'full'?)"
+        "decorrelated, sha256; got 'ful' (did you mean 'full'?)"
     ]
 
 
@@ -123,7 +123,7 @@ def test_an_unknown_extends_is_named_with_a_suggestion(tmp_path: Path) -> None:
     path = write(tmp_path, "retry:\n  policies:\n    p: {extends: standrd}\n")
     assert problems(path) == [
         f"{path}:3: retry.policies.p.extends: unknown policy 'standrd' (did you mean "
-        "'standard'?); known: agent_dispatch, aggressive, no_retry, p, standard"
+        "'standard'?); known: agent_dispatch, aggressive, error_contract, no_retry, p, standard"
     ]
 
 

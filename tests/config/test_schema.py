@@ -51,6 +51,7 @@ def test_a_kind_override_has_every_kind_override_field() -> None:
 
 def test_the_sections_list_the_documented_keys() -> None:
     assert list(RETRY["circuit_breaker"]["properties"]) == [
+        "enabled",
         "failure_threshold",
         "failure_rate_threshold",
         "window_kind",

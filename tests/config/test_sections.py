@@ -35,7 +35,7 @@ def test_an_unknown_policy_as_default_is_named(tmp_path: Path) -> None:
     path, found = _one(tmp_path, "retry:\n  default_policy: agressive\n")
     assert found == [
         f"{path}:2: retry.default_policy: unknown policy 'agressive' (did you mean "
-        "'aggressive'?); known: agent_dispatch, aggressive, no_retry, standard"
+        "'aggressive'?); known: agent_dispatch, aggressive, error_contract, no_retry, standard"
     ]
 
 
@@ -101,7 +101,7 @@ def test_an_unknown_circuit_breaker_key_is_named(tmp_path: Path) -> None:
     path, found = _one(tmp_path, "retry:\n  circuit_breaker:\n    failure_treshold: 3\n")
     assert found[0].startswith(
         f"{path}:3: retry.circuit_breaker.failure_treshold: unknown key (did you mean "
-        "'failure_threshold'?); known: failure_threshold,"
+        "'failure_threshold'?); known: enabled, failure_threshold,"
     )
 
 

@@ -38,7 +38,7 @@ def test_a_named_policy_may_come_from_the_configuration(tmp_path: Path) -> None:
 def test_an_unknown_policy_name_gets_a_suggestion(tmp_path: Path) -> None:
     assert problems(tmp_path, one_task("prompt: hi\npolicy: standrd")) == [
         "8: tasks[0].policy: unknown policy 'standrd' (did you mean 'standard'?); "
-        "known: agent_dispatch, aggressive, no_retry, standard"
+        "known: agent_dispatch, aggressive, error_contract, no_retry, standard"
     ]
 
 
@@ -73,7 +73,7 @@ def test_per_kind_settings_merge_with_the_inherited_ones(tmp_path: Path) -> None
 def test_an_inline_policy_with_an_unknown_parent_is_a_problem(tmp_path: Path) -> None:
     assert problems(tmp_path, one_task("prompt: hi\npolicy: {extends: ghost}")) == [
         "8: tasks[0].policy.extends: unknown policy 'ghost'; "
-        "known: agent_dispatch, aggressive, no_retry, standard"
+        "known: agent_dispatch, aggressive, error_contract, no_retry, standard"
     ]
 
 

@@ -7,7 +7,7 @@ import datetime as dt
 from pathlib import Path
 
 import pytest
-from tests.engine.support import QUICK, WALL, spec
+from tests.engine.support import QUICK, WALL, ScriptedAdapter, engine, spec
 
 from backstay.engine import AttemptOutcome, AttemptRecord, TaskRecord, TaskState
 from backstay.engine.decision import NextStep, draw_for, next_step
@@ -123,3 +123,24 @@ def test_a_seeded_policy_draws_the_same_jitter_every_time() -> None:
 @pytest.mark.parametrize("policy", [RetryPolicy(name="p", max_attempts=1)])
 def test_a_policy_without_retries_fails_at_once(tmp_path: Path, policy: RetryPolicy) -> None:
     assert _step(tmp_path, SERVER, policy=policy).state is S.FAILED
+
+
+def test_attempts_run_out_escalate_when_the_policy_says_so(tmp_path: Path) -> None:
+    policy = QUICK.derive(escalate_on_exhaustion=True)
+    server = Failure(code="ERR_HTTP_500_INTERNAL")
+    adapter = ScriptedAdapter({"t1": [server] * policy.max_attempts})
+    with engine(tmp_path, adapter) as eng:
+        eng.run_sync([spec(tmp_path, policy=policy)])
+        (record,) = eng.store.tasks()
+        assert record.state is TaskState.ESCALATED
+        assert "retries exhausted" in record.reason
+        assert len(eng.escalations.list()) == 1
+
+
+def test_attempts_run_out_fail_by_default(tmp_path: Path) -> None:
+    server = Failure(code="ERR_HTTP_500_INTERNAL")
+    adapter = ScriptedAdapter({"t1": [server] * QUICK.max_attempts})
+    with engine(tmp_path, adapter) as eng:
+        eng.run_sync([spec(tmp_path)])
+        (record,) = eng.store.tasks()
+        assert record.state is TaskState.FAILED

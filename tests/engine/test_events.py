@@ -63,3 +63,17 @@ def test_an_event_with_a_time_is_json_data() -> None:
         failure=Failure(code="ERR_LLM_DAILY_QUOTA"),
     )
     assert json.loads(json.dumps(event.to_dict()))["resumes_at"] == WALL.isoformat()
+
+
+def test_a_rate_limited_retry_also_reports_adapter_rate_limited_with_its_wait(
+    tmp_path: Path,
+) -> None:
+    limited = Failure(code="ERR_HTTP_429_RATE_LIMITED", retry_after_s=3.0)
+    with engine(tmp_path, ScriptedAdapter({"t1": [limited, OK]})) as eng, capture_events() as ev:
+        eng.run_sync([spec(tmp_path)])
+    (retrying,) = ev.named("task.retrying")
+    (waited,) = ev.named("adapter.rate_limited")
+    data = waited.to_dict()
+    assert data["wait_duration"] == data["wait_s"] == retrying.to_dict()["delay_s"]
+    assert data["wait_duration"] >= 3.0
+    assert data["operation"] == "wf:t1:run_01"

@@ -41,6 +41,7 @@ def test_built_in_policies_have_their_documented_attempts() -> None:
         "aggressive": 5,
         "no_retry": 1,
         "agent_dispatch": 4,
+        "error_contract": 4,
     }
     assert (STANDARD.initial_delay_s, STANDARD.max_delay_s, STANDARD.jitter) == (0.1, 5.0, 0.1)
     assert (AGGRESSIVE.initial_delay_s, AGGRESSIVE.max_delay_s, AGGRESSIVE.jitter) == (

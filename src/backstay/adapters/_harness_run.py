@@ -26,11 +26,12 @@ from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import Any, Final
 
-from backstay.adapters.capture import Capture
+from backstay.adapters.capture import Capture, Stream
 from backstay.adapters.contract import AgentResult
 from backstay.classify import classify
 from backstay.errors import AdapterError
 from backstay.failure import Failure
+from backstay.taxonomy import FailureKind
 
 __all__ = ["CANCELLED_EXIT_CODE", "run_captured"]
 
@@ -114,4 +115,12 @@ def _finish(
     )
     on = "" if answered_by is None else f" on {answered_by}"
     capture.log(f"run {result.status}{on} with exit code {exit_code} after {duration:.3f} s")
+    if result.failure is not None:
+        # The evaluation harness interface reads errors (a timeout's message too) from
+        # stderr.log; the line is redacted like everything written there.
+        failure = result.failure
+        timed_out = " (timed out)" if failure.kind is FailureKind.TIMEOUT else ""
+        capture.write(
+            Stream.STDERR, f"backstay: error{timed_out}: {failure.code}: {failure.message}\n"
+        )
     return result

@@ -102,6 +102,14 @@ class BaseAdapter(abc.ABC):
     # Portable task limits this adapter enforces → its config key (``adapters.limits``).
     task_limits: ClassVar[Mapping[str, str]] = {}
     provider_env: ClassVar[ProviderEnv] = NO_PROVIDER_ENV
+    # Whether running an attempt twice is harmless. Agent runs edit files and API calls
+    # bill, so adapters are non-idempotent unless they say otherwise: the engine runs them
+    # through ``IdempotencyGuard.run_non_idempotent`` (refused without an operation id).
+    idempotent: ClassVar[bool] = False
+
+    def get_name(self) -> str:
+        """The adapter's registered name (the evaluation harness interface's ``get_name``)."""
+        return self.name
 
     def validate_config(self, config: Mapping[str, Any]) -> None:
         """Reject anything but a mapping whose keys are all in ``config_keys``.

@@ -114,9 +114,15 @@ def _load(name: str, target: str) -> type:
     return value
 
 
+# Names other specifications give built-in adapters (the evaluation harness interface calls
+# the Anthropic API adapter ``api-direct``); ``adapter_names()`` lists backstay's own.
+_ALIASES: Final[Mapping[str, str]] = MappingProxyType({"api-direct": "anthropic-api"})
+
+
 def adapter_class(name: str) -> type:
-    """The class registered as ``name``, imported now (and only now)."""
+    """The class registered as ``name`` (or under an alias), imported now (and only now)."""
     check_name(name, where="adapter")
+    name = _ALIASES.get(name, name)
     target = BUILTIN_ADAPTERS.get(name)
     if target is None:
         entry = _entry_points().get(name)

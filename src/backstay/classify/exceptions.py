@@ -87,6 +87,8 @@ _BY_NAME: Final[dict[str, str]] = {
     "TransportError": "ERR_NETWORK",
     "MaxRetryError": "ERR_NETWORK",
     "ConnectionError": "ERR_NETWORK",
+    # The operating system refused access: retrying cannot change that.
+    "PermissionError": "ERR_PERMISSION_DENIED",
     # Requests we built wrong.
     "InvalidURL": "ERR_INVALID_URL",
     "MissingSchema": "ERR_INVALID_URL",

@@ -91,6 +91,17 @@ _CONTENTION: Final = frozenset({"SQLITE_BUSY", "SQLITE_LOCKED"})
 INTERRUPTED: Final = 130
 
 
+# ``--set KEY=VALUE`` on every command that loads the configuration.
+SetOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--set",
+        help="Override one configuration key, e.g. retry.policies.standard.max_attempts=5 "
+        "(repeatable; the retry policy framework's camelCase keys work too).",
+    ),
+]
+
+
 def check_not_a_file(state_dir: Path) -> None:
     """A ``ConfigError`` if ``state_dir`` exists and is not a directory."""
     if state_dir.exists() and not state_dir.is_dir():

@@ -60,6 +60,7 @@ def batch(
     state_dir: _state.StateDirOption,
     concurrency: _state.ConcurrencyOption = DEFAULT_CONCURRENCY,
     config_file: Annotated[Path | None, typer.Option("--config", help=CONFIG_HELP)] = None,
+    sets: _state.SetOption = None,
     lease_ttl: _state.LeaseOption = _state.DEFAULT_LEASE_TTL,
     budget_usd: _state.BudgetUsdOption = None,
     budget_tokens: _state.BudgetTokensOption = None,
@@ -87,7 +88,7 @@ def batch(
     """
     try:
         executor = executor_for(executor_kind, ray_address)
-        config = load_config(config_file)
+        config = load_config(config_file, overrides=sets or [])
         suite = with_frameworks(load_suite(file, registry=config.registry), config.frameworks)
         adapters = suite_adapters(suite)
         _state.check_not_a_file(state_dir)
@@ -100,7 +101,7 @@ def batch(
             adapters=adapters,
             concurrency=concurrency,
             guard_settings=_state.guard_settings(lease_ttl),
-            breaker=config.breaker_settings(),
+            breaker=config.engine_breaker(),
             tenant_budgets=suite.tenants,
             executor=executor,
         )

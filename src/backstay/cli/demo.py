@@ -188,7 +188,7 @@ def _run(
             adapters=suite_adapters(suite),
             concurrency=concurrency,
             env=environ,
-            breaker=config.breaker_settings(),
+            breaker=config.engine_breaker(),
         )
         with engine:  # it writes every event of the batch to EVENTS_FILE
             states = {spec.operation_id: TaskState.PENDING for spec in batch.specs}

@@ -36,6 +36,7 @@ def resume(
     concurrency: _state.ConcurrencyOption = DEFAULT_CONCURRENCY,
     lease_ttl: _state.LeaseOption = _state.DEFAULT_LEASE_TTL,
     config_file: Annotated[Path | None, typer.Option("--config", help=CONFIG_HELP)] = None,
+    sets: _state.SetOption = None,
     budget_usd: _state.BudgetUsdOption = None,
     budget_tokens: _state.BudgetTokensOption = None,
     serve_port: ServePortOption = None,
@@ -54,13 +55,13 @@ def resume(
     """
     try:
         executor = executor_for(executor_kind, ray_address)
-        config = load_config(config_file)
+        config = load_config(config_file, overrides=sets or [])
         engine = _state.open_engine(
             state_dir,
             location=_state.store_location(store, state_dir, config=config),
             concurrency=concurrency,
             guard_settings=_state.guard_settings(lease_ttl),
-            breaker=config.breaker_settings(),
+            breaker=config.engine_breaker(),
             executor=executor,
         )
         identity = read_identity(state_dir)

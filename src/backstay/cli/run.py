@@ -17,6 +17,7 @@ from backstay.adapters.base import CANCELLED_EXIT_CODE, BaseAdapter
 from backstay.adapters.capture import METRICS_FILE, write_json_atomic
 from backstay.adapters.contract import TIMEOUT_EXIT_CODE
 from backstay.adapters.registry import get_adapter
+from backstay.cli import _state
 from backstay.cli._errors import usage_error
 from backstay.config import (
     DEFAULT_TIMEOUT_S,
@@ -182,6 +183,7 @@ def run(
             "(default: $BACKSTAY_CONFIG, else ./backstay.yaml if any).",
         ),
     ] = None,
+    sets: _state.SetOption = None,
     budget_usd: Annotated[
         float | None,
         typer.Option(
@@ -219,7 +221,7 @@ def run(
     provider; nothing else is taken unless named.
     """
     try:
-        config = load_config(config_file)
+        config = load_config(config_file, overrides=sets or [])
         registry = None if no_retry or policy == NO_RETRY_POLICY else config.registry
         spec = harness_run(
             adapter=adapter,

@@ -1,7 +1,9 @@
 """``load_config``: find the file, read it, apply the overrides, check everything once.
 
 The file is ``path`` if given, else the one ``BACKSTAY_CONFIG`` names, else
-``backstay.yaml`` in the working directory if there is one (no file: built-in defaults).
+``backstay.yaml`` in the working directory if there is one, else the retry policy
+framework's ``agent/config.yml`` (only its ``retry:`` section; no file: built-in
+defaults). That framework's camelCase keys are read as backstay's (``_dialect``).
 Then ``BACKSTAY__*`` environment variables, then ``--set`` items, each overriding what came
 before. This module and ``_harness`` (the variables a run's agent is given by name) are
 the only ones in backstay that read settings from the environment.
@@ -16,6 +18,7 @@ from collections.abc import Iterable, Mapping
 from types import MappingProxyType
 from typing import Any, Final
 
+from backstay.config._dialect import AGENT_CONFIG_FILE, is_agent_config, translate
 from backstay.config._document import Document
 from backstay.config._fields import describe_value
 from backstay.config._frameworks import frameworks
@@ -66,7 +69,10 @@ def _locate(
     if named:
         return pathlib.Path(named), f" (named by {CONFIG_ENV_VAR})"
     default = pathlib.Path(DEFAULT_CONFIG_FILE)
-    return (default, "") if default.is_file() else (None, "")
+    if default.is_file():
+        return default, ""
+    # The retry policy framework's file, when the project has no backstay.yaml.
+    return (AGENT_CONFIG_FILE, "") if AGENT_CONFIG_FILE.is_file() else (None, "")
 
 
 def read_file(file: pathlib.Path, doc: Document, named_by: str = "") -> Any:
@@ -261,8 +267,10 @@ def load_config(
     doc = Document(name=_NO_FILE if file is None else str(file))
     if file is not None:
         _root(doc, read_file(file, doc, named_by))
+        translate(doc, agent_file=is_agent_config(file))
     apply_env(doc, env)
     apply_sets(doc, overrides)
+    translate(doc, agent_file=False, newer=True)  # camelCase keys given with --set
     config = _build(doc, file)
     if doc.problems:
         if strict:

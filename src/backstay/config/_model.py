@@ -86,9 +86,16 @@ class BackstayConfig:
     def breaker_settings(self) -> BreakerSettings:
         """The ``circuit_breaker`` section as settings (defaults for keys not given)."""
         values = dict(self.circuit_breaker)
+        values.pop("enabled", None)
         if "counted_kinds" in values:
             values["counted_kinds"] = frozenset(FailureKind(k) for k in values["counted_kinds"])
         return BreakerSettings(**values)
+
+    def engine_breaker(self) -> BreakerSettings | None:
+        """``breaker_settings()``, or ``None`` (no breakers) when ``enabled`` is false."""
+        if self.circuit_breaker.get("enabled", True) is False:
+            return None
+        return self.breaker_settings()
 
     def otel_settings(self) -> OtelSettings:
         """The ``observe.otel`` section as settings (defaults for keys not given)."""

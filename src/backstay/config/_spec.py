@@ -95,6 +95,15 @@ POLICY_FIELDS: Final[Mapping[str, Field]] = {
         help="Time allowed for the call, all attempts and waits included (s); null: none.",
     ),
     "seed": Field(type="integer", nullable=True, help="Seed of the jitter draws (null: unseeded)."),
+    "escalate_on_exhaustion": Field(
+        type="boolean",
+        help="When the attempts run out, escalate the task to a human instead of failing it.",
+    ),
+    "timeout_factor": Field(
+        type="number",
+        minimum=1,
+        help="A retry after a timeout gets the attempt timeout × this, per timeout so far.",
+    ),
 }
 
 PER_KIND_HELP: Final = (
@@ -114,6 +123,7 @@ KIND_OVERRIDE_FIELDS: Final[Mapping[str, Field]] = {
 KIND_NAMES: Final[tuple[str, ...]] = tuple(kind.value for kind in FailureKind)
 
 CIRCUIT_BREAKER_FIELDS: Final[Mapping[str, Field]] = {
+    "enabled": Field(type="boolean", help="false: no circuit breakers at all (default: true)."),
     "failure_threshold": Field(
         type="integer",
         minimum=1,

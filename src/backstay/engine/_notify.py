@@ -20,8 +20,9 @@ from backstay.engine.events import (
 from backstay.engine.records import AttemptEnd, Escalation, TaskRecord
 from backstay.engine.states import TaskState
 from backstay.failure import Failure
-from backstay.observe.events import RetryScheduled
+from backstay.observe.events import RateLimited, RetryScheduled
 from backstay.observe.sinks import BUS
+from backstay.taxonomy import FailureKind
 
 __all__ = ["after_failure", "attempt_ended", "deferred", "resumed", "started", "succeeded"]
 
@@ -144,6 +145,17 @@ def after_failure(
                 failure=failure,
             )
         )
+        if failure.kind is FailureKind.RATE_LIMIT and BUS.wants(RateLimited.level):
+            BUS.emit(
+                RateLimited(
+                    operation=op,
+                    policy=policy,
+                    attempt=record.attempts_used,
+                    wait_s=delay_s,
+                    failure=failure,
+                    scheduled_retry=True,
+                )
+            )
     elif state is TaskState.FAILED and BUS.wants(TaskFailed.level):
         BUS.emit(
             TaskFailed(

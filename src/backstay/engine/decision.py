@@ -78,6 +78,11 @@ def next_step(
         state = TaskState.ESCALATED
     if state is TaskState.FAILED and decision.reason not in (None, GiveUpReason.NOT_RETRYABLE):
         reason = f"{reason} ({decision.reason})"
+    exhausted = decision.reason == GiveUpReason.ATTEMPTS_EXHAUSTED
+    if state is TaskState.FAILED and exhausted and policy.escalate_on_exhaustion:
+        # "Max retries exceeded → escalation triggered": a human decides (retry or fail).
+        state, reason = TaskState.ESCALATED, f"{reason}; escalated: retries exhausted"
+        return NextStep(state=state, reason=reason, next_run_at=None, delay_s=None, escalate=True)
     return NextStep(
         state=state,
         reason=reason,

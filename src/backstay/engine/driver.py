@@ -35,12 +35,13 @@ candidate's adapter, model and settings).
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as _dt
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from backstay.adapters.contract import Adapter
+from backstay.adapters.contract import Adapter, AgentRequest
 from backstay.adapters.orphans import attempt_tag, stop_tagged
 from backstay.clock import Clock
 from backstay.engine import _notify as notify
@@ -63,6 +64,7 @@ from backstay.engine.taskstore import TaskStore
 from backstay.idempotency.ids import attempt_id as make_attempt_id
 from backstay.policy.protocols import Permit
 from backstay.policy.retry import RetryPolicy
+from backstay.taxonomy import FailureKind
 
 __all__ = ["TaskDriver", "TaskStopped"]
 
@@ -211,6 +213,18 @@ class TaskDriver:
         spec, adapter = attempt_target(self.spec, self.adapter, self.fallback, index)
         return self.budgets.admits(spec, adapter, record.attempts_used + 1)
 
+    def _lengthened(self, request: AgentRequest) -> AgentRequest:
+        """``request`` with its timeout × ``timeout_factor`` per earlier timed-out attempt."""
+        timeouts = sum(
+            1
+            for a in self.store.attempts(self.operation_id)
+            if a.failure is not None and a.failure.kind is FailureKind.TIMEOUT
+        )
+        if timeouts == 0:
+            return request
+        factor = self.policy.timeout_factor**timeouts
+        return dataclasses.replace(request, timeout_s=request.timeout_s * factor)
+
     async def _attempt(self, record: TaskRecord, permit: Permit | None) -> tuple[TaskRecord, float]:
         """One attempt, recorded before and after; the task as stored and the delay. The
         attempt's end is reported on ``permit`` as soon as it is known."""
@@ -229,6 +243,8 @@ class TaskDriver:
         keys = model_keys(self.spec, self.fallback)  # the candidate this attempt runs on
         notify.started(record, attempt_id=attempt_id, policy=self.policy.name, keys=keys)
         adapter, request = self.adapter, self.spec.request(output_dir)
+        if self.policy.timeout_factor > 1.0:
+            request = self._lengthened(request)
         if self.fallback is not None:
             adapter, request = self.fallback.target(adapter, output_dir)
         done = await dispatch(

@@ -397,7 +397,12 @@ class Engine:
         if not self._to_drive(record):
             return
         try:
-            result = await self.guard.run(op, driver.drive)
+            # An adapter declares itself idempotent or not (``idempotent``, default not);
+            # a non-idempotent one runs only under its operation id.
+            if getattr(driver.adapter, "idempotent", False) is True:
+                result = await self.guard.run(op, driver.drive)
+            else:
+                result = await self.guard.run_non_idempotent(op, driver.drive)
         except (TaskStopped, OperationInProgress, LeaseLost):
             return  # the store says where the task stands
         if not driver.succeeded:  # the result came from the operation cache

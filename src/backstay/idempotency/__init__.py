@@ -8,7 +8,7 @@ See ``docs/design/idempotency.md``.
 
 from __future__ import annotations
 
-from backstay.idempotency.errors import LeaseLost, OperationInProgress
+from backstay.idempotency.errors import LeaseLost, MissingIdempotencyKey, OperationInProgress
 from backstay.idempotency.guard import AsyncOperation, IdempotencyGuard, SyncOperation
 from backstay.idempotency.ids import (
     AttemptIdParts,
@@ -27,6 +27,7 @@ __all__ = [
     "GuardSettings",
     "IdempotencyGuard",
     "LeaseLost",
+    "MissingIdempotencyKey",
     "OperationIdParts",
     "OperationInProgress",
     "SyncOperation",

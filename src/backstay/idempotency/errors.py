@@ -3,6 +3,9 @@
 ::
 
     BackstayError
+    ├── ConfigError
+    │   └── MissingIdempotencyKey a non-idempotent operation without a key: refused
+    │                             (failure: ERR_MISSING_IDEMPOTENCY_KEY)
     ├── LeaseLost                 our lease was taken over: the result was not recorded
     └── Rejected
         └── OperationInProgress   another owner is running the operation (wait=False,
@@ -13,9 +16,25 @@ from __future__ import annotations
 
 import datetime as _dt
 
-from backstay.errors import BackstayError, Rejected
+from backstay.errors import BackstayError, ConfigError, Rejected
+from backstay.failure import Failure
+from backstay.outcome import StructuredOutcome
 
-__all__ = ["LeaseLost", "OperationInProgress"]
+__all__ = ["LeaseLost", "MissingIdempotencyKey", "OperationInProgress"]
+
+
+class MissingIdempotencyKey(ConfigError):
+    """A non-idempotent operation was started without an idempotency key: it did not run.
+
+    ``failure`` is the error contract's ``ERR_MISSING_IDEMPOTENCY_KEY`` (VALIDATION, not
+    retryable); ``outcome()`` the contract's ``StructuredOutcome`` for it."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, where="operation_id")
+        self.failure = Failure(code="ERR_MISSING_IDEMPOTENCY_KEY", message=message)
+
+    def outcome(self) -> StructuredOutcome[object]:
+        return StructuredOutcome.failure(self.failure)
 
 
 def _utc(timestamp: float) -> str:

@@ -29,10 +29,9 @@ from typing import Any
 
 from backstay._checks import check_name, check_number
 from backstay.clock import SYSTEM_CLOCK, Clock
-from backstay.errors import ConfigError
 from backstay.idempotency._keeper import keep_async, keep_in_thread
 from backstay.idempotency._schedules import WaitSchedule
-from backstay.idempotency.errors import LeaseLost
+from backstay.idempotency.errors import LeaseLost, MissingIdempotencyKey
 from backstay.idempotency.owners import default_owner, holder_is_dead
 from backstay.idempotency.settings import GuardSettings
 from backstay.store.protocol import OperationStore
@@ -122,7 +121,8 @@ class IdempotencyGuard:
         wait_timeout_s: float | None = None,
     ) -> dict[str, Any]:
         """``run`` for an operation whose repetition does harm (billing, edits, messages):
-        refused with ``ConfigError`` unless ``operation_id`` is given."""
+        refused with ``MissingIdempotencyKey`` (a ``ConfigError`` carrying the failure
+        ``ERR_MISSING_IDEMPOTENCY_KEY``) unless ``operation_id`` is given."""
         key = self._require_key(operation_id)
         return await self.run(
             key, fn, owner=owner, lease_ttl_s=lease_ttl_s, wait=wait, wait_timeout_s=wait_timeout_s
@@ -248,7 +248,7 @@ class IdempotencyGuard:
     @staticmethod
     def _require_key(operation_id: str | None) -> str:
         if operation_id is None or operation_id == "":
-            raise ConfigError(_NO_KEY, where="operation_id")
+            raise MissingIdempotencyKey(_NO_KEY)
         return operation_id
 
     def _release_quietly(self, lease: Lease, exc: BaseException) -> None:

@@ -70,13 +70,27 @@ class RetryScheduled(Event):
 
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
 class RateLimited(Event):
-    """A wait imposed by a rate limit (the provider's or a client-side bucket)."""
+    """A wait imposed by a rate limit (the provider's or a client-side bucket). Emitted by
+    the call drivers and by the engine when it schedules a task's retry after one;
+    ``to_dict`` also gives ``wait_duration`` (the adapter reliability contract's name)."""
 
     name: ClassVar[str] = "adapter.rate_limited"
     attempt: int
     wait_s: float
     limiter: str | None = None
     failure: Failure | None = None
+    # True when the engine emits it alongside ``task.retrying`` (which already is the wait).
+    scheduled_retry: bool = False
+
+    @property
+    def wait_duration(self) -> float:
+        """``wait_s``, under the adapter reliability contract's name."""
+        return self.wait_s
+
+    def to_dict(self) -> dict[str, Any]:
+        out = Event.to_dict(self)
+        out["wait_duration"] = self.wait_s
+        return out
 
 
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)

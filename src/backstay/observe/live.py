@@ -31,7 +31,7 @@ class LiveCounters:
     def emit(self, event: Event) -> None:
         with self._lock:
             self._events[event.name] += 1
-            if isinstance(event, RateLimited):
+            if isinstance(event, RateLimited) and not event.scheduled_retry:
                 reason = "rate_limiter" if event.failure is None else "retry_after"
                 self._waits[reason] += 1
                 self._wait_s[reason] = self._wait_s.get(reason, 0.0) + event.wait_s

@@ -198,7 +198,7 @@ class OtelSink:
         elif isinstance(event, TaskDeferred):
             attrs = {"backstay.attempt": event.attempt, "backstay.circuit": event.breaker}
             self._wait(op, "circuit_open", event.wait_s, attrs, task_id=event.task_id)
-        elif isinstance(event, RateLimited):
+        elif isinstance(event, RateLimited) and not event.scheduled_retry:
             self._wait(op, "rate_limiter", event.wait_s, {"backstay.attempt": event.attempt})
         elif isinstance(event, CircuitOpened | CircuitHalfOpened | CircuitClosed):
             self._circuit(event, op)

@@ -6,7 +6,14 @@ from __future__ import annotations
 from backstay.policy.backoff import Backoff, JitterMode, next_delay
 from backstay.policy.bucket import TokenBucket
 from backstay.policy.budget import BudgetSettings, RetryBudget
-from backstay.policy.builtin import AGENT_DISPATCH, AGGRESSIVE, BUILTIN_POLICIES, NO_RETRY, STANDARD
+from backstay.policy.builtin import (
+    AGENT_DISPATCH,
+    AGGRESSIVE,
+    BUILTIN_POLICIES,
+    ERROR_CONTRACT,
+    NO_RETRY,
+    STANDARD,
+)
 from backstay.policy.limiters import RateLimiterRegistry
 from backstay.policy.protocols import (
     CircuitBreakerLike,
@@ -34,6 +41,7 @@ __all__ = [
     "AGENT_DISPATCH",
     "AGGRESSIVE",
     "BUILTIN_POLICIES",
+    "ERROR_CONTRACT",
     "NO_RETRY",
     "STANDARD",
     "Backoff",

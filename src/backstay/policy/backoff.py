@@ -13,6 +13,10 @@ then capped at ``max_delay_s``, then jittered:
 * ``full``: ``u · d`` (AWS "full jitter")
 * ``decorrelated``: ``min(cap, initial + u · (3 · previous − initial))`` (AWS), stateful
   through ``previous``
+* ``sha256``: the error contract's seeded formula, in whole milliseconds:
+  ``int(d · (1 + jitter · (2h − 1)))`` with ``h`` the first 4 bytes of
+  ``sha256(f"{seed}:{n − 1}")`` over 2³², so a replay with the same seed waits the same
+  milliseconds (no second cap: the contract has none)
 
 and capped again. ``u`` is a uniform draw in [0, 1) supplied by the caller (seeded or not).
 """
@@ -20,9 +24,10 @@ and capped again. ``u`` is a uniform draw in [0, 1) supplied by the caller (seed
 from __future__ import annotations
 
 import enum
+import hashlib
 import math
 
-__all__ = ["Backoff", "JitterMode", "next_delay"]
+__all__ = ["Backoff", "JitterMode", "next_delay", "sha256_draw"]
 
 
 class Backoff(enum.StrEnum):
@@ -36,6 +41,7 @@ class JitterMode(enum.StrEnum):
     PROPORTIONAL = "proportional"
     FULL = "full"
     DECORRELATED = "decorrelated"
+    SHA256 = "sha256"
 
 
 # 2.0 ** 1100 overflows; long before that the cap applies, so stop growing early.
@@ -59,6 +65,12 @@ def base_delay(
     return min(delay, max_s)
 
 
+def sha256_draw(seed: int, attempt: int) -> float:
+    """The error contract's deterministic draw in [0, 1) for retry ``attempt`` (from 0)."""
+    digest = hashlib.sha256(f"{seed}:{attempt}".encode()).digest()
+    return int.from_bytes(digest[:4], "big") / 2**32
+
+
 def next_delay(
     backoff: Backoff,
     retry: int,
@@ -70,14 +82,21 @@ def next_delay(
     jitter_mode: JitterMode,
     previous_s: float | None,
     draw: float,
+    seed: int | None = None,
 ) -> float:
-    """The delay before retry number ``retry`` (from 1); ``draw`` is uniform in [0, 1)."""
+    """The delay before retry number ``retry`` (from 1); ``draw`` is uniform in [0, 1).
+
+    Under ``sha256`` jitter the draw comes from ``seed`` (0 when ``None``) and ``retry``."""
     if jitter_mode is JitterMode.DECORRELATED:
         prev = initial_s if previous_s is None else max(previous_s, initial_s)
         return min(max_s, initial_s + draw * (3.0 * prev - initial_s))
     delay = base_delay(backoff, retry, initial_s=initial_s, multiplier=multiplier, max_s=max_s)
     if jitter_mode is JitterMode.FULL:
         return draw * delay
+    if jitter_mode is JitterMode.SHA256:
+        h = sha256_draw(0 if seed is None else seed, retry - 1)
+        base_ms = delay * 1000.0
+        return float(int(base_ms + base_ms * jitter * (2.0 * h - 1.0))) / 1000.0
     if jitter_mode is JitterMode.PROPORTIONAL and jitter > 0.0:
         return min(max_s, max(0.0, delay * (1.0 + jitter * (2.0 * draw - 1.0))))
     return delay

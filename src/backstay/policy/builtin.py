@@ -9,7 +9,14 @@ from backstay.policy.backoff import Backoff, JitterMode
 from backstay.policy.retry import KindOverride, RetryPolicy
 from backstay.taxonomy import FailureKind
 
-__all__ = ["AGENT_DISPATCH", "AGGRESSIVE", "BUILTIN_POLICIES", "NO_RETRY", "STANDARD"]
+__all__ = [
+    "AGENT_DISPATCH",
+    "AGGRESSIVE",
+    "BUILTIN_POLICIES",
+    "ERROR_CONTRACT",
+    "NO_RETRY",
+    "STANDARD",
+]
 
 # Per-kind limits every built-in policy applies (``max_attempts`` caps the policy's own):
 # server errors 3 retries from 0.5 s, rate limits 3 retries from 1 s capped at 30 s,
@@ -60,6 +67,33 @@ AGENT_DISPATCH: Final = RetryPolicy(
     per_kind={FailureKind.UNKNOWN: KindOverride(max_attempts=2)},
 )
 
+# The error contract's "category-specific retry limits" (retries after the first attempt):
+# TRANSIENT 3 from 100 ms to 5 s ×2, RATE_LIMIT 3 from 1 s to 30 s ×2, SERVER_ERROR 2 from
+# 500 ms to 10 s ×2, TIMEOUT 2 from 200 ms to 5 s ×1.5, NETWORK 3 from 100 ms to 5 s ×2,
+# ±10 % jitter. Limits apply per kind: TRANSIENT is the ``unknown`` kind's category, so an
+# HTTP 503 (TRANSIENT by the contract's table, kind ``server_error``) gets SERVER_ERROR's.
+# ``derive(jitter_mode="sha256", seed=N)`` gives the contract's seeded, replayable delays.
+ERROR_CONTRACT: Final = RetryPolicy(
+    name="error_contract",
+    max_attempts=4,
+    backoff=Backoff.EXPONENTIAL,
+    initial_delay_s=0.1,
+    max_delay_s=5.0,
+    multiplier=2.0,
+    jitter=0.1,
+    per_kind={
+        FailureKind.UNKNOWN: KindOverride(max_attempts=4),
+        FailureKind.RATE_LIMIT: KindOverride(max_attempts=4, initial_delay_s=1.0, max_delay_s=30.0),
+        FailureKind.SERVER_ERROR: KindOverride(
+            max_attempts=3, initial_delay_s=0.5, max_delay_s=10.0
+        ),
+        FailureKind.TIMEOUT: KindOverride(
+            max_attempts=3, initial_delay_s=0.2, max_delay_s=5.0, multiplier=1.5
+        ),
+        FailureKind.NETWORK: KindOverride(max_attempts=4),
+    },
+)
+
 BUILTIN_POLICIES: Final[Mapping[str, RetryPolicy]] = {
-    p.name: p for p in (STANDARD, AGGRESSIVE, NO_RETRY, AGENT_DISPATCH)
+    p.name: p for p in (STANDARD, AGGRESSIVE, NO_RETRY, AGENT_DISPATCH, ERROR_CONTRACT)
 }

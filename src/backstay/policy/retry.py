@@ -17,7 +17,7 @@ from backstay.errors import ConfigError
 from backstay.failure import Failure
 from backstay.policy._delays import fixed_delays
 from backstay.policy.backoff import Backoff, JitterMode, next_delay
-from backstay.taxonomy import CODES, FailureKind
+from backstay.taxonomy import CODES, FailureKind, canonical_code
 
 __all__ = ["GiveUpReason", "KindOverride", "RetryDecision", "RetryPolicy", "decide"]
 
@@ -67,7 +67,7 @@ class KindOverride:
 def _kinds_or_codes(values: Iterable[str], where: str) -> frozenset[str]:
     out: set[str] = set()
     for value in values:
-        text = str(value)
+        text = canonical_code(str(value))
         if text not in CODES and text not in FailureKind.__members__.values():
             raise ConfigError(f"{text!r} is neither a failure kind nor an ERR_* code", where=where)
         out.add(text)
@@ -92,6 +92,11 @@ class RetryPolicy:
     max_retry_after_s: float = DEFAULT_MAX_RETRY_AFTER_S
     deadline_s: float | None = None
     seed: int | None = None
+    # When the attempts run out, hand the task to a human (escalated) instead of failing it.
+    escalate_on_exhaustion: bool = False
+    # Each retry after a timeout runs with the attempt timeout × this factor per timeout so
+    # far (the engine applies it; 1.0: the same timeout every time).
+    timeout_factor: float = 1.0
 
     def __post_init__(self) -> None:
         name = self.name
@@ -134,6 +139,12 @@ class RetryPolicy:
             isinstance(self.seed, bool) or not isinstance(self.seed, int)
         ):
             raise ConfigError(f"must be an integer, got {self.seed!r}", where=_where(name, "seed"))
+        _number(self.timeout_factor, where=_where(name, "timeout_factor"), minimum=1.0)
+        if not isinstance(self.escalate_on_exhaustion, bool):
+            raise ConfigError(
+                f"must be true or false, got {self.escalate_on_exhaustion!r}",
+                where=_where(name, "escalate_on_exhaustion"),
+            )
         set_(self, "retry_on", _kinds_or_codes(self.retry_on, _where(name, "retry_on")))
         set_(
             self,
@@ -176,6 +187,8 @@ class RetryPolicy:
             "max_retry_after_s": self.max_retry_after_s,
             "deadline_s": self.deadline_s,
             "seed": self.seed,
+            "escalate_on_exhaustion": self.escalate_on_exhaustion,
+            "timeout_factor": self.timeout_factor,
         }
 
     @classmethod
@@ -331,6 +344,7 @@ def decide_delay(  # noqa: PLR0917 - the drivers' hot path: positional is cheape
             jitter_mode=policy.jitter_mode,
             previous_s=previous_delay_s,
             draw=draw,
+            seed=policy.seed,
         )
     hint = failure.retry_after_s
     if hint is not None and hint > 0.0:
