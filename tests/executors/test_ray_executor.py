@@ -31,6 +31,7 @@ from tests.executors.ray_support import (
 from backstay.engine import STATE_FILE
 from backstay.fakeprovider import FakeProvider, Scenario, parse_fault
 from backstay.observe.eventlog import EVENTS_FILE
+from backstay.store.location import StoreLocation
 
 SLOW: Final = Scenario(faults=(parse_fault("slow:delay_s=0.2"),))
 SUCCEEDED: Final = "SELECT count(*) FROM backstay_tasks WHERE state = 'succeeded'"
@@ -160,3 +161,36 @@ def test_a_secret_missing_on_the_workers_stops_the_batch_with_exit_2_naming_it(
     assert CANARY_KEY not in output
     assert requests == 0
     assert set(tasks(tmp_path / "state").values()) == {"pending"}  # recorded, not lost
+
+
+def test_workers_record_the_batch_in_a_shared_redis_store(
+    ray_head: RayCluster, redis_location: StoreLocation, tmp_path: Path
+) -> None:
+    log, out = tmp_path / "requests.jsonl", tmp_path / "out.log"
+    url = redis_location.url
+    assert url is not None
+    with FakeProvider(SLOW, log_path=log) as fake:
+        suite = write_suite(tmp_path, fake.url, 6)
+        proc = backstay(
+            "batch", suite, "--state-dir", "state", "--concurrency", "2", "--store", url,
+            "--executor", "ray", "--ray-address", ray_head.address,
+            env=ray_head.env, cwd=tmp_path, log=out,
+        )  # fmt: skip
+        code = _wait(proc, out)
+    output = out.read_text()
+    assert code == 0, output
+    # Nothing went to a local state file: the workers wrote the records to Redis ...
+    assert not (tmp_path / "state" / STATE_FILE).exists()
+    # ... where another directory (as another machine) reads them.
+    status = tmp_path / "status.log"
+    shown = backstay(
+        "status", "--state-dir", "elsewhere", "--store", url, "--json",
+        env=ray_head.env, cwd=tmp_path, log=status,
+    )  # fmt: skip
+    assert _wait(shown, status) == 0, status.read_text()
+    text = status.read_text()  # the store's settings warnings first, on stderr
+    states = {t["run"]: t["state"] for t in json.loads(text[text.index("{") :])["tasks"]}
+    assert sorted(states.values()) == ["succeeded"] * 6
+    keys = [entry["idempotency_key"] for entry in served(log)]
+    assert len(keys) == len(set(keys)) == 6  # each run dispatched exactly once
+    assert CANARY_KEY not in output
