@@ -6,7 +6,7 @@ user become durable approvals that ``resume`` (a new runtime and adapter) answer
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +14,7 @@ import pytest
 from autogen_agentchat.agents import AssistantAgent, UserProxyAgent
 from autogen_agentchat.conditions import SourceMatchTermination
 from autogen_agentchat.teams import RoundRobinGroupChat
+from autogen_core.tools import FunctionTool, StaticWorkbench, ToolSchema, Workbench
 
 from backstay.fakeprovider import FakeProvider, Reply, Scenario, ToolCall
 from backstay.frameworks._autogen_gates import decision_text
@@ -69,6 +70,56 @@ def test_a_tool_given_to_the_agent_on_the_allowlist_runs_through_the_gate() -> N
     assert record.status is RunStatus.SUCCEEDED, record.failure
     assert stamped == ["x"]
     assert record.results[0].output["tool_calls"] == 1
+
+
+class _OwnWorkbench(Workbench):
+    """A workbench of the agent's own kind (as an MCP server's is): not one backstay can
+    look into, so not one it can gate."""
+
+    def __init__(self, inner: StaticWorkbench) -> None:
+        self.inner = inner
+
+    async def list_tools(self) -> list[ToolSchema]:
+        return await self.inner.list_tools()
+
+    async def call_tool(self, name: str, arguments: Any = None, *args: Any, **kw: Any) -> Any:
+        return await self.inner.call_tool(name, arguments, *args, **kw)
+
+    async def start(self) -> None: ...
+
+    async def stop(self) -> None: ...
+
+    async def reset(self) -> None: ...
+
+    async def save_state(self) -> Mapping[str, Any]:
+        return {}
+
+    async def load_state(self, state: Mapping[str, Any]) -> None: ...
+
+
+def test_an_agent_with_a_workbench_backstay_cannot_gate_is_refused_before_any_tool_runs() -> None:
+    stamped: list[str] = []
+
+    def stamp(text: str) -> str:
+        """Stamp a text."""
+        stamped.append(text)
+        return "stamped"
+
+    def build(kit: Any) -> Any:
+        bench = _OwnWorkbench(StaticWorkbench([FunctionTool(stamp, description="Stamp.")]))
+        return AssistantAgent("assistant", model_client=kit.model_client, workbench=bench)
+
+    with FakeProvider(Scenario(reply=Reply(tool_call=STAMP, text="Stamped."))) as fake:
+        adapter = AutoGenAdapter(agent=build, base_url=fake.url + "/v1", api_key="k")
+        runtime = Runtime(adapter, settings=RuntimeSettings(tools=ToolPolicy(allowed={"x"})))
+        record = asyncio.run(asyncio.wait_for(runtime.run("stamp it"), 60))
+        served = fake.stats().requests
+    assert stamped == []
+    assert served == 0
+    assert record.status is RunStatus.ESCALATED
+    assert record.failure is not None
+    assert record.failure.code == "ERR_TOOL_NOT_ALLOWED"
+    assert "_OwnWorkbench" in record.failure.message
 
 
 def _with_user_proxy(kit: Any) -> Any:

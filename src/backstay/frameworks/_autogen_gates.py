@@ -26,6 +26,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any, Final
 
 from backstay.frameworks._common import Checkpoint, require
+from backstay.runtime.errors import SecurityViolation
 from backstay.runtime.records import ApprovalStatus, HumanDecision
 from backstay.runtime.toolgate import ToolGate, call_key
 
@@ -157,6 +158,14 @@ def gate_agent(agent: Any, *, gate: ToolGate, kit: Any, human: HumanInput) -> se
             each._is_async = True
         if isinstance(each, AssistantAgent):
             for bench in getattr(each, "_workbench", None) or ():
+                if not isinstance(bench, StaticWorkbench):
+                    # Its tools (an MCP server's, say) would run without the allowlist.
+                    raise SecurityViolation(
+                        f"agent {getattr(each, 'name', '?')!r} has a {type(bench).__name__}, "
+                        "whose tools backstay cannot gate: give the agent its tools as a "
+                        "list (tools=[...]) or a StaticWorkbench",
+                        code="ERR_TOOL_NOT_ALLOWED",
+                    )
                 if isinstance(bench, StaticWorkbench):
                     bench._tools = [
                         t
