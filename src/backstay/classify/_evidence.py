@@ -206,15 +206,24 @@ def _read_error_object(ev: Evidence, error: Mapping[str, Any], depth: int = 0) -
             c for c in (as_str(inner.get("code")), as_str(inner.get("type"))) if c
         )
     _structured_reset(ev, error)
-    metadata = error.get("metadata")
-    if isinstance(metadata, Mapping):
-        if isinstance(metadata.get("raw"), str):
-            ev.extra["raw"] = metadata["raw"]
-        # Gateways (OpenRouter) pass the upstream rate-limit headers inside the body.
-        for name, value in normalize_headers(metadata.get("headers")).items():
-            ev.headers.setdefault(name, value)
+    _read_metadata(ev, error.get("metadata"))
+    if isinstance(details, Mapping):
+        # A client that re-wraps a gateway's error keeps the gateway's object as details.
+        _read_metadata(ev, details.get("metadata"), first=False)
     if nested is not None:
         _read_error_object(ev, nested, depth + 1)  # the inner error is the real one
+
+
+def _read_metadata(ev: Evidence, metadata: object, *, first: bool = True) -> None:
+    """A gateway's (OpenRouter's) ``metadata``: the upstream provider's own error body as
+    ``raw`` (``first``: over one read before), and its rate-limit headers."""
+    if not isinstance(metadata, Mapping):
+        return
+    raw = metadata.get("raw")
+    if isinstance(raw, str) and (first or "raw" not in ev.extra):
+        ev.extra["raw"] = raw
+    for name, value in normalize_headers(metadata.get("headers")).items():
+        ev.headers.setdefault(name, value)
 
 
 def _unwrap(parsed: Any) -> Any:
