@@ -42,7 +42,17 @@ def test_a_bad_setting_is_a_config_error_naming_the_key(name: str) -> None:
 
 @pytest.mark.parametrize("name", ["mock", *CLI_AGENTS])
 def test_a_clean_exit_with_no_error_output_is_success(name: str) -> None:
-    assert get_adapter(name).classify_failure(output="", exit_code=0) is None
+    answer = "Done: the file is written.\n"
+    assert get_adapter(name).classify_failure(output=answer, exit_code=0) is None
+
+
+@pytest.mark.parametrize("name", ["mock", *CLI_AGENTS])
+def test_a_clean_exit_that_printed_nothing_is_not_taken_for_a_success(name: str) -> None:
+    # Beyond the interface's scenario: a CLI that exits 0 having printed nothing did no
+    # work that can be checked (docs/design/taxonomy.md).
+    failure = get_adapter(name).classify_failure(output="", exit_code=0)
+    assert failure is not None
+    assert failure.code == "ERR_AGENT_FAILED"
 
 
 @pytest.mark.parametrize("name", ["mock", *CLI_AGENTS])
