@@ -11,6 +11,8 @@ import datetime as dt
 import json
 import subprocess
 import sys
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Final
 
@@ -24,6 +26,7 @@ from backstay.engine.suite_batch import BATCH_FILE, BatchIdentity
 from backstay.fakeprovider import FakeProvider, Scenario
 from backstay.fakeprovider.scenario import RateLimit
 from backstay.store.location import STORE_ENV_VAR, StoreLocation
+from backstay.store.redis import RedisConnection, RedisTaskStore
 
 WHEN: Final = dt.datetime(2026, 11, 26, tzinfo=dt.UTC)
 KEY_VAR: Final = "PACED_TEST_ANTHROPIC_KEY"
@@ -74,15 +77,40 @@ def _config(tmp_path: Path, rpm: int) -> Path:
     return path
 
 
-def _drain(url: str) -> None:
-    """Use the provider's minute of burst up (requests until the first 429): from then on
-    M calls cannot take less than M / R, and every call beyond the rate is refused."""
-    with httpx.Client(base_url=url, timeout=30.0) as client:
+def _keep_empty(fake: FakeProvider, rate_per_s: float, location: StoreLocation) -> None:
+    """Use the provider's minute of burst up (requests until the first 429), and keep
+    taking what it refills until the batches have recorded their tasks, a moment before
+    their first calls: from then on M calls cannot take less than M / R, and every call
+    beyond the rate is refused (the batches take seconds to start; their first calls
+    must not find a bucket refilled meanwhile)."""
+    conn = RedisConnection(location)
+    try:
+        _drain_until(fake, rate_per_s, lambda: bool(RedisTaskStore(conn).tasks()))
+    finally:
+        conn.close()
+
+
+def _drain_until(fake: FakeProvider, rate_per_s: float, started: Callable[[], bool]) -> None:
+    deadline = time.monotonic() + WAIT_S
+    sent = 0
+    with httpx.Client(base_url=fake.url, timeout=30.0) as client:
         for _ in range(DRAIN_LIMIT):
-            sent = client.post("/v1/messages", json=DRAIN_BODY, headers=DRAIN_HEADERS)
-            if sent.status_code == 429:
-                return
-    raise AssertionError(f"the provider's bucket was not empty after {DRAIN_LIMIT} requests")
+            sent += 1
+            if (
+                client.post("/v1/messages", json=DRAIN_BODY, headers=DRAIN_HEADERS).status_code
+                == 429
+            ):
+                break
+        else:
+            raise AssertionError(
+                f"the provider's bucket was not empty after {DRAIN_LIMIT} requests"
+            )
+        while fake.stats().requests == sent and not started():
+            assert time.monotonic() < deadline, "the batches sent nothing"
+            time.sleep(1.0 / rate_per_s)
+            if fake.stats().requests == sent and not started():
+                client.post("/v1/messages", json=DRAIN_BODY, headers=DRAIN_HEADERS)
+                sent += 1
 
 
 def _one_batch(tmp_path: Path, suite: Path) -> None:
@@ -95,20 +123,30 @@ def _one_batch(tmp_path: Path, suite: Path) -> None:
         (state / BATCH_FILE).write_text(text, encoding="utf-8")
 
 
-def _batches(tmp_path: Path, suite: Path, config: Path, url: str) -> list[int]:
-    """Both machines' batches started at once; their exit codes."""
+def _batches(
+    tmp_path: Path,
+    suite: Path,
+    config: Path,
+    location: StoreLocation,
+    *,
+    fake: FakeProvider,
+    rate_per_s: float,
+) -> list[int]:
+    """Both machines' batches started at once, against an emptied provider; their exit
+    codes."""
     _one_batch(tmp_path, suite)
     logs = [tmp_path / f"machine-{name}.log" for name in "ab"]
     children = []
     for name, log in zip("ab", logs, strict=True):
         argv = [
             sys.executable, "-c", "from backstay.cli import main; main()",
-            "batch", str(suite), "--state-dir", f"machine-{name}", "--store", url,
+            "batch", str(suite), "--state-dir", f"machine-{name}", "--store", str(location.url),
             "--config", str(config), "--concurrency", "8",
         ]  # fmt: skip
         with log.open("wb") as out:
             children.append(subprocess.Popen(argv, cwd=tmp_path, stdout=out, stderr=out))
     try:
+        _keep_empty(fake, rate_per_s, location)
         codes = [child.wait(timeout=WAIT_S) for child in children]
     finally:
         for child in children:
@@ -135,8 +173,7 @@ def _shared_batches(tmp_path: Path, location: StoreLocation, tasks: int, rpm: in
         Scenario(rate_limit=RateLimit(requests_per_minute=rpm)), log_path=log
     ) as fake:
         suite = _suite(tmp_path, fake.url, tasks)
-        _drain(fake.url)
-        _batches(tmp_path, suite, config, location.url)
+        _batches(tmp_path, suite, config, location, fake=fake, rate_per_s=rpm / 60.0)
     calls = _calls(log)
     limited = sum(1 for e in calls if e["status"] == 429)
     times = [float(e["time"]) for e in calls]
