@@ -124,9 +124,8 @@ class Engine:
       ``state_dir`` (``backstay.observe.EventLog``, redacted).
     * ``executor``: where the tasks are driven (``backstay.engine.executor``); default
       ``None``: here, at most ``concurrency`` at once.
-    * ``rate_limits``: client-side rate limits by ``RateLimiterRegistry`` key (adapter or
-      provider, alone or ``/model``), and ``retry_budget`` the retry budget of all the
-      tasks together (``backstay.engine.pacing``); default: neither.
+    * ``rate_limits``, ``retry_budget``: the attempts' rate limits by key and the tasks'
+      retry budget (``backstay.engine.pacing``); default: neither.
     * ``stores``: the stores to keep the state in (``backstay.store.location``), owned and
       closed by the engine; default: SQLite in ``state_dir``. ``state_dir`` still holds the
       runs' artefacts either way.
@@ -193,6 +192,9 @@ class Engine:
             for scope, limit in budgets.items():
                 self.spend.set_budget(scope, limit, at=clock.now())
             self.budgets = BudgetGate(self.spend, clock=clock)
+            self.pacing: Pacing | None = engine_pacing(
+                stores, rate_limits=rate_limits, retry_budget=retry_budget, clock=clock
+            )
             self.circuits = (
                 None
                 if breaker is None
@@ -203,13 +205,6 @@ class Engine:
                     clock=clock,
                     key=breaker_key,
                 )
-            )
-        except BaseException:
-            stores.close()
-            raise
-        try:
-            self.pacing: Pacing | None = engine_pacing(
-                stores, rate_limits=rate_limits, retry_budget=retry_budget, clock=clock
             )
         except BaseException:
             stores.close()
