@@ -235,7 +235,10 @@ class TaskDriver:
         limiter = self.pacing.limiter(spec, adapter)
         if limiter is None:
             return None
-        tokens = estimate_attempt(spec, adapter, None).tokens
+        settings = getattr(limiter, "settings", None)
+        tokens = 1.0  # the attempt's estimate only where tokens are limited
+        if getattr(settings, "tokens_per_minute", None) is not None:
+            tokens = float(estimate_attempt(spec, adapter, None).tokens)
         return limiter, await self.pacing.wait_turn(limiter, tokens)
 
     def _lengthened(self, request: AgentRequest) -> AgentRequest:
