@@ -65,6 +65,23 @@ def test_a_batch_with_a_failed_task_and_none_waiting_exits_3(tmp_path: Path) -> 
     assert result.exit_code == SOME_FAILED, result.output
 
 
+def test_a_batch_takes_retries_from_retry_budget_and_fails_a_task_it_refuses(
+    tmp_path: Path,
+) -> None:
+    down = [{"error": "server_error"}]
+    suite = write_suite(tmp_path, ["a"], scenarios={"a": [down, down, DONE]})
+    config = tmp_path / "backstay.yaml"
+    # No ratio, a floor of one retry in the window: the second retry is refused.
+    config.write_text(
+        "retry:\n  budget: {ratio: 0, min_retries_per_s: 0.1, window_s: 10}\n", encoding="utf-8"
+    )
+    result = invoke("batch", suite, "--state-dir", "state", "--config", config)
+    assert result.exit_code == SOME_FAILED, result.output
+    (task,) = status_json(tmp_path / "state")["tasks"]
+    assert task["attempts"] == 2
+    assert task["reason"].endswith("(retry_budget_exhausted)")
+
+
 def test_each_run_works_in_its_own_copy_of_the_tasks_workspace(tmp_path: Path) -> None:
     template = tmp_path / "template"
     template.mkdir()

@@ -7,10 +7,13 @@ from pathlib import Path
 import pytest
 
 from backstay.errors import ConfigError
+from backstay.policy.budget import BudgetSettings, RetryBudget
+from backstay.policy.ratelimit import RateLimiter, RateLimitSettings
 from backstay.store import location as loc
 from backstay.store.location import (
     STORE_ENV_VAR,
     StoreKind,
+    StoreLocation,
     StoreUnavailable,
     open_stores,
     parse_store,
@@ -115,3 +118,41 @@ def test_a_redis_location_without_the_extra_names_the_extra(
 def test_a_location_as_text_reads_back_as_itself(text: str) -> None:
     found = parse_store(text)
     assert parse_store(found.text) == found
+
+
+def test_a_sqlite_bundle_keeps_limiters_and_the_retry_budget_in_this_process(
+    tmp_path: Path,
+) -> None:
+    limits = {"anthropic": RateLimitSettings(requests_per_minute=60.0)}
+    bundle = open_stores(StoreLocation.sqlite(tmp_path), state_dir=tmp_path)
+    try:
+        limiter = bundle.rate_limiter_registry(limits).limiter_for("anthropic", "m")
+        budget = bundle.retry_budget("engine", BudgetSettings())
+    finally:
+        bundle.close()
+    assert isinstance(limiter, RateLimiter)
+    assert limiter.settings.requests_per_minute == 60.0
+    assert isinstance(budget, RetryBudget)
+
+
+def test_a_redis_bundle_shares_its_limiters_and_retry_budget_through_redis(
+    tmp_path: Path, redis_location: StoreLocation
+) -> None:
+    from backstay.store.redis import RedisRateLimiter, RedisRetryBudget  # noqa: PLC0415
+
+    limits = {"anthropic": RateLimitSettings(requests_per_minute=60.0, burst_s=1.0)}
+    bundles = [open_stores(redis_location, state_dir=tmp_path) for _ in range(2)]
+    try:
+        first, second = (
+            b.rate_limiter_registry(limits).limiter_for("anthropic", "m") for b in bundles
+        )
+        assert isinstance(first, RedisRateLimiter)
+        assert first.reserve() == 0.0
+        assert second.reserve() == pytest.approx(1.0, abs=0.1)  # behind the first one's
+        budget = bundles[0].retry_budget("engine", BudgetSettings(ratio=0.0, min_retries_per_s=0.1))
+        other = bundles[1].retry_budget("engine", BudgetSettings(ratio=0.0, min_retries_per_s=0.1))
+        assert isinstance(budget, RedisRetryBudget)
+        assert (budget.try_spend_retry(), other.try_spend_retry()) == (True, False)
+    finally:
+        for bundle in bundles:
+            bundle.close()

@@ -102,6 +102,8 @@ def batch(
             concurrency=concurrency,
             guard_settings=_state.guard_settings(lease_ttl),
             breaker=config.engine_breaker(),
+            rate_limits=config.engine_rate_limits(),
+            retry_budget=config.engine_retry_budget(),
             tenant_budgets=suite.tenants,
             executor=executor,
         )

@@ -62,6 +62,8 @@ def resume(
             concurrency=concurrency,
             guard_settings=_state.guard_settings(lease_ttl),
             breaker=config.engine_breaker(),
+            rate_limits=config.engine_rate_limits(),
+            retry_budget=config.engine_retry_budget(),
             executor=executor,
         )
         identity = read_identity(state_dir)

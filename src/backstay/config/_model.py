@@ -110,6 +110,16 @@ class BackstayConfig:
         limits = {key: RateLimitSettings(**dict(v)) for key, v in self.rate_limits.items()}
         return RateLimiterRegistry(limits, clock=clock)
 
+    def engine_rate_limits(self) -> dict[str, RateLimitSettings]:
+        """The ``rate_limits`` section as settings by key: what ``backstay batch`` and
+        ``resume`` pace their attempts with (``backstay.engine.pacing``)."""
+        return {key: RateLimitSettings(**dict(v)) for key, v in self.rate_limits.items()}
+
+    def engine_retry_budget(self) -> BudgetSettings | None:
+        """The retry budget of ``backstay batch`` and ``resume``: the ``budget`` section as
+        settings, or ``None`` when the section is not given (no retry budget)."""
+        return self.budget_settings() if self.budget else None
+
     def to_dict(self) -> dict[str, Any]:
         """Every effective value with its source, as plain data (``config show --json``)."""
         return {

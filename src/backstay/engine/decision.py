@@ -10,7 +10,9 @@ the stored attempts, so a resumed task decides exactly as an uninterrupted one w
 * a quota pauses the task until ``resets_at`` (``None``: until a human resumes it);
 * a failure that escalates (content policy, auth, security) waits in ``escalated`` for a
   human instead of failing for good: ``fail`` is one of the human's choices;
-* a give-up other than "not retryable" is named in the reason (``attempts_exhausted``…).
+* a give-up other than "not retryable" is named in the reason (``attempts_exhausted``…);
+* a retry the engine's retry budget refuses (``retry_refused``) fails the task, the
+  reason naming ``retry_budget_exhausted``.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from backstay.engine.states import TaskState, outcome_for
 from backstay.failure import Failure
 from backstay.policy.retry import GiveUpReason, RetryPolicy, decide
 
-__all__ = ["NextStep", "draw_for", "next_step"]
+__all__ = ["NextStep", "draw_for", "next_step", "retry_refused"]
 
 
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
@@ -89,4 +91,17 @@ def next_step(
         next_run_at=next_run_at,
         delay_s=decision.delay_s if decision.retry else None,
         escalate=outcome.escalate,
+    )
+
+
+def retry_refused(step: NextStep, failure: Failure, *, reason: str) -> NextStep:
+    """``step`` (a retry) turned into the give-up the engine's retry budget makes of it:
+    the task fails, ``reason`` named as a give-up reason is (``… (retry_budget_exhausted)``)."""
+    given_up = outcome_for(failure, will_retry=False)
+    return NextStep(
+        state=TaskState.FAILED,
+        reason=f"{given_up.reason} ({reason})",
+        next_run_at=None,
+        delay_s=None,
+        escalate=False,
     )

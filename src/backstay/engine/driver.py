@@ -31,6 +31,13 @@ it admits each attempt on the candidate it chooses, gives its adapter and reques
 decides step 4 (``step_after``: a move at once to another candidate, or ``next_step``).
 A budget estimates and charges each attempt as its candidate (``attempt_target``: that
 candidate's adapter, model and settings).
+
+With a ``Pacing`` (``backstay.engine.pacing``: ``retry.rate_limits`` and ``retry.budget``),
+an attempt whose adapter or provider has a rate limit first reserves at its limiter and
+sleeps the reservation's wait (before step 1, so the wait is no part of the attempt), and
+the limiter is told how the attempt ended (a 429's wait blocks it). The task's first
+attempt records a call at the retry budget; a retry is taken from the budget before it
+is recorded, and a refused one fails the task instead (``retry_budget_exhausted``).
 """
 
 from __future__ import annotations
@@ -46,10 +53,11 @@ from backstay.adapters.orphans import attempt_tag, stop_tagged
 from backstay.clock import Clock
 from backstay.engine import _notify as notify
 from backstay.engine._attempt_done import AttemptDone, dispatch, escalation_context, result_data
-from backstay.engine.budgets import BudgetGate, paused_by_budget
+from backstay.engine.budgets import BudgetGate, estimate_attempt, paused_by_budget
 from backstay.engine.circuits import CircuitGate
-from backstay.engine.decision import draw_for
+from backstay.engine.decision import draw_for, retry_refused
 from backstay.engine.fallback import TaskFallback, attempt_target, model_keys, step_after
+from backstay.engine.pacing import RETRY_BUDGET_EXHAUSTED, Pacing
 from backstay.engine.records import (
     AttemptEnd,
     AttemptOutcome,
@@ -62,7 +70,7 @@ from backstay.engine.states import InvalidTransition, TaskState
 from backstay.engine.task import TaskSpec
 from backstay.engine.taskstore import TaskStore
 from backstay.idempotency.ids import attempt_id as make_attempt_id
-from backstay.policy.protocols import Permit
+from backstay.policy.protocols import Permit, RateLimiterLike, ReservationLike
 from backstay.policy.retry import RetryPolicy
 from backstay.taxonomy import FailureKind
 
@@ -93,6 +101,7 @@ class TaskDriver:
         circuits: CircuitGate | None = None,
         budgets: BudgetGate | None = None,
         fallback: TaskFallback | None = None,
+        pacing: Pacing | None = None,
     ) -> None:
         self.spec = spec
         self.adapter = adapter
@@ -103,6 +112,7 @@ class TaskDriver:
         self.circuits = circuits
         self.budgets = budgets
         self.fallback = fallback  # the task's chain, when it has fallbacks
+        self.pacing = pacing
         self.operation_id = spec.operation_id
         # Whether this driver found or made the task succeeded in the store.
         self.succeeded = False
@@ -127,11 +137,14 @@ class TaskDriver:
                     raise TaskStopped(held)
                 if not held:  # waited for this runner's attempts in flight: ask again
                     continue
+            paced = await self._paced()
             try:
-                record, delay = await self._attempt(record, permit)
+                record, delay = await self._attempt(record, permit, paced)
             except BaseException:
                 if permit is not None:  # nothing reported: the attempt never ended
                     permit.release()
+                if paced is not None:
+                    Pacing.attempt_ended(*paced, None)
                 raise
             if record.state is TaskState.SUCCEEDED:
                 self.succeeded = True
@@ -213,6 +226,21 @@ class TaskDriver:
         spec, adapter = attempt_target(self.spec, self.adapter, self.fallback, index)
         return self.budgets.admits(spec, adapter, record.attempts_used + 1)
 
+    async def _paced(self) -> tuple[RateLimiterLike, ReservationLike] | None:
+        """The limiter of the coming attempt and its reservation, waited out; ``None``
+        when the attempt's adapter has no rate limit."""
+        if self.pacing is None:
+            return None
+        spec, adapter = attempt_target(self.spec, self.adapter, self.fallback)
+        limiter = self.pacing.limiter(spec, adapter)
+        if limiter is None:
+            return None
+        settings = getattr(limiter, "settings", None)
+        tokens = 1.0  # the attempt's estimate only where tokens are limited
+        if getattr(settings, "tokens_per_minute", None) is not None:
+            tokens = float(estimate_attempt(spec, adapter, None).tokens)
+        return limiter, await self.pacing.wait_turn(limiter, tokens)
+
     def _lengthened(self, request: AgentRequest) -> AgentRequest:
         """``request`` with its timeout × ``timeout_factor`` per earlier timed-out attempt."""
         timeouts = sum(
@@ -225,10 +253,18 @@ class TaskDriver:
         factor = self.policy.timeout_factor**timeouts
         return dataclasses.replace(request, timeout_s=request.timeout_s * factor)
 
-    async def _attempt(self, record: TaskRecord, permit: Permit | None) -> tuple[TaskRecord, float]:
+    async def _attempt(
+        self,
+        record: TaskRecord,
+        permit: Permit | None,
+        paced: tuple[RateLimiterLike, ReservationLike] | None = None,
+    ) -> tuple[TaskRecord, float]:
         """One attempt, recorded before and after; the task as stored and the delay. The
-        attempt's end is reported on ``permit`` as soon as it is known."""
+        attempt's end is reported on ``permit`` (and its limiter, ``paced``) as soon as it
+        is known."""
         number = record.attempts_used + 1
+        if number == 1 and self.pacing is not None:
+            self.pacing.first_attempt()
         attempt_id = make_attempt_id(self.operation_id, number)
         output_dir = self.spec.attempt_dir(self.state_dir, number)
         started_at = self.clock.now()
@@ -257,6 +293,8 @@ class TaskDriver:
             metrics=keys,
         )
         ended_at = self.clock.now()
+        if paced is not None:
+            Pacing.attempt_ended(*paced, done.failure)
         if permit is not None:
             if done.result is not None:
                 permit.success()
@@ -312,6 +350,13 @@ class TaskDriver:
             ended_at=ended_at,
             draw=draw_for(self.policy, self.operation_id, number),
         )
+        if (
+            moved_to is None
+            and step.state is TaskState.RETRYING
+            and self.pacing is not None
+            and not self.pacing.allows_retry()
+        ):
+            step = retry_refused(step, failure, reason=RETRY_BUDGET_EXHAUSTED)
         escalation = None
         if step.escalate:
             context = escalation_context(

@@ -30,6 +30,10 @@ each attempt with its estimate and charged with its real use after it, in ``stat
 (``BudgetGate``, docs/budgets.md); a task whose next attempt does not fit is paused with
 reason ``budget_exceeded``, and runs again once the budgets have room.
 
+Client-side rate limits (``rate_limits``) pace each attempt whose adapter or provider has
+one, and a retry budget (``retry_budget``) caps the retries of all tasks together
+(``backstay.engine.pacing``); both are kept where the stores are (Redis: fleet-wide).
+
 A spec with ``fallbacks`` runs each attempt on a candidate of its chain
 (``backstay.engine.fallback``), under ``fallback_rules``; the candidates' cooldowns are
 kept in ``state.sqlite`` beside the breakers. Budgets estimate and charge each attempt
@@ -66,6 +70,7 @@ from backstay.engine.driver import TaskDriver, TaskStopped
 from backstay.engine.escalations import EscalationQueue
 from backstay.engine.executor import Executor
 from backstay.engine.fallback import TaskFallback, candidate_config
+from backstay.engine.pacing import Pacing, engine_pacing
 from backstay.engine.records import StateChange, TaskRecord
 from backstay.engine.resume import StartStep, plan_start
 from backstay.engine.spend_ledger import SpendLedger
@@ -79,6 +84,8 @@ from backstay.idempotency.errors import LeaseLost, OperationInProgress
 from backstay.idempotency.guard import IdempotencyGuard
 from backstay.idempotency.settings import GuardSettings
 from backstay.observe.eventlog import EVENTS_FILE, recording
+from backstay.policy.budget import BudgetSettings
+from backstay.policy.ratelimit import RateLimitSettings
 from backstay.policy.registry import OperationType, PolicyRegistry
 from backstay.policy.retry import RetryPolicy
 from backstay.policy.spend import BATCH_SCOPE, ScopeKind, ScopeTotals, SpendBudget, SpendScope
@@ -117,6 +124,8 @@ class Engine:
       ``state_dir`` (``backstay.observe.EventLog``, redacted).
     * ``executor``: where the tasks are driven (``backstay.engine.executor``); default
       ``None``: here, at most ``concurrency`` at once.
+    * ``rate_limits``, ``retry_budget``: the attempts' rate limits by key and the tasks'
+      retry budget (``backstay.engine.pacing``); default: neither.
     * ``stores``: the stores to keep the state in (``backstay.store.location``), owned and
       closed by the engine; default: SQLite in ``state_dir``. ``state_dir`` still holds the
       runs' artefacts either way.
@@ -141,6 +150,8 @@ class Engine:
         event_log: bool = True,
         executor: Executor | None = None,
         stores: StoreBundle | None = None,
+        rate_limits: Mapping[str, RateLimitSettings] | None = None,
+        retry_budget: BudgetSettings | None = None,
     ) -> None:
         check_number(concurrency, where="concurrency", minimum=1, integer=True)
         if breaker is not None and not isinstance(breaker, BreakerSettings):
@@ -181,6 +192,9 @@ class Engine:
             for scope, limit in budgets.items():
                 self.spend.set_budget(scope, limit, at=clock.now())
             self.budgets = BudgetGate(self.spend, clock=clock)
+            self.pacing: Pacing | None = engine_pacing(
+                stores, rate_limits=rate_limits, retry_budget=retry_budget, clock=clock
+            )
             self.circuits = (
                 None
                 if breaker is None
@@ -254,6 +268,7 @@ class Engine:
             circuits=self.circuits,
             budgets=self.budgets,
             fallback=chain,
+            pacing=self.pacing,
         )
 
     def _agent_env(self, adapter: Adapter, spec: TaskSpec) -> dict[str, str]:

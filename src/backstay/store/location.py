@@ -16,8 +16,10 @@ each machine's own run artefacts (``runs/``, ``events.jsonl``) when the store is
 
 ``open_stores(location, state_dir=…)`` opens a ``StoreBundle``: the task store, the
 operation store (leases, result cache), the breaker store, the fallback store, the spend
-ledger and the circuit log. SQLite needs nothing beyond the standard library; Redis needs
-the ``redis`` extra (``pip install 'backstay[redis]'``), imported only when a Redis
+ledger and the circuit log; and it makes the engine's rate limiters and retry budget
+(``rate_limiter_registry``, ``retry_budget``): in this process for SQLite, in Redis, shared
+by every process and machine, for Redis. SQLite needs nothing beyond the standard library;
+Redis needs the ``redis`` extra (``pip install 'backstay[redis]'``), imported only when a Redis
 location is opened, and a ``ConfigError`` naming the extra when it is missing.
 
 ``store_unavailable`` says what a batch does when a shared store stops answering:
@@ -42,9 +44,13 @@ from backstay.errors import BackstayError, ConfigError
 if TYPE_CHECKING:
     from backstay.breaker.store import BreakerStore
     from backstay.engine.circuit_log import CircuitLog
+    from backstay.engine.pacing import LimiterRegistryLike
     from backstay.engine.spend_ledger import SpendLedger
     from backstay.engine.taskstore import TaskStore
     from backstay.fallback.store import FallbackStore
+    from backstay.policy.budget import BudgetSettings
+    from backstay.policy.protocols import RetryBudgetLike
+    from backstay.policy.ratelimit import RateLimitSettings
     from backstay.store.protocol import OperationStore
 
 __all__ = [
@@ -228,6 +234,8 @@ class StoreBundle:
     ``clock``: the clock records should be stamped with (a shared store's follows the
     store's time), ``None``: the caller's. ``warnings``: what opening found amiss in the
     store's settings, for the command to print. ``closer``: closes what the stores share.
+    ``limiters``, ``budgets``: make the rate limiter registry and the retry budget kept
+    where the stores are (``None``: in this process).
     """
 
     location: StoreLocation
@@ -240,10 +248,33 @@ class StoreBundle:
     clock: Clock | None = None
     warnings: tuple[str, ...] = ()
     closer: Callable[[], None] | None = None
+    limiters: Callable[[Mapping[str, RateLimitSettings], Clock], LimiterRegistryLike] | None = None
+    budgets: Callable[[str, BudgetSettings, Clock], RetryBudgetLike] | None = None
 
     def has_batch(self) -> bool:
         """True when a batch was recorded here (at least one task)."""
         return bool(self.tasks.tasks())
+
+    def rate_limiter_registry(
+        self, limits: Mapping[str, RateLimitSettings], *, clock: Clock = SYSTEM_CLOCK
+    ) -> LimiterRegistryLike:
+        """The rate limiters of ``limits`` (``RateLimiterRegistry`` keys), kept where the
+        stores are: in this process (timed by ``clock``), or shared (Redis)."""
+        if self.limiters is not None:
+            return self.limiters(limits, clock)
+        from backstay.policy.limiters import RateLimiterRegistry  # noqa: PLC0415 - no cycle
+
+        return RateLimiterRegistry(limits, clock=clock)
+
+    def retry_budget(
+        self, name: str, settings: BudgetSettings, *, clock: Clock = SYSTEM_CLOCK
+    ) -> RetryBudgetLike:
+        """The retry budget ``name`` under ``settings``, kept where the stores are."""
+        if self.budgets is not None:
+            return self.budgets(name, settings, clock)
+        from backstay.policy.budget import RetryBudget  # noqa: PLC0415 - no cycle
+
+        return RetryBudget(name, settings=settings, clock=clock)
 
     def close(self) -> None:
         for store in (

@@ -4,6 +4,8 @@ Opening pings Redis (an unreachable one is a ``ConfigError`` naming the location
 its password: nothing has run yet) and checks its settings (``settings.check_server``;
 the warnings are kept in ``StoreBundle.warnings`` for the command to print). Records are
 stamped with a ``RedisClock`` (``StoreBundle.clock``), so every machine agrees on time.
+The engine's rate limiters and retry budget are made on the same connection
+(``RedisRateLimiterRegistry``, ``RedisRetryBudget``), shared by the whole fleet.
 """
 
 from __future__ import annotations
@@ -12,11 +14,15 @@ from collections.abc import Mapping
 
 from backstay.clock import Clock
 from backstay.errors import ConfigError
+from backstay.policy.budget import BudgetSettings
+from backstay.policy.ratelimit import RateLimitSettings
 from backstay.store.location import StoreBundle, StoreLocation
 from backstay.store.redis._client import OutageCallback, RedisConnection, StoreUnreachable
 from backstay.store.redis.breakers import RedisBreakerStore, RedisFallbackStore
+from backstay.store.redis.budget import RedisRetryBudget
 from backstay.store.redis.circuit_log import RedisCircuitLog
 from backstay.store.redis.clock import RedisClock
+from backstay.store.redis.limiter import RedisRateLimiterRegistry
 from backstay.store.redis.operations import RedisOperationStore
 from backstay.store.redis.settings import check_server
 from backstay.store.redis.spend import RedisSpendLedger
@@ -46,6 +52,15 @@ def open_redis_stores(
                 where="--store",
             ) from None
         raise
+
+    def limiters(limits: Mapping[str, RateLimitSettings], at: Clock) -> RedisRateLimiterRegistry:
+        del at  # the limiters are timed by Redis TIME
+        return RedisRateLimiterRegistry(conn, limits, clock=clock)
+
+    def budgets(name: str, settings: BudgetSettings, at: Clock) -> RedisRetryBudget:
+        del at  # timed by Redis TIME
+        return RedisRetryBudget(name, conn, settings=settings)
+
     return StoreBundle(
         location=location,
         tasks=RedisTaskStore(conn, secrets=secrets),
@@ -57,6 +72,8 @@ def open_redis_stores(
         clock=clock or RedisClock(conn),
         warnings=problems,
         closer=conn.close,
+        limiters=limiters,
+        budgets=budgets,
     )
 
 

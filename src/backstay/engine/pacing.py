@@ -1,0 +1,185 @@
+"""``Pacing``: the client-side rate limiters and the retry budget the engine's attempts
+run under (``retry.rate_limits`` and ``retry.budget`` of ``backstay.yaml``).
+
+Rate limits. A task's attempt is paced when a key of ``rate_limits`` names its adapter or
+its adapter's provider, alone or with the task's model, most specific first:
+
+    <adapter>/<model>, <adapter>, <provider>/<model>, <provider>
+
+(``anthropic-api/claude-sonnet-4-5``, ``anthropic-api``, ``anthropic/claude-sonnet-4-5``,
+``anthropic``; the provider is the name ``backstay.classify`` knows it by, an API
+adapter's ``provider``). As for every ``RateLimiterRegistry``, a key without a model is the
+limit *each* model gets. Before each attempt the engine reserves one request (and the
+attempt's estimated tokens) and sleeps the reservation's wait; a rate limit the attempt
+meets (a 429 with a wait) is fed back (``observe``), which blocks every caller of that
+limiter until then. A task whose adapter matches no key is not paced.
+
+Retry budget. A task's first attempt records a call; a retry the policy decides on is
+taken from the budget first, and a retry the budget refuses ends the task as a give-up
+does (``failed``, reason ``… (retry_budget_exhausted)``, ``task.failed``).
+
+Where the state lives is the store bundle's choice (``StoreBundle.rate_limiter_registry``
+and ``StoreBundle.retry_budget``): in this process with SQLite, in Redis (one limiter per
+key and one budget for the whole fleet) with a Redis store.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping
+from typing import TYPE_CHECKING, Final, Protocol
+
+from backstay.adapters.contract import Adapter
+from backstay.clock import Clock
+from backstay.engine.task import TaskSpec
+from backstay.errors import ConfigError
+from backstay.failure import Failure
+from backstay.policy.budget import BudgetSettings
+from backstay.policy.protocols import (
+    RateLimiterLike,
+    ReservationLike,
+    ReservingLimiterLike,
+    RetryBudgetLike,
+)
+from backstay.policy.ratelimit import RateLimitSettings, Reservation
+
+if TYPE_CHECKING:
+    from backstay.store.location import StoreBundle
+
+__all__ = [
+    "ENGINE_BUDGET",
+    "RETRY_BUDGET_EXHAUSTED",
+    "LimiterRegistryLike",
+    "Pacing",
+    "engine_pacing",
+    "limit_key",
+]
+
+RETRY_BUDGET_EXHAUSTED: Final = "retry_budget_exhausted"
+# The name of the engine's retry budget (in Redis: ``{ns:budget:engine}``).
+ENGINE_BUDGET: Final = "engine"
+# A held reservation is rechecked at most this many times before it is taken as placed:
+# the limiter's probe ends within its probe_timeout_s, so this is never reached in practice.
+_MAX_RECHECKS: Final = 1000
+
+
+class LimiterRegistryLike(Protocol):
+    """A registry of limiters by ``provider`` (here: the matched name) and model."""
+
+    def limiter_for(self, provider: str, model: str | None = None) -> RateLimiterLike: ...
+
+
+def limit_key(
+    keys: Collection[str], *, adapter: str, provider: str, model: str
+) -> tuple[str, str | None] | None:
+    """The ``(name, model)`` whose limiter paces an attempt on ``adapter`` (of
+    ``provider``) with ``model``, given the configured ``keys``; ``None`` when no key
+    matches (see the module docstring)."""
+    for name in (adapter, provider):
+        if not name:
+            continue
+        if model and f"{name}/{model}" in keys:
+            return name, model
+        if name in keys:
+            return name, model or None
+    return None
+
+
+class Pacing:
+    """The engine's limiters (``limiters``, consulted for ``keys`` only) and retry budget
+    (``budget``); either may be absent. ``clock``: what waits are slept on."""
+
+    def __init__(
+        self,
+        *,
+        limiters: LimiterRegistryLike | None,
+        keys: Collection[str],
+        budget: RetryBudgetLike | None,
+        clock: Clock,
+    ) -> None:
+        self.limiters = limiters
+        self.keys = frozenset(keys)
+        self.budget = budget
+        self.clock = clock
+
+    def limiter(self, spec: TaskSpec, adapter: Adapter) -> RateLimiterLike | None:
+        """The limiter of an attempt of ``spec`` on ``adapter``, or ``None``."""
+        if self.limiters is None or not self.keys:
+            return None
+        provider = getattr(type(adapter), "provider", "")
+        found = limit_key(
+            self.keys,
+            adapter=spec.adapter,
+            provider=provider if isinstance(provider, str) else "",
+            model=spec.model,
+        )
+        if found is None:
+            return None
+        return self.limiters.limiter_for(*found)
+
+    async def wait_turn(self, limiter: RateLimiterLike, tokens: float) -> ReservationLike:
+        """Reserve one request and ``tokens`` at ``limiter`` and sleep until it is due
+        (a held reservation is rechecked when told to, never polled)."""
+        tokens = max(1.0, float(tokens))
+        if not isinstance(limiter, ReservingLimiterLike):
+            wait = limiter.reserve(tokens)
+            if wait > 0.0:
+                await self.clock.asleep(wait)
+            return Reservation(wait, 0.0, 0.0, tokens=tokens)
+        reservation: ReservationLike = limiter.reservation(tokens)
+        for _ in range(_MAX_RECHECKS):
+            recheck = reservation.recheck_s
+            if recheck is None:
+                break
+            await self.clock.asleep(max(0.0, min(recheck, reservation.wait_s)))
+            reservation = limiter.recheck(reservation)
+        if reservation.wait_s > 0.0:
+            await self.clock.asleep(reservation.wait_s)
+        return reservation
+
+    @staticmethod
+    def attempt_ended(
+        limiter: RateLimiterLike, reservation: ReservationLike, failure: Failure | None
+    ) -> None:
+        """Tell ``limiter`` how the attempt made under ``reservation`` ended."""
+        if failure is not None:
+            limiter.observe(failure)
+        if isinstance(limiter, ReservingLimiterLike):
+            limiter.settle(reservation)
+
+    def first_attempt(self) -> None:
+        """A task made its first attempt: one call, for the retry budget."""
+        if self.budget is not None:
+            self.budget.record_call()
+
+    def allows_retry(self) -> bool:
+        """Take one retry from the budget; ``False`` when it is spent (no budget: ``True``)."""
+        return self.budget is None or self.budget.try_spend_retry()
+
+
+def engine_pacing(
+    stores: StoreBundle,
+    *,
+    rate_limits: Mapping[str, RateLimitSettings] | None,
+    retry_budget: BudgetSettings | None,
+    clock: Clock,
+) -> Pacing | None:
+    """The pacing of an engine over ``stores`` (``None`` with neither limits nor budget);
+    ``ConfigError`` naming a wrong argument."""
+    if rate_limits is not None and not isinstance(rate_limits, Mapping):
+        raise ConfigError("must map rate-limit keys to RateLimitSettings", where="rate_limits")
+    if retry_budget is not None and not isinstance(retry_budget, BudgetSettings):
+        raise ConfigError(
+            f"must be a BudgetSettings or None, got {type(retry_budget).__name__}",
+            where="retry_budget",
+        )
+    limits = dict(rate_limits or {})
+    if not limits and retry_budget is None:
+        return None
+    return Pacing(
+        limiters=stores.rate_limiter_registry(limits, clock=clock) if limits else None,
+        keys=limits,
+        budget=None
+        if retry_budget is None
+        else stores.retry_budget(ENGINE_BUDGET, retry_budget, clock=clock),
+        clock=clock,
+    )
