@@ -53,6 +53,14 @@ def test_api_direct_names_the_anthropic_api_adapter() -> None:
     assert adapter.get_name() == "anthropic-api"
 
 
+def test_validate_config_returns_true_for_valid_settings() -> None:
+    assert MockAdapter().validate_config({"scenario": {"attempts": [[{"print": "ok"}]]}}) is True
+
+
+def test_validate_config_returns_true_for_an_api_adapter() -> None:
+    assert get_adapter("api-direct").validate_config({"max_tokens": 64}) is True
+
+
 def test_validate_config_raises_value_error_for_an_unknown_setting() -> None:
     with pytest.raises(ValueError, match="unknown setting for adapter 'mock'"):
         MockAdapter().validate_config({"no_such_setting": 1})

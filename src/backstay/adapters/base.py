@@ -111,9 +111,10 @@ class BaseAdapter(abc.ABC):
         """The adapter's registered name (the evaluation harness interface's ``get_name``)."""
         return self.name
 
-    def validate_config(self, config: Mapping[str, Any]) -> None:
-        """Reject anything but a mapping whose keys are all in ``config_keys``.
-        Subclasses extend this to check the values."""
+    def validate_config(self, config: Mapping[str, Any]) -> bool:
+        """``True`` for a mapping whose keys are all in ``config_keys``, else
+        ``ConfigError`` (a ``ValueError``), as the evaluation harness interface has it.
+        Subclasses extend this to check the values and return ``True`` too."""
         if not isinstance(config, Mapping):
             raise ConfigError(f"must be a mapping, got {type(config).__name__}", where="config")
         unknown = sorted(str(key) for key in config if key not in self.config_keys)
@@ -123,6 +124,7 @@ class BaseAdapter(abc.ABC):
                 f"unknown setting for adapter {self.name!r} (known: {known})",
                 where=f"config.{unknown[0]}",
             )
+        return True
 
     def classify_failure(
         self,
