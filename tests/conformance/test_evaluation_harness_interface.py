@@ -16,9 +16,12 @@ from typing import Any
 import pytest
 
 from backstay import get_adapter
+from backstay.adapters._harness_config import split_harness_config
 from backstay.adapters.anthropic_api import AnthropicApiAdapter
+from backstay.adapters.contract import TierConfig
 from backstay.adapters.mock import MockAdapter
 from backstay.errors import ConfigError
+from backstay.redact import REDACTED
 
 
 @pytest.fixture
@@ -90,3 +93,102 @@ def test_the_timeout_message_is_also_written_to_stderr_log(run_dirs: dict[str, P
     assert "backstay: error (timed out): ERR_" in stderr
     metrics = json.loads((run_dirs["out"] / "metrics.json").read_text(encoding="utf-8"))
     assert metrics["exit_code"] == 124
+
+
+_CANARY = "canary-harness-key-7f3a9c2e51d04b86"
+
+
+def _merged_config(steps: list[dict[str, Any]], **harness: Any) -> dict[str, Any]:
+    """The merged dictionary a harness passes to ``run()``: the adapter's settings beside
+    the tier's keys, ``test_id``, ``task_description`` and ``api_keys``."""
+    return {
+        "scenario": {"attempts": [steps]},
+        "tier_id": "T1",
+        "tier_name": "Prompted",
+        "system_prompt": "Be brief.",
+        "tools_enabled": True,
+        "delegation_enabled": False,
+        "test_id": "test-001",
+        "task_description": "Add a README to the repository.",
+        **harness,
+    }
+
+
+def test_run_accepts_the_merged_config_and_records_the_test_id(run_dirs: dict[str, Path]) -> None:
+    config = _merged_config([{"print": "done"}])
+    code = MockAdapter().run(
+        "mock-model", run_dirs["prompt"], run_dirs["workspace"], run_dirs["out"], config, 10.0
+    )
+    assert code == 0
+    metrics = json.loads((run_dirs["out"] / "metrics.json").read_text(encoding="utf-8"))
+    assert metrics["test_id"] == "test-001"
+
+
+def test_the_task_description_is_the_prompt_when_there_is_no_prompt_file(
+    run_dirs: dict[str, Path],
+) -> None:
+    config = _merged_config([{"echo_prompt": True}])
+    code = MockAdapter().run(
+        "mock-model", None, run_dirs["workspace"], run_dirs["out"], config, 10.0
+    )
+    assert code == 0
+    stdout = (run_dirs["out"] / "stdout.log").read_text(encoding="utf-8")
+    assert "Add a README to the repository." in stdout
+
+
+def test_the_tier_keys_make_the_runs_tier() -> None:
+    split = split_harness_config(
+        _merged_config([{"print": "done"}]), adapter_keys=MockAdapter.config_keys, tier=None
+    )
+    assert split.tier == TierConfig(
+        tier_id="T1", tier_name="Prompted", system_prompt="Be brief.", tools_enabled=True
+    )
+    assert split.settings == {"scenario": {"attempts": [[{"print": "done"}]]}}
+
+
+def test_a_tier_key_with_a_wrong_value_is_named(run_dirs: dict[str, Path]) -> None:
+    config = _merged_config([{"print": "done"}], tools_enabled="yes")
+    with pytest.raises(ValueError, match=r"tier\.tools_enabled"):
+        MockAdapter().run(
+            "mock-model", run_dirs["prompt"], run_dirs["workspace"], run_dirs["out"], config, 10.0
+        )
+
+
+def test_api_keys_reach_the_agents_environment_and_are_never_written(
+    run_dirs: dict[str, Path], tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    config = _merged_config(
+        [{"print_env": "HARNESS_API_KEY"}, {"stderr": "failing"}, {"exit": 3}],
+        api_keys={"HARNESS_API_KEY": _CANARY},
+    )
+    code = MockAdapter().run(
+        "mock-model",
+        run_dirs["prompt"],
+        run_dirs["workspace"],
+        run_dirs["out"],
+        config,
+        10.0,
+        policy="no_retry",
+    )
+    assert code == 3
+    stdout = (run_dirs["out"] / "stdout.log").read_text(encoding="utf-8")
+    # The agent saw the key (redacted in its log), not "HARNESS_API_KEY is unset".
+    assert f"HARNESS_API_KEY={REDACTED}" in stdout
+    written = [path for path in tmp_path.rglob("*") if path.is_file()]
+    assert {path.name for path in written} >= {"stdout.log", "stderr.log", "metrics.json"}
+    for path in written:
+        assert _CANARY not in path.read_text(encoding="utf-8", errors="replace"), path
+    captured = capfd.readouterr()
+    assert _CANARY not in captured.out + captured.err
+
+
+def test_api_keys_that_are_not_a_mapping_are_refused_naming_the_key(
+    run_dirs: dict[str, Path],
+) -> None:
+    config = _merged_config([{"print": "done"}], api_keys=[_CANARY])
+    with pytest.raises(ValueError, match=r"config\.api_keys") as raised:
+        MockAdapter().run(
+            "mock-model", run_dirs["prompt"], run_dirs["workspace"], run_dirs["out"], config, 10.0
+        )
+    assert _CANARY not in str(raised.value)
+    assert not run_dirs["out"].exists()
