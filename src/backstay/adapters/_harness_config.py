@@ -2,12 +2,15 @@
 split into what the harness says about the run and the adapter's own settings.
 
 A harness written to that interface passes one dictionary to ``run()``: the tier's keys
-(``tier_id``, ``tier_name``, ``system_prompt`` or the suites' ``tier_prompt``,
+(``tier_id``, ``tier_name``, ``tier_prompt`` or backstay's ``system_prompt``,
 ``tools_enabled``, ``delegation_enabled``, ``allowed_tools``), ``test_id``,
 ``task_description`` and ``api_keys`` (environment variable → key), beside the adapter's
-own settings. A key the adapter itself declares (``config_keys``) stays the adapter's;
-the rest of these are taken out here, so that ``AgentRequest.config`` (which is logged and
-checked) never holds a key. A problem names the key, never an ``api_keys`` value.
+own settings. A tier the evaluation harness interface's table covers (T0, T1, T2, T3 and
+up) takes its ``tools_enabled`` and ``delegation_enabled`` from the table when the
+dictionary leaves them out (``backstay.adapters.tiers``). A key the adapter itself
+declares (``config_keys``) stays the adapter's; the rest of these are taken out here, so
+that ``AgentRequest.config`` (which is logged and checked) never holds a key. A problem
+names the key, never an ``api_keys`` value.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from backstay.adapters.contract import TierConfig
+from backstay.adapters.tiers import preset_flags
 from backstay.errors import ConfigError
 
 __all__ = ["HARNESS_KEYS", "HarnessConfig", "split_harness_config"]
@@ -95,6 +99,9 @@ def _tier(values: Mapping[str, Any], given: TierConfig | None) -> TierConfig | N
         )
     if "tier_id" not in fields:
         raise ConfigError("is required with the other tier keys", where="config.tier_id")
+    tier_id = fields["tier_id"]
+    if isinstance(tier_id, str):  # a preset tier's flags, where the config leaves them out
+        fields = preset_flags(tier_id) | fields
     return TierConfig(**fields)
 
 
