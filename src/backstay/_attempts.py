@@ -49,7 +49,7 @@ MIN_RECHECK_S: Final = 0.001
 
 # AttemptFailed and RetryScheduled share a level: whether a sink wants it is asked once.
 _SAME_LEVEL: Final = AttemptFailed.level == RetryScheduled.level
-# Debug-level events: below every sink's level in a quiet process, so checked inline first.
+# Events below the failures' levels: often below every sink's, so checked inline first.
 _STARTED_LEVEL: Final = AttemptStarted.level
 _SUCCEEDED_LEVEL: Final = CallSucceeded.level
 

@@ -67,7 +67,8 @@ def test_check_keeps_each_problem_on_one_line(tmp_path: Path) -> None:
     result = runner.invoke(app, ["config", "check", str(path)])
     problem = result.stderr.splitlines()[0]
     assert problem.endswith(
-        "max_retry_after_s, deadline_s, seed, escalate_on_exhaustion, timeout_factor, per_kind"
+        "max_retry_after_s, deadline_s, seed, escalate_on_exhaustion, timeout_factor, "
+        "per_kind, per_category"
     )
 
 

@@ -7,8 +7,9 @@ from pathlib import Path
 import pytest
 from tests.config.helpers import load, problems, write
 
-from backstay.policy import AGGRESSIVE, STANDARD, Backoff
-from backstay.taxonomy import FailureKind
+from backstay.policy import AGGRESSIVE, ERROR_CONTRACT, STANDARD, Backoff
+from backstay.policy.retry import KindOverride
+from backstay.taxonomy import ErrorCategory, FailureKind
 
 
 def _policy(tmp_path: Path, body: str) -> tuple[Path, list[str]]:
@@ -95,6 +96,28 @@ def test_an_unknown_per_kind_kind_is_named(tmp_path: Path) -> None:
 def test_a_bad_per_kind_setting_is_named(tmp_path: Path) -> None:
     path, found = _policy(tmp_path, "      per_kind:\n        timeout:\n          multiplier: 0\n")
     assert found == [f"{path}:6: retry.policies.p.per_kind.timeout.multiplier: must be >= 1, got 0"]
+
+
+def test_per_category_is_read_from_the_file(tmp_path: Path) -> None:
+    path = write(
+        tmp_path,
+        "retry:\n  policies:\n    p:\n      per_category:\n        TRANSIENT: {max_attempts: 2}\n",
+    )
+    policy = load(path).policy("p")
+    assert policy.per_category == {ErrorCategory.TRANSIENT: KindOverride(max_attempts=2)}
+
+
+def test_an_unknown_per_category_name_is_named(tmp_path: Path) -> None:
+    path, found = _policy(tmp_path, "      per_category:\n        TRANSENT: {max_attempts: 2}\n")
+    assert found[0].startswith(
+        f"{path}:5: retry.policies.p.per_category.TRANSENT: is not an error category "
+        "(did you mean 'TRANSIENT'?); one of TRANSIENT,"
+    )
+
+
+def test_extending_error_contract_keeps_its_category_limits(tmp_path: Path) -> None:
+    path = write(tmp_path, "retry:\n  policies:\n    p:\n      extends: error_contract\n")
+    assert load(path).policy("p").per_category == ERROR_CONTRACT.per_category
 
 
 def test_a_rule_between_settings_is_named_by_the_policy_itself(tmp_path: Path) -> None:

@@ -28,7 +28,7 @@ from backstay import (
 from backstay.errors import ConfigError
 from backstay.idempotency import IdempotencyGuard, MissingIdempotencyKey
 from backstay.policy import ERROR_CONTRACT, JitterMode, RetryPolicy
-from backstay.policy.retry import attempt_limit, decide
+from backstay.policy.retry import GiveUpReason, KindOverride, attempt_limit, decide
 from backstay.store.memory import MemoryOperationStore
 from backstay.taxonomy import FailureKind
 from backstay.testing import FakeClock
@@ -224,7 +224,7 @@ def test_seeded_jitter_numbers_for_seed_42() -> None:
     # The first three delays of the contract's default configuration with seed 42.
     assert [compute_retry_delay(a, DEFAULT_RETRY_CONFIG, 42) for a in range(3)] == [
         _backstay_delays_ms(
-            ERROR_CONTRACT.derive(jitter_mode="sha256", seed=42, per_kind={}),
+            ERROR_CONTRACT.derive(jitter_mode="sha256", seed=42, per_kind={}, per_category={}),
             Failure(code="ERR_HTTP_502_BAD_GATEWAY"),
             3,
         )[a]
@@ -241,6 +241,8 @@ def test_seeded_jitter_numbers_for_seed_42() -> None:
         ("ERR_HTTP_502_BAD_GATEWAY", 2, 500, 10000, 2.0),  # SERVER_ERROR
         ("ERR_TIMEOUT", 2, 200, 5000, 1.5),
         ("ERR_CONNECTION_REFUSED", 3, 100, 5000, 2.0),  # NETWORK
+        ("ERR_HTTP_503_UNAVAILABLE", 3, 100, 5000, 2.0),  # TRANSIENT by the table
+        ("ERR_HTTP_408_TIMEOUT", 2, 200, 5000, 1.5),  # TIMEOUT
     ],
 )
 def test_the_error_contract_policy_has_the_category_limits(
@@ -248,7 +250,7 @@ def test_the_error_contract_policy_has_the_category_limits(
 ) -> None:
     failure = Failure(code=code)
     policy = ERROR_CONTRACT.derive(jitter=0.0)
-    assert attempt_limit(policy, failure.kind) == retries + 1
+    assert attempt_limit(policy, failure.kind, override=policy.override_for(failure)) == retries + 1
     delays = _backstay_delays_ms(policy, failure, retries)
     assert delays == [min(round(initial_ms * factor**n), max_ms) for n in range(retries)]
     stop = decide(
@@ -411,3 +413,34 @@ def test_the_missing_key_example_outcome_is_accepted_as_written() -> None:
     )
     assert outcome.failure_value is not None
     assert outcome.failure_value.retryable is False
+
+
+def test_a_503_gets_transients_limits_not_its_kinds() -> None:
+    """The limits follow the code's category: 503 is TRANSIENT by the contract's table
+    (3 retries from 100 ms), though its failure kind is ``server_error``."""
+    failure = Failure(code="ERR_HTTP_503_UNAVAILABLE")
+    assert (failure.category, failure.kind) == (ErrorCategory.TRANSIENT, FailureKind.SERVER_ERROR)
+    policy = ERROR_CONTRACT.derive(jitter=0.0)
+    assert _backstay_delays_ms(policy, failure, 3) == [100, 200, 400]
+    stop = decide(policy, failure, attempt=4, elapsed_s=0.0, previous_delay_s=None, draw=0.5)
+    assert (stop.retry, stop.reason) == (False, GiveUpReason.ATTEMPTS_EXHAUSTED)
+
+
+def test_a_category_without_limits_falls_back_to_its_kinds() -> None:
+    policy = RetryPolicy(
+        name="p",
+        max_attempts=5,
+        per_kind={FailureKind.SERVER_ERROR: KindOverride(max_attempts=2)},
+        per_category={ErrorCategory.TIMEOUT: KindOverride(max_attempts=3)},
+    )
+    failure = Failure(code="ERR_HTTP_502_BAD_GATEWAY")  # SERVER_ERROR: no category entry
+    assert policy.override_for(failure) == KindOverride(max_attempts=2)
+
+
+def test_per_category_round_trips_through_plain_data() -> None:
+    assert RetryPolicy.from_dict(ERROR_CONTRACT.to_dict()) == ERROR_CONTRACT
+
+
+def test_an_unknown_category_is_refused_naming_it() -> None:
+    with pytest.raises(ConfigError, match=r"per_category\.SOMETIMES"):
+        RetryPolicy(name="p", per_category={"SOMETIMES": {"max_attempts": 2}})  # type: ignore[dict-item]

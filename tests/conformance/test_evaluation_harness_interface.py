@@ -16,9 +16,13 @@ from typing import Any
 import pytest
 
 from backstay import get_adapter
+from backstay.adapters import TIER_PRESET_IDS, tier_preset
+from backstay.adapters._harness_config import split_harness_config
 from backstay.adapters.anthropic_api import AnthropicApiAdapter
+from backstay.adapters.contract import TierConfig
 from backstay.adapters.mock import MockAdapter
 from backstay.errors import ConfigError
+from backstay.redact import REDACTED
 
 
 @pytest.fixture
@@ -53,6 +57,14 @@ def test_api_direct_names_the_anthropic_api_adapter() -> None:
     assert adapter.get_name() == "anthropic-api"
 
 
+def test_validate_config_returns_true_for_valid_settings() -> None:
+    assert MockAdapter().validate_config({"scenario": {"attempts": [[{"print": "ok"}]]}}) is True
+
+
+def test_validate_config_returns_true_for_an_api_adapter() -> None:
+    assert get_adapter("api-direct").validate_config({"max_tokens": 64}) is True
+
+
 def test_validate_config_raises_value_error_for_an_unknown_setting() -> None:
     with pytest.raises(ValueError, match="unknown setting for adapter 'mock'"):
         MockAdapter().validate_config({"no_such_setting": 1})
@@ -82,3 +94,143 @@ def test_the_timeout_message_is_also_written_to_stderr_log(run_dirs: dict[str, P
     assert "backstay: error (timed out): ERR_" in stderr
     metrics = json.loads((run_dirs["out"] / "metrics.json").read_text(encoding="utf-8"))
     assert metrics["exit_code"] == 124
+
+
+_CANARY = "canary-harness-key-7f3a9c2e51d04b86"
+
+
+def _merged_config(steps: list[dict[str, Any]], **harness: Any) -> dict[str, Any]:
+    """The merged dictionary a harness passes to ``run()``, as the interface's example
+    prints it (its key elided), beside the adapter's own settings."""
+    return {
+        "scenario": {"attempts": [steps]},
+        # Tier settings
+        "tier_id": "T1",
+        "tier_name": "Prompted",
+        "tier_prompt": "Think step by step...",
+        "tools_enabled": False,
+        "delegation_enabled": False,
+        # Test settings
+        "test_id": "justfile-001",
+        "task_description": "Convert Justfile to Makefile",
+        **harness,
+    }
+
+
+def test_run_accepts_the_merged_config_and_records_the_test_id(run_dirs: dict[str, Path]) -> None:
+    config = _merged_config([{"print": "done"}])
+    code = MockAdapter().run(
+        "mock-model", run_dirs["prompt"], run_dirs["workspace"], run_dirs["out"], config, 10.0
+    )
+    assert code == 0
+    metrics = json.loads((run_dirs["out"] / "metrics.json").read_text(encoding="utf-8"))
+    assert metrics["test_id"] == "justfile-001"
+
+
+def test_the_task_description_is_the_prompt_when_there_is_no_prompt_file(
+    run_dirs: dict[str, Path],
+) -> None:
+    config = _merged_config([{"echo_prompt": True}])
+    code = MockAdapter().run(
+        "mock-model", None, run_dirs["workspace"], run_dirs["out"], config, 10.0
+    )
+    assert code == 0
+    stdout = (run_dirs["out"] / "stdout.log").read_text(encoding="utf-8")
+    assert "Convert Justfile to Makefile" in stdout
+
+
+def test_the_tier_keys_make_the_runs_tier() -> None:
+    split = split_harness_config(
+        _merged_config([{"print": "done"}]), adapter_keys=MockAdapter.config_keys, tier=None
+    )
+    assert split.tier == TierConfig(
+        tier_id="T1",
+        tier_name="Prompted",
+        system_prompt="Think step by step...",
+        tools_enabled=False,
+        delegation_enabled=False,
+    )
+    assert split.settings == {"scenario": {"attempts": [[{"print": "done"}]]}}
+
+
+def test_a_tier_key_with_a_wrong_value_is_named(run_dirs: dict[str, Path]) -> None:
+    config = _merged_config([{"print": "done"}], tools_enabled="no")
+    with pytest.raises(ValueError, match=r"tier\.tools_enabled"):
+        MockAdapter().run(
+            "mock-model", run_dirs["prompt"], run_dirs["workspace"], run_dirs["out"], config, 10.0
+        )
+
+
+def test_api_keys_reach_the_agents_environment_and_are_never_written(
+    run_dirs: dict[str, Path], tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    config = _merged_config(
+        [{"print_env": "HARNESS_API_KEY"}, {"stderr": "failing"}, {"exit": 3}],
+        api_keys={"HARNESS_API_KEY": _CANARY},
+    )
+    code = MockAdapter().run(
+        "mock-model",
+        run_dirs["prompt"],
+        run_dirs["workspace"],
+        run_dirs["out"],
+        config,
+        10.0,
+        policy="no_retry",
+    )
+    assert code == 3
+    stdout = (run_dirs["out"] / "stdout.log").read_text(encoding="utf-8")
+    # The agent saw the key (redacted in its log), not "HARNESS_API_KEY is unset".
+    assert f"HARNESS_API_KEY={REDACTED}" in stdout
+    written = [path for path in tmp_path.rglob("*") if path.is_file()]
+    assert {path.name for path in written} >= {"stdout.log", "stderr.log", "metrics.json"}
+    for path in written:
+        assert _CANARY not in path.read_text(encoding="utf-8", errors="replace"), path
+    captured = capfd.readouterr()
+    assert _CANARY not in captured.out + captured.err
+
+
+def test_api_keys_that_are_not_a_mapping_are_refused_naming_the_key(
+    run_dirs: dict[str, Path],
+) -> None:
+    config = _merged_config([{"print": "done"}], api_keys=[_CANARY])
+    with pytest.raises(ValueError, match=r"config\.api_keys") as raised:
+        MockAdapter().run(
+            "mock-model", run_dirs["prompt"], run_dirs["workspace"], run_dirs["out"], config, 10.0
+        )
+    assert _CANARY not in str(raised.value)
+    assert not run_dirs["out"].exists()
+
+
+# The interface's "Tier-Specific Settings" table: tier prompt, tools, delegation.
+@pytest.mark.parametrize(
+    ("tier_id", "tools", "delegation"),
+    [("T1", False, False), ("T2", False, False), ("T3", True, True), ("T5", True, True)],
+)
+def test_a_preset_tier_has_the_tables_settings(tier_id: str, tools: bool, delegation: bool) -> None:
+    tier = tier_preset(tier_id, prompt="Think step by step...")
+    assert (tier.tier_id, tier.system_prompt) == (tier_id, "Think step by step...")
+    assert (tier.tools_enabled, tier.delegation_enabled) == (tools, delegation)
+
+
+def test_t0_has_no_tier_prompt_and_the_agents_defaults() -> None:
+    assert tier_preset("T0") == TierConfig(tier_id="T0")
+    with pytest.raises(ValueError, match="T0 runs without a tier prompt"):
+        tier_preset("T0", prompt="Think step by step...")
+
+
+def test_a_prompted_preset_tier_needs_its_prompt() -> None:
+    with pytest.raises(ValueError, match=r"T2 needs its tier prompt \(the domain skills prompt\)"):
+        tier_preset("T2")
+
+
+def test_an_id_the_table_does_not_cover_is_refused() -> None:
+    with pytest.raises(ValueError, match="is not a preset tier"):
+        tier_preset("T1b", prompt="x")
+    assert TIER_PRESET_IDS == ("T0", "T1", "T2", "T3")
+
+
+def test_the_merged_config_takes_a_preset_tiers_flags_it_leaves_out() -> None:
+    config = {"tier_id": "T3", "tier_prompt": "the full prompt", "scenario": "s.yaml"}
+    split = split_harness_config(config, adapter_keys=MockAdapter.config_keys, tier=None)
+    assert split.tier is not None
+    assert (split.tier.tools_enabled, split.tier.delegation_enabled) == (True, True)

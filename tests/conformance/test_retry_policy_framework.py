@@ -7,18 +7,23 @@ the framework writes them (Given / When / Then), one test each.
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
+from typing import Final
 
 import pytest
-from typer.testing import CliRunner
+from typer.testing import CliRunner, Result
 
-from backstay import Failure, classify
+import backstay
+from backstay import Failure, RetryPolicy, classify
 from backstay.cli import app
 from backstay.config import load_config
 from backstay.engine import Engine, TaskSpec, TaskState
 from backstay.errors import ConfigError
+from backstay.observe.sinks import EVENT_NAME_ATTR
+from backstay.policy import JitterMode
 from backstay.policy.retry import GiveUpReason, decide
-from backstay.testing import ScriptedAdapter, testing_mode
+from backstay.testing import FakeClock, ScriptedAdapter, testing_mode
 
 AGENT_CONFIG = """\
 agent:
@@ -196,3 +201,135 @@ def test_scenario_max_retries_exceeded_triggers_escalation(tmp_path: Path) -> No
         (record,) = engine.store.tasks()
         assert record.state is TaskState.ESCALATED
         assert len(engine.escalations.list()) == 1
+
+
+# The retry policy framework's logging levels, per event backstay logs through ``logging``.
+QUICK: Final = RetryPolicy(
+    name="quick", max_attempts=3, initial_delay_s=1.0, jitter_mode=JitterMode.NONE
+)
+CANARY: Final = "sk-ant-api03-LoggingCanaryLoggingCanary0123456789"
+
+
+class _Flaky:
+    def __init__(self, failures: int) -> None:
+        self.failures = failures
+
+    def __call__(self) -> str:
+        if self.failures:
+            self.failures -= 1
+            raise ConnectionResetError(f"reset by peer (key {CANARY})")
+        return "ok"
+
+
+def _levels(caplog: pytest.LogCaptureFixture) -> dict[str, int]:
+    return {getattr(r, EVENT_NAME_ATTR): r.levelno for r in caplog.records if r.name == "backstay"}
+
+
+def test_each_attempt_failure_is_logged_at_warning_and_success_at_info(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.INFO, logger="backstay")
+    assert backstay.call(_Flaky(2), policy=QUICK, clock=FakeClock()) == "ok"
+    failed = [
+        r for r in caplog.records if getattr(r, EVENT_NAME_ATTR, None) == "retry.attempt_failed"
+    ]
+    assert [r.levelno for r in failed] == [logging.WARNING, logging.WARNING]
+    assert _levels(caplog)["retry.succeeded"] == logging.INFO
+    assert CANARY not in caplog.text
+
+
+def test_the_final_failure_is_logged_at_error(caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO, logger="backstay")
+    with pytest.raises(ConnectionResetError):
+        backstay.call(_Flaky(5), policy=QUICK, clock=FakeClock())
+    assert _levels(caplog)["retry.gave_up"] == logging.ERROR
+    assert CANARY not in caplog.text
+
+
+def test_an_engine_tasks_attempt_failure_and_final_failure_are_logged_at_their_levels(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="backstay")
+    server = Failure(code="ERR_HTTP_500_INTERNAL")
+    adapter = ScriptedAdapter({"t1": [server, server]})
+    (tmp_path / "ws").mkdir()
+    task = TaskSpec(
+        workflow_id="wf",
+        task_id="t1",
+        adapter=adapter.name,
+        model="m",
+        workspace=tmp_path / "ws",
+        prompt="hi",
+        timeout_s=10.0,
+        policy=RetryPolicy(name="two", max_attempts=2, initial_delay_s=0.01),
+    )
+    with testing_mode(), Engine(tmp_path / "state", adapters={adapter.name: adapter}) as engine:
+        engine.run_sync([task])
+    ended = [
+        r.levelno for r in caplog.records if getattr(r, EVENT_NAME_ATTR, None) == "attempt.ended"
+    ]
+    assert ended == [logging.WARNING, logging.WARNING]
+    assert _levels(caplog)["task.failed"] == logging.ERROR
+
+
+def test_an_engine_tasks_success_is_logged_at_info(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="backstay")
+    adapter = ScriptedAdapter()
+    (tmp_path / "ws").mkdir()
+    task = TaskSpec(
+        workflow_id="wf",
+        task_id="t1",
+        adapter=adapter.name,
+        model="m",
+        workspace=tmp_path / "ws",
+        prompt="hi",
+        timeout_s=10.0,
+    )
+    with testing_mode(), Engine(tmp_path / "state", adapters={adapter.name: adapter}) as engine:
+        engine.run_sync([task])
+    levels = _levels(caplog)
+    assert (levels["attempt.ended"], levels["task.succeeded"]) == (logging.INFO, logging.INFO)
+
+
+def _run_failing_twice(tmp_path: Path) -> Result:
+    scenario = tmp_path / "scenario.yaml"
+    scenario.write_text(
+        "attempts:\n"
+        f"  - - error: server_error\n      message: 'upstream broke, key {CANARY}'\n"
+        f"  - - error: server_error\n      message: 'upstream broke, key {CANARY}'\n"
+        "  - - result: done\n",
+        encoding="utf-8",
+    )
+    (tmp_path / "prompt.md").write_text("hi", encoding="utf-8")
+    (tmp_path / "ws").mkdir()
+    args = ["run", "--adapter", "mock", "--model", "m", "--prompt-file", "prompt.md"]
+    args += ["--workspace", "ws", "--output-dir", "out", "--timeout", "30"]
+    args += ["--adapter-option", f"scenario={scenario}"]
+    args += ["--policy", "{extends: agent_dispatch, initial_delay_s: 0.01, max_delay_s: 0.01}"]
+    return CliRunner().invoke(app, args)
+
+
+def test_a_cli_user_who_configures_nothing_sees_each_failure_on_stderr(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    # As a shell runs the CLI: no handler on the root logger (pytest adds its own).
+    monkeypatch.setattr(logging.getLogger(), "handlers", [])
+    result = _run_failing_twice(tmp_path)
+    assert result.exit_code == 0, result.output
+    failures = [line for line in result.stderr.splitlines() if "retry.attempt_failed" in line]
+    assert len(failures) == 2
+    assert all(line.startswith("backstay: WARNING: ") for line in failures)
+    assert CANARY not in result.stderr + result.stdout
+
+
+def test_configured_logging_is_left_to_the_user(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(logging.getLogger(), "handlers", [logging.NullHandler()])
+    result = _run_failing_twice(tmp_path)
+    assert result.exit_code == 0, result.output
+    assert "retry.attempt_failed" not in result.stderr

@@ -38,12 +38,14 @@ from backstay.adapters.registry import (
     adapter_names,
     get_adapter,
 )
+from backstay.adapters.tiers import TIER_PRESET_IDS, tier_preset
 from backstay.adapters.usage import Usage
 
 __all__ = [
     "ENTRY_POINT_GROUP",
     "METRICS_KEYS",
     "PLANNED_ADAPTERS",
+    "TIER_PRESET_IDS",
     "TIMEOUT_EXIT_CODE",
     "Adapter",
     "AgentRequest",
@@ -61,4 +63,5 @@ __all__ = [
     "get_adapter",
     "run_process",
     "run_process_sync",
+    "tier_preset",
 ]

@@ -206,12 +206,13 @@ class ApiAdapter(BaseAdapter):
     def settings(self, config: Mapping[str, Any]) -> ApiSettings:
         return parse_settings(self.name, config, default_max_tokens=self.default_max_tokens)
 
-    def validate_config(self, config: Mapping[str, Any]) -> None:
+    def validate_config(self, config: Mapping[str, Any]) -> bool:
         """Unknown keys and wrong values name the adapter and the key; a missing SDK
         names the extra to install."""
         super().validate_config(config)
         self.settings(config)
         import_sdk(self.sdk_module, adapter=self.name, extra=self.extra)
+        return True
 
     @abc.abstractmethod
     async def call(self, call: ApiCall) -> Reply:

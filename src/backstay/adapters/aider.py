@@ -107,11 +107,12 @@ class AiderAdapter(BaseAdapter):
     def __init__(self, *, launcher: Sequence[str] = ()) -> None:
         self.launcher = check_launcher(launcher, where="launcher")
 
-    def validate_config(self, config: Mapping[str, Any]) -> None:
+    def validate_config(self, config: Mapping[str, Any]) -> bool:
         """Reject unknown or malformed settings, and an Aider that is not installed at a
         supported version (the error says how to install one)."""
         super().validate_config(config)
         self._locate(parse_settings(config))
+        return True
 
     @staticmethod
     def _locate(settings: AiderSettings) -> Located:

@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any, ClassVar, Final
 
 from backstay.adapters._attempt_capture import captured_attempt
+from backstay.adapters._harness_config import split_harness_config
 from backstay.adapters._harness_run import CANCELLED_EXIT_CODE, run_captured
 from backstay.adapters._run_budget import RunBudget
 from backstay.adapters.capture import Capture
@@ -111,9 +112,10 @@ class BaseAdapter(abc.ABC):
         """The adapter's registered name (the evaluation harness interface's ``get_name``)."""
         return self.name
 
-    def validate_config(self, config: Mapping[str, Any]) -> None:
-        """Reject anything but a mapping whose keys are all in ``config_keys``.
-        Subclasses extend this to check the values."""
+    def validate_config(self, config: Mapping[str, Any]) -> bool:
+        """``True`` for a mapping whose keys are all in ``config_keys``, else
+        ``ConfigError`` (a ``ValueError``), as the evaluation harness interface has it.
+        Subclasses extend this to check the values and return ``True`` too."""
         if not isinstance(config, Mapping):
             raise ConfigError(f"must be a mapping, got {type(config).__name__}", where="config")
         unknown = sorted(str(key) for key in config if key not in self.config_keys)
@@ -123,6 +125,7 @@ class BaseAdapter(abc.ABC):
                 f"unknown setting for adapter {self.name!r} (known: {known})",
                 where=f"config.{unknown[0]}",
             )
+        return True
 
     def classify_failure(
         self,
@@ -206,7 +209,7 @@ class BaseAdapter(abc.ABC):
     async def arun(  # noqa: PLR0917 - harnesses call run() positionally
         self,
         model: str,
-        prompt_file: Path | str,
+        prompt_file: Path | str | None,
         workspace: Path | str,
         output_dir: Path | str,
         config: Mapping[str, Any],
@@ -226,25 +229,43 @@ class BaseAdapter(abc.ABC):
         policy for ``agent`` operations (the contract's ``agent_dispatch``), and
         ``"no_retry"`` or ``"none"`` one attempt.
 
-        The agent's environment is ``env`` over the ``provider_env`` variables set in this
-        process's environment (only ``env`` with ``inherit_env=False``). Invalid arguments
+        ``config`` may be the evaluation harness interface's merged dictionary: its tier
+        keys make the run's tier (instead of ``tier``), ``test_id`` is recorded in
+        ``metrics.json``, ``task_description`` is the prompt when ``prompt_file`` is
+        ``None``, and ``api_keys`` (variable → key) join the agent's environment, registered
+        for redaction and never written (``backstay.adapters._harness_config``); the rest
+        are the adapter's settings.
+
+        The agent's environment is ``env`` over ``api_keys`` over the ``provider_env``
+        variables set in this process's environment (no inherited ones with
+        ``inherit_env=False``). Invalid arguments
         or ``config`` raise ``ConfigError`` before anything runs or is written; from then
         on every outcome is a result, and ``metrics.json`` is written. With ``budget``,
         an attempt whose estimate does not fit what is left of it is not started: the run
         ends with ``ERR_BUDGET_EXCEEDED`` and exit code 5 (docs/budgets.md).
         """
+        harness = split_harness_config(config, adapter_keys=self.config_keys, tier=tier)
+        for key in harness.api_keys.values():
+            register_secret(key)
+        if prompt_file is None and harness.task_description is None:
+            raise ConfigError(
+                "give a prompt file, or the task in config.task_description", where="prompt_file"
+            )
+        explicit = {**harness.api_keys, **(env or {})}
         request = AgentRequest(
             model=model,
-            prompt_file=Path(prompt_file),
+            prompt=harness.task_description if prompt_file is None else None,
+            prompt_file=None if prompt_file is None else Path(prompt_file),
             workspace=Path(workspace),
             output_dir=Path(output_dir),
             timeout_s=timeout,
-            env=agent_env(self, env or {}, environ=os.environ, inherit=inherit_env),
-            tier=tier,
-            config=config,
+            env=agent_env(self, explicit, environ=os.environ, inherit=inherit_env),
+            tier=harness.tier,
+            config=harness.settings,
             stall_timeout_s=stall_timeout_s,
         )
         self.validate_config(request.config)
+        recorded = {} if harness.test_id is None else {"test_id": harness.test_id}
         gate = RunBudget(budget)
         chosen = _retry_policy(policy)
         several = chosen is not None and chosen.max_attempts > 1
@@ -278,12 +299,13 @@ class BaseAdapter(abc.ABC):
             request.output_dir,
             gate.bounded(body),
             classify_error=lambda exc: self.classify_failure(error=exc) or classify(exc),
+            extra=lambda: recorded,
         )
 
     def run(  # noqa: PLR0917 - harnesses call run() positionally
         self,
         model: str,
-        prompt_file: Path | str,
+        prompt_file: Path | str | None,
         workspace: Path | str,
         output_dir: Path | str,
         config: Mapping[str, Any],

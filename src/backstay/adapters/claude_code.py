@@ -94,11 +94,12 @@ class ClaudeCodeAdapter(BaseAdapter):
     task_limits: ClassVar[Mapping[str, str]] = {"max_turns": "max_turns"}
     provider_env: ClassVar[ProviderEnv] = ANTHROPIC_ENV
 
-    def validate_config(self, config: Mapping[str, Any]) -> None:
+    def validate_config(self, config: Mapping[str, Any]) -> bool:
         """The keys and values of the settings, and a supported ``claude`` installed
         (``ConfigError`` saying how to install one)."""
         super().validate_config(config)
         self.locate(parse_settings(config))
+        return True
 
     @staticmethod
     def locate(settings: ClaudeCodeSettings) -> Located:

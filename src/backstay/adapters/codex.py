@@ -78,11 +78,12 @@ class CodexAdapter(BaseAdapter):
         ``NetworkNamespace.launcher``); see ``backstay.adapters.process``."""
         self.launcher = check_launcher(launcher, where="launcher")
 
-    def validate_config(self, config: Mapping[str, Any]) -> None:
+    def validate_config(self, config: Mapping[str, Any]) -> bool:
         """Unknown keys, bad values, and a missing or unsupported ``codex`` binary (the
         error says how to install one) are ``ConfigError``."""
         super().validate_config(config)
         self.locate(CodexSettings.from_config(config))
+        return True
 
     @staticmethod
     def locate(settings: CodexSettings) -> Located:

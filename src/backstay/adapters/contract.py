@@ -254,7 +254,8 @@ class Adapter(Protocol):
       ``AdapterError`` (with its ``Failure`` and any partial output). Never retries, never
       raises anything else (cancellation excepted), and leaves no process behind.
     * ``validate_config``: check the adapter's own settings (``AgentRequest.config``);
-      ``ConfigError`` naming the key that is wrong.
+      ``True`` when they are valid, else ``ConfigError`` (a ``ValueError``) naming the
+      key that is wrong.
     * ``classify_failure``: the ``Failure`` an attempt shows, from an exception raised
       while dispatching (``error``), else from the agent's output and exit code; ``None``
       when they show success.
@@ -272,7 +273,7 @@ class Adapter(Protocol):
         capture: Capture,
     ) -> AgentResult: ...
 
-    def validate_config(self, config: Mapping[str, Any]) -> None: ...
+    def validate_config(self, config: Mapping[str, Any]) -> bool: ...
 
     def classify_failure(
         self,

@@ -87,11 +87,12 @@ class GeminiCliAdapter(BaseAdapter):
     task_limits: ClassVar[Mapping[str, str]] = {"max_turns": "max_turns"}
     provider_env: ClassVar[ProviderEnv] = GEMINI_ENV
 
-    def validate_config(self, config: Mapping[str, Any]) -> None:
+    def validate_config(self, config: Mapping[str, Any]) -> bool:
         """The keys and values of the settings, and a supported ``gemini`` installed
         (``ConfigError`` saying how to install one)."""
         super().validate_config(config)
         self.locate(parse_settings(config))
+        return True
 
     @staticmethod
     def locate(settings: GeminiCliSettings) -> Located:

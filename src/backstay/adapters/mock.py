@@ -67,7 +67,7 @@ class MockAdapter(BaseAdapter):
         self._lock = threading.Lock()
         self._attempts: dict[str, int] = {}
 
-    def validate_config(self, config: Mapping[str, Any]) -> None:
+    def validate_config(self, config: Mapping[str, Any]) -> bool:
         super().validate_config(config)
         if "scenario" not in config:
             raise ConfigError("is required", where="config.scenario")
@@ -85,6 +85,7 @@ class MockAdapter(BaseAdapter):
             raise ConfigError(
                 f"must be a directory path, got {state_dir!r}", where="config.state_dir"
             )
+        return True
 
     def _next_attempt(self, operation_id: str, state_dir: object) -> int:
         if state_dir is None:

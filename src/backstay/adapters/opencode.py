@@ -85,11 +85,12 @@ class OpencodeAdapter(BaseAdapter):
         ``NetworkNamespace.launcher``); see ``backstay.adapters.process``."""
         self.launcher = check_launcher(launcher, where="launcher")
 
-    def validate_config(self, config: Mapping[str, Any]) -> None:
+    def validate_config(self, config: Mapping[str, Any]) -> bool:
         """Unknown keys, bad values, and a missing or unsupported ``opencode`` binary (the
         error says how to install one) are ``ConfigError``."""
         super().validate_config(config)
         self.locate(OpencodeSettings.from_config(config))
+        return True
 
     @staticmethod
     def locate(settings: OpencodeSettings) -> Located:

@@ -19,6 +19,7 @@ from backstay.adapters.contract import TIMEOUT_EXIT_CODE
 from backstay.adapters.registry import get_adapter
 from backstay.cli import _state
 from backstay.cli._errors import usage_error
+from backstay.cli._logging import failures_on_stderr
 from backstay.config import (
     DEFAULT_TIMEOUT_S,
     HarnessRun,
@@ -32,6 +33,8 @@ from backstay.fallback.harness import run_harness_chain
 
 # The key ``metrics.json`` of a run numbered by ``RUN_NUMBER`` holds that number in.
 RUN_NUMBER_KEY: Final = "run_number"
+# Events ``_report`` already says (the run's final failure).
+_FINAL_FAILURES: Final = frozenset({"retry.gave_up"})
 _OUTCOMES = {0: "succeeded", TIMEOUT_EXIT_CODE: "timed out", CANCELLED_EXIT_CODE: "cancelled"}
 
 
@@ -74,6 +77,12 @@ def _record_run_number(spec: HarnessRun) -> None:
 
 
 def _start(spec: HarnessRun) -> int:
+    # Each attempt's failure on stderr; the final one is printed by ``_report``.
+    with failures_on_stderr(printed=_FINAL_FAILURES):
+        return _start_run(spec)
+
+
+def _start_run(spec: HarnessRun) -> int:
     if spec.fallbacks:  # each attempt on a candidate of the chain (docs/fallback.md)
         try:
             return run_harness_chain(spec)

@@ -20,6 +20,7 @@ from backstay.config._paths import Path
 from backstay.config._sections import mapping, unknown_key
 from backstay.config._source import DEFAULT, Source, SourceKind
 from backstay.config._spec import (
+    CATEGORY_NAMES,
     KIND_NAMES,
     KIND_OVERRIDE_FIELDS,
     POLICY_FIELDS,
@@ -31,7 +32,12 @@ from backstay.policy.retry import RetryPolicy
 
 POLICIES_PATH: Final[Path] = ("retry", "policies")
 _NAME = re.compile(POLICY_NAME_PATTERN)
-_KNOWN_KEYS: Final = (*POLICY_FIELDS, "per_kind")
+_KNOWN_KEYS: Final = (*POLICY_FIELDS, "per_kind", "per_category")
+# The per-kind and per-category mappings: their allowed names and what a name is.
+_OVERRIDES: Final = {
+    "per_kind": (KIND_NAMES, "a failure kind"),
+    "per_category": (CATEGORY_NAMES, "an error category"),
+}
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -48,15 +54,16 @@ def _policy_path(name: str) -> Path:
     return (*POLICIES_PATH, name)
 
 
-def _check_per_kind(doc: Document, path: Path, raw: object) -> dict[str, dict[str, Any]]:
-    body = mapping(doc, path, raw, "failure kind → settings")
+def _check_overrides(
+    doc: Document, path: Path, raw: object, names: tuple[str, ...], what: str
+) -> dict[str, dict[str, Any]]:
+    body = mapping(doc, path, raw, f"{what.partition(' ')[2]} → settings")
     out: dict[str, dict[str, Any]] = {}
     for kind, settings in (body or {}).items():
-        if kind not in KIND_NAMES:
+        if kind not in names:
             doc.problem(
                 (*path, kind),
-                f"is not a failure kind{suggestion(kind, KIND_NAMES)}; one of "
-                f"{', '.join(KIND_NAMES)}",
+                f"is not {what}{suggestion(kind, names)}; one of {', '.join(names)}",
             )
             continue
         kind_body = mapping(doc, (*path, kind), settings, "settings")
@@ -98,8 +105,8 @@ def check_policy_settings(
         return None
     clean: dict[str, Any] = {}
     for key, value in (raw or {}).items():
-        if key == "per_kind":
-            clean[key] = _check_per_kind(doc, (*path, key), value)
+        if key in _OVERRIDES:
+            clean[key] = _check_overrides(doc, (*path, key), value, *_OVERRIDES[key])
         elif key == "name":
             doc.problem((*path, key), named)
         elif key not in POLICY_FIELDS:

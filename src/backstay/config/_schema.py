@@ -16,12 +16,14 @@ from backstay.config._frameworks import (
 )
 from backstay.config._spec import (
     BUDGET_FIELDS,
+    CATEGORY_NAMES,
     CIRCUIT_BREAKER_FIELDS,
     KIND_NAMES,
     KIND_OVERRIDE_FIELDS,
     OBSERVE_SECTION,
     OPERATION_TYPES,
     OTEL_FIELDS,
+    PER_CATEGORY_HELP,
     PER_KIND_HELP,
     POLICY_FIELDS,
     POLICY_NAME_PATTERN,
@@ -52,6 +54,12 @@ def policy_schema() -> dict[str, Any]:
         "description": PER_KIND_HELP,
         "type": _OBJECT_OR_NULL,
         "propertyNames": {"enum": list(KIND_NAMES)},
+        "additionalProperties": {"$ref": "#/$defs/kind_override"},
+    }
+    schema["properties"]["per_category"] = {
+        "description": PER_CATEGORY_HELP,
+        "type": _OBJECT_OR_NULL,
+        "propertyNames": {"enum": list(CATEGORY_NAMES)},
         "additionalProperties": {"$ref": "#/$defs/kind_override"},
     }
     return schema

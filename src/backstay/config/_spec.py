@@ -14,7 +14,7 @@ from typing import Final
 from backstay.config._fields import Field
 from backstay.policy.backoff import Backoff, JitterMode
 from backstay.policy.registry import OperationType
-from backstay.taxonomy import FailureKind
+from backstay.taxonomy import ErrorCategory, FailureKind
 
 # Policy names are addressed by --set paths and BACKSTAY__ variables: no dots, no spaces.
 POLICY_NAME_PATTERN: Final = r"^[A-Za-z][A-Za-z0-9_-]*$"
@@ -121,6 +121,13 @@ KIND_OVERRIDE_FIELDS: Final[Mapping[str, Field]] = {
 }
 
 KIND_NAMES: Final[tuple[str, ...]] = tuple(kind.value for kind in FailureKind)
+
+PER_CATEGORY_HELP: Final = (
+    "Per error-contract category (the code's, e.g. TRANSIENT for an HTTP 503): the same "
+    "settings as per_kind, consulted first; per_kind applies when a category has none."
+)
+
+CATEGORY_NAMES: Final[tuple[str, ...]] = tuple(category.value for category in ErrorCategory)
 
 CIRCUIT_BREAKER_FIELDS: Final[Mapping[str, Field]] = {
     "enabled": Field(type="boolean", help="false: no circuit breakers at all (default: true)."),

@@ -25,6 +25,7 @@ from backstay.engine.circuits import BreakerKeyFn, CircuitGate, breaker_key
 from backstay.engine.escalations import ACTION_STATES, EscalationQueue
 from backstay.engine.events import (
     AttemptEnded,
+    AttemptFailedEnded,
     EscalationResolved,
     TaskCancelled,
     TaskDeferred,
@@ -81,6 +82,7 @@ __all__ = [
     "TRANSITIONS",
     "WORKSPACE_DIR",
     "AttemptEnded",
+    "AttemptFailedEnded",
     "AttemptOutcome",
     "AttemptRecord",
     "BatchIdentity",

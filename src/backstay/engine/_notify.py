@@ -8,6 +8,7 @@ from collections.abc import Mapping
 
 from backstay.engine.events import (
     AttemptEnded,
+    AttemptFailedEnded,
     TaskCancelled,
     TaskDeferred,
     TaskEscalated,
@@ -67,9 +68,10 @@ def attempt_ended(
 ) -> None:
     """``attempt.ended`` of attempt ``attempt_id``, begun at ``started_at`` on the
     candidate ``keys`` names (``fallback.model_keys``)."""
-    if BUS.wants(AttemptEnded.level):
+    event = AttemptEnded if end.failure is None else AttemptFailedEnded
+    if BUS.wants(event.level):
         BUS.emit(
-            AttemptEnded(
+            event(
                 operation=record.operation_id,
                 policy=policy,
                 task_id=record.task_id,

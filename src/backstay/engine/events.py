@@ -32,6 +32,7 @@ from backstay.observe.events import Event
 
 __all__ = [
     "AttemptEnded",
+    "AttemptFailedEnded",
     "EscalationResolved",
     "TaskCancelled",
     "TaskDeferred",
@@ -98,6 +99,14 @@ class AttemptEnded(_TaskEvent):
 
 
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class AttemptFailedEnded(AttemptEnded):
+    """An ``attempt.ended`` whose outcome is a failure: the same event, logged at WARNING
+    (the retry policy framework's level for an attempt's failure)."""
+
+    level: ClassVar[int] = logging.WARNING
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
 class TaskDeferred(_TaskEvent):
     """The circuit ``breaker`` is open: the task waits ``wait_s`` before it asks again
     for attempt ``attempt``. A wait, not an attempt: no attempt is recorded or counted."""
@@ -117,8 +126,10 @@ class TaskSucceeded(_TaskEvent):
 
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
 class TaskFailed(_TaskEvent):
+    """The task's final failure (logged at ERROR, as the retry policy framework asks)."""
+
     name: ClassVar[str] = "task.failed"
-    level: ClassVar[int] = logging.WARNING
+    level: ClassVar[int] = logging.ERROR
     attempts: int
     reason: str
     failure: Failure | None = None

@@ -52,13 +52,14 @@ class _FrameworkTask(RuntimeTaskAdapter):
 
     provider_env: ClassVar[ProviderEnv] = OPENAI_ENV
 
-    def validate_config(self, config: Mapping[str, Any]) -> None:
+    def validate_config(self, config: Mapping[str, Any]) -> bool:
         BaseAdapter.validate_config(self, config)
         for key in ("options", "limits"):
             if not isinstance(config.get(key, {}), Mapping):
                 raise ConfigError("must be a mapping", where=f"config.{key}")
         ExecutionLimits(**dict(config.get("limits") or {}))
         self.validate_gates(config)
+        return True
 
     def make_framework(self, request: AgentRequest) -> FrameworkAdapter:
         config = request.config

@@ -51,7 +51,10 @@ class AttemptStarted(Event):
 
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
 class AttemptFailed(Event):
+    """An attempt failed (logged at WARNING, as the retry policy framework asks)."""
+
     name: ClassVar[str] = "retry.attempt_failed"
+    level: ClassVar[int] = logging.WARNING
     attempt: int
     failure: Failure
     delay_s: float | None
@@ -95,8 +98,10 @@ class RateLimited(Event):
 
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
 class GaveUp(Event):
+    """The call's final failure (logged at ERROR, as the retry policy framework asks)."""
+
     name: ClassVar[str] = "retry.gave_up"
-    level: ClassVar[int] = logging.WARNING
+    level: ClassVar[int] = logging.ERROR
     attempts: int
     reason: str
     failure: Failure
@@ -105,7 +110,8 @@ class GaveUp(Event):
 
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
 class CallSucceeded(Event):
+    """The call's final success (logged at INFO, as the retry policy framework asks)."""
+
     name: ClassVar[str] = "retry.succeeded"
-    level: ClassVar[int] = logging.DEBUG
     attempts: int
     elapsed_s: float

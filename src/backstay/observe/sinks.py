@@ -11,12 +11,16 @@ from __future__ import annotations
 import json
 import logging
 import threading
-from typing import Protocol, runtime_checkable
+from typing import Final, Protocol, runtime_checkable
 
 from backstay.observe.events import Event
 from backstay.redact import redact
 
-__all__ = ["EventBus", "LoggingSink", "Sink", "add_sink", "remove_sink"]
+__all__ = ["EVENT_NAME_ATTR", "EventBus", "LoggingSink", "Sink", "add_sink", "remove_sink"]
+
+# The attribute of a ``LogRecord`` the logging sink writes that holds the event's name
+# (``retry.attempt_failed``), for a handler's filter.
+EVENT_NAME_ATTR: Final = "backstay_event"
 
 _log = logging.getLogger("backstay")
 # A library logs nothing unless the application configures logging (no "last resort"
@@ -51,7 +55,7 @@ class LoggingSink:
     def emit(self, event: Event) -> None:
         if self.logger.isEnabledFor(event.level):
             text = json.dumps(event.to_dict(), sort_keys=True, default=str)
-            self.logger.log(event.level, redact(text))
+            self.logger.log(event.level, redact(text), extra={EVENT_NAME_ATTR: event.name})
 
 
 class EventBus:

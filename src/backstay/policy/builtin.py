@@ -7,7 +7,7 @@ from typing import Final
 
 from backstay.policy.backoff import Backoff, JitterMode
 from backstay.policy.retry import KindOverride, RetryPolicy
-from backstay.taxonomy import FailureKind
+from backstay.taxonomy import ErrorCategory, FailureKind
 
 __all__ = [
     "AGENT_DISPATCH",
@@ -70,8 +70,9 @@ AGENT_DISPATCH: Final = RetryPolicy(
 # The error contract's "category-specific retry limits" (retries after the first attempt):
 # TRANSIENT 3 from 100 ms to 5 s ×2, RATE_LIMIT 3 from 1 s to 30 s ×2, SERVER_ERROR 2 from
 # 500 ms to 10 s ×2, TIMEOUT 2 from 200 ms to 5 s ×1.5, NETWORK 3 from 100 ms to 5 s ×2,
-# ±10 % jitter. Limits apply per kind: TRANSIENT is the ``unknown`` kind's category, so an
-# HTTP 503 (TRANSIENT by the contract's table, kind ``server_error``) gets SERVER_ERROR's.
+# ±10 % jitter. Limits apply by the code's category (``per_category``), as the contract's
+# table gives it: an HTTP 503 (TRANSIENT, kind ``server_error``) gets TRANSIENT's. A failure
+# whose category has no limits of its own falls back to its kind's (``per_kind``).
 # ``derive(jitter_mode="sha256", seed=N)`` gives the contract's seeded, replayable delays.
 ERROR_CONTRACT: Final = RetryPolicy(
     name="error_contract",
@@ -91,6 +92,19 @@ ERROR_CONTRACT: Final = RetryPolicy(
             max_attempts=3, initial_delay_s=0.2, max_delay_s=5.0, multiplier=1.5
         ),
         FailureKind.NETWORK: KindOverride(max_attempts=4),
+    },
+    per_category={
+        ErrorCategory.TRANSIENT: KindOverride(max_attempts=4),
+        ErrorCategory.RATE_LIMIT: KindOverride(
+            max_attempts=4, initial_delay_s=1.0, max_delay_s=30.0
+        ),
+        ErrorCategory.SERVER_ERROR: KindOverride(
+            max_attempts=3, initial_delay_s=0.5, max_delay_s=10.0
+        ),
+        ErrorCategory.TIMEOUT: KindOverride(
+            max_attempts=3, initial_delay_s=0.2, max_delay_s=5.0, multiplier=1.5
+        ),
+        ErrorCategory.NETWORK: KindOverride(max_attempts=4),
     },
 )
 

@@ -17,7 +17,7 @@ from backstay.errors import ConfigError
 from backstay.failure import Failure
 from backstay.policy._delays import fixed_delays
 from backstay.policy.backoff import Backoff, JitterMode, next_delay
-from backstay.taxonomy import CODES, FailureKind, canonical_code
+from backstay.taxonomy import CODES, ErrorCategory, FailureKind, canonical_code
 
 __all__ = ["GiveUpReason", "KindOverride", "RetryDecision", "RetryPolicy", "decide"]
 
@@ -89,6 +89,9 @@ class RetryPolicy:
     retry_on: frozenset[str] = frozenset()
     never_retry_on: frozenset[str] = frozenset()
     per_kind: Mapping[FailureKind, KindOverride] = dataclasses.field(default_factory=dict)
+    # Per error-contract category (``Failure.category``, from the code): consulted before
+    # ``per_kind``, which still applies to failures whose category has no entry.
+    per_category: Mapping[ErrorCategory, KindOverride] = dataclasses.field(default_factory=dict)
     max_retry_after_s: float = DEFAULT_MAX_RETRY_AFTER_S
     deadline_s: float | None = None
     seed: int | None = None
@@ -152,6 +155,7 @@ class RetryPolicy:
             _kinds_or_codes(self.never_retry_on, _where(name, "never_retry_on")),
         )
         set_(self, "per_kind", self._checked_per_kind())
+        set_(self, "per_category", self._checked_per_category())
 
     def _checked_per_kind(self) -> dict[FailureKind, KindOverride]:
         out: dict[FailureKind, KindOverride] = {}
@@ -165,6 +169,29 @@ class RetryPolicy:
             override.validate(where)
             out[kind] = override
         return out
+
+    def _checked_per_category(self) -> dict[ErrorCategory, KindOverride]:
+        out: dict[ErrorCategory, KindOverride] = {}
+        if not isinstance(self.per_category, Mapping):
+            raise ConfigError("must be a mapping", where=_where(self.name, "per_category"))
+        for key, value in self.per_category.items():
+            where = _where(self.name, f"per_category.{key}")
+            try:
+                category = ErrorCategory(key)
+            except ValueError:
+                raise ConfigError(f"{key!r} is not an error category", where=where) from None
+            override = value if isinstance(value, KindOverride) else _override_from(value, where)
+            override.validate(where)
+            out[category] = override
+        return out
+
+    def override_for(self, failure: Failure) -> KindOverride | None:
+        """The settings ``failure`` is retried under: its category's, else its kind's."""
+        if self.per_category:
+            found = self.per_category.get(failure.category)
+            if found is not None:
+                return found
+        return self.per_kind.get(failure.kind) if self.per_kind else None
 
     def derive(self, **changes: Any) -> RetryPolicy:
         """A new policy: this one with ``changes`` applied (validated again)."""
@@ -184,6 +211,7 @@ class RetryPolicy:
             "retry_on": sorted(self.retry_on),
             "never_retry_on": sorted(self.never_retry_on),
             "per_kind": {str(k): v.to_dict() for k, v in sorted(self.per_kind.items())},
+            "per_category": {str(k): v.to_dict() for k, v in sorted(self.per_category.items())},
             "max_retry_after_s": self.max_retry_after_s,
             "deadline_s": self.deadline_s,
             "seed": self.seed,
@@ -263,9 +291,13 @@ def _retry_allowed(policy: RetryPolicy, failure: Failure) -> bool:
     return failure.retryable
 
 
-def attempt_limit(policy: RetryPolicy, kind: FailureKind) -> int:
-    """How many attempts ``policy`` allows for failures of ``kind``."""
-    override = policy.per_kind.get(kind) if policy.per_kind else None
+def attempt_limit(
+    policy: RetryPolicy, kind: FailureKind, *, override: KindOverride | None = None
+) -> int:
+    """How many attempts ``policy`` allows for failures of ``kind`` (``override``: the
+    failure's own settings, ``policy.override_for(failure)``, when known)."""
+    if override is None:
+        override = policy.per_kind.get(kind) if policy.per_kind else None
     if override is not None and override.max_attempts is not None:
         return min(policy.max_attempts, override.max_attempts)
     if kind is FailureKind.UNKNOWN:
@@ -316,14 +348,13 @@ def decide_delay(  # noqa: PLR0917 - the drivers' hot path: positional is cheape
         allowed = failure.retryable
     if not allowed:
         return 0.0, GiveUpReason.NOT_RETRYABLE
-    per_kind = policy.per_kind
-    if per_kind or kind is FailureKind.UNKNOWN:
-        limit = attempt_limit(policy, kind)
+    override = policy.override_for(failure) if policy.per_kind or policy.per_category else None
+    if override is not None or kind is FailureKind.UNKNOWN:
+        limit = attempt_limit(policy, kind, override=override)
     else:
         limit = policy.max_attempts
     if attempt >= limit:
         return 0.0, GiveUpReason.ATTEMPTS_EXHAUSTED
-    override = per_kind.get(kind) if per_kind else None
     if override is None and fixed is not None and attempt <= len(fixed):
         delay = fixed[attempt - 1]
     else:

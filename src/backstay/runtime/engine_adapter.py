@@ -129,7 +129,7 @@ class RuntimeTaskAdapter(BaseAdapter):
         # Kept for the adapter's lifetime: the tasks of a batch share breakers and limiters.
         self.gates = TaskGates()
 
-    def validate_config(self, config: Mapping[str, Any]) -> None:
+    def validate_config(self, config: Mapping[str, Any]) -> bool:
         super().validate_config(config)
         if "agent" not in config:
             raise ConfigError("names the agent factory (module:function)", where="config.agent")
@@ -138,6 +138,7 @@ class RuntimeTaskAdapter(BaseAdapter):
                 raise ConfigError("must be a mapping", where=f"config.{key}")
         ExecutionLimits(**dict(config.get("limits") or {}))
         self.validate_gates(config)
+        return True
 
     @staticmethod
     def validate_gates(config: Mapping[str, Any]) -> None:

@@ -64,8 +64,8 @@ class Recorder:
             request, operation_id=operation_id, attempt_id=attempt_id, capture=capture
         )
 
-    def validate_config(self, config: Mapping[str, Any]) -> None:
-        self.inner.validate_config(config)
+    def validate_config(self, config: Mapping[str, Any]) -> bool:
+        return self.inner.validate_config(config)
 
     def classify_failure(
         self,

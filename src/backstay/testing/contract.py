@@ -228,7 +228,8 @@ class AdapterContract:
     def test_the_adapter_keeps_the_protocol(self) -> None:
         adapter = self._adapter("success")
         check_identifier(adapter.name, where="adapter.name")
-        adapter.validate_config(self.adapter_config("success"))
+        valid = adapter.validate_config(self.adapter_config("success"))
+        assert valid is True, f"validate_config returned {valid!r} for valid settings, not True"
 
     def test_a_successful_attempt_returns_a_succeeded_result(self, tmp_path: Path) -> None:
         outcome = self._dispatch("success", tmp_path)

@@ -135,10 +135,11 @@ class ScriptedAdapter(BaseAdapter):
         self._lock = threading.Lock()
         self._counts: dict[str, int] = {}
 
-    def validate_config(self, config: Mapping[str, Any]) -> None:
+    def validate_config(self, config: Mapping[str, Any]) -> bool:
         """Any settings are accepted: a stand-in takes the real adapter's settings as given."""
         if not isinstance(config, Mapping):
             raise ConfigError(f"must be a mapping, got {type(config).__name__}", where="config")
+        return True
 
     @property
     def ids(self) -> list[tuple[str, str]]:
