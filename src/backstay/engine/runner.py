@@ -192,6 +192,9 @@ class Engine:
             for scope, limit in budgets.items():
                 self.spend.set_budget(scope, limit, at=clock.now())
             self.budgets = BudgetGate(self.spend, clock=clock)
+            # Kept as settings too: an executor's workers pace and budget with the same.
+            self.rate_limits = dict(rate_limits or {})
+            self.retry_budget = retry_budget
             self.pacing: Pacing | None = engine_pacing(
                 stores, rate_limits=rate_limits, retry_budget=retry_budget, clock=clock
             )

@@ -40,4 +40,6 @@ def open_worker_engine(job: WorkerJob) -> Engine:
         fallback_rules=job.fallback_rules,
         event_log=job.event_log,
         stores=stores,
+        rate_limits=job.rate_limits,
+        retry_budget=job.retry_budget,
     )

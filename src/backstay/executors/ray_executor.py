@@ -117,6 +117,8 @@ class RayExecutor:
             breaker=engine.breaker,
             fallback_rules=engine.fallback_rules,
             event_log=engine.event_log,
+            rate_limits=engine.rate_limits,
+            retry_budget=engine.retry_budget,
         )
         with ray_session(self.settings, concurrency=engine.concurrency) as ray:
             remote = ray.remote(drive_on_worker).options(

@@ -22,6 +22,7 @@ import dataclasses
 import logging
 import os
 import socket
+from collections.abc import Mapping
 from typing import Final
 
 from backstay.breaker.settings import BreakerSettings
@@ -32,6 +33,8 @@ from backstay.fallback.rules import FallbackRules
 from backstay.idempotency.settings import GuardSettings
 from backstay.observe.events import Event
 from backstay.observe.sinks import BUS
+from backstay.policy.budget import BudgetSettings
+from backstay.policy.ratelimit import RateLimitSettings
 
 __all__ = ["WorkerJob", "WorkerReport", "drive_on_worker"]
 
@@ -53,6 +56,8 @@ class WorkerJob:
     breaker: BreakerSettings | None
     fallback_rules: FallbackRules
     event_log: bool = True
+    rate_limits: Mapping[str, RateLimitSettings] = dataclasses.field(default_factory=dict)
+    retry_budget: BudgetSettings | None = None
 
 
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
