@@ -44,9 +44,17 @@ SLOW_REAL_CLI_CHECKS = {
                 "test_a_network_failure_is_retried_with_backoff",
                 "test_the_operation_id_is_stable_and_the_attempt_id_changes",
                 "test_every_attempt_leaves_its_logs_and_metrics",
-                # test_aider.py checks the same, with the requests served, module-level.
+                # test_aider.py checks the same, with the requests served, module-level:
+                # a success, a rate limit, an overflow, a quota, a hang killed at its deadline.
                 "test_a_rate_limit_waits_its_retry_after",
                 "test_a_context_overflow_fails_the_task_without_a_retry",
+                "test_a_successful_task_takes_one_attempt",
+                "test_an_exhausted_quota_pauses_the_task",
+                "test_every_failure_is_an_adapter_error_with_a_classified_failure[rate_limit_with_wait]",
+                "test_every_failure_is_an_adapter_error_with_a_classified_failure[context_overflow]",
+                "test_every_failure_is_an_adapter_error_with_a_classified_failure[quota_exhausted]",
+                "test_every_failure_is_an_adapter_error_with_a_classified_failure[hang]",
+                "test_the_harness_run_exits_124_on_a_timeout",
             ),
         ),
         (
