@@ -134,3 +134,27 @@ def test_no_secret_reaches_redis(
     finally:
         client.close()
     assert canary.encode() not in dumped
+
+
+def test_set_names_the_store_for_the_commands_that_read_a_batch(
+    tmp_path: Path, redis_location: StoreLocation
+) -> None:
+    suite = write_suite(tmp_path, ["a"])
+    result = invoke("batch", suite, "--state-dir", "machine-a", "--store", _url(redis_location))
+    assert result.exit_code == ALL_SUCCEEDED, result.output
+    store = f"store={_url(redis_location)}"
+    shown = invoke("status", "--state-dir", "machine-b", "--set", store, "--json")
+    assert shown.exit_code == 0, shown.output
+    assert _states(shown.stdout) == {"a/T0-run_01": "succeeded"}
+    listed = invoke("escalations", "list", "--state-dir", "machine-b", "--set", store, "--json")
+    assert (listed.exit_code, json.loads(listed.stdout)) == (0, []), listed.output
+    report = invoke("report", "--state-dir", "machine-b", "--set", store, "-o", tmp_path / "r.html")
+    assert report.exit_code == 0, report.output
+    assert "a/T0-run_01" in (tmp_path / "r.html").read_text(encoding="utf-8")
+
+
+def test_a_bad_set_on_status_exits_2_naming_the_key(tmp_path: Path) -> None:
+    result = invoke("status", "--state-dir", "s", "--set", "no_such_section.key=1")
+    assert result.exit_code == 2, result.output
+    assert "no_such_section" in result.output
+    assert "Traceback" not in result.output

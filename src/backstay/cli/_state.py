@@ -109,13 +109,17 @@ def check_not_a_file(state_dir: Path) -> None:
 
 
 def store_location(
-    flag: str | None, state_dir: Path, *, config: BackstayConfig | None = None
+    flag: str | None,
+    state_dir: Path,
+    *,
+    config: BackstayConfig | None = None,
+    sets: list[str] | None = None,
 ) -> StoreLocation:
     """The store in force: ``--store``, ``$BACKSTAY_STORE``, ``store:`` of ``config`` (or
-    of the ``backstay.yaml`` found, read only when neither of the first two is given), or
-    SQLite in ``state_dir``."""
+    of the ``backstay.yaml`` found with the ``--set`` overrides ``sets``, read only when
+    neither of the first two is given), or SQLite in ``state_dir``."""
     if config is None and not flag and not os.environ.get(STORE_ENV_VAR):
-        config = load_config()
+        config = load_config(overrides=sets or [])
     return resolve_store(
         flag,
         state_dir=state_dir,

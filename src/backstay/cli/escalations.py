@@ -48,9 +48,10 @@ IdArgument = Annotated[
 ACTIONS = ", ".join(action.value for action in ResolveAction)
 
 
-def _open(state_dir: Path, store: str | None) -> Engine:
+def _open(state_dir: Path, store: str | None, sets: list[str] | None) -> Engine:
     try:
-        return _state.open_engine(state_dir, location=_state.store_location(store, state_dir))
+        location = _state.store_location(store, state_dir, sets=sets)
+        return _state.open_engine(state_dir, location=location)
     except ConfigError as err:
         raise usage_error(err) from None
 
@@ -79,13 +80,14 @@ def _list_table(found: tuple[Escalation, ...], *, title: str) -> Table:
 def list_escalations(
     state_dir: _state.StateDirOption,
     store: _state.StoreOption = None,
+    sets: _state.SetOption = None,
     include_resolved: Annotated[
         bool, typer.Option("--all", help="Also list the resolved ones.")
     ] = False,
     as_json: _state.JsonOption = False,
 ) -> None:
     """The open escalations of the batch in --state-dir, oldest first."""
-    with _open(state_dir, store) as engine:
+    with _open(state_dir, store, sets) as engine:
         found = engine.escalations.list(include_resolved=include_resolved)
     if as_json:
         _print_json([item.to_dict() for item in found])
@@ -129,12 +131,13 @@ def show(
     escalation_id: IdArgument,
     state_dir: _state.StateDirOption,
     store: _state.StoreOption = None,
+    sets: _state.SetOption = None,
     as_json: _state.JsonOption = False,
 ) -> None:
     """One escalation: the failure, what the attempt left (its directory, the tail of its
     output), the agent's pending approval (its tool or request, arguments as recorded:
     redacted) and, once resolved, the decision."""
-    with _open(state_dir, store) as engine:
+    with _open(state_dir, store, sets) as engine:
         try:
             item = engine.escalations.get(escalation_id)
         except ConfigError as err:
@@ -253,11 +256,12 @@ def resolve(
     ] = "",
     as_json: _state.JsonOption = False,
     store: _state.StoreOption = None,
+    sets: _state.SetOption = None,
 ) -> None:
     """Record a decision on an open escalation and move its task; for an agent's pending
     approval, --approve, --reject or --edit JSON decides it and the task is retried."""
     approval: Approval | None = None
-    with _open(state_dir, store) as engine:
+    with _open(state_dir, store, sets) as engine:
         try:
             decision = _decision(approve, reject, edit, action=action)
             if decision is not None:

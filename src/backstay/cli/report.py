@@ -20,6 +20,7 @@ def report(
         typer.Option("--output", "-o", help=f"The file to write (default: DIR/{REPORT_FILE})."),
     ] = None,
     store: _state.StoreOption = None,
+    sets: _state.SetOption = None,
 ) -> None:
     """Write the HTML report of the batch in --state-dir and print its path.
 
@@ -30,7 +31,7 @@ def report(
     file cannot be written.
     """
     try:
-        location = _state.store_location(store, state_dir)
+        location = _state.store_location(store, state_dir, sets=sets)
         path = write_report(state_dir, output, location=location)
     except ConfigError as err:
         raise usage_error(err) from None

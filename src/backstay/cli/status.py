@@ -17,6 +17,7 @@ def status(
     state_dir: _state.StateDirOption,
     as_json: _state.JsonOption = False,
     store: _state.StoreOption = None,
+    sets: _state.SetOption = None,
 ) -> None:
     """The summary of the batch in --state-dir and the state of each of its tasks.
 
@@ -24,7 +25,8 @@ def status(
     batch (or a damaged one).
     """
     try:
-        engine = _state.open_engine(state_dir, location=_state.store_location(store, state_dir))
+        location = _state.store_location(store, state_dir, sets=sets)
+        engine = _state.open_engine(state_dir, location=location)
         identity = read_identity(state_dir)
     except ConfigError as err:
         raise usage_error(err) from None
