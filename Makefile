@@ -53,8 +53,9 @@ sandbox:
 		 (apt-get update -q >/dev/null 2>&1 && apt-get install -y -q bubblewrap >/dev/null 2>&1))) || \
 		echo "make sandbox: bubblewrap could not be installed; the tests that need it will be skipped"
 
-# Prometheus and headless Chromium for the observability tests (apt-get, only when missing;
-# a machine that cannot install them skips those tests, with the reason).
+# Prometheus and headless Chromium for the observability tests, redis-server for the
+# shared-store tests (apt-get, only when missing; a machine that cannot install them skips
+# those tests, with the reason).
 system-deps: sandbox
 	@scripts/install-test-deps
 
