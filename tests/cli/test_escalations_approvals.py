@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 from tests.cli.support import invoke
+from tests.runtime.agent_tasks import reference_agent_task
 
 from backstay.adapters.registry import get_adapter
 from backstay.engine import Engine, TaskSpec, TaskState
@@ -38,24 +39,13 @@ def fake() -> Iterator[FakeProvider]:
 
 
 def _spec(workspace: Path, url: str) -> TaskSpec:
-    return TaskSpec(
-        workflow_id="wf",
-        task_id="notes",
-        adapter="agent-runtime",
-        model="claude-sonnet-4-6",
-        workspace=workspace,
-        timeout_s=60,
-        prompt="Write the notes.",
-        env={"ANTHROPIC_API_KEY": KEY},
-        config={
-            "agent": "backstay.runtime.reference:make_agent",
-            "options": {"base_url": url},
-            "api_key_env": "ANTHROPIC_API_KEY",
-            "tenant": "acme",
-            "allowed_tools": ["write_file"],
-            "approval_tools": ["write_file"],
-        },
-        policy=RetryPolicy(name="once", max_attempts=1),
+    return reference_agent_task(
+        workspace,
+        url,
+        key=KEY,
+        tenant="acme",
+        allowed_tools=["write_file"],
+        approval_tools=["write_file"],
     )
 
 

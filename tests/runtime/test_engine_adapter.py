@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.runtime.agent_tasks import reference_agent_task
 
 from backstay.engine import Engine, ResolveAction, TaskSpec, TaskState
 from backstay.errors import ConfigError
@@ -20,7 +21,7 @@ from backstay.fakeprovider import (
     ToolCall,
 )
 from backstay.policy.builtin import STANDARD
-from backstay.policy.retry import RetryPolicy, attempt_limit
+from backstay.policy.retry import attempt_limit
 from backstay.runtime import ApprovalStatus, RunStatus
 from backstay.runtime.engine_adapter import RuntimeTaskAdapter, load_factory
 from backstay.runtime.store_sqlite import SQLiteRunStore
@@ -28,29 +29,12 @@ from backstay.taxonomy import FailureKind
 from backstay.testing.fakeclock import FakeClock
 
 KEY = "sk-ant-api03-ENGINEcanary0123456789abcdefABCDEFghij"
-POLICY = RetryPolicy(name="once", max_attempts=1)
 # A run's model calls follow the standard policy: the attempts one server error gets.
 SERVER_ERROR_ATTEMPTS = attempt_limit(STANDARD, FailureKind.SERVER_ERROR)
 
 
 def _spec(workspace: Path, url: str, **config: Any) -> TaskSpec:
-    return TaskSpec(
-        workflow_id="wf",
-        task_id="notes",
-        adapter="agent-runtime",
-        model="claude-sonnet-4-6",
-        workspace=workspace,
-        timeout_s=60,
-        prompt="Write the notes.",
-        env={"ANTHROPIC_API_KEY": KEY},
-        config={
-            "agent": "backstay.runtime.reference:make_agent",
-            "options": {"base_url": url},
-            "api_key_env": "ANTHROPIC_API_KEY",
-            **config,
-        },
-        policy=POLICY,
-    )
+    return reference_agent_task(workspace, url, key=KEY, **config)
 
 
 def _engine(state_dir: Path) -> Engine:
