@@ -10,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from tests.engine.support import spec
 
 from backstay import CODES, AgentRequest, AgentResult, Failure, FailureKind, Usage
 from backstay.adapters.capture import Capture
@@ -159,12 +160,9 @@ def test_a_timeout_is_retried_with_a_longer_timeout(tmp_path: Path) -> None:
     timeout = Failure(code="ERR_TIMEOUT")
     adapter = _TimedScripted({"t1": [timeout, timeout, Usage()]})
     (tmp_path / "ws").mkdir()
-    task = TaskSpec(
-        workflow_id="wf",
-        task_id="t1",
+    task = spec(
+        tmp_path / "ws",
         adapter=adapter.name,
-        model="m",
-        workspace=tmp_path / "ws",
         prompt="hi",
         timeout_s=10.0,
         policy=AGENT_DISPATCH.derive(timeout_factor=1.5, initial_delay_s=0.01, max_delay_s=0.01),

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Final
 
 import pytest
+from tests.engine.support import spec
 from typer.testing import CliRunner, Result
 
 import backstay
@@ -186,16 +187,7 @@ def test_scenario_max_retries_exceeded_triggers_escalation(tmp_path: Path) -> No
     server = Failure(code="ERR_HTTP_500_INTERNAL")
     adapter = ScriptedAdapter({"t1": [server, server]})
     (tmp_path / "ws").mkdir()
-    task = TaskSpec(
-        workflow_id="wf",
-        task_id="t1",
-        adapter=adapter.name,
-        model="m",
-        workspace=tmp_path / "ws",
-        prompt="hi",
-        timeout_s=10.0,
-        policy=policy,
-    )
+    task = spec(tmp_path / "ws", adapter=adapter.name, prompt="hi", timeout_s=10.0, policy=policy)
     with testing_mode(), Engine(tmp_path / "state", adapters={adapter.name: adapter}) as engine:
         engine.run_sync([task])
         (record,) = engine.store.tasks()
@@ -253,12 +245,9 @@ def test_an_engine_tasks_attempt_failure_and_final_failure_are_logged_at_their_l
     server = Failure(code="ERR_HTTP_500_INTERNAL")
     adapter = ScriptedAdapter({"t1": [server, server]})
     (tmp_path / "ws").mkdir()
-    task = TaskSpec(
-        workflow_id="wf",
-        task_id="t1",
+    task = spec(
+        tmp_path / "ws",
         adapter=adapter.name,
-        model="m",
-        workspace=tmp_path / "ws",
         prompt="hi",
         timeout_s=10.0,
         policy=RetryPolicy(name="two", max_attempts=2, initial_delay_s=0.01),
