@@ -6,7 +6,9 @@ errors inside its streams, the httpx transport retrying its faults).
 
 from __future__ import annotations
 
+import contextlib
 import json
+import ssl
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any, ClassVar, Final
@@ -15,9 +17,10 @@ import pytest
 from tests.adapters.api_support import dispatch, key_env
 from tests.adapters.support import CANARY_KEY
 
+from backstay.adapters import _tls
 from backstay.adapters._api_common import ApiAdapter
 from backstay.adapters.anthropic_api import AnthropicApiAdapter
-from backstay.adapters.contract import Adapter, AgentResult
+from backstay.adapters.contract import Adapter, AgentResult, AgentStatus
 from backstay.adapters.gemini_api import GeminiApiAdapter
 from backstay.adapters.openai_api import OpenAIApiAdapter
 from backstay.errors import AdapterError
@@ -234,3 +237,46 @@ def test_the_integration_clients_retry_the_fake_providers_faults() -> None:
     assert clock.sleeps[:2] == [1.0, 2.0]
     assert clock.sleeps[2] == pytest.approx(3.0, abs=0.1)
     assert len(clock.sleeps) == 4
+
+
+@pytest.mark.parametrize("setup", SETUPS)
+def test_attempts_share_one_tls_context_instead_of_building_their_own(
+    setup: tuple[str, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Loading the CA bundle costs tens of ms: the SDK clients of every attempt share the
+    process's context (``backstay.adapters._tls``) rather than each building one."""
+    with contextlib.suppress(ImportError):  # aiohttp builds a context of its own on import
+        import aiohttp.connector  # noqa: F401, PLC0415
+    import httpcore2  # noqa: PLC0415 - the SDKs' HTTP library, patched for this test only
+
+    built: list[str] = []
+    inside: list[bool] = []
+    system_default = httpcore2.default_ssl_context
+    stdlib_default = ssl.create_default_context
+
+    def counted_system(**kwargs: Any) -> ssl.SSLContext:
+        built.append("httpcore2")
+        inside.append(True)
+        try:
+            return system_default(**kwargs)
+        finally:
+            inside.pop()
+
+    def counted_stdlib(*args: Any, **kwargs: Any) -> ssl.SSLContext:
+        if not inside:  # not the one httpcore2 builds with it
+            built.append("ssl")
+        return stdlib_default(*args, **kwargs)
+
+    monkeypatch.setattr(_tls, "_contexts", {})
+    monkeypatch.setattr(httpcore2, "default_ssl_context", counted_system)
+    monkeypatch.setattr(ssl, "create_default_context", counted_stdlib)
+    name, api = setup
+    with FakeProvider() as fake:
+        config = _config(fake, name, api)
+        for attempt in (1, 2, 3):
+            result, _ = dispatch(
+                CLASSES[name](), tmp_path, config=config, env=key_env(name), attempt=attempt
+            )
+            assert isinstance(result, AgentResult)
+            assert result.status is AgentStatus.SUCCEEDED
+    assert built == ["httpcore2"]
