@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import os
 import subprocess
 import sys
 import time
@@ -144,7 +145,11 @@ def _batches(
             "--config", str(config), "--concurrency", "8",
         ]  # fmt: skip
         with log.open("wb") as out:
-            children.append(subprocess.Popen(argv, cwd=tmp_path, stdout=out, stderr=out))
+            children.append(
+                subprocess.Popen(
+                    argv, cwd=tmp_path, env=_env_of_this_tree(), stdout=out, stderr=out
+                )
+            )
     try:
         _keep_empty(fake, rate_per_s, location)
         # The batches take M/R at the least: the bound is that plus WAIT_S of start-up.
@@ -159,6 +164,17 @@ def _batches(
         assert code == ALL_SUCCEEDED, log.read_text(encoding="utf-8")
         assert CANARY_KEY not in log.read_text(encoding="utf-8")
     return codes
+
+
+def _env_of_this_tree() -> dict[str, str]:
+    """The environment with this tree's ``src`` first on the path: the batches run the code
+    under test (a relative ``PYTHONPATH`` means nothing in their working directory, and an
+    installed backstay may be another tree's)."""
+    src = Path(__file__).resolve().parents[2] / "src"
+    return {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(src), os.environ.get("PYTHONPATH", "")]),
+    }
 
 
 def _tasks(suite: Path) -> int:
@@ -203,13 +219,9 @@ def test_two_batches_on_one_redis_store_keep_to_the_providers_rate_together(
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(
-    reason="measured on 2 cores: 1200 calls, 0 429s, but 145.5 s against the 132 s bound "
-    "(1.21 x M/R): the two batches' own throughput, not the limiter, sets the pace there",
-    strict=False,
-)
 def test_two_batches_on_one_redis_store_keep_to_600_rpm_over_minutes(
     tmp_path: Path, redis_location: StoreLocation
 ) -> None:
-    # 1200 tasks at 600 a minute from the provider's empty bucket: two minutes at the limit.
+    # 1200 tasks at 600 a minute from the provider's empty bucket: two minutes at the limit
+    # (measured on the shared 2-core machine, load 2.2-2.7: 1200 calls, 0 429s, 118.6 s).
     _shared_batches(tmp_path, redis_location, 1200)
