@@ -6,6 +6,7 @@ errors inside its streams, the httpx transport retrying its faults).
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import ssl
@@ -20,11 +21,13 @@ from tests.adapters.support import CANARY_KEY
 from backstay.adapters import _tls
 from backstay.adapters._api_common import ApiAdapter
 from backstay.adapters.anthropic_api import AnthropicApiAdapter
-from backstay.adapters.contract import Adapter, AgentResult, AgentStatus
+from backstay.adapters.capture import Capture
+from backstay.adapters.contract import Adapter, AgentRequest, AgentResult, AgentStatus
 from backstay.adapters.gemini_api import GeminiApiAdapter
 from backstay.adapters.openai_api import OpenAIApiAdapter
 from backstay.errors import AdapterError
 from backstay.fakeprovider import FakeProvider, Fault, FaultKind, Reply, Scenario
+from backstay.fakeprovider.scenario import RateLimit
 from backstay.integrations import anthropic_client, gemini_client, openai_client
 from backstay.policy.retry import RetryPolicy
 from backstay.taxonomy import FailureKind
@@ -280,3 +283,59 @@ def test_attempts_share_one_tls_context_instead_of_building_their_own(
             assert isinstance(result, AgentResult)
             assert result.status is AgentStatus.SUCCEEDED
     assert built == ["httpcore2"]
+
+
+def _answer_headers(
+    adapter: ApiAdapter, tmp_path: Path, *, config: Mapping[str, Any], env: Mapping[str, str]
+) -> Mapping[str, str]:
+    """The rate-limit headers one attempt of ``adapter`` recorded in its capture."""
+    request = AgentRequest(
+        model="contract-model",
+        workspace=tmp_path,
+        output_dir=tmp_path / "attempt",
+        timeout_s=30.0,
+        prompt="Say hello.",
+        env=env,
+        config=config,
+    )
+
+    async def go() -> Mapping[str, str]:
+        with Capture(request.output_dir) as capture:
+            with contextlib.suppress(AdapterError):
+                await adapter.dispatch(
+                    request, operation_id="op-1", attempt_id="op-1/1", capture=capture
+                )
+            return capture.rate_limit_headers
+
+    return asyncio.run(go())
+
+
+@pytest.mark.parametrize("setup", SETUPS[:3])  # Gemini's answers carry no such headers
+def test_an_attempt_records_the_rate_limit_headers_of_the_providers_answer(
+    setup: tuple[str, str], tmp_path: Path
+) -> None:
+    name, api = setup
+    with FakeProvider(Scenario(rate_limit=RateLimit(requests_per_minute=60))) as fake:
+        headers = _answer_headers(
+            CLASSES[name](), tmp_path, config=_config(fake, name, api), env=key_env(name)
+        )
+    limit = (
+        "anthropic-ratelimit-requests-limit"
+        if name == "anthropic-api"
+        else ("x-ratelimit-limit-requests")
+    )
+    assert headers[limit] == "60"
+    assert all("ratelimit" in h or h.startswith("retry-after") for h in headers)
+
+
+@pytest.mark.parametrize("setup", SETUPS[:3])  # Gemini names its wait in the body (RetryInfo)
+def test_a_refused_attempt_records_the_wait_its_answer_named(
+    setup: tuple[str, str], tmp_path: Path
+) -> None:
+    name, api = setup
+    refusal = Fault(kind=FaultKind.RATE_LIMIT, first=1, retry_after_s=3.0)
+    with FakeProvider(Scenario(faults=(refusal,))) as fake:
+        headers = _answer_headers(
+            CLASSES[name](), tmp_path, config=_config(fake, name, api), env=key_env(name)
+        )
+    assert headers["retry-after"] == "3"

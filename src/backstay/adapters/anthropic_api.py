@@ -79,7 +79,9 @@ class AnthropicApiAdapter(ApiAdapter):
             max_retries=0,
             timeout=call.request.timeout_s,
             default_headers=dict(call.headers),
-            http_client=call.sdk.DefaultAsyncHttpxClient(verify=shared_ssl_context()),
+            http_client=call.sdk.DefaultAsyncHttpxClient(
+                verify=shared_ssl_context(), event_hooks=call.http_hooks()
+            ),
         ) as client:
             if settings.stream:
                 async with client.messages.stream(**params) as stream:

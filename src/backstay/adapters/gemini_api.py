@@ -99,6 +99,7 @@ class GeminiApiAdapter(ApiAdapter):
             client_args={"verify": shared_ssl_context()},
             async_client_args={
                 "transport": _async_transport(),
+                "event_hooks": call.http_hooks(),
                 "verify": shared_ssl_context(),
                 "ssl": shared_ssl_context(),
             },

@@ -84,7 +84,9 @@ class OpenAIApiAdapter(ApiAdapter):
             max_retries=0,
             timeout=call.request.timeout_s,
             default_headers=dict(call.headers),
-            http_client=call.sdk.DefaultAsyncHttpxClient(verify=shared_ssl_context()),
+            http_client=call.sdk.DefaultAsyncHttpxClient(
+                verify=shared_ssl_context(), event_hooks=call.http_hooks()
+            ),
         ) as client:
             if call.settings.api == "responses":
                 return await self._responses(client, call)
