@@ -6,7 +6,10 @@ errors inside its streams, the httpx transport retrying its faults).
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
+import ssl
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any, ClassVar, Final
@@ -15,13 +18,16 @@ import pytest
 from tests.adapters.api_support import dispatch, key_env
 from tests.adapters.support import CANARY_KEY
 
+from backstay.adapters import _tls
 from backstay.adapters._api_common import ApiAdapter
 from backstay.adapters.anthropic_api import AnthropicApiAdapter
-from backstay.adapters.contract import Adapter, AgentResult
+from backstay.adapters.capture import Capture
+from backstay.adapters.contract import Adapter, AgentRequest, AgentResult, AgentStatus
 from backstay.adapters.gemini_api import GeminiApiAdapter
 from backstay.adapters.openai_api import OpenAIApiAdapter
 from backstay.errors import AdapterError
 from backstay.fakeprovider import FakeProvider, Fault, FaultKind, Reply, Scenario
+from backstay.fakeprovider.scenario import RateLimit
 from backstay.integrations import anthropic_client, gemini_client, openai_client
 from backstay.policy.retry import RetryPolicy
 from backstay.taxonomy import FailureKind
@@ -234,3 +240,102 @@ def test_the_integration_clients_retry_the_fake_providers_faults() -> None:
     assert clock.sleeps[:2] == [1.0, 2.0]
     assert clock.sleeps[2] == pytest.approx(3.0, abs=0.1)
     assert len(clock.sleeps) == 4
+
+
+@pytest.mark.parametrize("setup", SETUPS)
+def test_attempts_share_one_tls_context_instead_of_building_their_own(
+    setup: tuple[str, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Loading the CA bundle costs tens of ms: the SDK clients of every attempt share the
+    process's context (``backstay.adapters._tls``) rather than each building one."""
+    with contextlib.suppress(ImportError):  # aiohttp builds a context of its own on import
+        import aiohttp.connector  # noqa: F401, PLC0415
+    import httpcore2  # noqa: PLC0415 - the SDKs' HTTP library, patched for this test only
+
+    built: list[str] = []
+    inside: list[bool] = []
+    system_default = httpcore2.default_ssl_context
+    stdlib_default = ssl.create_default_context
+
+    def counted_system(**kwargs: Any) -> ssl.SSLContext:
+        built.append("httpcore2")
+        inside.append(True)
+        try:
+            return system_default(**kwargs)
+        finally:
+            inside.pop()
+
+    def counted_stdlib(*args: Any, **kwargs: Any) -> ssl.SSLContext:
+        if not inside:  # not the one httpcore2 builds with it
+            built.append("ssl")
+        return stdlib_default(*args, **kwargs)
+
+    monkeypatch.setattr(_tls, "_contexts", {})
+    monkeypatch.setattr(httpcore2, "default_ssl_context", counted_system)
+    monkeypatch.setattr(ssl, "create_default_context", counted_stdlib)
+    name, api = setup
+    with FakeProvider() as fake:
+        config = _config(fake, name, api)
+        for attempt in (1, 2, 3):
+            result, _ = dispatch(
+                CLASSES[name](), tmp_path, config=config, env=key_env(name), attempt=attempt
+            )
+            assert isinstance(result, AgentResult)
+            assert result.status is AgentStatus.SUCCEEDED
+    assert built == ["httpcore2"]
+
+
+def _answer_headers(
+    adapter: ApiAdapter, tmp_path: Path, *, config: Mapping[str, Any], env: Mapping[str, str]
+) -> Mapping[str, str]:
+    """The rate-limit headers one attempt of ``adapter`` recorded in its capture."""
+    request = AgentRequest(
+        model="contract-model",
+        workspace=tmp_path,
+        output_dir=tmp_path / "attempt",
+        timeout_s=30.0,
+        prompt="Say hello.",
+        env=env,
+        config=config,
+    )
+
+    async def go() -> Mapping[str, str]:
+        with Capture(request.output_dir) as capture:
+            with contextlib.suppress(AdapterError):
+                await adapter.dispatch(
+                    request, operation_id="op-1", attempt_id="op-1/1", capture=capture
+                )
+            return capture.rate_limit_headers
+
+    return asyncio.run(go())
+
+
+@pytest.mark.parametrize("setup", SETUPS[:3])  # Gemini's answers carry no such headers
+def test_an_attempt_records_the_rate_limit_headers_of_the_providers_answer(
+    setup: tuple[str, str], tmp_path: Path
+) -> None:
+    name, api = setup
+    with FakeProvider(Scenario(rate_limit=RateLimit(requests_per_minute=60))) as fake:
+        headers = _answer_headers(
+            CLASSES[name](), tmp_path, config=_config(fake, name, api), env=key_env(name)
+        )
+    limit = (
+        "anthropic-ratelimit-requests-limit"
+        if name == "anthropic-api"
+        else ("x-ratelimit-limit-requests")
+    )
+    assert headers[limit] == "60"
+    assert all("ratelimit" in h or h.startswith("retry-after") for h in headers)
+
+
+@pytest.mark.parametrize("setup", SETUPS[:3])  # Gemini names its wait in the body (RetryInfo)
+def test_a_refused_attempt_records_the_wait_its_answer_named(
+    setup: tuple[str, str], tmp_path: Path
+) -> None:
+    name, api = setup
+    refusal = Fault(kind=FaultKind.RATE_LIMIT, first=1, retry_after_s=3.0)
+    with FakeProvider(Scenario(faults=(refusal,))) as fake:
+        headers = _answer_headers(
+            CLASSES[name](), tmp_path, config=_config(fake, name, api), env=key_env(name)
+        )
+    assert headers["retry-after"] == "3"

@@ -233,3 +233,21 @@ def test_a_non_durable_metrics_write_is_whole_and_leaves_no_temporary(tmp_path: 
     write_json_atomic(target, {"n": 2}, durable=False)
     assert json.loads(target.read_text()) == {"n": 2}
     assert os.listdir(tmp_path) == ["metrics.json"]
+
+
+def test_only_rate_limit_headers_are_kept_lower_cased_and_the_last_answer_wins(
+    tmp_path: Path,
+) -> None:
+    with Capture(tmp_path) as capture:
+        assert capture.rate_limit_headers == {}
+        capture.record_rate_limit_headers(
+            {"X-RateLimit-Limit-Requests": "60", "Set-Cookie": "s=1", "x-api-key": "k"}
+        )
+        assert capture.rate_limit_headers == {"x-ratelimit-limit-requests": "60"}
+        capture.record_rate_limit_headers(
+            {"anthropic-ratelimit-requests-remaining": "0", "retry-after": "3"}
+        )
+        assert capture.rate_limit_headers == {
+            "anthropic-ratelimit-requests-remaining": "0",
+            "retry-after": "3",
+        }

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import importlib.metadata
 import sys
 
 import pytest
 
+from backstay.adapters import pricing
 from backstay.adapters.pricing import ModelPrice, parse_prices, price_usage
 from backstay.adapters.usage import Usage
 from backstay.errors import ConfigError
@@ -70,3 +72,26 @@ def test_prices_must_be_a_mapping_of_models() -> None:
     with pytest.raises(ConfigError) as info:
         parse_prices(["gpt-4o"], where="config.prices")
     assert info.value.where == "config.prices"
+
+
+def test_the_price_packages_version_is_read_once_however_many_prices_are_asked(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    pytest.importorskip("genai_prices")
+    reads: list[str] = []
+    real = importlib.metadata.version
+
+    def counted(name: str) -> str:
+        reads.append(name)
+        return real(name)
+
+    pricing._package_version.cache_clear()
+    monkeypatch.setattr(importlib.metadata, "version", counted)
+    costs = [
+        price_usage(USAGE, model="claude-sonnet-4-5", provider="anthropic", prices={})
+        for _ in range(3)
+    ]
+    pricing._package_version.cache_clear()
+    assert reads == ["genai-prices"]
+    assert len({cost.source for cost in costs}) == 1
+    assert costs[0].usd is not None

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import os
 import subprocess
 import sys
 import time
@@ -144,7 +145,11 @@ def _batches(
             "--config", str(config), "--concurrency", "8",
         ]  # fmt: skip
         with log.open("wb") as out:
-            children.append(subprocess.Popen(argv, cwd=tmp_path, stdout=out, stderr=out))
+            children.append(
+                subprocess.Popen(
+                    argv, cwd=tmp_path, env=_env_of_this_tree(), stdout=out, stderr=out
+                )
+            )
     try:
         _keep_empty(fake, rate_per_s, location)
         # The batches take M/R at the least: the bound is that plus WAIT_S of start-up.
@@ -159,6 +164,17 @@ def _batches(
         assert code == ALL_SUCCEEDED, log.read_text(encoding="utf-8")
         assert CANARY_KEY not in log.read_text(encoding="utf-8")
     return codes
+
+
+def _env_of_this_tree() -> dict[str, str]:
+    """The environment with this tree's ``src`` first on the path: the batches run the code
+    under test (a relative ``PYTHONPATH`` means nothing in their working directory, and an
+    installed backstay may be another tree's)."""
+    src = Path(__file__).resolve().parents[2] / "src"
+    return {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(src), os.environ.get("PYTHONPATH", "")]),
+    }
 
 
 def _tasks(suite: Path) -> int:
@@ -196,20 +212,19 @@ def _shared_batches(tmp_path: Path, location: StoreLocation, tasks: int, rpm: in
 def test_two_batches_on_one_redis_store_keep_to_the_providers_rate_together(
     tmp_path: Path, redis_location: StoreLocation
 ) -> None:
-    # 20 tasks at 120 a minute from the provider's empty bucket: 10 s for both machines
-    # together, a rate two agent batches keep up with on a busy machine (600 a minute
-    # needs ten calls a second of it: the slow test below).
-    _shared_batches(tmp_path, redis_location, 20, rpm=120)
+    # 40 tasks at 120 a minute from the provider's empty bucket: 20 s for both machines
+    # together (600 a minute: the slow test below). The limiter starts with its burst (2
+    # requests at 120 a minute, burst_s 1) and cannot know that the provider's bucket was
+    # emptied: its first two calls may both be refused, which 5 % of 20 calls would not
+    # allow (the batches start within a second of recording their tasks, so the provider
+    # refills little in between).
+    _shared_batches(tmp_path, redis_location, 40, rpm=120)
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(
-    reason="measured on 2 cores: 1200 calls, 0 429s, but 145.5 s against the 132 s bound "
-    "(1.21 x M/R): the two batches' own throughput, not the limiter, sets the pace there",
-    strict=False,
-)
 def test_two_batches_on_one_redis_store_keep_to_600_rpm_over_minutes(
     tmp_path: Path, redis_location: StoreLocation
 ) -> None:
-    # 1200 tasks at 600 a minute from the provider's empty bucket: two minutes at the limit.
+    # 1200 tasks at 600 a minute from the provider's empty bucket: two minutes at the limit
+    # (measured on the shared 2-core machine, load 0.7-2.7: 1200 calls, 0 429s, 118.6 s).
     _shared_batches(tmp_path, redis_location, 1200)

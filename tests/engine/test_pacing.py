@@ -101,3 +101,17 @@ def test_each_task_adds_a_call_whose_ratio_admits_its_retries(tmp_path: Path) ->
 def test_a_retry_budget_that_is_not_budget_settings_is_a_config_error(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="retry_budget"):
         engine(tmp_path, ScriptedAdapter(), retry_budget={"ratio": 0.1})  # type: ignore[arg-type]
+
+
+def test_the_headers_of_an_attempts_answer_teach_its_limiter_the_providers_rate() -> None:
+    fake = clock()
+    limiter = RateLimiter.from_settings(
+        "fake/m", RateLimitSettings(requests_per_minute=600.0), clock=fake
+    )
+    reservation = limiter.reservation(1.0)
+    headers = {"x-ratelimit-limit-requests": "60", "x-ratelimit-remaining-requests": "0"}
+    Pacing.attempt_ended(limiter, reservation, None, headers=headers)
+    requests = limiter.snapshot().requests
+    assert requests is not None
+    assert requests.refill_per_s == pytest.approx(1.0)
+    assert limiter.reserve(1.0) == pytest.approx(1.0)  # nothing left: the next in a second

@@ -36,6 +36,12 @@ def test_a_tls_url_with_a_namespace_is_a_redis_location() -> None:
     assert (found.kind, found.namespace) == (StoreKind.REDIS, "nightly")
 
 
+def test_a_url_with_cluster_yes_names_a_node_of_a_redis_cluster() -> None:
+    found = parse_store("redis://127.0.0.1:7000/0?namespace=n&cluster=yes")
+    assert (found.kind, found.namespace, found.cluster) == (StoreKind.REDIS, "n", True)
+    assert parse_store("redis://127.0.0.1:7000/0").cluster is False
+
+
 def test_an_unknown_scheme_is_a_config_error_naming_the_flag() -> None:
     with pytest.raises(ConfigError, match="unknown store scheme 'postgres'") as err:
         parse_store("postgres://db/1")
@@ -50,6 +56,8 @@ def test_an_unknown_scheme_is_a_config_error_naming_the_flag() -> None:
         ("redis://h:6379/zero", "database must be a number"),
         ("redis://h:6379/0?prefix=x", "unknown store URL parameter 'prefix'"),
         ("redis://h:6379/0?namespace=a{b}", "namespace must be"),
+        ("redis://h:6379/0?cluster=maybe", "cluster must be yes or no"),
+        ("redis://h:6379/3?cluster=yes", "database 0 only"),
     ],
 )
 def test_a_malformed_redis_url_is_a_config_error(url: str, reason: str) -> None:

@@ -32,7 +32,7 @@ import asyncio
 import dataclasses
 import importlib
 import time
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from types import ModuleType
 from typing import Any, ClassVar, Final, TypeVar
 
@@ -145,6 +145,16 @@ class ApiCall:
     system: str | None
     transcript: Transcript
     stall_s: float | None
+    capture: Capture
+
+    def http_hooks(self) -> dict[str, list[Callable[[Any], Awaitable[None]]]]:
+        """``event_hooks`` for the SDK's async HTTP client: each answer's rate-limit
+        headers recorded in the attempt's capture, for the engine's limiters."""
+
+        async def answered(response: Any) -> None:
+            self.capture.record_rate_limit_headers(response.headers)
+
+        return {"response": [answered]}
 
     async def paced(self, items: AsyncIterator[T]) -> AsyncIterator[T]:
         """``items``, failing with ``_Stalled`` when one takes longer than the stall limit."""
@@ -258,6 +268,7 @@ class ApiAdapter(BaseAdapter):
             system=system,
             transcript=transcript,
             stall_s=request.stall_timeout_s,
+            capture=capture,
         )
         started = time.monotonic()
         try:

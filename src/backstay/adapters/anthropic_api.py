@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import Any, ClassVar, Final
 
 from backstay.adapters._api_common import ApiAdapter, ApiCall, Reply, cut_short
+from backstay.adapters._tls import shared_ssl_context
 from backstay.adapters.provider_env import ANTHROPIC_ENV, ProviderEnv
 from backstay.adapters.usage import Usage
 
@@ -78,6 +79,9 @@ class AnthropicApiAdapter(ApiAdapter):
             max_retries=0,
             timeout=call.request.timeout_s,
             default_headers=dict(call.headers),
+            http_client=call.sdk.DefaultAsyncHttpxClient(
+                verify=shared_ssl_context(), event_hooks=call.http_hooks()
+            ),
         ) as client:
             if settings.stream:
                 async with client.messages.stream(**params) as stream:

@@ -27,7 +27,7 @@ import string
 import threading
 from collections.abc import Mapping
 from pathlib import Path
-from types import TracebackType
+from types import MappingProxyType, TracebackType
 from typing import IO, TYPE_CHECKING, Any, Final
 
 from backstay.adapters.usage import Usage
@@ -62,6 +62,9 @@ METRICS_EXTRA_KEYS: Final = (
     "candidates",
     "run_number",
 )
+# The headers ``record_rate_limit_headers`` keeps: the providers' rate-limit headers
+# (``backstay.policy.ratelimit``) and the waits of a refusal.
+RATE_LIMIT_HEADER_PREFIXES: Final = ("anthropic-ratelimit-", "x-ratelimit-", "retry-after")
 # The longest part of a line held back waiting for its newline.
 MAX_PENDING_CHARS: Final = 64 * 1024
 # Characters a secret may contain: an over-long line is cut after the last other character,
@@ -166,6 +169,7 @@ class Capture:
             raise
         self._usage = Usage()
         self._exit_code: int | None = None
+        self._rate_limit_headers: Mapping[str, str] = MappingProxyType({})
 
     def path(self, stream: Stream) -> Path:
         """The file ``stream`` is written to."""
@@ -227,6 +231,23 @@ class Capture:
 
     def record_exit(self, exit_code: int) -> None:
         self._exit_code = exit_code
+
+    @property
+    def rate_limit_headers(self) -> Mapping[str, str]:
+        """The rate-limit headers of the last provider answer an attempt recorded
+        (lower-case names; empty before any): what the engine's limiters learn from."""
+        return self._rate_limit_headers
+
+    def record_rate_limit_headers(self, headers: Mapping[str, str]) -> None:
+        """Keep the rate-limit headers of a provider's answer (``anthropic-ratelimit-*``,
+        ``x-ratelimit-*``, ``retry-after``, ``retry-after-ms``; the others are dropped),
+        replacing those of an earlier answer."""
+        kept = {
+            str(name).lower(): str(value)
+            for name, value in headers.items()
+            if str(name).lower().startswith(RATE_LIMIT_HEADER_PREFIXES)
+        }
+        self._rate_limit_headers = MappingProxyType(kept)
 
     # metrics.json
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 from typing import Any, ClassVar, Final
 
 from backstay.adapters._api_common import ApiAdapter, ApiCall, Reply, cut_short
+from backstay.adapters._tls import http_library, shared_ssl_context
 from backstay.adapters.provider_env import GEMINI_ENV, ProviderEnv
 from backstay.adapters.usage import Usage
 
@@ -65,11 +66,7 @@ def _blocked(response: Any) -> bool:
 def _async_transport() -> Any:
     """A plain httpx2 (or httpx) transport: given one, the SDK uses httpx rather than
     aiohttp, whose client silently sends a request again on a dropped connection."""
-    try:
-        import httpx2 as http  # noqa: PLC0415 - the SDK's own dependency, loaded with it
-    except ImportError:
-        import httpx as http  # type: ignore[no-redef]  # noqa: PLC0415 - older SDKs
-    return http.AsyncHTTPTransport()
+    return http_library().AsyncHTTPTransport(verify=shared_ssl_context())
 
 
 class GeminiApiAdapter(ApiAdapter):
@@ -97,7 +94,15 @@ class GeminiApiAdapter(ApiAdapter):
             base_url=call.base_url,
             timeout=max(1, round(call.request.timeout_s * _MS)),
             headers=dict(call.headers),
-            async_client_args={"transport": _async_transport()},
+            # The process's TLS context (backstay.adapters._tls), for both of the SDK's
+            # clients and its websocket one: the SDK would build one per client.
+            client_args={"verify": shared_ssl_context()},
+            async_client_args={
+                "transport": _async_transport(),
+                "event_hooks": call.http_hooks(),
+                "verify": shared_ssl_context(),
+                "ssl": shared_ssl_context(),
+            },
         )
         client = call.sdk.Client(api_key=call.api_key, vertexai=False, http_options=options)
         params: dict[str, Any] = {

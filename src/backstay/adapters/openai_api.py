@@ -20,6 +20,7 @@ from typing import Any, ClassVar
 
 from backstay.adapters._api_common import ApiAdapter, ApiCall, Reply, ReplyFailed, cut_short
 from backstay.adapters._api_settings import COMMON_KEYS
+from backstay.adapters._tls import shared_ssl_context
 from backstay.adapters.provider_env import OPENAI_ENV, ProviderEnv
 from backstay.adapters.usage import Usage
 from backstay.classify import classify_response
@@ -83,6 +84,9 @@ class OpenAIApiAdapter(ApiAdapter):
             max_retries=0,
             timeout=call.request.timeout_s,
             default_headers=dict(call.headers),
+            http_client=call.sdk.DefaultAsyncHttpxClient(
+                verify=shared_ssl_context(), event_hooks=call.http_hooks()
+            ),
         ) as client:
             if call.settings.api == "responses":
                 return await self._responses(client, call)

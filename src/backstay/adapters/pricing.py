@@ -16,6 +16,7 @@ that ``agent.log`` can show it.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import importlib.metadata
 from collections.abc import Mapping
 from types import MappingProxyType
@@ -111,6 +112,13 @@ def parse_prices(value: object, *, where: str) -> Mapping[str, ModelPrice]:
     return MappingProxyType(prices)
 
 
+@functools.cache
+def _package_version() -> str:
+    """The installed price package's version: read from its metadata once per process
+    (each read parses the metadata file, milliseconds a call: twice an attempt)."""
+    return importlib.metadata.version(PRICES_PACKAGE)
+
+
 def _from_package(usage: Usage, model: str, provider: str) -> Cost:
     try:
         import genai_prices  # noqa: PLC0415 - optional extra, imported on first use
@@ -119,7 +127,7 @@ def _from_package(usage: Usage, model: str, provider: str) -> Cost:
             usd=None,
             source=f"unknown: {PRICES_PACKAGE} is not installed (pip install 'backstay[prices]')",
         )
-    version = importlib.metadata.version(PRICES_PACKAGE)
+    version = _package_version()
     counts: dict[str, Any] = {
         # genai-prices counts every prompt token as input, cache reads and writes included.
         "input_tokens": usage.prompt_tokens,

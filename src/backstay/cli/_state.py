@@ -62,7 +62,8 @@ StoreOption = Annotated[
         "--store",
         metavar="URL",
         help="Where the batch state lives: redis://host:port/db (rediss:// for TLS; "
-        "?namespace=NAME) shared by every machine, or a directory (SQLite). Default: "
+        "?namespace=NAME, &cluster=yes for a Redis Cluster) shared by every machine, or a "
+        "directory (SQLite). Default: "
         f"${STORE_ENV_VAR}, else store: in backstay.yaml, else --state-dir.",
     ),
 ]

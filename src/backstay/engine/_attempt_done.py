@@ -37,6 +37,8 @@ class AttemptDone:
     partial_output: str | None
     usage: Usage
     exit_code: int | None
+    # The rate-limit headers of the provider's last answer (API adapters), for the limiters.
+    rate_limit_headers: Mapping[str, str] = dataclasses.field(default_factory=dict)
 
 
 def result_data(result: AgentResult, usage: Usage, model: Mapping[str, str]) -> dict[str, Any]:
@@ -120,4 +122,5 @@ async def dispatch(
             durable=False,  # state.sqlite holds the attempt durably; this is its view
             extra=metrics,
         )
-    return AttemptDone(result, failure, partial, usage, exit_code)
+    headers = dict(capture.rate_limit_headers)
+    return AttemptDone(result, failure, partial, usage, exit_code, headers)

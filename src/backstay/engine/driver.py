@@ -294,7 +294,7 @@ class TaskDriver:
         )
         ended_at = self.clock.now()
         if paced is not None:
-            Pacing.attempt_ended(*paced, done.failure)
+            Pacing.attempt_ended(*paced, done.failure, headers=done.rate_limit_headers)
         if permit is not None:
             if done.result is not None:
                 permit.success()

@@ -11,7 +11,8 @@ first given wins, by:
 4. the state directory (SQLite).
 
 A Redis URL may carry ``?namespace=NAME`` (default ``backstay``): every key of the batch
-starts with it, so several batches can share one Redis. The state directory still holds
+starts with it, so several batches can share one Redis; and ``cluster=yes`` when it names
+a node of a Redis Cluster (database 0 only). The state directory still holds
 each machine's own run artefacts (``runs/``, ``events.jsonl``) when the store is Redis.
 
 ``open_stores(location, state_dir=…)`` opens a ``StoreBundle``: the task store, the
@@ -71,6 +72,7 @@ STORE_ENV_VAR: Final = "BACKSTAY_STORE"
 DEFAULT_NAMESPACE: Final = "backstay"
 REDIS_EXTRA_HINT: Final = "pip install 'backstay[redis]'"
 _REDIS_SCHEMES: Final = frozenset({"redis", "rediss"})
+_CLUSTER_VALUES: Final = {"yes": True, "no": False}
 
 
 class StoreKind(enum.StrEnum):
@@ -107,6 +109,8 @@ class StoreLocation:
     path: Path | None = None
     namespace: str = DEFAULT_NAMESPACE
     unavailable: StoreUnavailable = StoreUnavailable.STOP
+    # ``?cluster=yes``: the URL names one node of a Redis Cluster (any node will do).
+    cluster: bool = False
 
     @property
     def shared(self) -> bool:
@@ -137,12 +141,20 @@ class StoreLocation:
         return cls(kind=StoreKind.SQLITE, path=Path(state_dir))
 
 
+def _cluster(query: str, where: str) -> bool:
+    values = urllib.parse.parse_qs(query, keep_blank_values=True)
+    found = values.get("cluster", ["no"])[-1]
+    if found not in _CLUSTER_VALUES:
+        raise ConfigError(f"cluster must be yes or no, got {found!r}", where=where)
+    return _CLUSTER_VALUES[found]
+
+
 def _namespace(query: str, where: str) -> str:
     values = urllib.parse.parse_qs(query, keep_blank_values=True)
-    unknown = sorted(set(values) - {"namespace"})
+    unknown = sorted(set(values) - {"namespace", "cluster"})
     if unknown:
         raise ConfigError(
-            f"unknown store URL parameter {unknown[0]!r}; known: namespace", where=where
+            f"unknown store URL parameter {unknown[0]!r}; known: namespace, cluster", where=where
         )
     found = values.get("namespace", [DEFAULT_NAMESPACE])
     name = found[-1]
@@ -191,11 +203,15 @@ def parse_store(
     if db and not db.isdigit():
         raise ConfigError(f"the database must be a number, got {db!r}", where=where)
     del port
+    cluster = _cluster(parts.query, where)
+    if cluster and db not in {"", "0"}:
+        raise ConfigError(f"a Redis Cluster has database 0 only, got {db!r}", where=where)
     return StoreLocation(
         kind=StoreKind.REDIS,
         url=text,
         namespace=_namespace(parts.query, where),
         unavailable=mode,
+        cluster=cluster,
     )
 
 

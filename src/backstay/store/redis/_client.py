@@ -23,15 +23,16 @@ import threading
 import time
 import urllib.parse
 from collections.abc import Callable
-from typing import Any, Final, TypeVar
+from typing import Any, Final, TypeVar, cast
 
 import redis
 from redis.backoff import NoBackoff
+from redis.cluster import RedisCluster
 from redis.retry import Retry
 
 from backstay.store.location import StoreLocation, StoreUnavailable, StoreUnreachable
 
-__all__ = ["RedisConnection", "StoreUnreachable", "server_time"]
+__all__ = ["RedisConnection", "StoreUnreachable", "is_cluster", "node_time", "server_time"]
 
 T = TypeVar("T")
 DEFAULT_SOCKET_TIMEOUT_S: Final = 5.0
@@ -40,6 +41,33 @@ DEFAULT_WAIT_S: Final = 0.5
 DEFAULT_MAX_WAIT_S: Final = 10.0
 _UNREACHABLE: Final = (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError)
 OutageCallback = Callable[[str], None]
+
+
+def _client(location: StoreLocation) -> redis.Redis:
+    url = _without_query(location.url or "")
+    options: dict[str, Any] = {
+        "socket_timeout": DEFAULT_SOCKET_TIMEOUT_S,
+        "socket_connect_timeout": DEFAULT_CONNECT_TIMEOUT_S,
+        "retry": Retry(NoBackoff(), 0),
+    }
+    if location.cluster:
+        # A RedisCluster answers every command, pipeline, transaction and script the stores
+        # send (each touches the keys of one hash tag: one slot, one node); typed as the
+        # plain client they are written against.
+        return cast("redis.Redis", RedisCluster.from_url(url, **options))
+    return redis.Redis.from_url(url, **options)
+
+
+def is_cluster(client: object) -> bool:
+    """Whether ``client`` is a Redis Cluster client."""
+    return isinstance(client, RedisCluster)
+
+
+def node_time(client: Any, key: str) -> float:
+    """Redis ``TIME`` of the server holding ``key`` (a cluster's node owning its slot)."""
+    if is_cluster(client):
+        return server_time(client.time(target_nodes=client.get_node_from_key(key)))
+    return server_time(client.time())
 
 
 def server_time(raw: tuple[int, int] | list[Any]) -> float:
@@ -62,12 +90,7 @@ class RedisConnection:
     ) -> None:
         self.location = location
         self.namespace = location.namespace
-        self.client: redis.Redis = client or redis.Redis.from_url(
-            _without_query(location.url or ""),
-            socket_timeout=DEFAULT_SOCKET_TIMEOUT_S,
-            socket_connect_timeout=DEFAULT_CONNECT_TIMEOUT_S,
-            retry=Retry(NoBackoff(), 0),
-        )
+        self.client: redis.Redis = client or _client(location)
         self.on_outage = on_outage
         self._wait_s = wait_s
         self._max_wait_s = max_wait_s

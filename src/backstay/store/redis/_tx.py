@@ -17,7 +17,7 @@ import redis
 from redis.client import Pipeline
 
 from backstay.clock import Clock
-from backstay.store.redis._client import RedisConnection, server_time
+from backstay.store.redis._client import RedisConnection, is_cluster, node_time, server_time
 
 __all__ = ["Decide", "transact"]
 
@@ -33,11 +33,16 @@ def transact(
     """Run ``decide`` atomically over the ``watch``ed keys; its answer. ``clock``: read the
     time there instead of Redis ``TIME`` (tests with a fake clock)."""
 
-    def body(pipe: Pipeline) -> T:
-        now = clock.now().timestamp() if clock is not None else server_time(pipe.time())
-        return decide(pipe, now)
-
     def run(client: redis.Redis) -> T:
+        def body(pipe: Pipeline) -> T:
+            if clock is not None:
+                now = clock.now().timestamp()
+            elif is_cluster(client):  # a cluster's pipeline sends no keyless command
+                now = node_time(client, watch[0])
+            else:
+                now = server_time(pipe.time())
+            return decide(pipe, now)
+
         # redis-py types the callable as returning None, though value_from_callable returns it.
         answer: T = client.transaction(body, *watch, value_from_callable=True)  # type: ignore[arg-type,assignment]
         return answer

@@ -2,20 +2,23 @@
 so a batch's and a tenant's budgets hold across every machine.
 
 Keys under ``{ns:spend}`` (one slot): ``rows``, a hash of attempt id → the attempt's row
-(JSON: operation, tenant, adapter, model, status, estimate, use); ``budgets``, a hash of
-``kind|name`` → ``[usd, tokens, updated_at]``. ``reserve`` is one optimistic transaction
-over both: it reads every row, checks every scope of the attempt with
-``backstay.policy.spend.check_spend`` (the SQLite ledger's check) and writes the
-reservation only if none refuses, so two machines can never together reserve past a
-budget. Reading every row costs O(attempts) per reservation: fine for the attempts of one
-batch (each one an agent run), documented in docs/scale-out.md.
+(JSON: operation, tenant, adapter, model, status, estimate, use); ``sums``, the running
+sums of the rows per scope and per adapter and model (``_spend_sums``); ``budgets``, a
+hash of ``kind|name`` → ``[usd, tokens, updated_at]``. ``reserve`` is one optimistic
+transaction over the three: it reads the attempt's row and the sums and budgets of its
+scopes, checks every scope with ``backstay.policy.spend.check_spend`` (the SQLite
+ledger's check) and writes the reservation, and the sums it changes, only if none
+refuses, so two machines can never together reserve past a budget. Reserving, settling,
+releasing and estimating read a few fields whatever the number of attempts; charging a
+dead runner's open reservations (``settle_open``, on recovery) and the overview read
+every row or sum.
 """
 
 from __future__ import annotations
 
 import datetime as _dt
 import json
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 from redis.client import Pipeline
@@ -32,6 +35,7 @@ from backstay.policy.spend import (
     SpendScope,
     check_spend,
 )
+from backstay.store.redis import _spend_sums as sums
 from backstay.store.redis._client import RedisConnection
 from backstay.store.redis._tx import transact
 
@@ -41,61 +45,15 @@ T = TypeVar("T")
 Row = dict[str, Any]
 
 
-def _budget_field(scope: SpendScope) -> str:
-    return f"{scope.kind.value}|{scope.name}"
-
-
-def _in_scope(row: Row, scope: SpendScope) -> bool:
-    if scope.kind is ScopeKind.TASK:
-        return bool(row["operation_id"] == scope.name)
-    if scope.kind is ScopeKind.TENANT:
-        return bool(row["tenant"] == scope.name)
-    return True
-
-
-def _totals(rows: Iterable[Row], scope: SpendScope, budget: SpendBudget) -> ScopeTotals:
-    spent_usd, spent_tokens, held_usd, held_tokens = 0.0, 0, 0.0, 0
-    for row in rows:
-        if not _in_scope(row, scope):
-            continue
-        if row["status"] == "settled":
-            spent_usd += row["usd"] or 0.0
-            spent_tokens += row["tokens"] or 0
-        elif row["status"] == "reserved":
-            held_usd += row["estimate_usd"]
-            held_tokens += row["estimate_tokens"]
-    return ScopeTotals(
-        scope=scope,
-        budget=budget,
-        spent=Spend(usd=spent_usd, tokens=spent_tokens),
-        reserved=Spend(usd=held_usd, tokens=held_tokens),
-    )
-
-
-class _View:
-    """Every row and budget, as read in one transaction or one read."""
-
-    def __init__(self, rows: dict[Any, Any], budgets: dict[Any, Any]) -> None:
-        self.rows: dict[str, Row] = {_s(k): json.loads(v) for k, v in rows.items()}
-        self.budgets: dict[str, list[Any]] = {_s(k): json.loads(v) for k, v in budgets.items()}
-
-    def budget(self, scope: SpendScope) -> SpendBudget:
-        found = self.budgets.get(_budget_field(scope))
-        return SpendBudget() if found is None else SpendBudget(usd=found[0], tokens=found[1])
-
-    def totals(self, scope: SpendScope, task_budget: SpendBudget | None = None) -> ScopeTotals:
-        budget = (
-            (task_budget or SpendBudget()) if scope.kind is ScopeKind.TASK else self.budget(scope)
-        )
-        return _totals(self.rows.values(), scope, budget)
-
-    def check(self, attempt: AttemptSpend) -> SpendRefusal | None:
-        totals = [self.totals(scope, attempt.task_budget) for scope in attempt.scopes()]
-        return check_spend(totals, attempt.estimate)
-
-
 def _s(raw: bytes | str) -> str:
     return raw.decode() if isinstance(raw, bytes) else raw
+
+
+def _budget(raw: bytes | str | None) -> SpendBudget:
+    if raw is None:
+        return SpendBudget()
+    found = json.loads(raw)
+    return SpendBudget(usd=found[0], tokens=found[1])
 
 
 class RedisSpendLedger:
@@ -104,73 +62,173 @@ class RedisSpendLedger:
     def __init__(self, conn: RedisConnection) -> None:
         self._conn = conn
         self._rows = conn.key("spend", "rows")
+        self._sums = conn.key("spend", "sums")
         self._budgets = conn.key("spend", "budgets")
+        self._summed = False
 
-    def _read(self) -> _View:
-        def read(client: Any) -> _View:
-            pipe = client.pipeline(transaction=True)
-            pipe.hgetall(self._rows)
-            pipe.hgetall(self._budgets)
-            rows, budgets = pipe.execute()
-            return _View(rows, budgets)
+    # -- reading ----------------------------------------------------------------------
 
-        return self._conn.call(read)
+    def _fields(self, client: Any, fields: Sequence[str]) -> dict[str, sums.Vector | None]:
+        if not fields:
+            return {}
+        values = client.hmget(self._sums, list(fields))
+        return {f: sums.decode(v) for f, v in zip(fields, values, strict=True)}
 
-    def _tx(self, decide: Callable[[_View, Pipeline], T]) -> T:
+    def _budgets_of(self, client: Any, scopes: Sequence[SpendScope]) -> list[SpendBudget]:
+        kept = [s for s in scopes if s.kind is not ScopeKind.TASK]
+        values = client.hmget(self._budgets, [sums.scope_field(s) for s in kept]) if kept else []
+        found = {s: _budget(v) for s, v in zip(kept, values, strict=True)}
+        return [found.get(s, SpendBudget()) for s in scopes]
+
+    def _scope_totals(
+        self,
+        client: Any,
+        scopes: Sequence[SpendScope],
+        task_budget: SpendBudget | None,
+        adjust: dict[str, sums.Vector] | None = None,
+    ) -> list[ScopeTotals]:
+        read = self._fields(client, [sums.scope_field(s) for s in scopes])
+        vectors = {f: v for f, v in read.items() if v is not None}
+        if adjust:
+            sums.add(vectors, [adjust])
+        budgets = self._budgets_of(client, scopes)
+        return [
+            sums.scope_totals(
+                vectors.get(sums.scope_field(scope)),
+                scope,
+                (task_budget or SpendBudget()) if scope.kind is ScopeKind.TASK else budget,
+            )
+            for scope, budget in zip(scopes, budgets, strict=True)
+        ]
+
+    def _read(self, fn: Callable[[Any], T]) -> T:
+        self._ensure_sums()
+        return self._conn.call(fn)
+
+    # -- writing ----------------------------------------------------------------------
+
+    def _tx(self, decide: Callable[[Pipeline], T]) -> T:
+        self._ensure_sums()
+
         def body(pipe: Pipeline, now: float) -> T:
             del now
-            view = _View(pipe.hgetall(self._rows), pipe.hgetall(self._budgets))
-            pipe.multi()
-            return decide(view, pipe)
+            return decide(pipe)
 
-        return transact(self._conn, [self._rows, self._budgets], body, clock=SYSTEM_CLOCK)
+        return transact(
+            self._conn, [self._rows, self._sums, self._budgets], body, clock=SYSTEM_CLOCK
+        )
+
+    def _row(self, pipe: Any, attempt_id: str) -> Row | None:
+        raw = pipe.hget(self._rows, attempt_id)
+        return None if raw is None else dict(json.loads(raw))
+
+    def _sum_changes(
+        self, pipe: Pipeline, changes: Sequence[tuple[Row | None, Row | None]]
+    ) -> dict[str, str]:
+        """The sums' fields to write for rows going from ``before`` to ``after`` (read
+        with ``pipe`` before ``multi``)."""
+        fields = sorted({f for pair in changes for row in pair if row for f in sums.fields_of(row)})
+        known = {f: v for f, v in self._fields(pipe, fields).items() if v is not None}
+        deltas = []
+        for before, after in changes:
+            deltas += [sums.row_vectors(before, sign=-1), sums.row_vectors(after)]
+        return {f: sums.encode(v) for f, v in sums.add(known, deltas).items()}
+
+    def _write(self, pipe: Pipeline, rows: dict[str, Row | None], changed: dict[str, str]) -> None:
+        """Queue (after ``multi``) the rows (``None``: deleted) and the sums' fields."""
+        for attempt_id, row in rows.items():
+            if row is None:
+                pipe.hdel(self._rows, attempt_id)
+            else:
+                pipe.hset(self._rows, attempt_id, json.dumps(row))
+        if changed:
+            mapping: dict[Any, Any] = changed
+            pipe.hset(self._sums, mapping=mapping)
+
+    def _ensure_sums(self) -> None:
+        """Build the sums from the rows once, for a namespace written before they were kept."""
+        if self._summed:
+            return
+
+        def build(pipe: Pipeline, now: float) -> None:
+            del now
+            if pipe.hexists(self._sums, sums.MARKER):
+                return
+            rows = [json.loads(v) for v in pipe.hvals(self._rows)]
+            built: dict[str, sums.Vector] = {}
+            sums.add(built, [sums.row_vectors(row) for row in rows])
+            pipe.multi()
+            pipe.delete(self._sums)
+            mapping: dict[Any, Any] = {f: sums.encode(v) for f, v in built.items()}
+            pipe.hset(self._sums, mapping={**mapping, sums.MARKER: "1"})
+
+        transact(self._conn, [self._rows, self._sums], build, clock=SYSTEM_CLOCK)
+        self._summed = True
+
+    # -- the ledger -------------------------------------------------------------------
 
     def set_budget(self, scope: SpendScope, budget: SpendBudget, *, at: _dt.datetime) -> None:
         value = json.dumps([budget.usd, budget.tokens, at.timestamp()])
-        self._conn.call(lambda c: c.hset(self._budgets, _budget_field(scope), value))
+        self._conn.call(lambda c: c.hset(self._budgets, sums.scope_field(scope), value))
 
     def budget(self, scope: SpendScope) -> SpendBudget:
-        return self._read().budget(scope)
+        return self._conn.call(lambda c: _budget(c.hget(self._budgets, sums.scope_field(scope))))
 
     def totals(self, scope: SpendScope, task_budget: SpendBudget | None = None) -> ScopeTotals:
-        return self._read().totals(scope, task_budget)
+        return self._read(lambda c: self._scope_totals(c, [scope], task_budget)[0])
 
     def overview(self) -> tuple[ScopeTotals, ...]:
-        view = self._read()
-        tenants = {k.split("|", 1)[1] for k in view.budgets if k.startswith("tenant|")}
-        tenants |= {r["tenant"] for r in view.rows.values() if r["tenant"] is not None}
-        scopes = [SpendScope(kind=ScopeKind.BATCH)]
-        scopes += [SpendScope(kind=ScopeKind.TENANT, name=t) for t in sorted(tenants)]
-        return tuple(view.totals(scope) for scope in scopes)
+        def read(client: Any) -> tuple[ScopeTotals, ...]:
+            budgets = {_s(k): _budget(v) for k, v in client.hgetall(self._budgets).items()}
+            fields = {_s(k) for k in client.hkeys(self._sums)} | set(budgets)
+            tenants = {f.split("|", 1)[1] for f in fields if f.startswith("tenant|")}
+            scopes = [SpendScope(kind=ScopeKind.BATCH)]
+            scopes += [SpendScope(kind=ScopeKind.TENANT, name=t) for t in sorted(tenants)]
+            return tuple(self._scope_totals(client, scopes, None))
+
+        return self._read(read)
 
     def check(self, attempt: AttemptSpend) -> SpendRefusal | None:
-        return self._read().check(attempt)
+        def read(client: Any) -> SpendRefusal | None:
+            totals = self._scope_totals(client, attempt.scopes(), attempt.task_budget)
+            return check_spend(totals, attempt.estimate)
+
+        return self._read(read)
 
     def reserve(self, attempt: AttemptSpend, *, at: _dt.datetime) -> SpendRefusal | None:
-        def decide(view: _View, pipe: Pipeline) -> SpendRefusal | None:
-            held = view.rows.get(attempt.attempt_id)
-            if held is not None and held["status"] == "reserved":
-                del view.rows[attempt.attempt_id]  # reserving again replaces it
-                pipe.hdel(self._rows, attempt.attempt_id)
-            refusal = view.check(attempt)
+        row: Row = {
+            "operation_id": attempt.operation_id,
+            "tenant": attempt.tenant,
+            "adapter": attempt.adapter,
+            "model": attempt.model,
+            "status": "reserved",
+            "estimate_usd": attempt.estimate.usd,
+            "estimate_tokens": attempt.estimate.tokens,
+            "usd": None,
+            "tokens": None,
+            "prompt_tokens": None,
+            "output_tokens": None,
+            "reported_usd": None,
+            "reserved_at": at.timestamp(),
+            "settled_at": None,
+        }
+
+        def decide(pipe: Pipeline) -> SpendRefusal | None:
+            old = self._row(pipe, attempt.attempt_id)
+            held = old if old is not None and old["status"] == "reserved" else None
+            # Reserving again replaces a held reservation: it is checked without it.
+            totals = self._scope_totals(
+                pipe, attempt.scopes(), attempt.task_budget, sums.row_vectors(held, sign=-1)
+            )
+            refusal = check_spend(totals, attempt.estimate)
             if refusal is None:
-                row = {
-                    "operation_id": attempt.operation_id,
-                    "tenant": attempt.tenant,
-                    "adapter": attempt.adapter,
-                    "model": attempt.model,
-                    "status": "reserved",
-                    "estimate_usd": attempt.estimate.usd,
-                    "estimate_tokens": attempt.estimate.tokens,
-                    "usd": None,
-                    "tokens": None,
-                    "prompt_tokens": None,
-                    "output_tokens": None,
-                    "reported_usd": None,
-                    "reserved_at": at.timestamp(),
-                    "settled_at": None,
-                }
-                pipe.hset(self._rows, attempt.attempt_id, json.dumps(row))
+                changes = self._sum_changes(pipe, [(old, row)])
+                pipe.multi()
+                self._write(pipe, {attempt.attempt_id: row}, changes)
+            elif held is not None:
+                changes = self._sum_changes(pipe, [(held, None)])
+                pipe.multi()
+                self._write(pipe, {attempt.attempt_id: None}, changes)
             return refusal
 
         return self._tx(decide)
@@ -185,67 +243,64 @@ class RedisSpendLedger:
         reported_usd: float | None,
         at: _dt.datetime,
     ) -> bool:
-        def decide(view: _View, pipe: Pipeline) -> bool:
-            row = view.rows.get(attempt_id)
-            if row is None or row["status"] != "reserved":
+        def decide(pipe: Pipeline) -> bool:
+            old = self._row(pipe, attempt_id)
+            if old is None or old["status"] != "reserved":
                 return False
-            row.update(
-                status="settled",
-                usd=charged.usd,
-                tokens=charged.tokens,
-                prompt_tokens=prompt_tokens,
-                output_tokens=output_tokens,
-                reported_usd=reported_usd,
-                settled_at=at.timestamp(),
-            )
-            pipe.hset(self._rows, attempt_id, json.dumps(row))
+            row = {
+                **old,
+                "status": "settled",
+                "usd": charged.usd,
+                "tokens": charged.tokens,
+                "prompt_tokens": prompt_tokens,
+                "output_tokens": output_tokens,
+                "reported_usd": reported_usd,
+                "settled_at": at.timestamp(),
+            }
+            changes = self._sum_changes(pipe, [(old, row)])
+            pipe.multi()
+            self._write(pipe, {attempt_id: row}, changes)
             return True
 
         return self._tx(decide)
 
     def release(self, attempt_id: str) -> None:
-        def decide(view: _View, pipe: Pipeline) -> None:
-            row = view.rows.get(attempt_id)
-            if row is not None and row["status"] == "reserved":
-                pipe.hdel(self._rows, attempt_id)
+        def decide(pipe: Pipeline) -> None:
+            old = self._row(pipe, attempt_id)
+            if old is not None and old["status"] == "reserved":
+                changes = self._sum_changes(pipe, [(old, None)])
+                pipe.multi()
+                self._write(pipe, {attempt_id: None}, changes)
 
         self._tx(decide)
 
     def settle_open(self, operation_id: str, *, at: _dt.datetime) -> int:
-        def decide(view: _View, pipe: Pipeline) -> int:
-            count = 0
-            for attempt_id, row in view.rows.items():
-                if row["operation_id"] == operation_id and row["status"] == "reserved":
-                    row.update(
-                        status="settled",
-                        usd=row["estimate_usd"],
-                        tokens=row["estimate_tokens"],
-                        settled_at=at.timestamp(),
-                    )
-                    pipe.hset(self._rows, attempt_id, json.dumps(row))
-                    count += 1
-            return count
+        def decide(pipe: Pipeline) -> int:
+            rows: dict[str, Row | None] = {}
+            pairs: list[tuple[Row | None, Row | None]] = []
+            for key, raw in pipe.hgetall(self._rows).items():
+                old = json.loads(raw)
+                if old["operation_id"] == operation_id and old["status"] == "reserved":
+                    row = {
+                        **old,
+                        "status": "settled",
+                        "usd": old["estimate_usd"],
+                        "tokens": old["estimate_tokens"],
+                        "settled_at": at.timestamp(),
+                    }
+                    rows[_s(key)] = row
+                    pairs.append((old, row))
+            if rows:
+                changes = self._sum_changes(pipe, pairs)
+                pipe.multi()
+                self._write(pipe, rows, changes)
+            return len(rows)
 
         return self._tx(decide)
 
     def earlier(self, adapter: str, model: str) -> EarlierUse | None:
-        used = [
-            row
-            for row in self._read().rows.values()
-            if row["status"] == "settled"
-            and row["adapter"] == adapter
-            and row["model"] == model
-            and row["prompt_tokens"] is not None
-            and (row["tokens"] or 0) > 0
-        ]
-        if not used:
-            return None
-        reported = [r["reported_usd"] for r in used if r["reported_usd"] is not None]
-        return EarlierUse(
-            prompt_tokens=sum(r["prompt_tokens"] for r in used) / len(used),
-            output_tokens=sum(r["output_tokens"] for r in used) / len(used),
-            usd=sum(reported) / len(reported) if reported else None,
-        )
+        field = sums.use_field(adapter, model)
+        return self._read(lambda c: sums.earlier_use(self._fields(c, [field])[field]))
 
     def close(self) -> None:
         """The connection belongs to the bundle; nothing to close here."""

@@ -1,0 +1,156 @@
+"""The running sums ``RedisSpendLedger`` keeps beside its rows, so that reserving,
+settling and estimating read a few fields instead of every attempt of the batch.
+
+Every row contributes a vector to some fields of the ``sums`` hash:
+
+* ``batch|``, ``tenant|<name>`` (if it has a tenant) and ``task|<operation>``: ``[spent
+  usd, spent tokens, reserved usd, reserved tokens]`` (a settled row counts as spent, a
+  reserved one as reserved: what the SQLite ledger's ``sum(CASE …)`` adds up);
+* ``use|["<adapter>", "<model>"]``, for a settled row that used tokens and knows its prompt
+  tokens: ``[count, prompt tokens, output tokens, count with a reported cost, reported
+  usd]`` (the SQLite ledger's ``earlier`` query).
+
+A change of a row adds the new row's vectors and takes away the old one's, in the
+transaction that writes the row. Amounts are kept as exact fractions (a ``float`` is
+one), so no rounding accumulates however many attempts come and go: a sum is the exact
+sum of its rows' floats, rounded once when read.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from fractions import Fraction
+from typing import Any, Final
+
+from backstay.policy.spend import (
+    EarlierUse,
+    ScopeKind,
+    ScopeTotals,
+    Spend,
+    SpendBudget,
+    SpendScope,
+)
+
+__all__ = [
+    "MARKER",
+    "Vector",
+    "add",
+    "decode",
+    "earlier_use",
+    "encode",
+    "fields_of",
+    "row_vectors",
+    "scope_field",
+    "scope_totals",
+    "use_field",
+]
+
+Row = Mapping[str, Any]
+Vector = tuple[Fraction, ...]
+# Present in the hash once its sums cover every row (a namespace written before the sums
+# were kept gets them built from its rows once).
+MARKER: Final = "v"
+_SCOPE_WIDTH: Final = 4
+_ZERO_SCOPE: Final[Vector] = (Fraction(0),) * _SCOPE_WIDTH
+
+
+def scope_field(scope: SpendScope) -> str:
+    return f"{scope.kind.value}|{scope.name}"
+
+
+def use_field(adapter: str, model: str) -> str:
+    return "use|" + json.dumps([adapter, model])
+
+
+def _scopes(row: Row) -> list[SpendScope]:
+    scopes = [SpendScope(kind=ScopeKind.BATCH)]
+    if row["tenant"] is not None:
+        scopes.append(SpendScope(kind=ScopeKind.TENANT, name=row["tenant"]))
+    scopes.append(SpendScope(kind=ScopeKind.TASK, name=row["operation_id"]))
+    return scopes
+
+
+def _scope_vector(row: Row) -> Vector | None:
+    if row["status"] == "settled":
+        return (Fraction(row["usd"] or 0.0), Fraction(row["tokens"] or 0), *_ZERO_SCOPE[2:])
+    if row["status"] == "reserved":
+        return (
+            *_ZERO_SCOPE[:2],
+            Fraction(row["estimate_usd"]),
+            Fraction(row["estimate_tokens"]),
+        )
+    return None
+
+
+def _use_vector(row: Row) -> Vector | None:
+    if row["status"] != "settled" or row["prompt_tokens"] is None or not (row["tokens"] or 0) > 0:
+        return None
+    reported = row["reported_usd"]
+    return (
+        Fraction(1),
+        Fraction(row["prompt_tokens"]),
+        Fraction(row["output_tokens"] or 0),
+        Fraction(0 if reported is None else 1),
+        Fraction(reported or 0.0),
+    )
+
+
+def row_vectors(row: Row | None, *, sign: int = 1) -> dict[str, Vector]:
+    """What ``row`` adds to each field (``sign=-1``: what removing it takes away)."""
+    if row is None:
+        return {}
+    out: dict[str, Vector] = {}
+    scope = _scope_vector(row)
+    if scope is not None:
+        for each in _scopes(row):
+            out[scope_field(each)] = tuple(sign * v for v in scope)
+    use = _use_vector(row)
+    if use is not None:
+        out[use_field(row["adapter"], row["model"])] = tuple(sign * v for v in use)
+    return out
+
+
+def fields_of(row: Row) -> list[str]:
+    """Every field a change of ``row`` may touch (whatever its status)."""
+    return [scope_field(s) for s in _scopes(row)] + [use_field(row["adapter"], row["model"])]
+
+
+def add(into: dict[str, Vector], deltas: Iterable[Mapping[str, Vector]]) -> dict[str, Vector]:
+    """``into`` (field → vector) with every delta added; the fields that changed."""
+    changed: dict[str, Vector] = {}
+    for delta in deltas:
+        for field, vector in delta.items():
+            old = into.get(field)
+            new = vector if old is None else tuple(a + b for a, b in zip(old, vector, strict=True))
+            into[field] = changed[field] = new
+    return changed
+
+
+def encode(vector: Sequence[Fraction]) -> str:
+    return json.dumps([str(v) for v in vector])
+
+
+def decode(raw: bytes | str | None) -> Vector | None:
+    return None if raw is None else tuple(Fraction(v) for v in json.loads(raw))
+
+
+def scope_totals(vector: Vector | None, scope: SpendScope, budget: SpendBudget) -> ScopeTotals:
+    spent_usd, spent_tokens, held_usd, held_tokens = vector or _ZERO_SCOPE
+    return ScopeTotals(
+        scope=scope,
+        budget=budget,
+        spent=Spend(usd=float(spent_usd), tokens=int(spent_tokens)),
+        reserved=Spend(usd=float(held_usd), tokens=int(held_tokens)),
+    )
+
+
+def earlier_use(vector: Vector | None) -> EarlierUse | None:
+    if vector is None or vector[0] <= 0:
+        return None
+    count, prompt, output, reported, usd = vector
+    return EarlierUse(
+        prompt_tokens=float(prompt / count),
+        output_tokens=float(output / count),
+        usd=float(usd / reported) if reported > 0 else None,
+    )
