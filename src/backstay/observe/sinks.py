@@ -22,10 +22,13 @@ __all__ = ["EVENT_NAME_ATTR", "EventBus", "LoggingSink", "Sink", "add_sink", "re
 # (``retry.attempt_failed``), for a handler's filter.
 EVENT_NAME_ATTR: Final = "backstay_event"
 
+_NULL_HANDLER: Final = logging.NullHandler
 _log = logging.getLogger("backstay")
+_ROOT: Final = logging.getLogger()
 # A library logs nothing unless the application configures logging (no "last resort"
 # printing of warnings to stderr).
-_log.addHandler(logging.NullHandler())
+_ONLY_NULL: Final = [logging.NullHandler()]
+_log.addHandler(_ONLY_NULL[0])
 
 
 @runtime_checkable
@@ -42,18 +45,50 @@ class Sink(Protocol):
     def emit(self, event: Event) -> None: ...
 
 
+def _reaches_a_handler(logger: logging.Logger, level: int) -> bool:
+    """Whether a record of ``level`` on ``logger`` would reach a handler that writes: the
+    walk ``Logger.callHandlers`` makes (up the hierarchy while loggers propagate, the last
+    resort when no handler exists at all), where a plain ``NullHandler`` writes nothing (a
+    subclass of it counts as writing). Without it, a library's logger at Python's default
+    level would format every warning for a ``NullHandler`` alone."""
+    current: logging.Logger | None = logger
+    found = False
+    while current is not None:
+        for handler in current.handlers:
+            if type(handler) is not _NULL_HANDLER and level >= handler.level:
+                return True
+            found = True
+        if not current.propagate:
+            break
+        current = current.parent
+    if found:
+        return False
+    last = logging.lastResort
+    return last is not None and level >= last.level
+
+
 class LoggingSink:
-    """Each event as one JSON object on a standard logger, at the event's level."""
+    """Each event as one JSON object on a standard logger, at the event's level; an event
+    that no handler would write is not built (see ``_reaches_a_handler``)."""
 
     def __init__(self, logger: logging.Logger | None = None, *, min_level: int = logging.INFO):
         self.logger = logger or _log
         self.min_level = min_level
 
     def accepts(self, level: int) -> bool:
-        return self.logger.isEnabledFor(level)
+        logger = self.logger
+        if (
+            logger is _log
+            and _log.handlers == _ONLY_NULL
+            and not _ROOT.handlers
+            and _log.propagate
+            and _log.parent is _ROOT
+        ):
+            return False  # the state of a program that configured no logging: written nowhere
+        return logger.isEnabledFor(level) and _reaches_a_handler(logger, level)
 
     def emit(self, event: Event) -> None:
-        if self.logger.isEnabledFor(event.level):
+        if self.accepts(event.level):
             text = json.dumps(event.to_dict(), sort_keys=True, default=str)
             self.logger.log(event.level, redact(text), extra={EVENT_NAME_ATTR: event.name})
 

@@ -24,6 +24,7 @@ _MAX_TABLE: Final = 64
 _MAX_POLICIES: Final = 1024
 
 _tables: dict[int, tuple[RetryPolicy, tuple[float, ...] | None]] = {}
+_last: list[tuple[RetryPolicy | None, tuple[float, ...] | None]] = [(None, None)]
 
 
 def needs_draw(policy: RetryPolicy) -> bool:
@@ -58,11 +59,15 @@ def _table(policy: RetryPolicy) -> tuple[float, ...] | None:
 def fixed_delays(policy: RetryPolicy) -> tuple[float, ...] | None:
     """The delay before retry 1, 2, … (index 0, 1, …) with the policy's own settings, or
     ``None`` when its delays are drawn (jitter)."""
+    last = _last[0]  # the policy asked last: most loops ask about one policy
+    if last[0] is policy:
+        return last[1]
     found = _tables.get(id(policy))
     if found is not None and found[0] is policy:
+        _last[0] = found
         return found[1]
     table = _table(policy)
     if len(_tables) >= _MAX_POLICIES:
         _tables.clear()
-    _tables[id(policy)] = (policy, table)
+    _tables[id(policy)] = _last[0] = (policy, table)
     return table

@@ -328,6 +328,12 @@ def decide(
 _GIVE_UPS: Final = {d.reason: d for d in (_CANCELLED, _NOT_RETRYABLE, _EXHAUSTED)}
 
 
+# Enum members read as module constants: a member looked up on its class costs more than
+# the rest of a decision's comparisons together.
+_KIND_CANCELLED: Final = FailureKind.CANCELLED
+_KIND_UNKNOWN: Final = FailureKind.UNKNOWN
+
+
 def decide_delay(  # noqa: PLR0917 - the drivers' hot path: positional is cheapest
     policy: RetryPolicy,
     failure: Failure,
@@ -340,16 +346,16 @@ def decide_delay(  # noqa: PLR0917 - the drivers' hot path: positional is cheape
     """``decide`` without the decision object, for the drivers' hot path: the delay, and
     ``None`` to retry or the ``GiveUpReason``. ``fixed`` is ``fixed_delays(policy)``."""
     kind = failure.kind
-    if kind is FailureKind.CANCELLED:
+    if kind is _KIND_CANCELLED:
         return 0.0, GiveUpReason.CANCELLED
     if policy.never_retry_on or policy.retry_on:
         allowed = _retry_allowed(policy, failure)
     else:
-        allowed = failure.retryable
+        allowed = CODES[failure.code].retryable  # ``failure.retryable``, without the call
     if not allowed:
         return 0.0, GiveUpReason.NOT_RETRYABLE
     override = policy.override_for(failure) if policy.per_kind or policy.per_category else None
-    if override is not None or kind is FailureKind.UNKNOWN:
+    if override is not None or kind is _KIND_UNKNOWN:
         limit = attempt_limit(policy, kind, override=override)
     else:
         limit = policy.max_attempts
