@@ -28,6 +28,7 @@ from backstay.observe.events import (
     RetryScheduled,
 )
 from backstay.observe.sinks import BUS
+from backstay.policy._delays import _last as _delays_last
 from backstay.policy._delays import fixed_delays
 from backstay.policy.protocols import (
     CircuitBreakerLike,
@@ -275,7 +276,8 @@ def after_failure(  # noqa: PLR0917 - the drivers' hot path: positional is cheap
     policy's delay before the next attempt (the caller sleeps none of it in testing mode).
     Re-raises ``exc`` with its ``Failure`` attached when the call gives up;
     ``RetryBudgetExhausted`` when the budget refuses the retry."""
-    fixed = fixed_delays(policy)
+    last = _delays_last[0]  # ``fixed_delays(policy)``, without the call for the policy asked last
+    fixed = last[1] if last[0] is policy else fixed_delays(policy)
     if fixed is not None:
         draw = 0.0  # no jitter: the draw would not be used
     elif policy.seed is None:
@@ -290,6 +292,8 @@ def after_failure(  # noqa: PLR0917 - the drivers' hot path: positional is cheap
         cap = test_mode.max_attempts
         if cap is not None and attempt >= cap:
             retry, reason = False, "testing_mode_attempts"
+    if retry and budget is None and BUS.silent():
+        return delay  # the common case: nothing to report, nothing to spend
     # Each event is built only when a sink takes its level; one question per level.
     wants_failed = BUS.wants(_FAILED_LEVEL)
     if elapsed < 0.0 and (wants_failed or not retry):
