@@ -74,6 +74,7 @@ if TYPE_CHECKING:
         IdempotencyGuard,
         LeaseLost,
         OperationInProgress,
+        SkillDescriptor,
         attempt_id,
         operation_id,
     )
@@ -108,6 +109,7 @@ _LAZY: dict[str, str] = {
     "IdempotencyGuard": "backstay.idempotency",
     "LeaseLost": "backstay.idempotency",
     "OperationInProgress": "backstay.idempotency",
+    "SkillDescriptor": "backstay.idempotency",
     "attempt_id": "backstay.idempotency",
     "operation_id": "backstay.idempotency",
     "HealthReport": "backstay.observe.health",
@@ -184,6 +186,7 @@ __all__ = [
     "RetryBudgetExhausted",
     "RetryPolicy",
     "SQLiteBreakerStore",
+    "SkillDescriptor",
     "SpendBudget",
     "StructuredOutcome",
     "Summary",

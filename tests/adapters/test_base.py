@@ -259,9 +259,16 @@ class _FailedResult(BaseAdapter):
         return AgentResult.failed(failure, output="half an answer", exit_code=1)
 
 
-def _dispatch(adapter: BaseAdapter, tmp_path: Path) -> AdapterError:
+def _dispatch(
+    adapter: BaseAdapter, tmp_path: Path, config: dict[str, Any] | None = None
+) -> AdapterError:
     request = AgentRequest(
-        model="m", prompt="p", workspace=tmp_path, output_dir=tmp_path / "out", timeout_s=5
+        model="m",
+        prompt="p",
+        workspace=tmp_path,
+        output_dir=tmp_path / "out",
+        timeout_s=5,
+        config=config or {},
     )
 
     async def main() -> None:
@@ -283,6 +290,17 @@ def test_a_foreign_exception_is_classified_into_an_adapter_error(
     err = _dispatch(adapter, tmp_path)
     assert err.failure.code == code
     assert err.__cause__ is type(adapter).error
+
+
+def test_dispatch_refuses_a_merged_config_key_an_attempt_never_carries(tmp_path: Path) -> None:
+    # run() splits the evaluation harness interface's merged config before dispatching;
+    # an attempt's config holding one of its keys is an invalid request, its key unshown.
+    config = {"scenario": {"attempts": [[{"print": "ok"}]]}, "api_keys": {"K": CANARY_KEY}}
+    err = _dispatch(MockAdapter(), tmp_path, config)
+    assert err.failure.kind.value == "invalid_request"
+    assert "config.api_keys" in err.failure.message
+    assert CANARY_KEY not in err.failure.message
+    assert CANARY_KEY not in (tmp_path / "out" / "agent.log").read_text()
 
 
 def test_a_failed_result_becomes_an_adapter_error_with_partial_output(

@@ -3,6 +3,10 @@
 That contract's adapter error is ``{error_type, message, retry_after_seconds, raw_error}``
 and it retries an ``unknown`` error once; an authentication or invalid-request failure
 must therefore never reach it as ``unknown``.
+
+The contract's own text was not found in the public indexes searched (docs/conformance.md,
+"Sources"): its ``adapter:`` section and numbers here are composed from what issue 17
+quotes, not copied from the specification.
 """
 
 from __future__ import annotations

@@ -5,6 +5,9 @@ attempt_id=…, capture=…)`` and returns an ``AgentResult``; it checks its own
 with ``validate_config`` and turns what an attempt showed into a ``Failure`` with
 ``classify_failure``. It declares whether an attempt may run twice (``idempotent``).
 The agent driven here is backstay's mock agent: a real subprocess acting out a script.
+
+The interface's own text was not found in the public indexes searched
+(docs/conformance.md, "Sources"): the requirements are those issue 17 quotes.
 """
 
 from __future__ import annotations

@@ -1,5 +1,9 @@
 """The error contract (skill error handling), checked against its own tables and examples.
 
+The contract's text: ``backend/app/specs/error_contract.md`` (version 1.0.0) in the public
+repository ``Xuniverzadmin/agenticverz_2.0``; its tables, its ``SkillDescriptor`` and
+idempotency-key examples and its ``compute_retry_delay`` are reproduced here as printed.
+
 Each table below is the contract's, row for row as it prints it: code, category, retryable.
 backstay's own name stays canonical; where the contract names a code differently
 (``ERR_HTTP_408_TIMEOUT``…) the contract's name is an alias (``CODE_ALIASES``).
@@ -26,7 +30,7 @@ from backstay import (
     code_info,
 )
 from backstay.errors import ConfigError
-from backstay.idempotency import IdempotencyGuard, MissingIdempotencyKey
+from backstay.idempotency import IdempotencyGuard, MissingIdempotencyKey, SkillDescriptor
 from backstay.policy import ERROR_CONTRACT, JitterMode, RetryPolicy
 from backstay.policy.retry import GiveUpReason, KindOverride, attempt_limit, decide
 from backstay.store.memory import MemoryOperationStore
@@ -444,3 +448,37 @@ def test_per_category_round_trips_through_plain_data() -> None:
 def test_an_unknown_category_is_refused_naming_it() -> None:
     with pytest.raises(ConfigError, match=r"per_category\.SOMETIMES"):
         RetryPolicy(name="p", per_category={"SOMETIMES": {"max_attempts": 2}})  # type: ignore[dict-item]
+
+
+def test_the_skill_descriptor_example_is_accepted_as_written() -> None:
+    descriptor = SkillDescriptor(
+        skill_id="skill.http_call",
+        idempotent=True,  # GET, HEAD, OPTIONS, PUT (if replacing)
+    )
+    assert (descriptor.skill_id, descriptor.idempotent) == ("skill.http_call", True)
+
+
+def test_a_declared_non_idempotent_skill_needs_the_callers_idempotency_key() -> None:
+    # The contract's caller example: a POST carries its idempotency_key.
+    params = {
+        "url": "https://api.example.com/orders",
+        "method": "POST",
+        "body": {"item": "widget"},
+        "idempotency_key": "order-123-attempt-1",  # REQUIRED
+    }
+    post = SkillDescriptor(skill_id="skill.http_call_post", idempotent=False)
+    clock = FakeClock()
+    guard = IdempotencyGuard(MemoryOperationStore(clock=clock), clock=clock)
+    calls: list[str] = []
+
+    async def execute() -> dict[str, object]:
+        calls.append(str(params["method"]))
+        return {"status_code": 201}
+
+    with pytest.raises(MissingIdempotencyKey) as refused:
+        asyncio.run(post.run(guard, None, execute))
+    assert refused.value.failure.code == "ERR_MISSING_IDEMPOTENCY_KEY"
+    key = str(params["idempotency_key"])
+    first = asyncio.run(post.run(guard, key, execute))
+    again = asyncio.run(post.run(guard, key, execute))
+    assert (first, again, calls) == ({"status_code": 201}, {"status_code": 201}, ["POST"])

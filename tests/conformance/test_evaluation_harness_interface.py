@@ -1,5 +1,10 @@
 """The evaluation harness adapter interface, as a harness calls it.
 
+The interface's text: ``docs/design/adapter-interface.md`` in the public repository
+``HomericIntelligence/ProjectScylla`` (its "Configuration Dictionary" example, its
+``BaseAdapter`` with ``get_name`` and ``validate_config``, its "Tier-Specific Settings"
+table and its timeout handling are what these tests follow).
+
 A harness runs one agent with ``adapter.run(model, prompt_file, workspace, output_dir,
 config, timeout)`` and reads ``stdout.log``, ``stderr.log`` and ``metrics.json`` from the
 output directory; it asks an adapter its name with ``get_name()`` and checks a
@@ -17,7 +22,7 @@ import pytest
 
 from backstay import get_adapter
 from backstay.adapters import TIER_PRESET_IDS, tier_preset
-from backstay.adapters._harness_config import split_harness_config
+from backstay.adapters._harness_config import refuse_harness_keys, split_harness_config
 from backstay.adapters.anthropic_api import AnthropicApiAdapter
 from backstay.adapters.contract import TierConfig
 from backstay.adapters.mock import MockAdapter
@@ -115,6 +120,66 @@ def _merged_config(steps: list[dict[str, Any]], **harness: Any) -> dict[str, Any
         "task_description": "Convert Justfile to Makefile",
         **harness,
     }
+
+
+def _config_as_printed() -> dict[str, Any]:
+    """The interface's "Configuration Dictionary" example as it prints it; only its key
+    (printed as ``"..."``) is a canary here."""
+    config = {
+        # Tier settings
+        "tier_id": "T1",
+        "tier_name": "Prompted",
+        "tier_prompt": "Think step by step...",  # May be None for T0
+        "tools_enabled": False,
+        "delegation_enabled": False,
+        # Test settings
+        "test_id": "justfile-001",
+        "task_description": "Convert Justfile to Makefile",
+        # Environment
+        "api_keys": {
+            "ANTHROPIC_API_KEY": "...",
+        },
+    }
+    config["api_keys"] = {"ANTHROPIC_API_KEY": _CANARY}
+    return config
+
+
+def test_validate_config_returns_true_for_the_merged_config_as_printed() -> None:
+    assert get_adapter("api-direct").validate_config(_config_as_printed()) is True
+
+
+def test_validate_config_returns_true_for_the_merged_config_beside_the_adapters_settings() -> None:
+    config = {**_config_as_printed(), "scenario": {"attempts": [[{"print": "ok"}]]}}
+    assert MockAdapter().validate_config(config) is True
+
+
+@pytest.mark.parametrize(
+    ("change", "where"),
+    [
+        ({"tools_enabled": "no"}, r"tier\.tools_enabled"),
+        ({"test_id": ""}, r"config\.test_id"),
+        ({"api_keys": [_CANARY]}, r"config\.api_keys"),
+        ({"api_keys": {"ANTHROPIC_API_KEY": 7}}, r"config\.api_keys\.ANTHROPIC_API_KEY"),
+        ({"max_tokens": 0}, r"config\.max_tokens"),
+        ({"no_such_setting": 1}, r"config\.no_such_setting"),
+    ],
+)
+def test_validate_config_raises_value_error_naming_a_wrong_setting_never_the_key(
+    change: dict[str, Any], where: str
+) -> None:
+    with pytest.raises(ValueError, match=where) as raised:
+        get_adapter("api-direct").validate_config({**_config_as_printed(), **change})
+    assert _CANARY not in str(raised.value)
+    assert _CANARY not in repr(raised.value)
+
+
+def test_an_engine_task_gives_settings_only_and_is_told_where_a_key_goes() -> None:
+    # Merged-config keys belong to run(): a task whose config holds them is refused, its
+    # key never shown, so that no api_keys mapping is recorded with the task.
+    with pytest.raises(ConfigError, match=r"its environment \(env\)") as raised:
+        refuse_harness_keys(_config_as_printed(), adapter=get_adapter("api-direct"))
+    assert raised.value.where == "config.api_keys"
+    assert _CANARY not in str(raised.value)
 
 
 def test_run_accepts_the_merged_config_and_records_the_test_id(run_dirs: dict[str, Path]) -> None:

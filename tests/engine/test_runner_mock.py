@@ -12,6 +12,7 @@ from tests.engine.support import WALL, clock, engine, spec
 
 from backstay.adapters.mock import MockAdapter
 from backstay.engine import Engine, Summary, TaskState
+from backstay.errors import ConfigError
 from backstay.testing import FakeClock
 
 OP = "wf:t1:run_01"
@@ -87,3 +88,23 @@ def test_an_agent_out_of_quota_pauses_then_resumes_after_the_reset(tmp_path: Pat
     assert (paused.count(S.PAUSED), paused.next_resume_at) == (1, resets)
     assert (early.count(S.PAUSED), early.attempts) == (1, 1)
     assert (resumed.count(S.SUCCEEDED), resumed.attempts, resumed.open_escalations) == (1, 2, 0)
+
+
+def test_a_task_whose_config_holds_api_keys_is_refused_before_anything_is_recorded(
+    tmp_path: Path,
+) -> None:
+    # The evaluation harness interface's merged-config keys are run()'s; a task's config
+    # holds settings only, so a key is never recorded with the task.
+    canary = "canary-task-key-5e1d0c7b93a2"
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    config = {"scenario": {"attempts": [SUCCESS]}, "api_keys": {"ANTHROPIC_API_KEY": canary}}
+    task = spec(workspace, adapter="mock", config=config)
+    with engine(tmp_path / "state", MockAdapter(), fake=clock()) as eng:
+        with pytest.raises(ConfigError, match=r"config\.api_keys: .*its environment") as raised:
+            eng.run_sync([task])
+        assert eng.store.tasks() == ()
+    assert canary not in str(raised.value)
+    for path in (tmp_path / "state").rglob("*"):
+        if path.is_file():
+            assert canary.encode() not in path.read_bytes(), path

@@ -11,6 +11,11 @@ dictionary leaves them out (``backstay.adapters.tiers``). A key the adapter itse
 declares (``config_keys``) stays the adapter's; the rest of these are taken out here, so
 that ``AgentRequest.config`` (which is logged and checked) never holds a key. A problem
 names the key, never an ``api_keys`` value.
+
+``BaseAdapter.validate_config`` accepts such a dictionary as well (it checks these keys as
+``run()`` does). Everywhere else a configuration holds the adapter's settings only — an
+engine task, a suite, ``backstay run``, ``dispatch`` — and ``refuse_harness_keys`` refuses
+these keys there, so that an ``api_keys`` mapping is never recorded or logged.
 """
 
 from __future__ import annotations
@@ -24,7 +29,7 @@ from backstay.adapters.contract import TierConfig
 from backstay.adapters.tiers import preset_flags
 from backstay.errors import ConfigError
 
-__all__ = ["HARNESS_KEYS", "HarnessConfig", "split_harness_config"]
+__all__ = ["HARNESS_KEYS", "HarnessConfig", "refuse_harness_keys", "split_harness_config"]
 
 # The merged config's tier keys → ``TierConfig`` fields.
 _TIER_FIELD_OF: Final = {
@@ -121,3 +126,29 @@ def split_harness_config(
         task_description=_text(taken.get("task_description"), where="config.task_description"),
         api_keys=_api_keys(taken.get("api_keys")),
     )
+
+
+# Where a task, a suite or ``backstay run`` gives what the merged config's keys carry.
+_INSTEAD: Final = {
+    "api_keys": "its environment (env)",
+    "test_id": "its task id",
+    "task_description": "its prompt",
+}
+
+
+def refuse_harness_keys(config: object, *, adapter: object) -> None:
+    """``ConfigError`` at the first merged-config key in ``config`` that ``adapter`` does
+    not declare as its own setting (``config_keys``); nothing for an adapter that does not
+    declare its settings, whose ``validate_config`` alone decides."""
+    declared = getattr(adapter, "config_keys", None)
+    if not isinstance(declared, frozenset | set) or not isinstance(config, Mapping):
+        return
+    for key in sorted(HARNESS_KEYS - declared):
+        if key in config:
+            instead = _INSTEAD.get(key, "its tier")
+            raise ConfigError(
+                "is a key of the merged config run() takes (the evaluation harness "
+                f"interface), not a setting of adapter {getattr(adapter, 'name', '?')!r}: "
+                f"a task gives it as {instead}",
+                where=f"config.{key}",
+            )

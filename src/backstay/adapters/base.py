@@ -36,7 +36,7 @@ from typing import Any, ClassVar, Final
 
 from backstay._secret_values import SECRET_ENV_NAME
 from backstay.adapters._attempt_capture import captured_attempt
-from backstay.adapters._harness_config import split_harness_config
+from backstay.adapters._harness_config import refuse_harness_keys, split_harness_config
 from backstay.adapters._harness_run import CANCELLED_EXIT_CODE, run_captured
 from backstay.adapters._run_budget import RunBudget
 from backstay.adapters.capture import Capture
@@ -112,12 +112,15 @@ class BaseAdapter(abc.ABC):
         return self.name
 
     def validate_config(self, config: Mapping[str, Any]) -> bool:
-        """``True`` for a mapping whose keys are all in ``config_keys``, else
-        ``ConfigError`` (a ``ValueError``), as the evaluation harness interface has it.
-        Subclasses extend this to check the values and return ``True`` too."""
-        if not isinstance(config, Mapping):
-            raise ConfigError(f"must be a mapping, got {type(config).__name__}", where="config")
-        unknown = sorted(str(key) for key in config if key not in self.config_keys)
+        """``True`` for a mapping whose keys are all in ``config_keys`` or are the
+        evaluation harness interface's merged-config keys (tier keys, ``test_id``,
+        ``task_description``, ``api_keys``: their values checked as ``run()`` checks
+        them), else ``ConfigError`` (a ``ValueError``) naming the key and never showing an
+        ``api_keys`` value, as that interface has it. Subclasses extend this to check the
+        values of their settings and return ``True`` too. A task of the engine, a suite
+        or ``backstay run`` gives settings only (``refuse_harness_keys``)."""
+        settings = split_harness_config(config, adapter_keys=self.config_keys, tier=None).settings
+        unknown = sorted(str(key) for key in settings if key not in self.config_keys)
         if unknown:
             known = ", ".join(sorted(self.config_keys)) or "none"
             raise ConfigError(
@@ -182,6 +185,7 @@ class BaseAdapter(abc.ABC):
             f"{self.name}: attempt {attempt_id} of {operation_id}, model {request.model}"
         )
         try:
+            refuse_harness_keys(request.config, adapter=self)
             self.validate_config(request.config)
             result = await self.execute(
                 request, operation_id=operation_id, attempt_id=attempt_id, capture=capture

@@ -8,6 +8,7 @@ See ``docs/design/idempotency.md``.
 
 from __future__ import annotations
 
+from backstay.idempotency.descriptor import SkillDescriptor
 from backstay.idempotency.errors import LeaseLost, MissingIdempotencyKey, OperationInProgress
 from backstay.idempotency.guard import AsyncOperation, IdempotencyGuard, SyncOperation
 from backstay.idempotency.ids import (
@@ -30,6 +31,7 @@ __all__ = [
     "MissingIdempotencyKey",
     "OperationIdParts",
     "OperationInProgress",
+    "SkillDescriptor",
     "SyncOperation",
     "attempt_id",
     "default_owner",
