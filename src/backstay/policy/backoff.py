@@ -28,7 +28,7 @@ import hashlib
 import math
 from typing import Final
 
-__all__ = ["Backoff", "JitterMode", "next_delay", "sha256_draw"]
+__all__ = ["Backoff", "JitterMode", "jittered", "next_delay", "sha256_draw"]
 
 
 class Backoff(enum.StrEnum):
@@ -101,6 +101,20 @@ def next_delay(
         prev = initial_s if previous_s is None else max(previous_s, initial_s)
         return min(max_s, initial_s + draw * (3.0 * prev - initial_s))
     delay = base_delay(backoff, retry, initial_s=initial_s, multiplier=multiplier, max_s=max_s)
+    return jittered(jitter_mode, delay, retry, jitter, max_s, draw, seed)
+
+
+def jittered(  # noqa: PLR0917 - the drivers' hot path: positional is cheapest
+    jitter_mode: JitterMode,
+    delay: float,
+    retry: int,
+    jitter: float,
+    max_s: float,
+    draw: float,
+    seed: int | None,
+) -> float:
+    """``delay`` (the un-jittered, capped delay before retry ``retry``) under any jitter
+    mode but ``decorrelated``, which does not start from it."""
     if jitter_mode is _FULL:
         return draw * delay
     if jitter_mode is _SHA256:
@@ -108,5 +122,6 @@ def next_delay(
         base_ms = delay * 1000.0
         return float(int(base_ms + base_ms * jitter * (2.0 * h - 1.0))) / 1000.0
     if jitter_mode is _PROPORTIONAL and jitter > 0.0:
-        return min(max_s, max(0.0, delay * (1.0 + jitter * (2.0 * draw - 1.0))))
+        out = delay * (1.0 + jitter * (2.0 * draw - 1.0))
+        return max_s if out > max_s else (out if out > 0.0 else 0.0)
     return delay

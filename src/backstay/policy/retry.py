@@ -15,8 +15,8 @@ from typing import Any, Final
 from backstay._checks import check_number
 from backstay.errors import ConfigError
 from backstay.failure import Failure
-from backstay.policy._delays import fixed_delays
-from backstay.policy.backoff import Backoff, JitterMode, next_delay
+from backstay.policy._delays import base_delays, fixed_delays
+from backstay.policy.backoff import Backoff, JitterMode, jittered, next_delay
 from backstay.taxonomy import CODES, ErrorCategory, FailureKind, canonical_code
 
 __all__ = ["GiveUpReason", "KindOverride", "RetryDecision", "RetryPolicy", "decide"]
@@ -332,6 +332,7 @@ _GIVE_UPS: Final = {d.reason: d for d in (_CANCELLED, _NOT_RETRYABLE, _EXHAUSTED
 # the rest of a decision's comparisons together.
 _KIND_CANCELLED: Final = FailureKind.CANCELLED
 _KIND_UNKNOWN: Final = FailureKind.UNKNOWN
+_DECORRELATED: Final = JitterMode.DECORRELATED
 
 
 def decide_delay(  # noqa: PLR0917 - the drivers' hot path: positional is cheapest
@@ -363,6 +364,20 @@ def decide_delay(  # noqa: PLR0917 - the drivers' hot path: positional is cheape
         return 0.0, GiveUpReason.ATTEMPTS_EXHAUSTED
     if override is None and fixed is not None and attempt <= len(fixed):
         delay = fixed[attempt - 1]
+    elif (
+        override is None
+        and policy.jitter_mode is not _DECORRELATED
+        and attempt <= len(base := base_delays(policy))
+    ):
+        delay = jittered(
+            policy.jitter_mode,
+            base[attempt - 1],
+            attempt,
+            policy.jitter,
+            max(policy.max_delay_s, policy.initial_delay_s),
+            draw,
+            policy.seed,
+        )
     else:
         initial = policy.initial_delay_s
         maximum = policy.max_delay_s
