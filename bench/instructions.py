@@ -1,5 +1,5 @@
-"""Instruction counts (valgrind's callgrind) for the sync retry figures: a repeatable
-supplement to the timings, which move with whatever else the machine runs.
+"""Instruction counts (valgrind's callgrind) for the retry figures, sync and async: a
+repeatable supplement to the timings, which move with whatever else the machine runs.
 
 One process under callgrind builds every contender as ``retry.py`` does, then runs each
 statement in a loop inside ``exec``; collection is on only inside ``exec`` and each ``exec``
@@ -39,6 +39,17 @@ for scenario, fn in (("ok", ok), ("flaky", Flaky())):
         jobs.append((scenario, name, stmt, env))
 jobs.append(("classify", "classify(ConnectionError)", "c(e)",
              {{"c": backstay.classify, "e": ConnectionError_}}))
+import asyncio
+from async_retry import AFlaky, aok, _async_candidates
+runner = asyncio.Runner()
+for scenario, fn in (("aok", aok), ("aflaky", AFlaky())):
+    for name, (expr, env) in _async_candidates(fn).items():
+        if scenario == "aflaky" and name == "bare await":
+            continue
+        namespace = dict(env)
+        exec(f"async def _once():\\n    return await {{expr}}\\n", namespace)
+        jobs.append((scenario, name, "run(once())",
+                     {{"run": runner.run, "once": namespace["_once"]}}))
 empty = compile("for _ in range({n}):\\n    pass\\n", "empty", "exec")
 print("JOBS", len(jobs), flush=True)
 with no_sleep():
@@ -98,34 +109,37 @@ def measure() -> dict[tuple[str, str], float] | None:
     return out
 
 
+def _rows(counts: dict[tuple[str, str], float], ok: str, flaky: str, bare: str) -> list[Row]:
+    """Success overhead and per retry of every contender of one side (sync or async)."""
+    base = counts[(ok, bare)]
+    rows = []
+    per_retry = {}
+    for name in [name for scenario, name in counts if scenario == ok]:
+        note = ""
+        if (flaky, name) in counts:
+            per_retry[name] = (counts[(flaky, name)] - counts[(ok, name)]) / (ATTEMPTS - 1)
+            note = f"per retry {per_retry[name]:9.0f}"
+        rows.append(Row(f"{name}: success overhead", counts[(ok, name)] - base, unit="", note=note))
+    ours_ok = counts[(ok, "backstay @retry")] - base
+    rows.extend(
+        Row(
+            f"  per retry, backstay @retry / {peer}",
+            per_retry["backstay @retry"] / per_retry[peer],
+            unit="x",
+            note=f"success overhead {ratio(ours_ok, counts[(ok, peer)] - base)}",
+        )
+        for peer in PEERS
+    )
+    return rows
+
+
 def report() -> None:
-    print("\n== Instructions per call (callgrind; sync; repeatable where timings are not) ==")
+    print("\n== Instructions per call (callgrind; repeatable where timings are not) ==")
     counts = measure()
     if counts is None:
         print("  valgrind is not installed: instruction counts skipped")
         return
-    bare = counts[("ok", "bare call")]
-    names = [name for scenario, name in counts if scenario == "ok"]
-    rows = []
-    per_retry = {}
-    for name in names:
-        overhead = counts[("ok", name)] - bare
-        note = ""
-        if ("flaky", name) in counts:
-            per_retry[name] = (counts[("flaky", name)] - counts[("ok", name)]) / (ATTEMPTS - 1)
-            note = f"per retry {per_retry[name]:9.0f}"
-        rows.append(Row(f"{name}: success overhead", overhead, unit="", note=note))
-    deco = per_retry["backstay @retry"]
-    ours_ok = counts[("ok", "backstay @retry")] - bare
-    rows.extend(
-        Row(
-            f"  per retry, backstay @retry / {peer}",
-            deco / per_retry[peer],
-            unit="x",
-            note=f"success overhead {ratio(ours_ok, counts[('ok', peer)] - bare)}",
-        )
-        for peer in PEERS
-    )
+    rows = _rows(counts, "ok", "flaky", "bare call")
     rows.append(
         Row(
             "classify(ConnectionError), remembered",
@@ -133,4 +147,9 @@ def report() -> None:
             unit="",
         )
     )
-    print_table(f"Instructions (loop of {N}, minus an empty loop; per call)", rows)
+    print_table(f"Instructions, sync (loop of {N}, minus an empty loop; per call)", rows)
+    print_table(
+        "Instructions, async (each await run to completion by one asyncio.Runner; the "
+        "runner's own cost cancels out of both figures)",
+        _rows(counts, "aok", "aflaky", "bare await"),
+    )

@@ -28,6 +28,7 @@ from backstay.observe.events import (
     RetryScheduled,
 )
 from backstay.observe.sinks import BUS
+from backstay.policy._delays import _last as _delays_last
 from backstay.policy._delays import fixed_delays
 from backstay.policy.protocols import (
     CircuitBreakerLike,
@@ -39,7 +40,7 @@ from backstay.policy.protocols import (
 )
 from backstay.policy.retry import RetryPolicy, decide_delay
 
-__all__ = ["CallState", "TestMode", "attach_failure", "test_mode"]
+__all__ = ["CallState", "TestMode", "after_failure", "attach_failure", "test_mode"]
 
 _NOTE_PREFIX = "backstay: "
 # The shortest sleep between two rechecks, whatever a limiter asks: bounds the rechecks of
@@ -49,6 +50,7 @@ MIN_RECHECK_S: Final = 0.001
 
 # AttemptFailed and RetryScheduled share a level: whether a sink wants it is asked once.
 _SAME_LEVEL: Final = AttemptFailed.level == RetryScheduled.level
+_FAILED_LEVEL: Final = AttemptFailed.level
 # Events below the failures' levels: often below every sink's, so checked inline first.
 _STARTED_LEVEL: Final = AttemptStarted.level
 _SUCCEEDED_LEVEL: Final = CallSucceeded.level
@@ -244,77 +246,117 @@ class CallState:
             self.limiter.observe(failure)
         if self.reservation is not None:
             self._settle()
-        policy = self.policy
-        fixed = fixed_delays(policy)
-        if fixed is not None:
-            draw = 0.0  # no jitter: the draw would not be used
-        elif policy.seed is None:
-            draw = unseeded_unit()
-        else:
-            draw = seeded_unit(policy.seed, policy.name, self.attempt)
-        elapsed = self.clock.monotonic() - self.started
-        delay, reason = decide_delay(
-            policy, failure, self.attempt, elapsed, self.previous_delay, draw, fixed
+        delay = after_failure(
+            self.policy,
+            self.clock,
+            self.operation,
+            self.attempt,
+            self.started,
+            self.previous_delay,
+            exc,
+            failure,
+            self.budget,
         )
-        retry = reason is None
-        if retry and test_mode.active:
-            cap = test_mode.max_attempts
-            if cap is not None and self.attempt >= cap:
-                retry, reason = False, "testing_mode_attempts"
-        # Each event is built only when a sink takes its level; one question per level.
-        wants_failed = BUS.wants(AttemptFailed.level)
-        if wants_failed:
-            BUS.emit(
-                AttemptFailed(
-                    operation=self.operation,
-                    policy=policy.name,
-                    attempt=self.attempt,
-                    failure=failure,
-                    delay_s=delay if retry else None,
-                    elapsed_s=elapsed,
-                )
-            )
-        if not retry:
-            self._give_up(exc, failure, reason or "", elapsed)
-        if self.budget is not None and not self.budget.try_spend_retry():
-            attach_failure(exc, failure)
-            raise RetryBudgetExhausted(self.budget.name) from exc
         self.previous_delay = delay
-        if test_mode.active:
-            delay = 0.0
-        if wants_failed if _SAME_LEVEL else BUS.wants(RetryScheduled.level):
-            BUS.emit(
-                RetryScheduled(
-                    operation=self.operation,
-                    policy=policy.name,
-                    attempt=self.attempt,
-                    delay_s=delay,
-                    failure=failure,
-                )
-            )
-        if failure.retry_after_s and BUS.wants(RateLimited.level):
-            BUS.emit(
-                RateLimited(
-                    operation=self.operation,
-                    policy=policy.name,
-                    attempt=self.attempt,
-                    wait_s=delay,
-                    failure=failure,
-                )
-            )
-        return delay
+        return 0.0 if test_mode.active else delay
 
-    def _give_up(self, exc: Exception, failure: Failure, reason: str, elapsed: float) -> NoReturn:
-        attach_failure(exc, failure)
-        if BUS.wants(GaveUp.level):
-            BUS.emit(
-                GaveUp(
-                    operation=self.operation,
-                    policy=self.policy.name,
-                    attempts=self.attempt,
-                    reason=reason,
-                    failure=failure,
-                    elapsed_s=elapsed,
-                )
+
+def after_failure(  # noqa: PLR0917 - the drivers' hot path: positional is cheapest
+    policy: RetryPolicy,
+    clock: Clock,
+    operation: str | None,
+    attempt: int,
+    started: float,
+    previous_delay: float | None,
+    exc: Exception,
+    failure: Failure,
+    budget: RetryBudgetLike | None,
+) -> float:
+    """After attempt ``attempt`` failed with ``failure``: decide, report, and return the
+    policy's delay before the next attempt (the caller sleeps none of it in testing mode).
+    Re-raises ``exc`` with its ``Failure`` attached when the call gives up;
+    ``RetryBudgetExhausted`` when the budget refuses the retry."""
+    last = _delays_last[0]  # ``fixed_delays(policy)``, without the call for the policy asked last
+    fixed = last[1] if last[0] is policy else fixed_delays(policy)
+    if fixed is not None:
+        draw = 0.0  # no jitter: the draw would not be used
+    elif policy.seed is None:
+        draw = unseeded_unit()
+    else:
+        draw = seeded_unit(policy.seed, policy.name, attempt)
+    # Without a deadline the time taken matters only to the events: read the clock for them.
+    elapsed = -1.0 if policy.deadline_s is None else clock.monotonic() - started
+    delay, reason = decide_delay(policy, failure, attempt, elapsed, previous_delay, draw, fixed)
+    retry = reason is None
+    if retry and test_mode.active:
+        cap = test_mode.max_attempts
+        if cap is not None and attempt >= cap:
+            retry, reason = False, "testing_mode_attempts"
+    if retry and budget is None and BUS.silent():
+        return delay  # the common case: nothing to report, nothing to spend
+    # Each event is built only when a sink takes its level; one question per level.
+    wants_failed = BUS.wants(_FAILED_LEVEL)
+    if elapsed < 0.0 and (wants_failed or not retry):
+        elapsed = clock.monotonic() - started
+    if wants_failed:
+        BUS.emit(
+            AttemptFailed(
+                operation=operation,
+                policy=policy.name,
+                attempt=attempt,
+                failure=failure,
+                delay_s=delay if retry else None,
+                elapsed_s=elapsed,
             )
-        raise exc
+        )
+    if not retry:
+        _give_up(policy, operation, attempt, exc, failure, reason or "", elapsed)
+    if budget is not None and not budget.try_spend_retry():
+        attach_failure(exc, failure)
+        raise RetryBudgetExhausted(budget.name) from exc
+    slept = 0.0 if test_mode.active else delay
+    if wants_failed if _SAME_LEVEL else BUS.wants(RetryScheduled.level):
+        BUS.emit(
+            RetryScheduled(
+                operation=operation,
+                policy=policy.name,
+                attempt=attempt,
+                delay_s=slept,
+                failure=failure,
+            )
+        )
+    if failure.retry_after_s and BUS.wants(RateLimited.level):
+        BUS.emit(
+            RateLimited(
+                operation=operation,
+                policy=policy.name,
+                attempt=attempt,
+                wait_s=slept,
+                failure=failure,
+            )
+        )
+    return delay
+
+
+def _give_up(  # noqa: PLR0917
+    policy: RetryPolicy,
+    operation: str | None,
+    attempt: int,
+    exc: Exception,
+    failure: Failure,
+    reason: str,
+    elapsed: float,
+) -> NoReturn:
+    attach_failure(exc, failure)
+    if BUS.wants(GaveUp.level):
+        BUS.emit(
+            GaveUp(
+                operation=operation,
+                policy=policy.name,
+                attempts=attempt,
+                reason=reason,
+                failure=failure,
+                elapsed_s=elapsed,
+            )
+        )
+    raise exc

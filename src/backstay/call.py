@@ -22,14 +22,14 @@ import inspect
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from typing import Any, Final, ParamSpec, TypeVar, overload
 
-from backstay._attempts import CallState, test_mode
+from backstay._attempts import CallState, after_failure, test_mode
+from backstay.classify import classify
 from backstay.clock import SYSTEM_CLOCK, Clock
 from backstay.errors import ConfigError
-from backstay.observe.events import AttemptStarted
+from backstay.observe.events import AttemptStarted, CallSucceeded
 from backstay.observe.sinks import BUS
 from backstay.policy.protocols import (
     CircuitBreakerLike,
-    Permit,
     RateLimiterLike,
     RetryBudgetLike,
 )
@@ -92,27 +92,27 @@ def resolve_policy(policy: PolicySpec, operation: str | None) -> RetryPolicy:
     return _Source.registry.default
 
 
-# The level of the event every attempt would start with, read once: a driver that nothing
-# listens to at that level, with no budget, no limiter and no testing mode, runs its first
-# attempt inline and builds its state only after a failure.
+# The levels of the events an attempt starts with and a retried call ends with, read once:
+# often below every sink's, so checked inline before the bus is asked.
 _STARTED_LEVEL: Final = AttemptStarted.level
+_SUCCEEDED_LEVEL: Final = CallSucceeded.level
 
 
-def _after_first_failure(
-    pol: RetryPolicy,
-    clk: Clock,
-    operation: str | None,
-    breaker: CircuitBreakerLike | None,
-    *,
-    started: float,
-    permit: Permit | None,
-) -> CallState:
-    """The call state of an inline first attempt that failed."""
-    state = CallState(pol, clk, operation=operation, breaker=breaker, budget=None, limiter=None)
-    state.started = started
-    state.attempt = 1
-    state.permit = permit
-    return state
+def _started(pol: RetryPolicy, operation: str | None, attempt: int) -> bool:
+    """Report the start of an attempt; whether anything took it."""
+    if BUS.wants(_STARTED_LEVEL):
+        BUS.emit(AttemptStarted(operation=operation, policy=pol.name, attempt=attempt))
+        return True
+    return False
+
+
+def _succeeded(pol: RetryPolicy, operation: str | None, attempts: int, elapsed: float) -> None:
+    if BUS.wants(_SUCCEEDED_LEVEL):
+        BUS.emit(
+            CallSucceeded(
+                operation=operation, policy=pol.name, attempts=attempts, elapsed_s=elapsed
+            )
+        )
 
 
 def _limiter_wait(state: CallState, clk: Clock) -> None:
@@ -167,22 +167,28 @@ def _run(  # noqa: PLR0917 - the hot path: positional is the cheapest call
     clock: Clock | None,
 ) -> T:
     clk = clock or SYSTEM_CLOCK
-    state: CallState | None = None
-    if (
-        budget is None
-        and limiter is None
-        and not test_mode.active
-        and (BUS.min_level > _STARTED_LEVEL or not BUS.wants(_STARTED_LEVEL))
-    ):
-        started = clk.monotonic()
+    if budget is not None or limiter is not None:
+        return _run_state(fn, args, kwargs, pol, operation, breaker, budget, limiter, clk)
+    # The common case, with no per-call object: the loop keeps its state in locals.
+    started = clk.monotonic()
+    attempt = 1
+    previous: float | None = None
+    # A call whose attempts are reported from its start reports its success even on the
+    # first attempt; otherwise a success is reported only after retries.
+    traced = False
+    while True:
         permit = None if breaker is None else breaker.acquire()
+        if BUS.min_level <= _STARTED_LEVEL:
+            traced = _started(pol, operation, attempt) or traced
         try:
             result = fn(*args, **kwargs)
         except Exception as exc:
-            state = _after_first_failure(
-                pol, clk, operation, breaker, started=started, permit=permit
+            failure = classify(exc)
+            if permit is not None:
+                permit.failure(failure)
+            delay = after_failure(
+                pol, clk, operation, attempt, started, previous, exc, failure, None
             )
-            delay = state.failed(exc)
         except BaseException:
             if permit is not None:
                 permit.release()
@@ -190,13 +196,30 @@ def _run(  # noqa: PLR0917 - the hot path: positional is the cheapest call
         else:
             if permit is not None:
                 permit.success()
+            if (attempt > 1 or traced) and BUS.min_level <= _SUCCEEDED_LEVEL:
+                _succeeded(pol, operation, attempt, clk.monotonic() - started)
             return result
-        if delay > 0.0:
+        if delay > 0.0 and not test_mode.active:
             clk.sleep(delay)
-    if state is None:
-        state = CallState(
-            pol, clk, operation=operation, breaker=breaker, budget=budget, limiter=limiter
-        )
+        previous = delay
+        attempt += 1
+
+
+def _run_state(  # noqa: PLR0917 - positional, as ``_run``
+    fn: Callable[..., T],
+    args: Any,
+    kwargs: Any,
+    pol: RetryPolicy,
+    operation: str | None,
+    breaker: CircuitBreakerLike | None,
+    budget: RetryBudgetLike | None,
+    limiter: RateLimiterLike | None,
+    clk: Clock,
+) -> T:
+    """``_run`` with a budget or a rate limiter: the loop over a ``CallState``."""
+    state = CallState(
+        pol, clk, operation=operation, breaker=breaker, budget=budget, limiter=limiter
+    )
     while True:
         if state.limiter is not None:
             _limiter_wait(state, clk)
@@ -245,24 +268,32 @@ async def _arun(  # noqa: PLR0917 - the hot path: positional is the cheapest cal
     clock: Clock | None,
 ) -> T:
     clk = clock or SYSTEM_CLOCK
-    state: CallState | None = None
+    if budget is not None or limiter is not None:
+        return await _arun_state(fn, args, kwargs, pol, operation, breaker, budget, limiter, clk)
     deadline = pol.deadline_s
-    if (
-        deadline is None
-        and budget is None
-        and limiter is None
-        and not test_mode.active
-        and (BUS.min_level > _STARTED_LEVEL or not BUS.wants(_STARTED_LEVEL))
-    ):
-        started = clk.monotonic()
+    started = clk.monotonic()
+    attempt = 1
+    previous: float | None = None
+    # A call whose attempts are reported from its start reports its success even on the
+    # first attempt; otherwise a success is reported only after retries.
+    traced = False
+    while True:
         permit = None if breaker is None else breaker.acquire()
+        if BUS.min_level <= _STARTED_LEVEL:
+            traced = _started(pol, operation, attempt) or traced
         try:
-            result = await fn(*args, **kwargs)
+            if deadline is None:
+                result = await fn(*args, **kwargs)
+            else:
+                async with asyncio.timeout(max(0.0, deadline - (clk.monotonic() - started))):
+                    result = await fn(*args, **kwargs)
         except Exception as exc:
-            state = _after_first_failure(
-                pol, clk, operation, breaker, started=started, permit=permit
+            failure = classify(exc)
+            if permit is not None:
+                permit.failure(failure)
+            delay = after_failure(
+                pol, clk, operation, attempt, started, previous, exc, failure, None
             )
-            delay = state.failed(exc)
         except BaseException:
             if permit is not None:
                 permit.release()
@@ -270,13 +301,31 @@ async def _arun(  # noqa: PLR0917 - the hot path: positional is the cheapest cal
         else:
             if permit is not None:
                 permit.success()
+            if (attempt > 1 or traced) and BUS.min_level <= _SUCCEEDED_LEVEL:
+                _succeeded(pol, operation, attempt, clk.monotonic() - started)
             return result
-        if delay > 0.0:
+        if delay > 0.0 and not test_mode.active:
             await clk.asleep(delay)
-    if state is None:
-        state = CallState(
-            pol, clk, operation=operation, breaker=breaker, budget=budget, limiter=limiter
-        )
+        previous = delay
+        attempt += 1
+
+
+async def _arun_state(  # noqa: PLR0917 - positional, as ``_arun``
+    fn: Callable[..., Awaitable[T]],
+    args: Any,
+    kwargs: Any,
+    pol: RetryPolicy,
+    operation: str | None,
+    breaker: CircuitBreakerLike | None,
+    budget: RetryBudgetLike | None,
+    limiter: RateLimiterLike | None,
+    clk: Clock,
+) -> T:
+    """``_arun`` with a budget or a rate limiter: the loop over a ``CallState``."""
+    deadline = pol.deadline_s
+    state = CallState(
+        pol, clk, operation=operation, breaker=breaker, budget=budget, limiter=limiter
+    )
     while True:
         if state.limiter is not None:
             await _alimiter_wait(state, clk)

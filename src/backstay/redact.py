@@ -11,21 +11,17 @@ sequences, and blanks the value of any key whose name looks secret.
 from __future__ import annotations
 
 import functools
-import os
 import re
-import threading
 from collections.abc import Mapping
 from typing import Any, Final
+
+from backstay._secret_values import MIN_SECRET_LEN, SECRETS
 
 __all__ = ["REDACTED", "redact", "redact_mapping", "register_secret"]
 
 REDACTED: Final = "[REDACTED]"
 
-_MIN_SECRET_LEN: Final = 8
-_MIN_ENV_SECRET_LEN: Final = 12
-
-# Environment variable names that hold secrets (ANTHROPIC_API_KEY, GITHUB_TOKEN, LOCAL_KEY …).
-_SECRET_ENV_NAME = re.compile(r"(?i)(key|token|secret|passw|credential|auth)")
+_MIN_SECRET_LEN: Final = MIN_SECRET_LEN
 
 # Mapping keys whose values are secrets. Anchored, so ``input_tokens`` or
 # ``idempotency_key`` stay readable.
@@ -114,43 +110,7 @@ _TRIGGERS: Final = (
 )
 
 
-class _SecretValues:
-    """Secret values from the environment and the registry, longest first.
-
-    The environment is rescanned only when it changed: comparing the raw mapping with a
-    snapshot is far cheaper than decoding and matching every variable on each call.
-    """
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._registered: set[str] = set()
-        # The raw environment the answer was computed from, and the answer: replaced whole,
-        # so a reader without the lock always sees a matching pair.
-        self._state: tuple[dict[object, object], tuple[str, ...]] | None = None
-
-    def register(self, value: str) -> None:
-        with self._lock:
-            self._registered.add(value)
-            self._state = None
-
-    def current(self) -> tuple[str, ...]:
-        raw = getattr(os.environ, "_data", None)
-        state = self._state
-        if state is not None and type(raw) is dict and raw == state[0]:
-            return state[1]  # the common case: nothing changed, no lock taken
-        with self._lock:
-            env_values = {
-                value
-                for name, value in os.environ.items()
-                if len(value) >= _MIN_ENV_SECRET_LEN and _SECRET_ENV_NAME.search(name)
-            }
-            # Longest first, so a secret that contains another is removed whole.
-            found = tuple(sorted(env_values | self._registered, key=len, reverse=True))
-            self._state = (dict(raw), found) if type(raw) is dict else None
-            return found
-
-
-_secrets = _SecretValues()
+_secrets: Final = SECRETS
 
 
 def register_secret(value: str) -> None:

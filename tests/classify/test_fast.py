@@ -216,3 +216,32 @@ def test_an_exception_with_an_unhashable_errno_is_classified_the_full_way() -> N
     exc = OSError([errno.ECONNRESET], "reset")
     assert classify(exc) == _fresh(exc)
     assert classify(exc).details.get("source") != "classifier_error"
+
+
+def test_a_lone_exception_is_recalled_under_the_key_its_fingerprint_gives() -> None:
+    remembered = classify(ConnectionError(_RESET))
+    lone = ConnectionError(_RESET)
+    assert _fast.recall_lone(lone, None) is remembered
+    assert _fast.lookup(lone, None) == (remembered, _fast.fingerprint(lone, None))
+
+
+@pytest.mark.parametrize(
+    "exc",
+    [
+        pytest.param(_connection_error_with(note="a plain attribute"), id="attribute"),
+        pytest.param(ConnectionError(errno.ECONNRESET, "Connection reset by peer"), id="two-args"),
+        pytest.param(ConnectionError(ConnectionRefusedError("refused")), id="exception-arg"),
+        pytest.param(ValueError(_RESET), id="not-a-transport-class"),
+    ],
+)
+def test_anything_but_a_lone_exception_is_left_to_the_fingerprint(exc: BaseException) -> None:
+    classify(exc)
+    assert _fast.recall_lone(exc, None) is None
+    assert classify(exc) == _fresh(exc)
+
+
+def test_a_lone_exception_with_a_cause_is_left_to_the_fingerprint() -> None:
+    exc = ConnectionError(_RESET)
+    exc.__cause__ = ConnectionRefusedError(errno.ECONNREFUSED, "Connection refused")
+    classify(exc)
+    assert _fast.recall_lone(exc, None) is None

@@ -29,12 +29,12 @@ import asyncio
 import dataclasses
 import itertools
 import os
-import re
 import uuid
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, ClassVar, Final
 
+from backstay._secret_values import SECRET_ENV_NAME
 from backstay.adapters._attempt_capture import captured_attempt
 from backstay.adapters._harness_config import refuse_harness_keys, split_harness_config
 from backstay.adapters._harness_run import CANCELLED_EXIT_CODE, run_captured
@@ -61,12 +61,11 @@ SINGLE_ATTEMPT: Final = "none"
 HTTP_FAILURE_PREFIX: Final = "ERR_HTTP_"
 # Environment variables whose values are secrets: the rule ``backstay.redact`` applies to
 # the parent's own environment, applied to the environment a child is given.
-_SECRET_ENV_NAME: Final = re.compile(r"(?i)(key|token|secret|passw|credential|auth)")
 
 
 def _register_env_secrets(env: Mapping[str, str]) -> None:
     for name, value in env.items():
-        if _SECRET_ENV_NAME.search(name):
+        if SECRET_ENV_NAME.search(name):
             register_secret(value)
 
 

@@ -74,6 +74,9 @@ def classify(
 ) -> Failure:
     """Classify any exception. ``provider`` names the provider when the class cannot."""
     try:
+        found = _fast.recall_lone(exc, provider)
+        if found is not None:
+            return found
         found, key = _fast.lookup(exc, provider)
         if found is not None:
             return found

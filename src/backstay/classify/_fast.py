@@ -42,7 +42,7 @@ from backstay.failure import Failure
 from backstay.redact import _secrets
 from backstay.taxonomy import CODES
 
-__all__ = ["current_secrets", "fingerprint", "lookup", "recall", "remember"]
+__all__ = ["current_secrets", "fingerprint", "lookup", "recall", "recall_lone", "remember"]
 
 # The attributes the classifier follows from one exception to the next (as ``_chain``).
 _LINKS: Final = ("reason", "os_error", "last_attempt")
@@ -75,10 +75,14 @@ class _Profile(NamedTuple):
     payload: tuple[str, ...]  # response attributes the class defines (``code = None``)
     errno: bool  # it has an ``errno`` (the OSError family, or a property)
     provider: str | None
+    bare: bool  # it may head a fingerprint and defines no links nor response attributes
 
 
 _types: dict[type, _Profile] = {}
+# The classes whose profile is ``bare``: (has an ``errno``, the provider it names).
+_bare: dict[type, tuple[bool, str | None]] = {}
 _remembered: dict[Hashable, tuple[tuple[str, ...], Failure]] = {}
+_NOTHING: Final[tuple[None, None]] = (None, None)
 
 
 def _profile(exc: BaseException) -> _Profile:
@@ -91,19 +95,27 @@ def _profile(exc: BaseException) -> _Profile:
         top = issubclass(cls, OSError)
     else:
         top = code != _RESPONSE and CODES[code].kind in _TRANSPORT_KINDS
+    # A class answering unknown attributes (``__getattr__``) may answer any link.
+    links = (
+        _LINKS
+        if hasattr(cls, "__getattr__")
+        else tuple(name for name in _LINKS if hasattr(cls, name))
+    )
+    payload = tuple(sorted(name for name in _PAYLOAD if hasattr(cls, name)))
     found = _Profile(
         top=top,
-        # A class answering unknown attributes (``__getattr__``) may answer any link.
-        links=_LINKS
-        if hasattr(cls, "__getattr__")
-        else tuple(name for name in _LINKS if hasattr(cls, name)),
-        payload=tuple(sorted(name for name in _PAYLOAD if hasattr(cls, name))),
+        links=links,
+        payload=payload,
         errno=hasattr(cls, "errno"),
         provider=_provider_of(exc),
+        bare=top and not links and not payload,
     )
     if len(_types) >= _MAX_TYPES:
         _types.clear()
+        _bare.clear()
     _types[cls] = found
+    if found.bare:
+        _bare[cls] = (found.errno, found.provider)
     return found
 
 
@@ -151,20 +163,6 @@ def _data(attrs: dict[str, Any]) -> tuple[object, ...] | None:
     return tuple(out)
 
 
-def _simple(exc: BaseException, profile: _Profile, provider: str | None) -> Hashable | None:
-    """The fingerprint of a lone exception with nothing attached: the common case, kept
-    short (``ConnectionError("[Errno 104] Connection reset by peer")``)."""
-    for arg in exc.args:
-        if isinstance(arg, BaseException):
-            return _chained(exc, profile, provider)
-    try:
-        text = str(exc)
-        errno = exc.errno if profile.errno else None  # type: ignore[attr-defined]
-    except Exception:  # a broken __str__ or errno property: the full path copes
-        return None
-    return (type(exc), text, errno, provider)
-
-
 def _chained(exc: BaseException, profile: _Profile, provider: str | None) -> Hashable | None:
     """The fingerprint of an exception and its chain, walked as the classifier walks it:
     breadth first, each exception once, at most ``_MAX_CHAIN``. Exceptions are numbered in
@@ -203,19 +201,48 @@ def _chained(exc: BaseException, profile: _Profile, provider: str | None) -> Has
 def fingerprint(exc: BaseException, provider: str | None) -> Hashable | None:
     """Everything the classifier reads of ``exc``, as a key; ``None`` when ``exc`` is not a
     transport exception or carries a response, a status or an attached failure."""
-    profile = _types.get(type(exc)) or _profile(exc)
-    if not profile.top:
+    cls = type(exc)
+    bare = _bare.get(cls)
+    if bare is None:
+        profile = _types.get(cls) or _profile(exc)
+        if not profile.bare:
+            return _chained(exc, profile, provider or profile.provider) if profile.top else None
+        bare = (profile.errno, profile.provider)
+    # A lone exception with nothing attached, the common case, has a short key:
+    # ``ConnectionError("[Errno 104] Connection reset by peer")``.
+    if exc.__cause__ is None and exc.__context__ is None and not exc.__dict__:
+        args = exc.args
+        if (len(args) == 1 and type(args[0]) is str) or not any(
+            isinstance(arg, BaseException) for arg in args
+        ):
+            try:
+                errno = exc.errno if bare[0] else None  # type: ignore[attr-defined]
+                return (cls, str(exc), errno, provider or bare[1])
+            except Exception:  # a broken __str__ or errno property: the full path copes
+                return None
+    profile = _types.get(cls) or _profile(exc)
+    return _chained(exc, profile, provider or profile.provider)
+
+
+def recall_lone(exc: BaseException, provider: str | None) -> Failure | None:
+    """The remembered ``Failure`` of a lone transport exception (one text argument, no
+    cause, context or attributes), the commonest case, with no more work than its key
+    needs; ``None`` for any other exception or when nothing is remembered (``lookup``
+    then decides). Its key is the one ``fingerprint`` gives the same exception."""
+    bare = _bare.get(type(exc))
+    if bare is None or exc.__cause__ is not None or exc.__context__ is not None:
         return None
-    provider = provider or profile.provider
-    if (
-        exc.__cause__ is None
-        and exc.__context__ is None
-        and not exc.__dict__
-        and not profile.links
-        and not profile.payload
-    ):
-        return _simple(exc, profile, provider)
-    return _chained(exc, profile, provider)
+    args = exc.args
+    if exc.__dict__ or len(args) != 1 or type(args[0]) is not str:
+        return None
+    try:
+        errno = exc.errno if bare[0] else None  # type: ignore[attr-defined]
+        found = _remembered.get((type(exc), str(exc), errno, provider or bare[1]))
+    except Exception:  # a broken __str__ or errno property: the full path copes
+        return None
+    if found is not None and found[0] is _secrets.current():
+        return found[1]
+    return None
 
 
 def lookup(exc: BaseException, provider: str | None) -> tuple[Failure | None, Hashable | None]:
@@ -223,11 +250,11 @@ def lookup(exc: BaseException, provider: str | None) -> tuple[Failure | None, Ha
     ``remember`` the full classification under (``None`` when it must not be)."""
     key = fingerprint(exc, provider)
     if key is None:
-        return None, None
+        return _NOTHING
     try:
         found = _remembered.get(key)
     except TypeError:  # an unhashable part (``OSError([1], "…")`` has a list for errno)
-        return None, None
+        return _NOTHING
     if found is not None and found[0] is _secrets.current():
         return found[1], key
     return None, key

@@ -18,11 +18,11 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Final
 
+from backstay._secret_values import SECRET_ENV_NAME
 from backstay.adapters.contract import TierConfig
 from backstay.engine.task import TaskSpec
 from backstay.errors import ConfigError
@@ -33,7 +33,6 @@ from backstay.redact import redact
 
 __all__ = ["decode_spec", "encode_spec", "missing_secret", "secret_env_names"]
 
-_SECRET_ENV_NAME: Final = re.compile(r"(?i)(key|token|secret|passw|credential|auth)")
 _FORMAT: Final = 1
 
 
@@ -44,7 +43,7 @@ def secret_env_names(env: Mapping[str, str]) -> tuple[str, ...]:
         sorted(
             name
             for name, value in env.items()
-            if _SECRET_ENV_NAME.search(name) or redact(value) != value
+            if SECRET_ENV_NAME.search(name) or redact(value) != value
         )
     )
 

@@ -11,19 +11,22 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Final
 
-from backstay.policy.backoff import JitterMode, next_delay
+from backstay.policy.backoff import JitterMode, base_delay
 
 if TYPE_CHECKING:
     from backstay.policy.retry import RetryPolicy
 
-__all__ = ["fixed_delays", "needs_draw"]
+__all__ = ["base_delays", "fixed_delays", "needs_draw"]
 
 # Retries beyond this many are computed each time (a policy of 1,000 attempts keeps a
 # short table).
 _MAX_TABLE: Final = 64
 _MAX_POLICIES: Final = 1024
 
-_tables: dict[int, tuple[RetryPolicy, tuple[float, ...] | None]] = {}
+# Per policy: (the policy, its fixed delays or ``None`` when drawn, its un-jittered delays).
+_Entry = tuple["RetryPolicy | None", tuple[float, ...] | None, tuple[float, ...]]
+_tables: dict[int, _Entry] = {}
+_last: list[_Entry] = [(None, None, ())]
 
 
 def needs_draw(policy: RetryPolicy) -> bool:
@@ -34,35 +37,39 @@ def needs_draw(policy: RetryPolicy) -> bool:
     return mode is not JitterMode.NONE
 
 
-def _table(policy: RetryPolicy) -> tuple[float, ...] | None:
-    if needs_draw(policy):
-        return None
-    initial, maximum = policy.initial_delay_s, policy.max_delay_s
-    size = min(policy.max_attempts, _MAX_TABLE)
-    return tuple(
-        next_delay(
-            policy.backoff,
-            retry,
-            initial_s=initial,
-            multiplier=policy.multiplier,
-            max_s=max(maximum, initial),
-            jitter=policy.jitter,
-            jitter_mode=policy.jitter_mode,
-            previous_s=None,
-            draw=0.0,
+def _entry(policy: RetryPolicy) -> _Entry:
+    last = _last[0]  # the policy asked last: most loops ask about one policy
+    if last[0] is policy:
+        return last
+    found = _tables.get(id(policy))
+    if found is None or found[0] is not policy:
+        initial, maximum = policy.initial_delay_s, policy.max_delay_s
+        base = tuple(
+            base_delay(
+                policy.backoff,
+                retry,
+                initial_s=initial,
+                multiplier=policy.multiplier,
+                max_s=max(maximum, initial),
+            )
+            for retry in range(1, min(policy.max_attempts, _MAX_TABLE))
         )
-        for retry in range(1, size)
-    )
+        # Without a draw, ``next_delay`` is the un-jittered delay itself.
+        found = (policy, None if needs_draw(policy) else base, base)
+        if len(_tables) >= _MAX_POLICIES:
+            _tables.clear()
+        _tables[id(policy)] = found
+    _last[0] = found
+    return found
 
 
 def fixed_delays(policy: RetryPolicy) -> tuple[float, ...] | None:
     """The delay before retry 1, 2, … (index 0, 1, …) with the policy's own settings, or
     ``None`` when its delays are drawn (jitter)."""
-    found = _tables.get(id(policy))
-    if found is not None and found[0] is policy:
-        return found[1]
-    table = _table(policy)
-    if len(_tables) >= _MAX_POLICIES:
-        _tables.clear()
-    _tables[id(policy)] = (policy, table)
-    return table
+    return _entry(policy)[1]
+
+
+def base_delays(policy: RetryPolicy) -> tuple[float, ...]:
+    """The un-jittered delay before retry 1, 2, … (index 0, 1, …) with the policy's own
+    settings, capped: what jitter starts from (as far as the table goes)."""
+    return _entry(policy)[2]

@@ -26,8 +26,9 @@ from __future__ import annotations
 import enum
 import hashlib
 import math
+from typing import Final
 
-__all__ = ["Backoff", "JitterMode", "next_delay", "sha256_draw"]
+__all__ = ["Backoff", "JitterMode", "jittered", "next_delay", "sha256_draw"]
 
 
 class Backoff(enum.StrEnum):
@@ -44,6 +45,15 @@ class JitterMode(enum.StrEnum):
     SHA256 = "sha256"
 
 
+# Members read as module constants: looking a member up on its enum costs more than the
+# arithmetic of a delay.
+_CONSTANT: Final = Backoff.CONSTANT
+_LINEAR: Final = Backoff.LINEAR
+_PROPORTIONAL: Final = JitterMode.PROPORTIONAL
+_FULL: Final = JitterMode.FULL
+_DECORRELATED: Final = JitterMode.DECORRELATED
+_SHA256: Final = JitterMode.SHA256
+
 # 2.0 ** 1100 overflows; long before that the cap applies, so stop growing early.
 _MAX_EXPONENT = 1000
 
@@ -52,9 +62,9 @@ def base_delay(
     backoff: Backoff, retry: int, *, initial_s: float, multiplier: float, max_s: float
 ) -> float:
     """The un-jittered delay before retry number ``retry`` (from 1), capped at ``max_s``."""
-    if backoff is Backoff.CONSTANT:
+    if backoff is _CONSTANT:
         delay = initial_s
-    elif backoff is Backoff.LINEAR:
+    elif backoff is _LINEAR:
         delay = initial_s * retry
     else:
         exponent = min(retry - 1, _MAX_EXPONENT)
@@ -87,16 +97,31 @@ def next_delay(
     """The delay before retry number ``retry`` (from 1); ``draw`` is uniform in [0, 1).
 
     Under ``sha256`` jitter the draw comes from ``seed`` (0 when ``None``) and ``retry``."""
-    if jitter_mode is JitterMode.DECORRELATED:
+    if jitter_mode is _DECORRELATED:
         prev = initial_s if previous_s is None else max(previous_s, initial_s)
         return min(max_s, initial_s + draw * (3.0 * prev - initial_s))
     delay = base_delay(backoff, retry, initial_s=initial_s, multiplier=multiplier, max_s=max_s)
-    if jitter_mode is JitterMode.FULL:
+    return jittered(jitter_mode, delay, retry, jitter, max_s, draw, seed)
+
+
+def jittered(  # noqa: PLR0917 - the drivers' hot path: positional is cheapest
+    jitter_mode: JitterMode,
+    delay: float,
+    retry: int,
+    jitter: float,
+    max_s: float,
+    draw: float,
+    seed: int | None,
+) -> float:
+    """``delay`` (the un-jittered, capped delay before retry ``retry``) under any jitter
+    mode but ``decorrelated``, which does not start from it."""
+    if jitter_mode is _FULL:
         return draw * delay
-    if jitter_mode is JitterMode.SHA256:
+    if jitter_mode is _SHA256:
         h = sha256_draw(0 if seed is None else seed, retry - 1)
         base_ms = delay * 1000.0
         return float(int(base_ms + base_ms * jitter * (2.0 * h - 1.0))) / 1000.0
-    if jitter_mode is JitterMode.PROPORTIONAL and jitter > 0.0:
-        return min(max_s, max(0.0, delay * (1.0 + jitter * (2.0 * draw - 1.0))))
+    if jitter_mode is _PROPORTIONAL and jitter > 0.0:
+        out = delay * (1.0 + jitter * (2.0 * draw - 1.0))
+        return max_s if out > max_s else (out if out > 0.0 else 0.0)
     return delay

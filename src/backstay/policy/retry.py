@@ -15,8 +15,8 @@ from typing import Any, Final
 from backstay._checks import check_number
 from backstay.errors import ConfigError
 from backstay.failure import Failure
-from backstay.policy._delays import fixed_delays
-from backstay.policy.backoff import Backoff, JitterMode, next_delay
+from backstay.policy._delays import base_delays, fixed_delays
+from backstay.policy.backoff import Backoff, JitterMode, jittered, next_delay
 from backstay.taxonomy import CODES, ErrorCategory, FailureKind, canonical_code
 
 __all__ = ["GiveUpReason", "KindOverride", "RetryDecision", "RetryPolicy", "decide"]
@@ -328,6 +328,13 @@ def decide(
 _GIVE_UPS: Final = {d.reason: d for d in (_CANCELLED, _NOT_RETRYABLE, _EXHAUSTED)}
 
 
+# Enum members read as module constants: a member looked up on its class costs more than
+# the rest of a decision's comparisons together.
+_KIND_CANCELLED: Final = FailureKind.CANCELLED
+_KIND_UNKNOWN: Final = FailureKind.UNKNOWN
+_DECORRELATED: Final = JitterMode.DECORRELATED
+
+
 def decide_delay(  # noqa: PLR0917 - the drivers' hot path: positional is cheapest
     policy: RetryPolicy,
     failure: Failure,
@@ -340,16 +347,16 @@ def decide_delay(  # noqa: PLR0917 - the drivers' hot path: positional is cheape
     """``decide`` without the decision object, for the drivers' hot path: the delay, and
     ``None`` to retry or the ``GiveUpReason``. ``fixed`` is ``fixed_delays(policy)``."""
     kind = failure.kind
-    if kind is FailureKind.CANCELLED:
+    if kind is _KIND_CANCELLED:
         return 0.0, GiveUpReason.CANCELLED
     if policy.never_retry_on or policy.retry_on:
         allowed = _retry_allowed(policy, failure)
     else:
-        allowed = failure.retryable
+        allowed = CODES[failure.code].retryable  # ``failure.retryable``, without the call
     if not allowed:
         return 0.0, GiveUpReason.NOT_RETRYABLE
     override = policy.override_for(failure) if policy.per_kind or policy.per_category else None
-    if override is not None or kind is FailureKind.UNKNOWN:
+    if override is not None or kind is _KIND_UNKNOWN:
         limit = attempt_limit(policy, kind, override=override)
     else:
         limit = policy.max_attempts
@@ -357,6 +364,20 @@ def decide_delay(  # noqa: PLR0917 - the drivers' hot path: positional is cheape
         return 0.0, GiveUpReason.ATTEMPTS_EXHAUSTED
     if override is None and fixed is not None and attempt <= len(fixed):
         delay = fixed[attempt - 1]
+    elif (
+        override is None
+        and policy.jitter_mode is not _DECORRELATED
+        and attempt <= len(base := base_delays(policy))
+    ):
+        delay = jittered(
+            policy.jitter_mode,
+            base[attempt - 1],
+            attempt,
+            policy.jitter,
+            max(policy.max_delay_s, policy.initial_delay_s),
+            draw,
+            policy.seed,
+        )
     else:
         initial = policy.initial_delay_s
         maximum = policy.max_delay_s
