@@ -50,8 +50,7 @@ def _config_get(client: Any, *, name: str) -> dict[str, str]:
     if not is_cluster(client):
         return {"": _value(client.config_get(name))}
     return {
-        node.name: _value(client.config_get(name, target_nodes=node))
-        for node in client.get_nodes()
+        node.name: _value(client.config_get(name, target_nodes=node)) for node in client.get_nodes()
     }
 
 
