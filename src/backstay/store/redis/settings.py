@@ -58,7 +58,9 @@ def _where(bad: list[str], every: int) -> str:
     """Which servers a sentence is about: none named for one server."""
     if bad == [""]:
         return ""
-    return " on every node" if len(bad) == every else f" on node {', '.join(bad)}"
+    if len(bad) == every:
+        return " on every node"
+    return f" on node{'s' if len(bad) > 1 else ''} {', '.join(bad)}"
 
 
 def check_server(conn: RedisConnection) -> tuple[str, ...]:
