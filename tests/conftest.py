@@ -3,7 +3,10 @@ runs the tests exports: runs inherit them (``backstay.adapters.provider_env``), 
 test says itself which ones it sets.
 
 ``redis_server`` is one real ``redis-server`` for the whole test process (started on first
-use, stopped by PID at the end); ``redis_location`` a fresh namespace on it per test."""
+use, stopped by PID at the end); ``redis_location`` a fresh namespace on it per test.
+``redis_cluster`` is one real three-node Redis Cluster for the whole test process
+(``tests/redis_cluster.py``); ``cluster_location`` a fresh namespace on it per test, with
+``cluster=yes``."""
 
 from __future__ import annotations
 
@@ -13,6 +16,7 @@ import shutil
 from collections.abc import Iterator
 
 import pytest
+from tests.redis_cluster import cluster_tools, start_cluster
 from tests.redis_server import RedisServer, start_redis
 
 from backstay.adapters.provider_env import declared_env
@@ -110,3 +114,20 @@ def redis_location(redis_server: RedisServer) -> StoreLocation:
     url = redis_server.url
     namespace = f"t{os.getpid()}-{next(_namespaces)}"
     return parse_store(f"{url}?namespace={namespace}")
+
+
+@pytest.fixture(scope="session")
+def redis_cluster() -> Iterator[list[RedisServer]]:
+    """The nodes of one three-node cluster (every slot assigned), shared by the tests."""
+    cli = cluster_tools()
+    if cli is None:
+        pytest.skip("redis-server and redis-cli are not installed (scripts/install-test-deps)")
+    with start_cluster(cli) as servers:
+        yield servers
+
+
+@pytest.fixture
+def cluster_location(redis_cluster: list[RedisServer]) -> StoreLocation:
+    """A namespace of its own on the shared cluster, through its first node."""
+    namespace = f"c{os.getpid()}-{next(_namespaces)}"
+    return parse_store(f"{redis_cluster[0].url}?namespace={namespace}&cluster=yes")

@@ -45,6 +45,24 @@ def test_status_from_another_directory_sees_the_batch_recorded_in_redis(
     assert _states(shown.stdout) == {"a/T0-run_01": "succeeded", "b/T0-run_01": "succeeded"}
 
 
+def test_a_batch_on_a_redis_cluster_is_seen_and_reported_from_another_directory(
+    tmp_path: Path, cluster_location: StoreLocation
+) -> None:
+    ids = ["a", "b", "c", "d", "e"]
+    store = _url(cluster_location)
+    assert "cluster=yes" in store
+    result = invoke("batch", write_suite(tmp_path, ids), "--state-dir", "m1", "--store", store)
+    assert result.exit_code == ALL_SUCCEEDED, result.output
+    shown = invoke("status", "--state-dir", "m2", "--store", store, "--json")
+    assert shown.exit_code == 0, shown.output
+    assert _states(shown.stdout) == {f"{task}/T0-run_01": "succeeded" for task in ids}
+    report = invoke("report", "--state-dir", "m2", "--store", store, "-o", tmp_path / "r.html")
+    assert report.exit_code == 0, report.output
+    html = (tmp_path / "r.html").read_text(encoding="utf-8")
+    assert all(f"{task}/T0-run_01" in html for task in ids)
+    assert not (tmp_path / "m1" / "state.sqlite").exists()
+
+
 def test_escalations_and_the_report_read_the_shared_store(
     tmp_path: Path, redis_location: StoreLocation, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -1,23 +1,16 @@
 """The shared stores on a Redis Cluster (a store URL with ``?cluster=yes``): three real
-``redis-server`` nodes in cluster mode on 127.0.0.1, made one cluster by ``redis-cli
---cluster create`` and stopped by their PIDs. The behaviour tests of the shared rate
+``redis-server`` nodes in cluster mode on 127.0.0.1 (``tests/redis_cluster.py``, the
+``cluster_location`` fixture of ``tests/conftest.py``). The behaviour tests of the shared rate
 limiter, breaker store, leases and retry budget run against it unchanged: every script
 and transaction touches the keys of one hash tag, one slot, one node."""
 
 from __future__ import annotations
 
-import itertools
-import shutil
-import socket
-import subprocess
-import time
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack
 from typing import Any, Final
 
 import pytest
-import redis
-from tests.redis_server import RedisServer, free_port, start_redis
 from tests.store.redis import test_breakers as breakers
 from tests.store.redis import test_budget as budget
 from tests.store.redis import test_limiter as limiter
@@ -25,40 +18,19 @@ from tests.store.redis import test_operations as operations
 
 from backstay.breaker.store import BreakerStore
 from backstay.policy.ratelimit import RateLimitSettings
-from backstay.store.location import StoreLocation, parse_store
+from backstay.store.location import StoreLocation
 from backstay.store.redis._client import RedisConnection, is_cluster
 from backstay.store.redis.breakers import RedisBreakerStore
 from backstay.store.redis.budget import RedisRetryBudget
 from backstay.store.redis.limiter import RedisRateLimiter
 
-NODES: Final = 3
-READY_S: Final = 20.0
-# A cluster node also listens on its port + 10000 (the cluster bus).
-BUS_OFFSET: Final = 10_000
-CLUSTER_MODE: Final = ("--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf")
-_namespaces = itertools.count()
 
-
-def _node_port() -> int:
-    """A free port whose bus port (port + 10000) is a port, and free too."""
-    for _ in range(100):
-        port = free_port()
-        if port + BUS_OFFSET > 65_535:
-            continue
-        with socket.socket() as sock:
-            try:
-                sock.bind(("127.0.0.1", port + BUS_OFFSET))
-            except OSError:
-                continue
-        return port
-    raise AssertionError("no free port pair for a cluster node")
-
-
-def _behaviours(module: Any, names: list[str]) -> list[Any]:
+def behaviours(module: Any, names: list[str]) -> list[Any]:
+    """The behaviour tests ``names`` of ``module``, as parameters (ids without ``test_``)."""
     return [pytest.param(getattr(module, name), id=name.removeprefix("test_")) for name in names]
 
 
-LIMITER: Final = _behaviours(
+LIMITER: Final = behaviours(
     limiter,
     [
         "test_a_full_bucket_admits_its_burst_at_once_then_paces",
@@ -68,7 +40,7 @@ LIMITER: Final = _behaviours(
         "test_headers_answering_a_reservation_set_the_level_even_upwards",
     ],
 )
-BREAKER: Final = _behaviours(
+BREAKER: Final = behaviours(
     breakers,
     [
         "test_consecutive_failures_through_two_stores_trip_one_circuit",
@@ -77,7 +49,7 @@ BREAKER: Final = _behaviours(
         "test_a_probe_that_never_reports_is_given_again_after_its_lease",
     ],
 )
-LEASES: Final = _behaviours(
+LEASES: Final = behaviours(
     operations,
     [
         "test_leases_are_stamped_with_the_redis_clock",
@@ -87,7 +59,7 @@ LEASES: Final = _behaviours(
         "test_get_reads_the_result_with_the_redis_clock",
     ],
 )
-BUDGET: Final = _behaviours(
+BUDGET: Final = behaviours(
     budget,
     [
         "test_retries_are_at_most_the_ratio_of_calls_across_handles",
@@ -96,56 +68,13 @@ BUDGET: Final = _behaviours(
 )
 
 
-def _cluster_ok(port: int) -> bool:
-    client = redis.Redis(port=port, socket_connect_timeout=0.5)
-    try:
-        info = client.execute_command("CLUSTER", "INFO")
-    finally:
-        client.close()
-    text = info.decode() if isinstance(info, bytes) else str(info)
-    return "cluster_state:ok" in text
-
-
-@pytest.fixture(scope="module")
-def cluster() -> Iterator[str]:
-    """The URL of one node of a new three-node cluster (every slot assigned)."""
-    cli = shutil.which("redis-cli")
-    if shutil.which("redis-server") is None or cli is None:
-        pytest.skip("redis-server and redis-cli are not installed (scripts/install-test-deps)")
-    servers: list[RedisServer] = []
-    try:
-        servers.extend(  # one by one: those started before a failure are stopped
-            start_redis(*CLUSTER_MODE, port=_node_port()) for _ in range(NODES)
-        )
-        nodes = [f"127.0.0.1:{server.port}" for server in servers]
-        subprocess.run(
-            [cli, "--cluster", "create", *nodes, "--cluster-replicas", "0", "--cluster-yes"],
-            check=True,
-            capture_output=True,
-            timeout=60,
-        )
-        deadline = time.monotonic() + READY_S
-        while not all(_cluster_ok(server.port) for server in servers):
-            assert time.monotonic() < deadline, "the cluster did not become ready"
-            time.sleep(0.1)
-        yield f"redis://127.0.0.1:{servers[0].port}/0"
-    finally:
-        for server in servers:
-            server.stop()
-
-
 @pytest.fixture
-def location(cluster: str) -> StoreLocation:
-    return parse_store(f"{cluster}?namespace=c{next(_namespaces)}&cluster=yes")
-
-
-@pytest.fixture
-def connect(location: StoreLocation) -> Iterator[Callable[[], RedisConnection]]:
+def connect(cluster_location: StoreLocation) -> Iterator[Callable[[], RedisConnection]]:
     """New connections to the cluster (each its own client), closed after the test."""
     with ExitStack() as stack:
 
         def new() -> RedisConnection:
-            conn = RedisConnection(location)
+            conn = RedisConnection(cluster_location)
             stack.callback(conn.close)
             return conn
 

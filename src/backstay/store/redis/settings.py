@@ -10,6 +10,10 @@
 ``check_server`` returns one plain sentence per setting that is not as needed (or that
 could not be read: managed services often refuse ``CONFIG GET``); the commands print them
 as warnings. A store still opens: a test or a throwaway batch may not need durability.
+
+On a Redis Cluster every node is asked (``CONFIG GET`` is per server, and each node holds
+its own slots): the sentence names the nodes (``host:port``) whose setting is not as
+needed, so one node left with an evicting policy is not hidden behind the others.
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ from typing import Any, Final
 
 import redis
 
-from backstay.store.redis._client import RedisConnection
+from backstay.store.redis._client import RedisConnection, is_cluster
 
 __all__ = ["NEEDED", "check_server"]
 
@@ -36,8 +40,27 @@ def _text(raw: Any) -> str:
     return raw.decode() if isinstance(raw, bytes) else str(raw)
 
 
-def _config_get(client: Any, *, name: str) -> Any:
-    return client.config_get(name)
+def _value(found: Any) -> str:
+    return _text(next(iter(found.values()), "")) if found else ""
+
+
+def _config_get(client: Any, *, name: str) -> dict[str, str]:
+    """``name``'s value per server: ``{"": value}`` for one server, ``{"host:port": value}``
+    per node of a cluster."""
+    if not is_cluster(client):
+        return {"": _value(client.config_get(name))}
+    return {
+        node.name: _value(client.config_get(name, target_nodes=node)) for node in client.get_nodes()
+    }
+
+
+def _where(bad: list[str], every: int) -> str:
+    """Which servers a sentence is about: none named for one server."""
+    if bad == [""]:
+        return ""
+    if len(bad) == every:
+        return " on every node"
+    return f" on node{'s' if len(bad) > 1 else ''} {', '.join(bad)}"
 
 
 def check_server(conn: RedisConnection) -> tuple[str, ...]:
@@ -46,17 +69,18 @@ def check_server(conn: RedisConnection) -> tuple[str, ...]:
     out: list[str] = []
     for name, wanted in NEEDED.items():
         try:
-            found: Any = conn.call(partial(_config_get, name=name))
+            found = conn.call(partial(_config_get, name=name))
         except redis.exceptions.ResponseError:
             out.append(
                 f"{where}: cannot read {name} (CONFIG GET refused); make sure it is "
                 f"{wanted}, or {_WHY[name]}"
             )
             continue
-        value = _text(next(iter(found.values()), "")) if found else ""
-        if value != wanted:
+        bad = sorted(server for server, value in found.items() if value != wanted)
+        if bad:
+            values = " or ".join(sorted({found[server] or "unset" for server in bad}))
             out.append(
-                f"{where}: {name} is {value or 'unset'}, not {wanted}: {_WHY[name]} "
-                f"(redis-cli CONFIG SET {name} {wanted}, and in redis.conf)"
+                f"{where}: {name} is {values}{_where(bad, len(found))}, not {wanted}: "
+                f"{_WHY[name]} (redis-cli CONFIG SET {name} {wanted}, and in redis.conf)"
             )
     return tuple(out)
