@@ -22,7 +22,8 @@ import inspect
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from typing import Any, Final, ParamSpec, TypeVar, overload
 
-from backstay._attempts import CallState, after_failure, test_mode
+from backstay._attempts import CallState
+from backstay._failure_path import after_failure, test_mode
 from backstay.classify import classify
 from backstay.clock import SYSTEM_CLOCK, Clock
 from backstay.errors import ConfigError

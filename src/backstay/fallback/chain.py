@@ -25,7 +25,7 @@ import dataclasses
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Generic, NoReturn, TypeVar
 
-from backstay._attempts import attach_failure, test_mode
+from backstay._failure_path import attach_failure, test_mode
 from backstay.breaker.settings import BreakerSettings
 from backstay.call import PolicySpec, resolve_policy
 from backstay.classify import classify
