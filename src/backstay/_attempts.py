@@ -130,6 +130,29 @@ class CallState:
             )
         return sleep if not test_mode.active else 0.0
 
+    def sleep_for_limiter(self) -> None:
+        """Sleep what the rate limiter asks before an attempt, rechecking provisional
+        waits; a ``BaseException`` while waiting settles the reservation."""
+        wait = self.limiter_wait()
+        try:
+            while wait > 0.0:
+                self.clock.sleep(wait)
+                wait = self.limiter_recheck()
+        except BaseException:
+            self.cancelled()
+            raise
+
+    async def asleep_for_limiter(self) -> None:
+        """``sleep_for_limiter`` for the async drivers."""
+        wait = self.limiter_wait()
+        try:
+            while wait > 0.0:
+                await self.clock.asleep(wait)
+                wait = self.limiter_recheck()
+        except BaseException:
+            self.cancelled()
+            raise
+
     def limiter_recheck(self) -> float:
         """After a sleep ``limiter_wait`` (or this) asked for: the next sleep, 0 when the
         attempt may go. A provisional wait is rechecked with the limiter; it never runs past

@@ -116,30 +116,6 @@ def _succeeded(pol: RetryPolicy, operation: str | None, attempts: int, elapsed: 
         )
 
 
-def _limiter_wait(state: CallState, clk: Clock) -> None:
-    """Sleep what the rate limiter asks before an attempt, rechecking provisional waits."""
-    wait = state.limiter_wait()
-    try:
-        while wait > 0.0:
-            clk.sleep(wait)
-            wait = state.limiter_recheck()
-    except BaseException:
-        state.cancelled()
-        raise
-
-
-async def _alimiter_wait(state: CallState, clk: Clock) -> None:
-    """``_limiter_wait`` for the async drivers."""
-    wait = state.limiter_wait()
-    try:
-        while wait > 0.0:
-            await clk.asleep(wait)
-            wait = state.limiter_recheck()
-    except BaseException:
-        state.cancelled()
-        raise
-
-
 def call(
     fn: Callable[..., T],
     *args: Any,
@@ -223,7 +199,7 @@ def _run_state(  # noqa: PLR0917 - positional, as ``_run``
     )
     while True:
         if state.limiter is not None:
-            _limiter_wait(state, clk)
+            state.sleep_for_limiter()
         state.start_attempt()
         try:
             result = fn(*args, **kwargs)
@@ -329,7 +305,7 @@ async def _arun_state(  # noqa: PLR0917 - positional, as ``_arun``
     )
     while True:
         if state.limiter is not None:
-            await _alimiter_wait(state, clk)
+            await state.asleep_for_limiter()
         state.start_attempt()
         try:
             if deadline is None:
@@ -470,7 +446,7 @@ def attempts(
         clock=clock,
     )
     while True:
-        _limiter_wait(state, clk)
+        state.sleep_for_limiter()
         state.start_attempt()
         attempt = Attempt(state)
         yield attempt
@@ -499,7 +475,7 @@ async def aattempts(
         clock=clock,
     )
     while True:
-        await _alimiter_wait(state, clk)
+        await state.asleep_for_limiter()
         state.start_attempt()
         attempt = Attempt(state)
         yield attempt
