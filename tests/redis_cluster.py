@@ -10,10 +10,11 @@ import shutil
 import socket
 import subprocess
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Final
+from typing import Any, Final
 
+import pytest
 import redis
 from tests.redis_server import RedisServer, free_port, start_redis
 
@@ -78,3 +79,18 @@ def start_cluster(cli: str) -> Iterator[list[RedisServer]]:
     finally:
         for server in servers:
             server.stop()
+
+
+def behaviours(module: Any, names: list[str]) -> list[Any]:
+    """The behaviour tests ``names`` of ``module``, as parameters (ids without ``test_``),
+    to run again on the cluster."""
+    return [pytest.param(getattr(module, name), id=name.removeprefix("test_")) for name in names]
+
+
+def run_with_fixtures(behaviour: Callable[..., None], request: pytest.FixtureRequest) -> None:
+    """Run a behaviour test with the fixtures its parameters name, as pytest would (the
+    calling module overrides those that must point at the cluster)."""
+    code = behaviour.__code__
+    behaviour(
+        **{name: request.getfixturevalue(name) for name in code.co_varnames[: code.co_argcount]}
+    )

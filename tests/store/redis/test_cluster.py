@@ -11,6 +11,7 @@ from contextlib import ExitStack
 from typing import Any, Final
 
 import pytest
+from tests.redis_cluster import behaviours
 from tests.store.redis import test_breakers as breakers
 from tests.store.redis import test_budget as budget
 from tests.store.redis import test_limiter as limiter
@@ -23,12 +24,6 @@ from backstay.store.redis._client import RedisConnection, is_cluster
 from backstay.store.redis.breakers import RedisBreakerStore
 from backstay.store.redis.budget import RedisRetryBudget
 from backstay.store.redis.limiter import RedisRateLimiter
-
-
-def behaviours(module: Any, names: list[str]) -> list[Any]:
-    """The behaviour tests ``names`` of ``module``, as parameters (ids without ``test_``)."""
-    return [pytest.param(getattr(module, name), id=name.removeprefix("test_")) for name in names]
-
 
 LIMITER: Final = behaviours(
     limiter,

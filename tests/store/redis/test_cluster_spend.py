@@ -11,8 +11,8 @@ from collections.abc import Callable
 from typing import Any, Final
 
 import pytest
+from tests.redis_cluster import behaviours, run_with_fixtures
 from tests.store.redis import test_spend as spend
-from tests.store.redis.test_cluster import behaviours
 
 from backstay.store.location import StoreLocation
 from backstay.store.redis._client import RedisConnection, is_cluster
@@ -44,8 +44,4 @@ def test_the_ledgers_keys_are_on_one_node_of_the_cluster(redis_location: StoreLo
 def test_the_spend_ledger_behaves_on_a_cluster(
     behaviour: Callable[..., None], request: pytest.FixtureRequest
 ) -> None:
-    code = behaviour.__code__
-    given: dict[str, Any] = {
-        name: request.getfixturevalue(name) for name in code.co_varnames[: code.co_argcount]
-    }
-    behaviour(**given)
+    run_with_fixtures(behaviour, request)

@@ -10,8 +10,8 @@ from typing import Any, Final
 
 import pytest
 from tests.engine.support import WALL
+from tests.redis_cluster import behaviours, run_with_fixtures
 from tests.store.redis import test_tasks as tasks
-from tests.store.redis.test_cluster import behaviours
 
 from backstay.engine import AttemptOutcome, TaskState
 from backstay.engine.records import AttemptEnd, NewEscalation, StateChange
@@ -55,8 +55,4 @@ def test_a_tasks_records_and_escalations_share_one_slot(
 def test_the_task_store_behaves_on_a_cluster(
     behaviour: Callable[..., None], request: pytest.FixtureRequest
 ) -> None:
-    code = behaviour.__code__
-    given: dict[str, Any] = {
-        name: request.getfixturevalue(name) for name in code.co_varnames[: code.co_argcount]
-    }
-    behaviour(**given)
+    run_with_fixtures(behaviour, request)
