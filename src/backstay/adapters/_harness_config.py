@@ -25,11 +25,17 @@ import re
 from collections.abc import Mapping
 from typing import Any, Final
 
-from backstay.adapters.contract import TierConfig
+from backstay.adapters.contract import Adapter, TierConfig
 from backstay.adapters.tiers import preset_flags
 from backstay.errors import ConfigError
 
-__all__ = ["HARNESS_KEYS", "HarnessConfig", "refuse_harness_keys", "split_harness_config"]
+__all__ = [
+    "HARNESS_KEYS",
+    "HarnessConfig",
+    "check_settings",
+    "refuse_harness_keys",
+    "split_harness_config",
+]
 
 # The merged config's tier keys → ``TierConfig`` fields.
 _TIER_FIELD_OF: Final = {
@@ -152,3 +158,11 @@ def refuse_harness_keys(config: object, *, adapter: object) -> None:
                 f"a task gives it as {instead}",
                 where=f"config.{key}",
             )
+
+
+def check_settings(config: Mapping[str, Any], *, adapter: Adapter) -> None:
+    """The settings of an engine task, a suite entry, a run or a dispatched attempt:
+    ``ConfigError`` at a merged-config key (``refuse_harness_keys``), then the adapter's own
+    ``validate_config``."""
+    refuse_harness_keys(config, adapter=adapter)
+    adapter.validate_config(config)

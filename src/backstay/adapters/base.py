@@ -36,7 +36,7 @@ from typing import Any, ClassVar, Final
 
 from backstay._secret_values import SECRET_ENV_NAME
 from backstay.adapters._attempt_capture import captured_attempt
-from backstay.adapters._harness_config import refuse_harness_keys, split_harness_config
+from backstay.adapters._harness_config import check_settings, split_harness_config
 from backstay.adapters._harness_run import CANCELLED_EXIT_CODE, run_captured
 from backstay.adapters._run_budget import RunBudget
 from backstay.adapters.capture import Capture
@@ -185,8 +185,7 @@ class BaseAdapter(abc.ABC):
             f"{self.name}: attempt {attempt_id} of {operation_id}, model {request.model}"
         )
         try:
-            refuse_harness_keys(request.config, adapter=self)
-            self.validate_config(request.config)
+            check_settings(request.config, adapter=self)
             result = await self.execute(
                 request, operation_id=operation_id, attempt_id=attempt_id, capture=capture
             )

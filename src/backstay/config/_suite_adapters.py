@@ -17,7 +17,7 @@ import re
 from collections.abc import Collection
 from typing import Any, Final
 
-from backstay.adapters._harness_config import refuse_harness_keys
+from backstay.adapters._harness_config import check_settings
 from backstay.adapters.registry import (
     PLANNED_ADAPTERS,
     adapter_class,
@@ -134,8 +134,7 @@ def check_adapter_settings(
         doc.problem(at, err.reason)
         return
     try:
-        refuse_harness_keys(options.config, adapter=adapter)
-        adapter.validate_config(options.config)
+        check_settings(options.config, adapter=adapter)
     except ConfigError as err:
         key = _where_path(err.where)
         if given:

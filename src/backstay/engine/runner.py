@@ -54,7 +54,7 @@ from types import TracebackType
 from typing import Any, Final
 
 from backstay._checks import check_number
-from backstay.adapters._harness_config import refuse_harness_keys
+from backstay.adapters._harness_config import check_settings
 from backstay.adapters.contract import Adapter
 from backstay.adapters.provider_env import agent_env
 from backstay.adapters.registry import get_adapter
@@ -256,8 +256,7 @@ class Engine:
     def _driver(self, spec: TaskSpec) -> TaskDriver:
         adapter = self.adapter(spec.adapter)
         try:
-            refuse_harness_keys(spec.config, adapter=adapter)
-            adapter.validate_config(spec.config)
+            check_settings(spec.config, adapter=adapter)
         except ConfigError as err:
             raise ConfigError(err.reason, where=f"task {spec.task_id!r}: {err.where}") from None
         # The provider variables are added now, for this run only: never recorded.
@@ -291,9 +290,7 @@ class Engine:
         for i, candidate in enumerate(spec.fallbacks):
             adapter = adapters[str(candidate.adapter)] = self.adapter(str(candidate.adapter))
             try:
-                config = candidate_config(spec, candidate)
-                refuse_harness_keys(config, adapter=adapter)
-                adapter.validate_config(config)
+                check_settings(candidate_config(spec, candidate), adapter=adapter)
             except ConfigError as err:
                 where = f"task {spec.task_id!r}: fallbacks[{i}]: {err.where}"
                 raise ConfigError(err.reason, where=where) from None

@@ -41,7 +41,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from backstay.adapters._attempt_capture import captured_attempt
-from backstay.adapters._harness_config import refuse_harness_keys
+from backstay.adapters._harness_config import check_settings
 from backstay.adapters._harness_run import run_captured
 from backstay.adapters._run_budget import RunBudget
 from backstay.adapters.capture import Capture
@@ -95,8 +95,7 @@ class HarnessChain:
             config = adapter_config(candidate, adapter=run.adapter, config=run.options.config)
             where = "--adapter-option" if i == 0 else f"--fallback {candidate.name}"
             try:
-                refuse_harness_keys(config, adapter=adapter)
-                adapter.validate_config(config)
+                check_settings(config, adapter=adapter)
             except ConfigError as err:
                 raise ConfigError(err.reason, where=f"{where}: {err.where}") from None
             request = AgentRequest(
