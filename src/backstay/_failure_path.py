@@ -16,9 +16,11 @@ from backstay.failure import Failure
 from backstay.observe.events import AttemptFailed, GaveUp, RateLimited, RetryScheduled
 from backstay.observe.sinks import BUS
 from backstay.policy._delays import _last as _delays_last
-from backstay.policy._delays import fixed_delays
+from backstay.policy._delays import table as delays_table
+from backstay.policy.backoff import jittered
 from backstay.policy.protocols import RetryBudgetLike
 from backstay.policy.retry import RetryPolicy, decide_delay
+from backstay.taxonomy import CODES, FailureKind
 
 __all__ = ["TestMode", "after_failure", "attach_failure", "test_mode"]
 
@@ -26,6 +28,13 @@ _NOTE_PREFIX: Final = "backstay: "
 # AttemptFailed and RetryScheduled share a level: whether a sink wants it is asked once.
 _SAME_LEVEL: Final = AttemptFailed.level == RetryScheduled.level
 _FAILED_LEVEL: Final = AttemptFailed.level
+# The codes of a plain failure (``plain_retries``): retryable, of a kind a policy's attempt
+# limit applies to as it is (``unknown`` has its own limit; ``cancelled`` never retries).
+_PLAIN_CODES: Final = frozenset(
+    code
+    for code, info in CODES.items()
+    if info.retryable and info.kind not in {FailureKind.UNKNOWN, FailureKind.CANCELLED}
+)
 
 
 @dataclasses.dataclass(slots=True)
@@ -63,14 +72,38 @@ def after_failure(  # noqa: PLR0917 - the drivers' hot path: positional is cheap
     policy's delay before the next attempt (the caller sleeps none of it in testing mode).
     Re-raises ``exc`` with its ``Failure`` attached when the call gives up;
     ``RetryBudgetExhausted`` when the budget refuses the retry."""
-    last = _delays_last[0]  # ``fixed_delays(policy)``, without the call for the policy asked last
-    fixed = last[1] if last[0] is policy else fixed_delays(policy)
+    last = _delays_last[0]  # the policy's table, without the call for the policy asked last
+    if last[0] is not policy:
+        last = delays_table(policy)
+    fixed = last[1]
     if fixed is not None:
         draw = 0.0  # no jitter: the draw would not be used
     elif policy.seed is None:
         draw = unseeded_unit()
     else:
         draw = seeded_unit(policy.seed, policy.name, attempt)
+    if (
+        attempt <= last[3]
+        and failure.code in _PLAIN_CODES
+        and failure.retry_after_s is None
+        and budget is None
+        and not test_mode.active
+        and BUS.silent()
+    ):
+        # The common case: a plain failure under a policy that decides it plainly (see
+        # ``plain_retries``), nothing to report, nothing to spend — ``decide_delay``'s
+        # answer, read from the table.
+        if fixed is not None:
+            return fixed[attempt - 1]
+        return jittered(
+            policy.jitter_mode,
+            last[2][attempt - 1],
+            attempt,
+            policy.jitter,
+            max(policy.max_delay_s, policy.initial_delay_s),
+            draw,
+            policy.seed,
+        )
     # Without a deadline the time taken matters only to the events: read the clock for them.
     elapsed = -1.0 if policy.deadline_s is None else clock.monotonic() - started
     delay, reason = decide_delay(policy, failure, attempt, elapsed, previous_delay, draw, fixed)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import errno
 import importlib
+import os
 from typing import Any
 
 import anthropic
@@ -245,3 +246,58 @@ def test_a_lone_exception_with_a_cause_is_left_to_the_fingerprint() -> None:
     exc.__cause__ = ConnectionRefusedError(errno.ECONNREFUSED, "Connection refused")
     classify(exc)
     assert _fast.recall_lone(exc, None) is None
+
+
+class _Renamed(ConnectionError):
+    """A transport class that prints something other than its argument."""
+
+    def __str__(self) -> str:
+        return f"renamed: {self.args[0]}"
+
+
+def test_a_class_that_prints_its_own_text_is_not_answered_by_its_argument() -> None:
+    classify(_Renamed(_RESET))
+    exc = _Renamed(_RESET)
+    assert _fast.recall_lone(exc, None) is None
+    assert classify(exc) == _fresh(exc)
+    assert classify(exc).message.startswith("renamed: ")
+
+
+def test_an_errno_set_after_the_exception_was_made_is_read_by_the_full_rules() -> None:
+    classify(OSError(_RESET))
+    exc = OSError(_RESET)
+    exc.errno = errno.ECONNREFUSED
+    assert _fast.recall_lone(exc, None) is None
+    assert classify(exc) == _fresh(exc)
+
+
+def test_a_provider_other_than_the_class_s_own_is_left_to_the_fingerprint() -> None:
+    remembered = classify(ConnectionError(_RESET))
+    assert _fast.recall_lone(ConnectionError(_RESET), None) is remembered
+    assert _fast.recall_lone(ConnectionError(_RESET), "openai") is None
+    assert classify(ConnectionError(_RESET), provider="openai").provider == "openai"
+
+
+def test_a_text_is_recalled_by_text_again_after_the_secrets_changed_and_changed_back(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    remembered = classify(ConnectionError(_RESET))
+    with monkeypatch.context() as patched:
+        patched.setenv("BACKSTAY_TEST_OTHER_TOKEN", "another-secret-value-0123456789")
+        classify(ConnectionError("a text remembered under other secrets"))
+    again = classify(ConnectionError(_RESET))
+    assert again == remembered
+    assert _fast.recall_lone(ConnectionError(_RESET), None) is again
+
+
+def test_a_secret_in_a_replaced_environment_is_redacted_from_a_remembered_text(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    canary = "canary-replaced-environ-0123456789"
+    text = f"Cannot connect to https://127.0.0.1:9/v1?session={canary}"
+    before = classify(ConnectionError(text))
+    assert _fast.recall_lone(ConnectionError(text), None) is before
+    monkeypatch.setattr(os, "environ", {**os.environ, "BACKSTAY_TEST_CANARY_TOKEN": canary})
+    assert _fast.recall_lone(ConnectionError(text), None) is None
+    after = classify(ConnectionError(text))
+    assert canary not in after.message

@@ -27,6 +27,11 @@ What keeps it exact:
   one is returned only while the set of secrets is still the same object.
 * Results that depend on the clock (a reset time, a retry-after) are not remembered.
 
+The commonest exception of all, a lone one — one text argument, no cause, context or
+attributes, of a class that prints its argument as it is (``ConnectionError("[Errno 104]
+Connection reset by peer")``) — is answered from a table per class keyed by that text, with
+no key to build: ``recall_lone``.
+
 A rule that starts reading something else of a transport exception must add it to the
 fingerprint here; ``tests/classify/test_fast.py`` compares both paths on every shape the
 classify tests build.
@@ -34,9 +39,11 @@ classify tests build.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Hashable
 from typing import Any, Final, NamedTuple
 
+from backstay._secret_values import SECRETS
 from backstay.classify.exceptions import _RESPONSE, _TRANSPORT_KINDS, _mro_code, _provider_of
 from backstay.failure import Failure
 from backstay.redact import _secrets
@@ -67,6 +74,10 @@ _MAX_TYPES: Final = 4096
 _MAX_REMEMBERED: Final = 2048
 
 
+# Exceptions whose ``str()`` is their one text argument as it is.
+_PLAIN_STR: Final = (BaseException.__str__, OSError.__str__)
+
+
 class _Profile(NamedTuple):
     """What one exception class allows, worked out once per class."""
 
@@ -76,12 +87,18 @@ class _Profile(NamedTuple):
     errno: bool  # it has an ``errno`` (the OSError family, or a property)
     provider: str | None
     bare: bool  # it may head a fingerprint and defines no links nor response attributes
+    plain_str: bool  # its ``str()`` of one text argument is that text
 
 
 _types: dict[type, _Profile] = {}
 # The classes whose profile is ``bare``: (has an ``errno``, the provider it names).
 _bare: dict[type, tuple[bool, str | None]] = {}
 _remembered: dict[Hashable, tuple[tuple[str, ...], Failure]] = {}
+# Lone exceptions of a ``bare``, ``plain_str`` class, answered with no key to build:
+# per class, (the secrets the answers were redacted under, whether the class has an
+# ``errno``, the answers by text). Each answer is also in ``_remembered``, and both are
+# cleared together, so this table is bounded by ``_MAX_REMEMBERED`` as well.
+_lone: dict[type, tuple[tuple[str, ...], bool, dict[str, Failure]]] = {}
 _NOTHING: Final[tuple[None, None]] = (None, None)
 
 
@@ -109,6 +126,7 @@ def _profile(exc: BaseException) -> _Profile:
         errno=hasattr(cls, "errno"),
         provider=_provider_of(exc),
         bare=top and not links and not payload,
+        plain_str=cls.__str__ in _PLAIN_STR,
     )
     if len(_types) >= _MAX_TYPES:
         _types.clear()
@@ -226,23 +244,31 @@ def fingerprint(exc: BaseException, provider: str | None) -> Hashable | None:
 
 def recall_lone(exc: BaseException, provider: str | None) -> Failure | None:
     """The remembered ``Failure`` of a lone transport exception (one text argument, no
-    cause, context or attributes), the commonest case, with no more work than its key
-    needs; ``None`` for any other exception or when nothing is remembered (``lookup``
-    then decides). Its key is the one ``fingerprint`` gives the same exception."""
-    bare = _bare.get(type(exc))
-    if bare is None or exc.__cause__ is not None or exc.__context__ is not None:
+    cause, context or attributes, ``errno`` unset, a class that prints its argument as it
+    is), the commonest case, with no key to build; ``None`` for any other exception, for a
+    provider other than the class's own, or when nothing is remembered (``lookup`` then
+    decides). It answers what ``lookup`` would for the same exception."""
+    entry = _lone.get(type(exc))
+    if entry is None or exc.__cause__ is not None or exc.__context__ is not None:
         return None
     args = exc.args
-    if exc.__dict__ or len(args) != 1 or type(args[0]) is not str:
+    if len(args) != 1 or exc.__dict__:
         return None
-    try:
-        errno = exc.errno if bare[0] else None  # type: ignore[attr-defined]
-        found = _remembered.get((type(exc), str(exc), errno, provider or bare[1]))
-    except Exception:  # a broken __str__ or errno property: the full path copes
+    text = args[0]
+    if type(text) is not str or (entry[1] and exc.errno is not None):  # type: ignore[attr-defined]
         return None
-    if found is not None and found[0] is _secrets.current():
-        return found[1]
-    return None
+    found = entry[2].get(text)
+    if found is None or (provider is not None and provider != found.provider):
+        return None
+    # Whether the secrets are still those the answer was redacted under: the common case
+    # of ``SECRETS.current()`` (nothing changed, the environment watched), inline; any
+    # other case asks it.
+    state = SECRETS._state
+    if state is not None and state[3] is entry[0] and state[2] is None and not SECRETS._stale:
+        env = os.environ
+        if env is state[0] and env._data is state[1]:  # type: ignore[attr-defined]
+            return found
+    return found if entry[0] is _secrets.current() else None
 
 
 def lookup(exc: BaseException, provider: str | None) -> tuple[Failure | None, Hashable | None]:
@@ -256,6 +282,7 @@ def lookup(exc: BaseException, provider: str | None) -> tuple[Failure | None, Ha
     except TypeError:  # an unhashable part (``OSError([1], "…")`` has a list for errno)
         return _NOTHING
     if found is not None and found[0] is _secrets.current():
+        _keep_lone(key, found[0], found[1])  # the text table may have been started afresh
         return found[1], key
     return None, key
 
@@ -274,7 +301,31 @@ def remember(key: Hashable, failure: Failure, secrets: tuple[str, ...]) -> None:
         return  # depends on the clock
     if len(_remembered) >= _MAX_REMEMBERED:
         _remembered.clear()
+        _lone.clear()
     _remembered[key] = (secrets, failure)
+    _keep_lone(key, secrets, failure)
+
+
+def _keep_lone(key: Hashable, secrets: tuple[str, ...], failure: Failure) -> None:
+    """Keep ``failure`` by text for ``recall_lone`` too when ``key`` is a lone key,
+    ``(class, text, errno, provider)`` as ``fingerprint`` builds it (a chained key starts
+    with the provider), of a class whose lone exceptions ``recall_lone`` answers."""
+    if not (type(key) is tuple and len(key) == 4 and isinstance(key[0], type)):
+        return
+    cls, text, errno, provider = key
+    profile = _types.get(cls)
+    if (
+        profile is not None
+        and profile.bare
+        and profile.plain_str
+        and errno is None
+        and provider == profile.provider
+        and type(text) is str
+    ):
+        entry = _lone.get(cls)
+        if entry is None or entry[0] is not secrets:
+            entry = _lone[cls] = (secrets, profile.errno, {})
+        entry[2][text] = failure
 
 
 def current_secrets() -> tuple[str, ...]:

@@ -16,17 +16,18 @@ from backstay.policy.backoff import JitterMode, base_delay
 if TYPE_CHECKING:
     from backstay.policy.retry import RetryPolicy
 
-__all__ = ["base_delays", "fixed_delays", "needs_draw"]
+__all__ = ["base_delays", "fixed_delays", "needs_draw", "plain_retries", "table"]
 
 # Retries beyond this many are computed each time (a policy of 1,000 attempts keeps a
 # short table).
 _MAX_TABLE: Final = 64
 _MAX_POLICIES: Final = 1024
 
-# Per policy: (the policy, its fixed delays or ``None`` when drawn, its un-jittered delays).
-_Entry = tuple["RetryPolicy | None", tuple[float, ...] | None, tuple[float, ...]]
+# Per policy: (the policy, its fixed delays or ``None`` when drawn, its un-jittered delays,
+# how many retries its plain decision covers — see ``plain_retries``).
+_Entry = tuple["RetryPolicy | None", tuple[float, ...] | None, tuple[float, ...], int]
 _tables: dict[int, _Entry] = {}
-_last: list[_Entry] = [(None, None, ())]
+_last: list[_Entry] = [(None, None, (), 0)]
 
 
 def needs_draw(policy: RetryPolicy) -> bool:
@@ -37,7 +38,9 @@ def needs_draw(policy: RetryPolicy) -> bool:
     return mode is not JitterMode.NONE
 
 
-def _entry(policy: RetryPolicy) -> _Entry:
+def table(policy: RetryPolicy) -> _Entry:
+    """The policy's entry: (the policy, ``fixed_delays``, ``base_delays``, its plain
+    retries); the retry drivers read ``_last[0]`` first when it is the same policy."""
     last = _last[0]  # the policy asked last: most loops ask about one policy
     if last[0] is policy:
         return last
@@ -55,7 +58,7 @@ def _entry(policy: RetryPolicy) -> _Entry:
             for retry in range(1, min(policy.max_attempts, _MAX_TABLE))
         )
         # Without a draw, ``next_delay`` is the un-jittered delay itself.
-        found = (policy, None if needs_draw(policy) else base, base)
+        found = (policy, None if needs_draw(policy) else base, base, plain_retries(policy, base))
         if len(_tables) >= _MAX_POLICIES:
             _tables.clear()
         _tables[id(policy)] = found
@@ -63,13 +66,31 @@ def _entry(policy: RetryPolicy) -> _Entry:
     return found
 
 
+def plain_retries(policy: RetryPolicy, base: tuple[float, ...]) -> int:
+    """How many retries (from the first) the policy decides plainly for a *plain* failure —
+    a retryable code of a kind other than ``unknown`` and ``cancelled``, with no
+    retry-after: retry, after the table's delay (``base``, jittered unless fixed). That is
+    every retry the table holds when nothing else of the policy takes part: no
+    ``retry_on`` / ``never_retry_on``, no per-kind or per-category override, no deadline,
+    and a jitter that needs no previous delay (not decorrelated); otherwise none."""
+    plain = (
+        not policy.retry_on
+        and not policy.never_retry_on
+        and not policy.per_kind
+        and not policy.per_category
+        and policy.deadline_s is None
+        and policy.jitter_mode is not JitterMode.DECORRELATED
+    )
+    return len(base) if plain else 0
+
+
 def fixed_delays(policy: RetryPolicy) -> tuple[float, ...] | None:
     """The delay before retry 1, 2, … (index 0, 1, …) with the policy's own settings, or
     ``None`` when its delays are drawn (jitter)."""
-    return _entry(policy)[1]
+    return table(policy)[1]
 
 
 def base_delays(policy: RetryPolicy) -> tuple[float, ...]:
     """The un-jittered delay before retry 1, 2, … (index 0, 1, …) with the policy's own
     settings, capped: what jitter starts from (as far as the table goes)."""
-    return _entry(policy)[2]
+    return table(policy)[2]
