@@ -100,7 +100,7 @@ def after_failure(  # noqa: PLR0917 - the drivers' hot path: positional is cheap
             last[2][attempt - 1],
             attempt,
             policy.jitter,
-            max(policy.max_delay_s, policy.initial_delay_s),
+            last[4],
             draw,
             policy.seed,
         )

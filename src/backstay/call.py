@@ -25,6 +25,7 @@ from typing import Any, Final, ParamSpec, TypeVar, overload
 from backstay._attempts import CallState
 from backstay._failure_path import after_failure, test_mode
 from backstay.classify import classify
+from backstay.classify._fast import recall_lone
 from backstay.clock import SYSTEM_CLOCK, Clock
 from backstay.errors import ConfigError
 from backstay.observe.events import AttemptStarted, CallSucceeded
@@ -160,7 +161,7 @@ def _run(  # noqa: PLR0917 - the hot path: positional is the cheapest call
         try:
             result = fn(*args, **kwargs)
         except Exception as exc:
-            failure = classify(exc)
+            failure = recall_lone(exc, None) or classify(exc)  # the commonest, first
             if permit is not None:
                 permit.failure(failure)
             delay = after_failure(
@@ -265,7 +266,7 @@ async def _arun(  # noqa: PLR0917 - the hot path: positional is the cheapest cal
                 async with asyncio.timeout(max(0.0, deadline - (clk.monotonic() - started))):
                     result = await fn(*args, **kwargs)
         except Exception as exc:
-            failure = classify(exc)
+            failure = recall_lone(exc, None) or classify(exc)  # the commonest, first
             if permit is not None:
                 permit.failure(failure)
             delay = after_failure(

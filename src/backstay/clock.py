@@ -12,6 +12,7 @@ import datetime as _dt
 import hashlib
 import random
 import time
+from collections.abc import Callable
 from typing import Final, Protocol, runtime_checkable
 
 __all__ = ["SYSTEM_CLOCK", "Clock", "SystemClock", "seeded_unit"]
@@ -59,6 +60,6 @@ def seeded_unit(seed: int | str, key: str, attempt: int) -> float:
     return (int.from_bytes(digest, "big") >> 11) / _SCALE
 
 
-def unseeded_unit() -> float:
-    """A uniform draw in [0, 1) from the process's random source."""
-    return random.random()  # noqa: S311 - jitter, not cryptography
+# A uniform draw in [0, 1) from the process's random source (jitter, not cryptography):
+# the module's own function, so a retry's draw costs no frame of ours.
+unseeded_unit: Final[Callable[[], float]] = random.random

@@ -24,10 +24,11 @@ _MAX_TABLE: Final = 64
 _MAX_POLICIES: Final = 1024
 
 # Per policy: (the policy, its fixed delays or ``None`` when drawn, its un-jittered delays,
-# how many retries its plain decision covers — see ``plain_retries``).
-_Entry = tuple["RetryPolicy | None", tuple[float, ...] | None, tuple[float, ...], int]
+# how many retries its plain decision covers — see ``plain_retries`` —, the cap jitter
+# keeps a delay under).
+_Entry = tuple["RetryPolicy | None", tuple[float, ...] | None, tuple[float, ...], int, float]
 _tables: dict[int, _Entry] = {}
-_last: list[_Entry] = [(None, None, (), 0)]
+_last: list[_Entry] = [(None, None, (), 0, 0.0)]
 
 
 def needs_draw(policy: RetryPolicy) -> bool:
@@ -40,7 +41,8 @@ def needs_draw(policy: RetryPolicy) -> bool:
 
 def table(policy: RetryPolicy) -> _Entry:
     """The policy's entry: (the policy, ``fixed_delays``, ``base_delays``, its plain
-    retries); the retry drivers read ``_last[0]`` first when it is the same policy."""
+    retries, its jitter cap); the retry drivers read ``_last[0]`` first when it is the same
+    policy."""
     last = _last[0]  # the policy asked last: most loops ask about one policy
     if last[0] is policy:
         return last
@@ -58,7 +60,13 @@ def table(policy: RetryPolicy) -> _Entry:
             for retry in range(1, min(policy.max_attempts, _MAX_TABLE))
         )
         # Without a draw, ``next_delay`` is the un-jittered delay itself.
-        found = (policy, None if needs_draw(policy) else base, base, plain_retries(policy, base))
+        found = (
+            policy,
+            None if needs_draw(policy) else base,
+            base,
+            plain_retries(policy, base),
+            max(maximum, initial),
+        )
         if len(_tables) >= _MAX_POLICIES:
             _tables.clear()
         _tables[id(policy)] = found
