@@ -51,7 +51,7 @@ def _policies(draw: st.DrawFn) -> RetryPolicy:
     )
 
 
-_PLAIN = sorted(failure_path._PLAIN_CODES)
+_PLAIN = sorted(failure_path.PLAIN_CODES)
 _failures = st.builds(
     Failure,
     code=st.one_of(st.sampled_from(_PLAIN), st.sampled_from(_CODES)),

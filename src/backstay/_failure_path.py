@@ -22,7 +22,7 @@ from backstay.policy.protocols import RetryBudgetLike
 from backstay.policy.retry import RetryPolicy, decide_delay
 from backstay.taxonomy import CODES, FailureKind
 
-__all__ = ["TestMode", "after_failure", "attach_failure", "test_mode"]
+__all__ = ["PLAIN_CODES", "TestMode", "after_failure", "attach_failure", "test_mode"]
 
 _NOTE_PREFIX: Final = "backstay: "
 # AttemptFailed and RetryScheduled share a level: whether a sink wants it is asked once.
@@ -30,7 +30,7 @@ _SAME_LEVEL: Final = AttemptFailed.level == RetryScheduled.level
 _FAILED_LEVEL: Final = AttemptFailed.level
 # The codes of a plain failure (``plain_retries``): retryable, of a kind a policy's attempt
 # limit applies to as it is (``unknown`` has its own limit; ``cancelled`` never retries).
-_PLAIN_CODES: Final = frozenset(
+PLAIN_CODES: Final = frozenset(
     code
     for code, info in CODES.items()
     if info.retryable and info.kind not in {FailureKind.UNKNOWN, FailureKind.CANCELLED}
@@ -84,7 +84,7 @@ def after_failure(  # noqa: PLR0917 - the drivers' hot path: positional is cheap
         draw = seeded_unit(policy.seed, policy.name, attempt)
     if (
         attempt <= last[3]
-        and failure.code in _PLAIN_CODES
+        and failure.code in PLAIN_CODES
         and failure.retry_after_s is None
         and budget is None
         and not test_mode.active

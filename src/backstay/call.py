@@ -23,13 +23,14 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from typing import Any, Final, ParamSpec, TypeVar, overload
 
 from backstay._attempts import CallState
-from backstay._failure_path import after_failure, test_mode
+from backstay._failure_path import PLAIN_CODES, after_failure, test_mode
 from backstay.classify import classify
 from backstay.classify._fast import recall_lone
 from backstay.clock import SYSTEM_CLOCK, Clock
 from backstay.errors import ConfigError
 from backstay.observe.events import AttemptStarted, CallSucceeded
 from backstay.observe.sinks import BUS
+from backstay.policy._delays import _last as _delays_last
 from backstay.policy.protocols import (
     CircuitBreakerLike,
     RateLimiterLike,
@@ -159,14 +160,26 @@ def _run(  # noqa: PLR0917 - the hot path: positional is the cheapest call
         if BUS.min_level <= _STARTED_LEVEL:
             traced = _started(pol, operation, attempt) or traced
         try:
-            result = fn(*args, **kwargs)
+            result = fn(*args, **kwargs) if kwargs else fn(*args)
         except Exception as exc:
             failure = recall_lone(exc, None) or classify(exc)  # the commonest, first
             if permit is not None:
                 permit.failure(failure)
-            delay = after_failure(
-                pol, clk, operation, attempt, started, previous, exc, failure, None
-            )
+            plan = _delays_last[0]  # ``after_failure``'s first answer, inline: see there
+            if (
+                plan[0] is pol
+                and attempt <= plan[3]
+                and plan[1] is not None
+                and failure.code in PLAIN_CODES
+                and failure.retry_after_s is None
+                and not test_mode.active
+                and BUS.silent()
+            ):
+                delay = plan[1][attempt - 1]
+            else:
+                delay = after_failure(
+                    pol, clk, operation, attempt, started, previous, exc, failure, None
+                )
         except BaseException:
             if permit is not None:
                 permit.release()
@@ -261,7 +274,7 @@ async def _arun(  # noqa: PLR0917 - the hot path: positional is the cheapest cal
             traced = _started(pol, operation, attempt) or traced
         try:
             if deadline is None:
-                result = await fn(*args, **kwargs)
+                result = await (fn(*args, **kwargs) if kwargs else fn(*args))
             else:
                 async with asyncio.timeout(max(0.0, deadline - (clk.monotonic() - started))):
                     result = await fn(*args, **kwargs)
@@ -269,9 +282,21 @@ async def _arun(  # noqa: PLR0917 - the hot path: positional is the cheapest cal
             failure = recall_lone(exc, None) or classify(exc)  # the commonest, first
             if permit is not None:
                 permit.failure(failure)
-            delay = after_failure(
-                pol, clk, operation, attempt, started, previous, exc, failure, None
-            )
+            plan = _delays_last[0]  # ``after_failure``'s first answer, inline: see there
+            if (
+                plan[0] is pol
+                and attempt <= plan[3]
+                and plan[1] is not None
+                and failure.code in PLAIN_CODES
+                and failure.retry_after_s is None
+                and not test_mode.active
+                and BUS.silent()
+            ):
+                delay = plan[1][attempt - 1]
+            else:
+                delay = after_failure(
+                    pol, clk, operation, attempt, started, previous, exc, failure, None
+                )
         except BaseException:
             if permit is not None:
                 permit.release()
