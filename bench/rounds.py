@@ -12,9 +12,11 @@ higher ones are other processes interfering with the timing: a mean or median of
 machine's runs measures the neighbours as much as the code. A cost per retry is then a
 difference of two minima taken in the same rounds.
 
-Each run is timed in this thread's CPU time (``time.thread_time``): a run that loses the CPU
-to another process does not count that process's time. A sample runs with the garbage
-collector off, as ``timeit`` does.
+Each sample is timed in this thread's CPU time (``time.thread_time``): a sample that loses
+the CPU to another process does not count that process's time. Wall time
+(``time.perf_counter``) under this same method gave figures no steadier from run to run, and
+counts whatever else the machine runs, so the CPU clock stays. A sample runs with the
+garbage collector off, as ``timeit`` does.
 """
 
 from __future__ import annotations
