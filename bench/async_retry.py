@@ -3,13 +3,16 @@
 that each fail once and are retried after a 1 ms backoff, all in one event loop.
 
 The peers are configured as in ``retry.py`` (3 attempts, retry on ``ConnectionError``, no
-logging hooks); see its docstring for what "sleep excluded" means.
+logging hooks); see its docstring for what "sleep excluded" means. Timed as there
+(``rounds.py``): every contender's succeeding and failing await once per round, in
+interleaved rounds, in this thread's CPU time (``time.thread_time``), each await's figure
+the minimum over the rounds and a cost per retry (failing - succeeding) / 2 of those minima.
+Each round's sample runs its loop to completion on one ``asyncio.Runner``, gc off.
 """
 
 from __future__ import annotations
 
 import asyncio
-import gc
 import inspect
 import statistics
 import time
@@ -21,13 +24,13 @@ import stamina
 import tenacity
 
 import backstay
+import rounds
 from retry import (
     ATTEMPTS,
     HELD_OUT,
     HELD_OUT_PEER,
     HELD_OUT_POLICY,
     POLICY,
-    REPEAT,
     SUCCESS_TARGET_US,
     Row,
     backoff_retry,
@@ -47,27 +50,6 @@ ASYNC_SUCCESS_TARGET_US = 1.5
 FANOUT = 10_000
 FANOUT_DELAY_S = 0.001
 FANOUT_REPEAT = 5
-
-
-def amedian_us(runner: asyncio.Runner, expr: str, env: dict[str, Any], number: int) -> float:
-    """Median of ``REPEAT`` runs of ``await expr`` in a loop, in µs per await, in this
-    thread's CPU time (gc off, as in timeit)."""
-    namespace = dict(env)
-    source = f"async def _bench(n):\n    for _ in range(n):\n        await {expr}\n"
-    exec(source, namespace)  # noqa: S102 - a fixed template over our own expressions
-    bench = namespace["_bench"]
-    runs = []
-    gc_was_on = gc.isenabled()
-    gc.disable()
-    try:
-        for _ in range(REPEAT):
-            start = time.thread_time()
-            runner.run(bench(number))
-            runs.append(time.thread_time() - start)
-    finally:
-        if gc_was_on:
-            gc.enable()
-    return statistics.median(runs) / number * 1e6
 
 
 async def aok() -> int:
@@ -132,16 +114,13 @@ def _async_candidates(fn: Callable[[], Awaitable[int]]) -> dict[str, tuple[str, 
     return {name: (stmt, {"fn": target, **env}) for name, (stmt, env) in wrapped.items()}
 
 
-def async_success(runner: asyncio.Runner) -> dict[str, float]:
-    out: dict[str, float] = {}
+def async_timings(runner: asyncio.Runner) -> tuple[dict[str, float], dict[str, float]]:
+    """Every contender's succeeding and failing await (µs), timed in the same interleaved
+    rounds; the failing ones with the sleeps patched out."""
+    samples: dict[tuple[str, str], tuple[rounds.Sample, int]] = {}
     for name, (expr, env) in _async_candidates(aok).items():
-        number = 20_000 if name.startswith(("bare", "hand", "backstay", "await")) else 5_000
-        out[name] = amedian_us(runner, expr, env, number)
-    return out
-
-
-def async_retry(runner: asyncio.Runner) -> dict[str, float]:
-    out: dict[str, float] = {}
+        number = 10_000 if name.startswith(("bare", "hand", "backstay", "await")) else 2_000
+        samples["success", name] = (rounds.async_sample(runner, expr, env), number)
     flaky = AFlaky()
     for name, (expr, env) in _async_candidates(flaky).items():
         if name == "bare await":
@@ -152,9 +131,12 @@ def async_retry(runner: asyncio.Runner) -> dict[str, float]:
             exec(f"async def _once():\n    return await {expr}\n", namespace)  # noqa: S102
             assert runner.run(namespace["_once"]()) == 1, name
             assert flaky.calls - before == ATTEMPTS, f"{name}: {flaky.calls - before} attempts"
-            number = 5_000 if name.startswith("hand") else 1_000
-            out[name] = amedian_us(runner, expr, env, number)
-    return out
+        number = 2_000 if name.startswith("hand") else 500
+        samples["failing", name] = (rounds.async_sample(runner, expr, env, no_sleep), number)
+    us = rounds.min_us(samples)
+    success = {name: v for (form, name), v in us.items() if form == "success"}
+    failing = {name: v for (form, name), v in us.items() if form == "failing"}
+    return success, failing
 
 
 # -- 10,000 concurrent calls ---------------------------------------------------------------
@@ -253,11 +235,13 @@ def fanout_section(runner: asyncio.Runner) -> None:
 def report() -> None:
     """Print the async success, retry and fan-out tables."""
     quiet_stamina()
-    print(f"\n== Retry frameworks, async (median of {REPEAT}, CPU µs per await, one event loop) ==")
+    print(
+        f"\n== Retry frameworks, async (least of {rounds.ROUNDS} interleaved rounds, "
+        "CPU µs per await, one event loop) =="
+    )
     with asyncio.Runner() as runner:
-        success = async_success(runner)
+        success, failing = async_timings(runner)
         success_section("Success path, async", success, SUCCESS_TARGET_US, ASYNC_SUCCESS_TARGET_US)
-        failing = async_retry(runner)
         retry_section(
             f"Fails twice then succeeds, async (sleep excluded; per retry = (call - success) "
             f"/ {ATTEMPTS - 1})",

@@ -13,6 +13,14 @@ and a zero delay means no sleep call at all.
 While the retry figures are measured the module-level sleeps are swapped for no-ops, so
 those figures are the machinery alone; the cost of ``time.sleep(0)`` is printed beside them.
 
+How it is timed (``rounds.py``): every statement of the sync tables (each contender's
+succeeding and failing call, ``classify``, ``time.sleep(0)`` and the no-sinks pair) is timed
+once per round, in interleaved rounds, in this thread's CPU time (``time.thread_time``); the
+figure is each statement's minimum over the rounds, and a cost per retry is (the failing
+call's minimum - the succeeding call's minimum) / 2. A slow stretch of the shared machine
+thus falls on every contender alike, and the minimum leaves out the interference. Policy
+lookup (and ``breaker.py``) keep ``median_us``: the median of ``REPEAT`` runs.
+
 Ratios are backstay / peer: below 1 means backstay is cheaper.
 """
 
@@ -36,10 +44,11 @@ import stamina.instrumentation
 import tenacity
 
 import backstay
+import rounds
 from backstay.observe import sinks as sinks_module
 from backstay.policy import STANDARD
 
-REPEAT = 9  # the median of these runs is reported
+REPEAT = 9  # runs per figure of median_us (policy lookup, breakers)
 ATTEMPTS = 3
 N_POLICIES = 1_000
 
@@ -249,24 +258,72 @@ def print_targets() -> None:
         print(f"  {'met   ' if t.met else 'MISSED'} {t.figure:<58} {t.value:<26} {t.peers}")
 
 
-def sync_success() -> dict[str, float]:
-    out: dict[str, float] = {}
+class Timings(NamedTuple):
+    """One side's figures (µs per call), all from the same interleaved rounds."""
+
+    success: dict[str, float]
+    failing: dict[str, float]
+    context: dict[str, float]
+
+
+def _split(us: dict[tuple[str, str], float]) -> Timings:
+    forms = ("success", "failing", "context")
+    return Timings(*({name: v for (f, name), v in us.items() if f == form} for form in forms))
+
+
+def sync_timings() -> Timings:
+    """Every contender's success and failing statement, and the rows of ``retry_context``,
+    timed in the same interleaved rounds; the failing ones with the sleeps patched out."""
+    samples: dict[tuple[str, str], tuple[rounds.Sample, int]] = {}
     for name, (stmt, env) in _sync_candidates(ok).items():
-        number = 20_000 if name.startswith(("bare", "hand", "backstay")) else 5_000
-        out[name] = median_us(stmt, env, number)
-    return out
-
-
-def sync_retry() -> dict[str, float]:
-    out: dict[str, float] = {}
+        number = 10_000 if name.startswith(("bare", "hand", "backstay")) else 2_000
+        samples["success", name] = (rounds.sync_sample(stmt, env), number)
     for name, (stmt, env) in _sync_candidates(Flaky()).items():
         if name == "bare call":
             continue
         with no_sleep():
             check_three_attempts(lambda s=stmt, e=env: eval(s, e), env["fn"], name)  # noqa: S307
-            number = 5_000 if name.startswith("hand") else 1_000
-            out[name] = median_us(stmt, env, number)
-    return out
+        number = 2_000 if name.startswith("hand") else 500
+        samples["failing", name] = (rounds.sync_sample(stmt, env, no_sleep), number)
+    samples.update(_context_samples())
+    return _split(rounds.min_us(samples))
+
+
+def _context_samples() -> dict[tuple[str, str], tuple[rounds.Sample, int]]:
+    """``classify``, ``time.sleep(0)``, and backstay's decorator with every event sink
+    removed (for its samples only), failing and succeeding."""
+    flaky = Flaky()
+    failing = backstay.retry(policy=POLICY)(flaky)
+    with without_sinks():
+        check_three_attempts(failing, flaky, "backstay @retry, no sinks")
+    exc = ConnectionError("[Errno 104] Connection reset by peer")
+    env = {"classify": backstay.classify, "e": exc, "sleep": time.sleep, "failing": failing}
+    env["succeeding"] = backstay.retry(policy=POLICY)(ok)
+    return {
+        ("context", "classify"): (rounds.sync_sample("classify(e)", env), 1_000),
+        ("context", "sleep(0)"): (rounds.sync_sample("sleep(0)", env), 1_000),
+        ("context", "no sinks, failing"): (
+            rounds.sync_sample("failing()", env, without_sinks),
+            500,
+        ),
+        ("context", "no sinks, success"): (
+            rounds.sync_sample("succeeding()", env, without_sinks),
+            10_000,
+        ),
+    }
+
+
+@contextlib.contextmanager
+def without_sinks() -> Iterator[None]:
+    """Every event sink removed, then put back."""
+    sinks = tuple(sinks_module.BUS.sinks)
+    for sink in sinks:
+        sinks_module.remove_sink(sink)
+    try:
+        yield
+    finally:
+        for sink in sinks:
+            sinks_module.add_sink(sink)
 
 
 def _is_ours(name: str) -> bool:
@@ -335,29 +392,11 @@ def retry_section(title: str, success: dict[str, float], failing: dict[str, floa
     return deco
 
 
-def _backstay_per_retry_without_sinks() -> float:
-    """backstay's sync µs per retry with every event sink removed (then put back)."""
-    flaky = Flaky()
-    failing = backstay.retry(policy=POLICY)(flaky)
-    succeeding = backstay.retry(policy=POLICY)(ok)
-    sinks = tuple(sinks_module.BUS.sinks)
-    for sink in sinks:
-        sinks_module.remove_sink(sink)
-    try:
-        check_three_attempts(failing, flaky, "backstay @retry, no sinks")
-        fail_us = median_us("w()", {"w": failing}, 1_000)
-        ok_us = median_us("w()", {"w": succeeding}, 20_000)
-    finally:
-        for sink in sinks:
-            sinks_module.add_sink(sink)
-    return (fail_us - ok_us) / (ATTEMPTS - 1)
-
-
-def retry_context(backstay_per_retry: float) -> None:
+def retry_context(backstay_per_retry: float, context: dict[str, float]) -> None:
     """What backstay's per-retry figure contains, and what the peers' figures leave out."""
-    exc = ConnectionError("[Errno 104] Connection reset by peer")
-    classify_us = median_us("classify(e)", {"classify": backstay.classify, "e": exc}, 2_000)
+    classify_us = context["classify"]
     rest = backstay_per_retry - classify_us
+    no_sinks = (context["no sinks, failing"] - context["no sinks, success"]) / (ATTEMPTS - 1)
     record(
         f"classify(ConnectionError) ≤ {CLASSIFY_TARGET_US:g} µs (fast path)",
         f"{classify_us:.2f} µs",
@@ -373,12 +412,12 @@ def retry_context(backstay_per_retry: float) -> None:
         ),
         Row(
             "backstay @retry, per retry, no sinks at all",
-            _backstay_per_retry_without_sinks(),
+            no_sinks,
             note="default LoggingSink removed for this row only",
         ),
         Row(
             "time.sleep(0) (peers call it per zero wait)",
-            median_us("sleep(0)", {"sleep": time.sleep}, 2_000),
+            context["sleep(0)"],
             note="excluded above; backstay makes no call",
         ),
     ]
@@ -486,21 +525,23 @@ def breaker_rows() -> list[Row]:
 def report() -> None:
     """Print every sync retry table, then memory, lookup and the breaker hook."""
     quiet_stamina()
-    print(f"\n== Retry frameworks, sync (median of {REPEAT}, CPU µs per call) ==")
+    print(
+        f"\n== Retry frameworks, sync (least of {rounds.ROUNDS} interleaved rounds, "
+        "CPU µs per call) =="
+    )
     print(
         f"   {ATTEMPTS} attempts max, retry on ConnectionError, zero waits; "
         "peers lean (no logging hooks); ratios backstay / peer"
     )
-    success = sync_success()
-    success_section("Success path, sync", success, SUCCESS_TARGET_US)
-    failing = sync_retry()
+    timings = sync_timings()
+    success_section("Success path, sync", timings.success, SUCCESS_TARGET_US)
     per_retry = retry_section(
         f"Fails twice then succeeds, sync (sleep excluded; per retry = (call - success) / "
         f"{ATTEMPTS - 1})",
-        success,
-        failing,
+        timings.success,
+        timings.failing,
     )
-    retry_context(per_retry)
+    retry_context(per_retry, timings.context)
     policies = memory_section()
     lookup_section(policies)
     rows = breaker_rows()
