@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import importlib
 import inspect
 import time
 from typing import Any
@@ -11,7 +12,9 @@ import httpx
 import pytest
 
 import backstay
-from backstay import ConfigError, Failure, RetryBudgetExhausted, RetryPolicy
+from backstay import ConfigError, Failure, RetryBudgetExhausted, RetryPolicy, _failure_path
+from backstay.clock import seeded_unit
+from backstay.observe.sinks import EventBus
 from backstay.policy import JitterMode
 from backstay.testing import FakeClock, capture_events, testing_mode
 
@@ -409,3 +412,67 @@ def test_many_concurrent_async_calls_each_keep_their_own_state() -> None:
 
     assert _arun(main()) == ["ok"] * 200
     assert all(f.calls == 2 for f in flakies)
+
+
+# -- with nothing listening: the drivers' short way for a plain failure --------------------
+
+
+@pytest.fixture
+def nothing_listens(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A bus with no sink, as in a program that configured no logging (under pytest the
+    root logger has handlers, so the default bus is never silent here)."""
+    bus = EventBus()
+    monkeypatch.setattr(importlib.import_module("backstay.call"), "BUS", bus)
+    monkeypatch.setattr(_failure_path, "BUS", bus)
+
+
+@pytest.mark.usefixtures("nothing_listens")
+@pytest.mark.parametrize("kwargs", [{}, {"key": "value"}], ids=["positional", "keywords"])
+def test_plain_failures_wait_the_policy_s_delays_and_give_up_at_the_limit(
+    kwargs: dict[str, str],
+) -> None:
+    clock = FakeClock()
+    fn = Flaky(*(ConnectionResetError(f"reset {n}") for n in range(4)))
+    with pytest.raises(ConnectionResetError) as raised:
+        backstay.call(fn, "arg", policy=EXACT, clock=clock, **kwargs)  # type: ignore[arg-type]
+    assert (fn.calls, clock.sleeps) == (4, [1.0, 2.0, 4.0])
+    assert raised.value.failure.code == "ERR_CONNECTION_RESET"  # type: ignore[attr-defined]
+
+
+@pytest.mark.usefixtures("nothing_listens")
+def test_plain_failures_under_a_seeded_jitter_wait_what_decide_gives() -> None:
+    policy = RetryPolicy(name="seeded", max_attempts=3, initial_delay_s=1.0, seed=11)
+    reset = backstay.classify(ConnectionResetError("reset"))
+    expected = [
+        backstay.policy.decide(
+            policy,
+            reset,
+            attempt=n,
+            elapsed_s=0.0,
+            previous_delay_s=None,
+            draw=seeded_unit(11, "seeded", n),
+        ).delay_s
+        for n in (1, 2)
+    ]
+    clock = FakeClock()
+    fn = Flaky(ConnectionResetError("reset"), ConnectionResetError("reset"))
+    assert backstay.call(fn, policy=policy, clock=clock) == "ok"
+    assert clock.sleeps == expected
+
+
+@pytest.mark.usefixtures("nothing_listens")
+def test_plain_failures_are_retried_the_same_way_by_acall() -> None:
+    clock = FakeClock()
+    fn = AFlaky(*(ConnectionResetError("reset") for _ in range(4)))
+    with pytest.raises(ConnectionResetError):
+        _arun(backstay.acall(fn.run, policy=EXACT, clock=clock))
+    assert (fn.calls, clock.sleeps) == (4, [1.0, 2.0, 4.0])
+
+
+@pytest.mark.usefixtures("nothing_listens")
+def test_a_non_retryable_failure_among_plain_ones_still_stops_the_call() -> None:
+    clock = FakeClock()
+    fn = Flaky(ConnectionResetError("reset"), ValueError("bad input"))
+    with pytest.raises(ValueError, match="bad input"):
+        backstay.call(fn, policy=EXACT, clock=clock)
+    assert (fn.calls, clock.sleeps) == (2, [1.0])
