@@ -109,8 +109,12 @@ def _started(pol: RetryPolicy, operation: str | None, attempt: int) -> bool:
     return False
 
 
-def _succeeded(pol: RetryPolicy, operation: str | None, attempts: int, elapsed: float) -> None:
+def _succeeded(
+    pol: RetryPolicy, operation: str | None, attempts: int, clk: Clock, started: float
+) -> None:
+    """Report a call's success (the clock is read only when a sink takes the event)."""
     if BUS.wants(_SUCCEEDED_LEVEL):
+        elapsed = clk.monotonic() - started
         BUS.emit(
             CallSucceeded(
                 operation=operation, policy=pol.name, attempts=attempts, elapsed_s=elapsed
@@ -188,7 +192,7 @@ def _run(  # noqa: PLR0917 - the hot path: positional is the cheapest call
             if permit is not None:
                 permit.success()
             if (attempt > 1 or traced) and BUS.min_level <= _SUCCEEDED_LEVEL:
-                _succeeded(pol, operation, attempt, clk.monotonic() - started)
+                _succeeded(pol, operation, attempt, clk, started)
             return result
         if delay > 0.0 and not test_mode.active:
             clk.sleep(delay)
@@ -305,7 +309,7 @@ async def _arun(  # noqa: PLR0917 - the hot path: positional is the cheapest cal
             if permit is not None:
                 permit.success()
             if (attempt > 1 or traced) and BUS.min_level <= _SUCCEEDED_LEVEL:
-                _succeeded(pol, operation, attempt, clk.monotonic() - started)
+                _succeeded(pol, operation, attempt, clk, started)
             return result
         if delay > 0.0 and not test_mode.active:
             await clk.asleep(delay)

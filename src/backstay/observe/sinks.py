@@ -116,7 +116,8 @@ class EventBus:
             return False
         only = self._only
         if only is not None:  # the default: one logging sink, asked without the loop
-            return level >= only.min_level and only.accepts(level)
+            # ``silent`` first: in a program that configured no logging, one question.
+            return level >= only.min_level and not self.silent() and only.accepts(level)
         for sink in self.sinks:  # noqa: SIM110 - asked on every failure: cheaper than any()
             if level >= sink.min_level and sink.accepts(level):
                 return True
