@@ -15,6 +15,7 @@ from backstay.errors import RetryBudgetExhausted
 from backstay.failure import Failure
 from backstay.observe.events import AttemptFailed, GaveUp, RateLimited, RetryScheduled
 from backstay.observe.sinks import BUS
+from backstay.policy._delays import Entry as DelaysEntry
 from backstay.policy._delays import _last as _delays_last
 from backstay.policy._delays import table as delays_table
 from backstay.policy.backoff import jittered
@@ -22,7 +23,14 @@ from backstay.policy.protocols import RetryBudgetLike
 from backstay.policy.retry import RetryPolicy, decide_delay
 from backstay.taxonomy import CODES, FailureKind
 
-__all__ = ["PLAIN_CODES", "TestMode", "after_failure", "attach_failure", "test_mode"]
+__all__ = [
+    "PLAIN_CODES",
+    "TestMode",
+    "after_failure",
+    "attach_failure",
+    "plain_jittered",
+    "test_mode",
+]
 
 _NOTE_PREFIX: Final = "backstay: "
 # AttemptFailed and RetryScheduled share a level: whether a sink wants it is asked once.
@@ -76,12 +84,6 @@ def after_failure(  # noqa: PLR0917 - the drivers' hot path: positional is cheap
     if last[0] is not policy:
         last = delays_table(policy)
     fixed = last[1]
-    if fixed is not None:
-        draw = 0.0  # no jitter: the draw would not be used
-    elif policy.seed is None:
-        draw = unseeded_unit()
-    else:
-        draw = seeded_unit(policy.seed, policy.name, attempt)
     if (
         attempt <= last[3]
         and failure.code in PLAIN_CODES
@@ -93,17 +95,13 @@ def after_failure(  # noqa: PLR0917 - the drivers' hot path: positional is cheap
         # The common case: a plain failure under a policy that decides it plainly (see
         # ``plain_retries``), nothing to report, nothing to spend — ``decide_delay``'s
         # answer, read from the table.
-        if fixed is not None:
-            return fixed[attempt - 1]
-        return jittered(
-            policy.jitter_mode,
-            last[2][attempt - 1],
-            attempt,
-            policy.jitter,
-            last[4],
-            draw,
-            policy.seed,
-        )
+        return fixed[attempt - 1] if fixed is not None else plain_jittered(policy, last, attempt)
+    if fixed is not None:
+        draw = 0.0  # no jitter: the draw would not be used
+    elif policy.seed is None:
+        draw = unseeded_unit()
+    else:
+        draw = seeded_unit(policy.seed, policy.name, attempt)
     # Without a deadline the time taken matters only to the events: read the clock for them.
     elapsed = -1.0 if policy.deadline_s is None else clock.monotonic() - started
     delay, reason = decide_delay(policy, failure, attempt, elapsed, previous_delay, draw, fixed)
@@ -156,6 +154,15 @@ def after_failure(  # noqa: PLR0917 - the drivers' hot path: positional is cheap
             )
         )
     return delay
+
+
+def plain_jittered(policy: RetryPolicy, table: DelaysEntry, attempt: int) -> float:
+    """``decide_delay``'s delay before retry ``attempt`` for a plain failure under a plain
+    policy whose delays are drawn (``table`` is the policy's ``_delays.table``)."""
+    seed = policy.seed
+    draw = unseeded_unit() if seed is None else seeded_unit(seed, policy.name, attempt)
+    base = table[2][attempt - 1]
+    return jittered(policy.jitter_mode, base, attempt, policy.jitter, table[4], draw, seed)
 
 
 def _give_up(  # noqa: PLR0917

@@ -23,7 +23,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from typing import Any, Final, ParamSpec, TypeVar, overload
 
 from backstay._attempts import CallState
-from backstay._failure_path import PLAIN_CODES, after_failure, test_mode
+from backstay._failure_path import PLAIN_CODES, after_failure, plain_jittered, test_mode
 from backstay.classify import classify
 from backstay.classify._fast import recall_lone
 from backstay.clock import SYSTEM_CLOCK, Clock
@@ -173,13 +173,15 @@ def _run(  # noqa: PLR0917 - the hot path: positional is the cheapest call
             if (
                 plan[0] is pol
                 and attempt <= plan[3]
-                and plan[1] is not None
                 and failure.code in PLAIN_CODES
                 and failure.retry_after_s is None
                 and not test_mode.active
                 and BUS.silent()
             ):
-                delay = plan[1][attempt - 1]
+                fixed = plan[1]
+                delay = (
+                    fixed[attempt - 1] if fixed is not None else plain_jittered(pol, plan, attempt)
+                )
             else:
                 delay = after_failure(
                     pol, clk, operation, attempt, started, previous, exc, failure, None
@@ -290,13 +292,15 @@ async def _arun(  # noqa: PLR0917 - the hot path: positional is the cheapest cal
             if (
                 plan[0] is pol
                 and attempt <= plan[3]
-                and plan[1] is not None
                 and failure.code in PLAIN_CODES
                 and failure.retry_after_s is None
                 and not test_mode.active
                 and BUS.silent()
             ):
-                delay = plan[1][attempt - 1]
+                fixed = plan[1]
+                delay = (
+                    fixed[attempt - 1] if fixed is not None else plain_jittered(pol, plan, attempt)
+                )
             else:
                 delay = after_failure(
                     pol, clk, operation, attempt, started, previous, exc, failure, None

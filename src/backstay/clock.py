@@ -12,8 +12,8 @@ import datetime as _dt
 import hashlib
 import random
 import time
-from collections.abc import Callable
-from typing import Final, Protocol, runtime_checkable
+from collections.abc import Callable, Coroutine
+from typing import Any, Final, Protocol, runtime_checkable
 
 __all__ = ["SYSTEM_CLOCK", "Clock", "SystemClock", "seeded_unit"]
 
@@ -45,8 +45,9 @@ class SystemClock:
     def sleep(self, seconds: float) -> None:
         time.sleep(seconds)
 
-    async def asleep(self, seconds: float) -> None:
-        await asyncio.sleep(seconds)
+    def asleep(self, seconds: float) -> Coroutine[Any, Any, None]:
+        # ``asyncio.sleep``'s own coroutine, awaited by the caller: no frame of ours.
+        return asyncio.sleep(seconds)
 
 
 SYSTEM_CLOCK: Final = SystemClock()

@@ -16,7 +16,7 @@ from backstay.policy.backoff import JitterMode, base_delay
 if TYPE_CHECKING:
     from backstay.policy.retry import RetryPolicy
 
-__all__ = ["base_delays", "fixed_delays", "needs_draw", "plain_retries", "table"]
+__all__ = ["Entry", "base_delays", "fixed_delays", "needs_draw", "plain_retries", "table"]
 
 # Retries beyond this many are computed each time (a policy of 1,000 attempts keeps a
 # short table).
@@ -26,9 +26,9 @@ _MAX_POLICIES: Final = 1024
 # Per policy: (the policy, its fixed delays or ``None`` when drawn, its un-jittered delays,
 # how many retries its plain decision covers — see ``plain_retries`` —, the cap jitter
 # keeps a delay under).
-_Entry = tuple["RetryPolicy | None", tuple[float, ...] | None, tuple[float, ...], int, float]
-_tables: dict[int, _Entry] = {}
-_last: list[_Entry] = [(None, None, (), 0, 0.0)]
+Entry = tuple["RetryPolicy | None", tuple[float, ...] | None, tuple[float, ...], int, float]
+_tables: dict[int, Entry] = {}
+_last: list[Entry] = [(None, None, (), 0, 0.0)]
 
 
 def needs_draw(policy: RetryPolicy) -> bool:
@@ -39,7 +39,7 @@ def needs_draw(policy: RetryPolicy) -> bool:
     return mode is not JitterMode.NONE
 
 
-def table(policy: RetryPolicy) -> _Entry:
+def table(policy: RetryPolicy) -> Entry:
     """The policy's entry: (the policy, ``fixed_delays``, ``base_delays``, its plain
     retries, its jitter cap); the retry drivers read ``_last[0]`` first when it is the same
     policy."""
