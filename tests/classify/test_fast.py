@@ -301,3 +301,26 @@ def test_a_secret_in_a_replaced_environment_is_redacted_from_a_remembered_text(
     assert _fast.recall_lone(ConnectionError(text), None) is None
     after = classify(ConnectionError(text))
     assert canary not in after.message
+
+
+class _ErrnoThatFails(ConnectionError):
+    """A transport class whose ``errno`` property can stop answering."""
+
+    failing = False
+
+    @property
+    def errno(self) -> int | None:  # type: ignore[override]
+        if type(self).failing:
+            raise RuntimeError("errno cannot be read")
+        return None
+
+
+def test_an_errno_property_that_raises_is_no_answer_and_no_error() -> None:
+    remembered = classify(_ErrnoThatFails(_RESET))
+    assert _fast.recall_lone(_ErrnoThatFails(_RESET), None) is remembered
+    _ErrnoThatFails.failing = True
+    try:
+        assert _fast.recall_lone(_ErrnoThatFails(_RESET), None) is None
+        assert classify(_ErrnoThatFails(_RESET)).code.startswith("ERR_")
+    finally:
+        _ErrnoThatFails.failing = False

@@ -249,13 +249,18 @@ def recall_lone(exc: BaseException, provider: str | None) -> Failure | None:
     provider other than the class's own, or when nothing is remembered (``lookup`` then
     decides). It answers what ``lookup`` would for the same exception."""
     entry = _lone.get(type(exc))
-    if entry is None or exc.__cause__ is not None or exc.__context__ is not None:
+    if entry is None:
         return None
-    args = exc.args
-    if len(args) != 1 or exc.__dict__:
-        return None
-    text = args[0]
-    if type(text) is not str or (entry[1] and exc.errno is not None):  # type: ignore[attr-defined]
+    try:  # the drivers call this first, outside ``classify``'s guard: it must not raise
+        if exc.__cause__ is not None or exc.__context__ is not None:
+            return None
+        args = exc.args
+        if len(args) != 1 or exc.__dict__:
+            return None
+        text = args[0]
+        if type(text) is not str or (entry[1] and exc.errno is not None):  # type: ignore[attr-defined]
+            return None
+    except Exception:  # a property of the exception's class that cannot answer
         return None
     found = entry[2].get(text)
     if found is None or (provider is not None and provider != found.provider):
