@@ -168,8 +168,13 @@ def test_an_interrupted_install_exits_130_and_leaves_no_installer_running(
         "npm_config_cache": str(tmp_path / "npm-cache"),
         "BACKSTAY_TEST_MARK": mark,
     }
-    program = [sys.executable, "-c", "from backstay.cli import main; main()"]
-    command = [*program, "agents", "install", "codex", "opencode"]
+    # Started as a terminal starts it, Ctrl-C live: a test run launched in the background
+    # of a non-interactive shell inherits SIGINT ignored, and Python keeps it ignored.
+    code = (
+        "import signal; signal.signal(signal.SIGINT, signal.default_int_handler); "
+        "from backstay.cli import main; main()"
+    )
+    command = [sys.executable, "-c", code, "agents", "install", "codex", "opencode"]
     proc = subprocess.Popen(
         [*command, "--dir", str(tmp_path / "agents")],
         env=env,
