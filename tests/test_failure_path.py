@@ -59,18 +59,6 @@ _failures = st.builds(
 )
 
 
-class _Recorder:
-    """A sink that takes nothing: the bus stays silent but counts what it was offered."""
-
-    min_level = 100
-
-    def accepts(self, level: int) -> bool:
-        return False
-
-    def emit(self, event: Event) -> None:  # pragma: no cover - never offered
-        raise AssertionError(event)
-
-
 @pytest.fixture
 def silent_bus(monkeypatch: pytest.MonkeyPatch) -> EventBus:
     """A bus with no sink: under pytest the root logger has handlers, so the default bus is
