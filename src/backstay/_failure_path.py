@@ -17,6 +17,7 @@ from backstay.observe.events import AttemptFailed, GaveUp, RateLimited, RetrySch
 from backstay.observe.sinks import BUS
 from backstay.policy._delays import Entry as DelaysEntry
 from backstay.policy._delays import _last as _delays_last
+from backstay.policy._delays import fixed_delays
 from backstay.policy._delays import table as delays_table
 from backstay.policy.backoff import jittered
 from backstay.policy.protocols import RetryBudgetLike
@@ -28,6 +29,8 @@ __all__ = [
     "TestMode",
     "after_failure",
     "attach_failure",
+    "general_after_failure",
+    "plain_delay",
     "plain_jittered",
     "test_mode",
 ]
@@ -65,6 +68,26 @@ def attach_failure(exc: BaseException, failure: Failure) -> None:
         exc.add_note(f"{_NOTE_PREFIX}{failure.kind}/{failure.code}: {failure.message[:200]}")
 
 
+def plain_delay(policy: RetryPolicy, attempt: int, failure: Failure) -> float | None:
+    """The common case, for a call with no retry budget: a plain failure under a policy
+    that decides it plainly (see ``plain_retries``) with nothing to report — the delay
+    ``decide_delay`` gives, read from the policy's table; ``None`` for any other case
+    (``general_after_failure`` then decides)."""
+    table = _delays_last[0]  # the policy's table, without the call for the policy asked last
+    if table[0] is not policy:
+        table = delays_table(policy)
+    if (
+        attempt <= table[3]
+        and failure.code in PLAIN_CODES
+        and failure.retry_after_s is None
+        and not test_mode.active
+        and BUS.silent()
+    ):
+        fixed = table[1]
+        return fixed[attempt - 1] if fixed is not None else plain_jittered(policy, table, attempt)
+    return None
+
+
 def after_failure(  # noqa: PLR0917 - the drivers' hot path: positional is cheapest
     policy: RetryPolicy,
     clock: Clock,
@@ -80,22 +103,29 @@ def after_failure(  # noqa: PLR0917 - the drivers' hot path: positional is cheap
     policy's delay before the next attempt (the caller sleeps none of it in testing mode).
     Re-raises ``exc`` with its ``Failure`` attached when the call gives up;
     ``RetryBudgetExhausted`` when the budget refuses the retry."""
-    last = _delays_last[0]  # the policy's table, without the call for the policy asked last
-    if last[0] is not policy:
-        last = delays_table(policy)
-    fixed = last[1]
-    if (
-        attempt <= last[3]
-        and failure.code in PLAIN_CODES
-        and failure.retry_after_s is None
-        and budget is None
-        and not test_mode.active
-        and BUS.silent()
-    ):
-        # The common case: a plain failure under a policy that decides it plainly (see
-        # ``plain_retries``), nothing to report, nothing to spend — ``decide_delay``'s
-        # answer, read from the table.
-        return fixed[attempt - 1] if fixed is not None else plain_jittered(policy, last, attempt)
+    if budget is None:
+        delay = plain_delay(policy, attempt, failure)
+        if delay is not None:
+            return delay
+    return general_after_failure(
+        policy, clock, operation, attempt, started, previous_delay, exc, failure, budget
+    )
+
+
+def general_after_failure(  # noqa: PLR0917 - positional, as ``after_failure``
+    policy: RetryPolicy,
+    clock: Clock,
+    operation: str | None,
+    attempt: int,
+    started: float,
+    previous_delay: float | None,
+    exc: Exception,
+    failure: Failure,
+    budget: RetryBudgetLike | None,
+) -> float:
+    """``after_failure`` once ``plain_delay`` has not answered: the policy's full decision
+    and its events."""
+    fixed = fixed_delays(policy)
     if fixed is not None:
         draw = 0.0  # no jitter: the draw would not be used
     elif policy.seed is None:

@@ -24,14 +24,13 @@ from typing import Any, Final, ParamSpec, TypeVar, overload
 
 from backstay._attempts import CallState
 from backstay._blocks import Attempt, aattempts, attempts
-from backstay._failure_path import PLAIN_CODES, after_failure, plain_jittered, test_mode
+from backstay._failure_path import general_after_failure, plain_delay, test_mode
 from backstay.classify import classify
 from backstay.classify._fast import recall_lone
 from backstay.clock import SYSTEM_CLOCK, Clock
 from backstay.errors import ConfigError
 from backstay.observe.events import AttemptStarted, CallSucceeded
 from backstay.observe.sinks import BUS
-from backstay.policy._delays import _last as _delays_last
 from backstay.policy.protocols import (
     CircuitBreakerLike,
     RateLimiterLike,
@@ -170,21 +169,9 @@ def _run(  # noqa: PLR0917 - the hot path: positional is the cheapest call
             failure = recall_lone(exc, None) or classify(exc)  # the commonest, first
             if permit is not None:
                 permit.failure(failure)
-            plan = _delays_last[0]  # ``after_failure``'s first answer, inline: see there
-            if (
-                plan[0] is pol
-                and attempt <= plan[3]
-                and failure.code in PLAIN_CODES
-                and failure.retry_after_s is None
-                and not test_mode.active
-                and BUS.silent()
-            ):
-                fixed = plan[1]
-                delay = (
-                    fixed[attempt - 1] if fixed is not None else plain_jittered(pol, plan, attempt)
-                )
-            else:
-                delay = after_failure(
+            delay = plain_delay(pol, attempt, failure)  # ``after_failure`` without a budget
+            if delay is None:
+                delay = general_after_failure(
                     pol, clk, operation, attempt, started, previous, exc, failure, None
                 )
         except BaseException:
@@ -289,21 +276,9 @@ async def _arun(  # noqa: PLR0917 - the hot path: positional is the cheapest cal
             failure = recall_lone(exc, None) or classify(exc)  # the commonest, first
             if permit is not None:
                 permit.failure(failure)
-            plan = _delays_last[0]  # ``after_failure``'s first answer, inline: see there
-            if (
-                plan[0] is pol
-                and attempt <= plan[3]
-                and failure.code in PLAIN_CODES
-                and failure.retry_after_s is None
-                and not test_mode.active
-                and BUS.silent()
-            ):
-                fixed = plan[1]
-                delay = (
-                    fixed[attempt - 1] if fixed is not None else plain_jittered(pol, plan, attempt)
-                )
-            else:
-                delay = after_failure(
+            delay = plain_delay(pol, attempt, failure)  # ``after_failure`` without a budget
+            if delay is None:
+                delay = general_after_failure(
                     pol, clk, operation, attempt, started, previous, exc, failure, None
                 )
         except BaseException:
