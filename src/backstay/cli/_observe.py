@@ -13,19 +13,24 @@ from backstay.cli.serve import serving_while
 from backstay.errors import ConfigError
 from backstay.observe import add_sink, remove_sink
 from backstay.observe.otel_setup import OtelSettings, otel_sink
+from backstay.store.location import StoreLocation
 
 
 @contextlib.contextmanager
 def observed(
-    state_dir: Path, serve_port: int | None, otel: OtelSettings | None = None
+    state_dir: Path,
+    serve_port: int | None,
+    otel: OtelSettings | None = None,
+    location: StoreLocation | None = None,
 ) -> Iterator[None]:
-    """Serve metrics on ``serve_port`` (if given) and export to OpenTelemetry (if ``otel``
-    or the environment asks for it) during the block; the spans are flushed when it ends."""
+    """Serve metrics of the batch (in ``location``: default ``state_dir``) on
+    ``serve_port`` (if given) and export to OpenTelemetry (if ``otel`` or the environment
+    asks for it) during the block; the spans are flushed when it ends."""
     try:
         sink = otel_sink(otel)
     except ConfigError as err:
         raise usage_error(err) from None
-    with serving_while(state_dir, serve_port):
+    with serving_while(state_dir, serve_port, location):
         if sink is None:
             yield
             return

@@ -94,10 +94,11 @@ def batch(
         _state.check_not_a_file(state_dir)
         # Reads the agents' environment first: an unset key variable leaves nothing behind.
         opened = SuiteBatch.open(suite, state_dir, inherit_env=not isolated_env)
+        location = _state.store_location(store, state_dir, config=config)
         engine = _state.open_engine(
             state_dir,
             create=True,
-            location=_state.store_location(store, state_dir, config=config),
+            location=location,
             adapters=adapters,
             concurrency=concurrency,
             guard_settings=_state.guard_settings(lease_ttl),
@@ -116,7 +117,7 @@ def batch(
         except OSError as err:
             raise _state.run_failed(err, state_dir) from None
         try:
-            with observed(state_dir, serve_port, config.otel_settings()):
+            with observed(state_dir, serve_port, config.otel_settings(), location):
                 code = run_batch(engine, opened)
         except ConfigError as err:
             raise usage_error(err) from None

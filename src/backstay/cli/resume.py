@@ -56,9 +56,10 @@ def resume(
     try:
         executor = executor_for(executor_kind, ray_address)
         config = load_config(config_file, overrides=sets or [])
+        location = _state.store_location(store, state_dir, config=config)
         engine = _state.open_engine(
             state_dir,
-            location=_state.store_location(store, state_dir, config=config),
+            location=location,
             concurrency=concurrency,
             guard_settings=_state.guard_settings(lease_ttl),
             breaker=config.engine_breaker(),
@@ -73,7 +74,10 @@ def resume(
         _state.keep_budget(engine, None, budget_usd, budget_tokens)
         states = {record.operation_id: record.state for record in engine.store.tasks()}
         try:
-            with observed(state_dir, serve_port, config.otel_settings()), showing_progress(states):
+            with (
+                observed(state_dir, serve_port, config.otel_settings(), location),
+                showing_progress(states),
+            ):
                 summary = engine.resume_sync()
         except ConfigError as err:
             raise usage_error(err) from None

@@ -39,7 +39,8 @@ class StateSnapshot:
 
 class StateReader:
     """Reads snapshots of ``state_dir``, which must hold a batch (``ConfigError`` naming
-    it otherwise); of the shared store ``location`` instead when it is a Redis one."""
+    it otherwise); of the shared store ``location`` instead when it is a Redis one, which
+    must hold a batch unless ``require_batch`` is False (a batch about to record one)."""
 
     def __init__(
         self,
@@ -47,13 +48,14 @@ class StateReader:
         *,
         clock: Clock = SYSTEM_CLOCK,
         location: StoreLocation | None = None,
+        require_batch: bool = True,
     ) -> None:
         self.state_dir = Path(state_dir)
         self._clock = clock
         self._lock = threading.Lock()
         if location is not None and location.kind is StoreKind.REDIS:
             bundle = open_stores(location, state_dir=self.state_dir, clock=clock, secrets={})
-            if not bundle.has_batch():
+            if require_batch and not bundle.has_batch():
                 bundle.close()
                 raise ConfigError(
                     f"{location.display} holds no batch (namespace {location.namespace!r})",
