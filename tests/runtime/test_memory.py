@@ -1,4 +1,4 @@
-"""Session memory, in the process and in SQLite: the same behaviour, per tenant."""
+"""Session memory, in the process, in SQLite and in Redis: the same behaviour, per tenant."""
 
 from __future__ import annotations
 
@@ -10,12 +10,21 @@ import pytest
 from backstay.runtime import InMemoryMemory, MemoryManager, Message, SessionMemory
 from backstay.runtime.memory_sqlite import SQLiteMemory
 from backstay.runtime.sensitive import SensitiveRedactor
+from backstay.store.redis._client import RedisConnection
+from backstay.store.redis.runtime_memory import RedisMemory
 
 
-@pytest.fixture(params=["memory", "sqlite"])
+@pytest.fixture(params=["memory", "sqlite", "redis"])
 def memory(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[MemoryManager]:
     if request.param == "memory":
         yield InMemoryMemory()
+        return
+    if request.param == "redis":
+        conn = RedisConnection(request.getfixturevalue("redis_location"))
+        try:
+            yield RedisMemory(conn)
+        finally:
+            conn.close()
         return
     with SQLiteMemory(tmp_path / "state.sqlite") as store:
         yield store
@@ -61,3 +70,10 @@ def test_a_session_memory_redacts_what_it_stores(memory: MemoryManager) -> None:
     session = SessionMemory(memory, "t", "s", SensitiveRedactor())
     session.store("user", "my card is 4111 1111 1111 1111")
     assert session.history()[0].content == "my card is [CARD]"
+
+
+def test_names_with_colons_never_share_a_session(memory: MemoryManager) -> None:
+    memory.store("a:b", "c", _m("first"))
+    memory.store("a", "b:c", _m("second"))
+    assert [m.content for m in memory.history("a:b", "c")] == ["first"]
+    assert [m.content for m in memory.history("a", "b:c")] == ["second"]

@@ -1,25 +1,29 @@
 """``SQLiteMemory``: session memory in a SQLite file (table ``agent_memory``), keyed by
-tenant and session like ``InMemoryMemory``."""
+tenant and session like ``InMemoryMemory``. The file is opened like every backstay store
+(``open_component``: component ``agent_memory``): one that is not a backstay store is
+refused and left unchanged."""
 
 from __future__ import annotations
 
 import os
-import sqlite3
 import threading
 from typing import Final
 
 from backstay._checks import check_name
 from backstay._sqlite import SQLiteFile
 from backstay.runtime.memory import Message, Summarizer, fit_window, plain_summary
+from backstay.store._sqlite_schema import open_component
 
-__all__ = ["SQLiteMemory"]
+__all__ = ["SCHEMA_VERSION", "SQLiteMemory"]
 
-_SCHEMA: Final = """
-CREATE TABLE IF NOT EXISTS agent_memory (
-    seq INTEGER PRIMARY KEY AUTOINCREMENT, tenant TEXT NOT NULL, session TEXT NOT NULL,
-    role TEXT NOT NULL, content TEXT NOT NULL, tokens INTEGER NOT NULL);
-CREATE INDEX IF NOT EXISTS agent_memory_session ON agent_memory (tenant, session, seq);
-"""
+SCHEMA_VERSION: Final = 1
+_COMPONENT: Final = "agent_memory"
+_DDL: Final = (
+    "CREATE TABLE agent_memory (seq INTEGER PRIMARY KEY AUTOINCREMENT, tenant TEXT NOT NULL, "
+    "session TEXT NOT NULL, role TEXT NOT NULL, content TEXT NOT NULL, "
+    "tokens INTEGER NOT NULL)",
+    "CREATE INDEX agent_memory_session ON agent_memory (tenant, session, seq)",
+)
 
 
 class SQLiteMemory(SQLiteFile):
@@ -28,13 +32,14 @@ class SQLiteMemory(SQLiteFile):
     def __init__(self, path: str | os.PathLike[str], *, timeout_s: float = 30.0) -> None:
         self.path = os.fspath(path)
         self._lock = threading.Lock()
-        self._conn = sqlite3.connect(
-            self.path, timeout=timeout_s, isolation_level=None, check_same_thread=False
+        self._conn = open_component(
+            self.path,
+            component=_COMPONENT,
+            version=SCHEMA_VERSION,
+            tables=("agent_memory",),
+            ddl=_DDL,
+            timeout_s=timeout_s,
         )
-        with self._lock:
-            self._conn.execute("PRAGMA journal_mode=WAL")
-            self._conn.execute("PRAGMA synchronous=NORMAL")
-            self._conn.executescript(_SCHEMA)
 
     def store(self, tenant: str, session: str, message: Message) -> None:
         check_name(tenant, where="tenant")

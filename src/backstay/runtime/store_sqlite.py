@@ -1,9 +1,11 @@
 """``SQLiteRunStore``: checkpoints, approvals and the tool cache in a SQLite file.
 
-By default the engine's ``state.sqlite`` of a state directory: the runtime's tables
-(``agent_runs``, ``agent_approvals``, ``agent_tool_cache``) sit beside the task tables, so
-a task record and its agent run's checkpoint live in one file. Every table's key starts
-with the tenant, and every query names it. WAL mode, ``synchronous=NORMAL``; one
+In a batch, the engine's ``state.sqlite`` of its state directory: the runtime's tables
+(``agent_runs``, ``agent_steps``, ``agent_approvals``, ``agent_tool_cache``) sit beside
+the task tables, so a task record and its agent run's checkpoint live in one file. The
+file is opened like every backstay store (``open_component``: component ``agent_runs``):
+a file that is not a backstay store is refused and left unchanged. Every table's key
+starts with the tenant, and every query names it. WAL mode, ``synchronous=NORMAL``; one
 connection under one lock.
 """
 
@@ -11,33 +13,36 @@ from __future__ import annotations
 
 import json
 import os
-import sqlite3
 import threading
 from collections.abc import Callable, Mapping
 from typing import Any, Final
 
 from backstay._sqlite import SQLiteFile
+from backstay.runtime._run_codec import decode_run, header_text, plan_text, step_text
 from backstay.runtime.records import Approval, ApprovalStatus, RunRecord
 from backstay.runtime.results import StepResult
 from backstay.runtime.store import check_decision
+from backstay.store._sqlite_schema import open_component
 
-__all__ = ["SQLiteRunStore"]
+__all__ = ["SCHEMA_VERSION", "SQLiteRunStore"]
 
-_SCHEMA: Final = """
-CREATE TABLE IF NOT EXISTS agent_runs (
-    tenant TEXT NOT NULL, run_id TEXT NOT NULL, status TEXT NOT NULL, record TEXT NOT NULL,
-    plan TEXT, PRIMARY KEY (tenant, run_id));
-CREATE TABLE IF NOT EXISTS agent_steps (
-    tenant TEXT NOT NULL, run_id TEXT NOT NULL, step_id TEXT NOT NULL, seq INTEGER NOT NULL,
-    result TEXT NOT NULL, PRIMARY KEY (tenant, run_id, step_id));
-CREATE TABLE IF NOT EXISTS agent_approvals (
-    id INTEGER PRIMARY KEY AUTOINCREMENT, tenant TEXT NOT NULL, run_id TEXT NOT NULL,
-    tool TEXT NOT NULL, key TEXT NOT NULL, arguments TEXT NOT NULL, status TEXT NOT NULL,
-    edited_arguments TEXT, note TEXT NOT NULL DEFAULT '', decided_by TEXT NOT NULL DEFAULT '',
-    UNIQUE (tenant, run_id, key));
-CREATE TABLE IF NOT EXISTS agent_tool_cache (
-    tenant TEXT NOT NULL, key TEXT NOT NULL, value TEXT NOT NULL, PRIMARY KEY (tenant, key));
-"""
+SCHEMA_VERSION: Final = 1
+_COMPONENT: Final = "agent_runs"
+_TABLES: Final = ("agent_runs", "agent_steps", "agent_approvals", "agent_tool_cache")
+_DDL: Final = (
+    "CREATE TABLE agent_runs (tenant TEXT NOT NULL, run_id TEXT NOT NULL, "
+    "status TEXT NOT NULL, record TEXT NOT NULL, plan TEXT, PRIMARY KEY (tenant, run_id))",
+    "CREATE TABLE agent_steps (tenant TEXT NOT NULL, run_id TEXT NOT NULL, "
+    "step_id TEXT NOT NULL, seq INTEGER NOT NULL, result TEXT NOT NULL, "
+    "PRIMARY KEY (tenant, run_id, step_id))",
+    "CREATE TABLE agent_approvals (id INTEGER PRIMARY KEY AUTOINCREMENT, "
+    "tenant TEXT NOT NULL, run_id TEXT NOT NULL, tool TEXT NOT NULL, key TEXT NOT NULL, "
+    "arguments TEXT NOT NULL, status TEXT NOT NULL, edited_arguments TEXT, "
+    "note TEXT NOT NULL DEFAULT '', decided_by TEXT NOT NULL DEFAULT '', "
+    "UNIQUE (tenant, run_id, key))",
+    "CREATE TABLE agent_tool_cache (tenant TEXT NOT NULL, key TEXT NOT NULL, "
+    "value TEXT NOT NULL, PRIMARY KEY (tenant, key))",
+)
 
 _APPROVAL_COLUMNS: Final = (
     "id, tenant, run_id, tool, key, arguments, status, edited_arguments, note, decided_by"
@@ -66,20 +71,20 @@ class SQLiteRunStore(SQLiteFile):
     def __init__(self, path: str | os.PathLike[str], *, timeout_s: float = 30.0) -> None:
         self.path = os.fspath(path)
         self._lock = threading.Lock()
-        self._conn = sqlite3.connect(
-            self.path, timeout=timeout_s, isolation_level=None, check_same_thread=False
+        self._conn = open_component(
+            self.path,
+            component=_COMPONENT,
+            version=SCHEMA_VERSION,
+            tables=_TABLES,
+            ddl=_DDL,
+            timeout_s=timeout_s,
         )
-        with self._lock:
-            self._conn.execute("PRAGMA journal_mode=WAL")
-            self._conn.execute("PRAGMA synchronous=NORMAL")
-            self._conn.executescript(_SCHEMA)
 
     def _header(self, record: RunRecord, *, with_plan: bool) -> None:
         """The run's row; its plan only ``with_plan`` (a plan is written once, not per step)."""
-        header = json.dumps(record.to_dict(results=False, plan=False), default=str)
-        key = (record.tenant, record.run_id, str(record.status), header)
+        key = (record.tenant, record.run_id, str(record.status), header_text(record))
         if with_plan:
-            plan = None if record.plan is None else json.dumps(record.plan.to_dict())
+            plan = plan_text(record)
             self._conn.execute(
                 "INSERT INTO agent_runs (tenant, run_id, status, record, plan) "
                 "VALUES (?, ?, ?, ?, ?) ON CONFLICT (tenant, run_id) DO UPDATE SET "
@@ -96,7 +101,7 @@ class SQLiteRunStore(SQLiteFile):
         self._conn.execute(
             "INSERT OR REPLACE INTO agent_steps (tenant, run_id, step_id, seq, result) "
             "VALUES (?, ?, ?, ?, ?)",
-            (record.tenant, record.run_id, result.step_id, seq, json.dumps(result.to_dict())),
+            (record.tenant, record.run_id, result.step_id, seq, step_text(result)),
         )
 
     def _write(self, statements: Callable[[], None]) -> None:
@@ -143,10 +148,7 @@ class SQLiteRunStore(SQLiteFile):
             ).fetchall()
         if row is None:
             return None
-        data = json.loads(row[0])
-        data["plan"] = None if row[1] is None else json.loads(row[1])
-        data["results"] = [json.loads(s[0]) for s in steps]
-        return RunRecord.from_dict(data)
+        return decode_run(row[0], row[1], (s[0] for s in steps))
 
     def request_approval(
         self, tenant: str, run_id: str, *, tool: str, key: str, arguments: Mapping[str, Any]
