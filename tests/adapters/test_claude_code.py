@@ -13,7 +13,6 @@ from tests.adapters.support import CANARY_KEY
 
 from backstay.adapters._claude_code_settings import parse_settings
 from backstay.adapters._claude_code_stream import ClaudeStream, one_line
-from backstay.adapters._cli_common import MAX_PROMPT_BYTES
 from backstay.adapters.capture import Capture
 from backstay.adapters.claude_code import ClaudeCodeAdapter
 from backstay.adapters.contract import AgentRequest, TierConfig
@@ -55,19 +54,17 @@ def test_the_command_line_is_headless_with_a_json_stream_and_no_prompts(tmp_path
         "--permission-mode",
         "bypassPermissions",
         "--no-session-persistence",
-        "--",
-        "Fix the test.",
     ]
 
 
-def test_a_prompt_that_looks_like_a_flag_stays_the_prompt(tmp_path: Path) -> None:
-    assert _command(tmp_path, prompt="--help")[-2:] == ["--", "--help"]
+def test_the_prompt_is_not_on_the_command_line(tmp_path: Path) -> None:
+    assert not any("Fix the test" in arg for arg in _command(tmp_path))
 
 
 def test_the_tier_and_max_turns_become_flags(tmp_path: Path) -> None:
     tier = TierConfig(tier_id="T1", system_prompt="Be brief.", allowed_tools=("Read", "Edit"))
     argv = _command(tmp_path, tier=tier, config={"max_turns": 5})
-    flags = argv[argv.index("--no-session-persistence") + 1 : argv.index("--")]
+    flags = argv[argv.index("--no-session-persistence") + 1 :]
     assert flags == [
         "--max-turns",
         "5",
@@ -85,18 +82,12 @@ def test_a_replaced_system_prompt_and_no_tools(tmp_path: Path) -> None:
         tier_id="T0", system_prompt="Only answer.", tools_enabled=False, delegation_enabled=True
     )
     argv = _command(tmp_path, tier=tier, config={"system_prompt_mode": "replace"})
-    assert argv[argv.index("--no-session-persistence") + 1 : argv.index("--")] == [
+    assert argv[argv.index("--no-session-persistence") + 1 :] == [
         "--system-prompt",
         "Only answer.",
         "--tools",
         "",
     ]
-
-
-def test_a_prompt_too_long_for_one_argument_is_refused(tmp_path: Path) -> None:
-    with pytest.raises(ConfigError) as info:
-        _command(tmp_path, prompt="x" * (MAX_PROMPT_BYTES + 1))
-    assert info.value.where == "prompt"
 
 
 def test_the_environment_holds_only_what_the_run_needs(tmp_path: Path) -> None:

@@ -39,6 +39,7 @@ def _request(tmp_path: Path, **changes: Any) -> AgentRequest:
 
 def test_the_command_line_is_headless_with_a_json_stream_and_no_prompts(tmp_path: Path) -> None:
     argv = GeminiCliAdapter().command(_request(tmp_path, prompt="-h"), CLI.path)
+    # The prompt reaches the CLI on stdin, never on the command line.
     assert argv == [
         "/opt/gemini",
         "--output-format",
@@ -47,7 +48,6 @@ def test_the_command_line_is_headless_with_a_json_stream_and_no_prompts(tmp_path
         "gemini-2.5-flash",
         "--approval-mode",
         "yolo",
-        "--prompt=-h",
     ]
 
 

@@ -1,5 +1,6 @@
-"""What the agent CLI adapters share: the prompt as one command-line argument, and a
-run's environment (the request's, with a private home and a fallback search path)."""
+"""What the agent CLI adapters share: the prompt, which reaches the CLI on its stdin (never
+on the command line, where ``ps`` shows it to every local user), and a run's environment
+(the request's, with a private home and a fallback search path)."""
 
 from __future__ import annotations
 
@@ -9,26 +10,17 @@ from typing import Final
 
 from backstay.adapters.contract import AgentRequest
 from backstay.agents.home import private_home
-from backstay.errors import ConfigError
 
-__all__ = ["DEFAULT_PATH", "MAX_PROMPT_BYTES", "home_run_env", "prompt_argument"]
+__all__ = ["DEFAULT_PATH", "home_run_env", "prompt_stdin"]
 
 # A run's PATH when the request's environment has none: tools run shell commands.
 DEFAULT_PATH: Final = "/usr/local/bin:/usr/bin:/bin"
-# Linux refuses a single argument over 128 KiB (MAX_ARG_STRLEN); a little is kept spare.
-MAX_PROMPT_BYTES: Final = 120_000
 
 
-def prompt_argument(request: AgentRequest) -> str:
-    """The request's prompt, to pass as one argument; ``ConfigError`` naming ``prompt``
-    when it is longer than an argument may be."""
-    prompt = request.read_prompt()
-    if len(prompt.encode("utf-8")) > MAX_PROMPT_BYTES:
-        raise ConfigError(
-            f"is longer than the {MAX_PROMPT_BYTES} bytes a command-line argument may hold",
-            where="prompt",
-        )
-    return prompt
+def prompt_stdin(request: AgentRequest) -> str:
+    """The request's prompt, for ``run_process``'s ``stdin_text``: every CLI adapter but
+    Aider's (which reads a private message file) gives it to the CLI that way."""
+    return request.read_prompt()
 
 
 def home_run_env(

@@ -5,9 +5,11 @@ Command line (``claude`` 2.1.197)::
     claude -p --output-format stream-json --verbose --include-partial-messages
            --model MODEL --permission-mode bypassPermissions --no-session-persistence
            [--max-turns N] [--append-system-prompt S | --system-prompt S]
-           [--tools A,B | --tools ""] [--disallowedTools Task] -- PROMPT
+           [--tools A,B | --tools ""] [--disallowedTools Task]
 
-run in the workspace, stdin closed, under ``run_process`` (own process group, deadline
+with the prompt on stdin (``claude -p`` reads it there when no prompt argument is given;
+never on the command line, where ``ps`` shows it to every local user), run in the
+workspace under ``run_process`` (own process group, deadline
 and stall kills). Partial messages make the stream print while the model streams, so a
 run with neither output nor API traffic for ``stall_timeout_s`` is killed as stalled.
 
@@ -39,7 +41,7 @@ from backstay.adapters._claude_code_settings import (
 )
 from backstay.adapters._claude_code_stream import ClaudeStream
 from backstay.adapters._claude_json import answer_of, usage_of
-from backstay.adapters._cli_common import DEFAULT_PATH, prompt_argument
+from backstay.adapters._cli_common import DEFAULT_PATH, prompt_stdin
 from backstay.adapters.base import BaseAdapter
 from backstay.adapters.capture import Capture
 from backstay.adapters.contract import AgentRequest, AgentResult, AgentStatus, TierConfig
@@ -109,8 +111,7 @@ class ClaudeCodeAdapter(BaseAdapter):
     def command(
         self, request: AgentRequest, settings: ClaudeCodeSettings, binary: Path
     ) -> list[str]:
-        """The command line of one attempt."""
-        prompt = prompt_argument(request)
+        """The command line of one attempt (the prompt is not on it: ``prompt_stdin``)."""
         argv = [
             str(binary),
             "-p",
@@ -126,8 +127,7 @@ class ClaudeCodeAdapter(BaseAdapter):
         ]
         if settings.max_turns is not None:
             argv += ["--max-turns", str(settings.max_turns)]
-        argv += _tier_args(request.tier, settings)
-        return [*argv, "--", prompt]
+        return argv + _tier_args(request.tier, settings)
 
     def environment(
         self, request: AgentRequest, settings: ClaudeCodeSettings, cli: Located, home: Path
@@ -161,6 +161,7 @@ class ClaudeCodeAdapter(BaseAdapter):
         cli = self.locate(settings)
         await capture.alog(f"claude-code: {cli.path} {cli.version} ({cli.source})")
         argv = self.command(request, settings, cli.path)
+        prompt = prompt_stdin(request)
         stream = ClaudeStream(capture)
         with tempfile.TemporaryDirectory(
             prefix="backstay-claude-code-", ignore_cleanup_errors=True
@@ -174,6 +175,7 @@ class ClaudeCodeAdapter(BaseAdapter):
                 capture=capture,
                 on_stdout_line=stream.line,
                 launcher=(*request.launcher, *settings.launcher),
+                stdin_text=prompt,
             )
         final = stream.result
         evidence = (

@@ -1,13 +1,15 @@
 """``CodexAdapter``: one ``codex exec`` run per attempt (registry name ``codex``).
 
 Command line: ``codex exec --json --strict-config --skip-git-repo-check
---dangerously-bypass-approvals-and-sandbox -m MODEL -- PROMPT`` in the workspace, stdin
-closed, with a fresh private ``HOME`` and ``CODEX_HOME`` per attempt whose ``config.toml``
-(``_codex_settings``) points Codex at ``base_url`` — else the ``OPENAI_BASE_URL`` of the
-request's environment, which Codex itself ignores — with its own retries off. The child's
-environment is the request's ``env`` with the run's home directories put in its place
-(and ``CODEX_*`` / ``OPENAI_BASE_URL`` dropped: the config file decides them); the key is
-read by Codex from the ``api_key_env`` variable of that environment.
+--dangerously-bypass-approvals-and-sandbox -m MODEL -`` in the workspace, the prompt on
+stdin (``-``: Codex reads its instructions there; never on the command line, where
+``ps`` shows it to every local user), with a fresh private ``HOME`` and ``CODEX_HOME``
+per attempt whose ``config.toml`` (``_codex_settings``) points Codex at ``base_url`` —
+else the ``OPENAI_BASE_URL`` of the request's environment, which Codex itself ignores —
+with its own retries off. The child's environment is the request's ``env`` with the
+run's home directories put in its place (and ``CODEX_*`` / ``OPENAI_BASE_URL`` dropped:
+the config file decides them); the key is read by Codex from the ``api_key_env``
+variable of that environment.
 
 Failures are classified from the JSON events first (``turn.failed``, ``error``: see
 ``backstay.classify.agents.codex``), then the text Codex printed outside them; a kill at
@@ -25,7 +27,7 @@ from pathlib import Path
 from typing import Any, ClassVar, Final
 
 from backstay._checks import check_launcher
-from backstay.adapters._cli_common import home_run_env, prompt_argument
+from backstay.adapters._cli_common import home_run_env, prompt_stdin
 from backstay.adapters._codex_events import EventReader, rollout_calls
 from backstay.adapters._codex_settings import (
     ACCOUNT_HEADERS,
@@ -92,8 +94,8 @@ class CodexAdapter(BaseAdapter):
 
     @staticmethod
     def command(binary: Path, request: AgentRequest) -> list[str]:
-        """The command line of one attempt (the prompt is its last argument)."""
-        prompt = prompt_argument(request)
+        """The command line of one attempt: ``-`` in place of the prompt, which Codex then
+        reads on stdin (``prompt_stdin``)."""
         return [
             str(binary),
             "exec",
@@ -103,8 +105,7 @@ class CodexAdapter(BaseAdapter):
             "--dangerously-bypass-approvals-and-sandbox",
             "-m",
             request.model,
-            "--",
-            prompt,
+            "-",
         ]
 
     async def execute(
@@ -121,6 +122,7 @@ class CodexAdapter(BaseAdapter):
             )
             return AgentResult.failed(missing)
         argv = self.command(cli.path, request)
+        prompt = prompt_stdin(request)
         with tempfile.TemporaryDirectory(prefix="backstay-codex-") as folder:
             home = Path(folder)
             env = child_env(request.env, home)
@@ -140,6 +142,7 @@ class CodexAdapter(BaseAdapter):
                 capture=capture,
                 on_stdout_line=reader.line,
                 launcher=request.launcher or self.launcher,
+                stdin_text=prompt,
             )
             calls = rollout_calls(codex_home)
         usage = reader.usage

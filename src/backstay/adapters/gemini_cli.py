@@ -2,9 +2,11 @@
 
 Command line (``gemini`` 0.61.0)::
 
-    gemini --output-format stream-json --model MODEL --approval-mode yolo --prompt PROMPT
+    gemini --output-format stream-json --model MODEL --approval-mode yolo
 
-run in the workspace, stdin closed, under ``run_process`` (own process group, deadline
+with the prompt on stdin (not a terminal: the CLI runs headless and takes stdin as the
+prompt; never on the command line, where ``ps`` shows it to every local user), run in
+the workspace under ``run_process`` (own process group, deadline
 and stall kills). The stream prints the assistant's text as it arrives, so a run with
 neither output nor API traffic for ``stall_timeout_s`` is killed as stalled.
 
@@ -35,7 +37,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, ClassVar, Final
 
-from backstay.adapters._cli_common import DEFAULT_PATH, prompt_argument
+from backstay.adapters._cli_common import DEFAULT_PATH, prompt_stdin
 from backstay.adapters._gemini_cli_settings import CONFIG_KEYS, GeminiCliSettings, parse_settings
 from backstay.adapters._gemini_cli_stream import GeminiStream, result_usage, session_usage
 from backstay.adapters.base import BaseAdapter
@@ -100,8 +102,7 @@ class GeminiCliAdapter(BaseAdapter):
         return locate("gemini-cli", settings.binary, where="config.binary")
 
     def command(self, request: AgentRequest, binary: Path) -> list[str]:
-        """The command line of one attempt."""
-        prompt = prompt_argument(request)
+        """The command line of one attempt (the prompt is not on it: ``prompt_stdin``)."""
         return [
             str(binary),
             "--output-format",
@@ -110,7 +111,6 @@ class GeminiCliAdapter(BaseAdapter):
             request.model,
             "--approval-mode",
             "yolo",
-            f"--prompt={prompt}",
         ]
 
     def prepare_home(
@@ -163,6 +163,7 @@ class GeminiCliAdapter(BaseAdapter):
         cli = self.locate(settings)
         await capture.alog(f"gemini-cli: {cli.path} {cli.version} ({cli.source})")
         argv = self.command(request, cli.path)
+        prompt = prompt_stdin(request)
         stream = GeminiStream(capture)
         with tempfile.TemporaryDirectory(
             prefix="backstay-gemini-cli-", ignore_cleanup_errors=True
@@ -183,6 +184,7 @@ class GeminiCliAdapter(BaseAdapter):
                 capture=capture,
                 on_stdout_line=stream.line,
                 launcher=(*request.launcher, *settings.launcher),
+                stdin_text=prompt,
             )
             stream.flush()
             usage = session_usage(home)

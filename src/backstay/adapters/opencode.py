@@ -1,7 +1,9 @@
 """``OpencodeAdapter``: one ``opencode run`` per attempt (registry name ``opencode``).
 
 Command line: ``opencode run --format json --print-logs --log-level INFO --auto --title
-backstay -m openai/MODEL -- PROMPT`` in the workspace, stdin closed, with a fresh private
+backstay -m openai/MODEL`` in the workspace, the prompt on stdin (``run`` reads a stdin
+that is not a terminal as its message; never on the command line, where ``ps`` shows it
+to every local user), with a fresh private
 ``HOME`` (XDG directories inside) per attempt, ``OPENCODE_CONFIG_CONTENT`` from
 ``_opencode_settings`` and the catalogue's offline switches. ``--title`` spares the extra
 title-generation call; ``--auto`` approves tool permissions (the tier's ``permission``
@@ -28,7 +30,7 @@ from pathlib import Path
 from typing import Any, ClassVar, Final
 
 from backstay._checks import check_launcher
-from backstay.adapters._cli_common import home_run_env, prompt_argument
+from backstay.adapters._cli_common import home_run_env, prompt_stdin
 from backstay.adapters._opencode_events import ErrorWatch, EventReader
 from backstay.adapters._opencode_settings import (
     CONFIG_KEYS,
@@ -99,8 +101,7 @@ class OpencodeAdapter(BaseAdapter):
 
     @staticmethod
     def command(binary: Path, request: AgentRequest) -> list[str]:
-        """The command line of one attempt (the prompt is its last argument)."""
-        prompt = prompt_argument(request)
+        """The command line of one attempt (the prompt is not on it: ``prompt_stdin``)."""
         return [
             str(binary),
             "run",
@@ -114,8 +115,6 @@ class OpencodeAdapter(BaseAdapter):
             SESSION_TITLE,
             "-m",
             f"{PROVIDER_ID}/{request.model}",
-            "--",
-            prompt,
         ]
 
     def _failure(
@@ -153,6 +152,7 @@ class OpencodeAdapter(BaseAdapter):
             )
             return AgentResult.failed(missing)
         argv = self.command(cli.path, request)
+        prompt = prompt_stdin(request)
         content = config_content(settings, request.model, request.tier)
         watch = ErrorWatch(settings.error_grace_s, capture.log)
         reader = EventReader(capture.log, watch.now)
@@ -172,6 +172,7 @@ class OpencodeAdapter(BaseAdapter):
                     on_stderr_line=watch.line,
                     stop=watch.stop,
                     launcher=request.launcher or self.launcher,
+                    stdin_text=prompt,
                 )
             finally:
                 watch.cancel()

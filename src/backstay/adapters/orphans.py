@@ -8,6 +8,9 @@ with ``kill -9`` leaves that group running (nothing signals it). When the engine
 takes such an attempt over — it holds the operation's lease, so by the lease protocol no
 live runner owns the attempt — ``stop_tagged`` finds the processes whose environment
 carries the attempt's tag and kills them, before the attempt is recorded interrupted.
+``run_process`` itself calls ``kill_tagged`` when an attempt ends, for what left the
+agent's process group (``setsid``, a daemonising tool) while its runner was alive.
+A process that also cleared its environment carries no tag and is not found.
 
 Linux only (``/proc``): elsewhere nothing is found. Processes of other users whose
 environment cannot be read are not touched.
@@ -22,7 +25,7 @@ import time
 from pathlib import Path
 from typing import Final
 
-__all__ = ["ATTEMPT_TAG", "attempt_tag", "stop_tagged", "tagged_processes"]
+__all__ = ["ATTEMPT_TAG", "attempt_tag", "kill_tagged", "stop_tagged", "tagged_processes"]
 
 ATTEMPT_TAG: Final = "BACKSTAY_ATTEMPT_DIR"
 _PROC: Final = Path("/proc")
@@ -57,15 +60,25 @@ def tagged_processes(tag: str, *, proc_root: Path = _PROC) -> list[int]:
     return sorted(found)
 
 
+def kill_tagged(tag: str) -> list[int]:
+    """SIGKILL every process carrying ``tag`` (and its process group, unless that is this
+    process's own); the pids killed. Does not wait."""
+    pids = tagged_processes(tag)
+    own_group = os.getpgrp()
+    for pid in pids:
+        with contextlib.suppress(OSError):
+            group = os.getpgid(pid)
+            if group != own_group:
+                os.killpg(group, signal.SIGKILL)
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGKILL)
+    return pids
+
+
 def stop_tagged(tag: str) -> list[int]:
     """SIGKILL every process carrying ``tag`` (and its process group); the pids killed.
     Waits up to a moment for them to be gone."""
-    pids = tagged_processes(tag)
-    for pid in pids:
-        with contextlib.suppress(OSError):
-            os.killpg(os.getpgid(pid), signal.SIGKILL)
-        with contextlib.suppress(OSError):
-            os.kill(pid, signal.SIGKILL)
+    pids = kill_tagged(tag)
     deadline = time.monotonic() + _GONE_WAIT_S
     while pids and time.monotonic() < deadline and tagged_processes(tag):
         time.sleep(_GONE_POLL_S)

@@ -2,8 +2,12 @@
 
 * The child starts in a new session, so it leads its own process group: every process it
   spawns can be killed with it. stdin is ``/dev/null`` (a CLI waiting on stdin would
-  otherwise hang), and the environment is exactly the mapping given, nothing inherited,
-  plus ``ATTEMPT_TAG`` naming the attempt (``backstay.adapters.orphans``: how a resumed
+  otherwise hang), or, with ``stdin_text``, a file holding that text: created 0600 in the
+  attempt's output directory and unlinked before the child starts, so it is readable only
+  through the child's descriptor and nothing of it stays on disk (how the agent CLIs get
+  their prompt without putting it on the command line, where ``ps`` shows it to every
+  local user). The environment is exactly the mapping given, nothing inherited, plus
+  ``ATTEMPT_TAG`` naming the attempt (``backstay.adapters.orphans``: how a resumed
   engine finds the agents of a runner that was killed).
 * stdout and stderr stream into the ``Capture`` files in chunks of ``CHUNK_BYTES``; the
   parent keeps only the last ``TAIL_CHARS`` of each, so memory stays flat whatever the
@@ -13,7 +17,12 @@
   ``TIMEOUT_EXIT_CODE`` (124, as ``timeout(1)`` reports). A cancelled caller kills the
   group the same way before the cancellation propagates.
 * When ``run_process`` returns, no process of the group is alive: what the child left
-  running when it exited is killed too.
+  running when it exited is killed too, and so is every process that left the group but
+  still carries the attempt's ``ATTEMPT_TAG`` (``setsid cmd &``, a daemon; Linux ``/proc``
+  only), with its own process group. Only a process that both left the group and
+  cleared its environment escapes. The pipes are read until end of file for at most
+  ``_DRAIN_S`` after that, then closed: a descendant holding them open cannot hold up
+  the attempt, and no pipe transport outlives the call (or its event loop).
 * ``stop`` (an ``asyncio.Event``) ends the run early, on the adapter's word: the group is
   killed the same way, and the outcome says ``stopped`` (for a CLI that would go on
   retrying an error by itself, when backstay's policy should decide instead).
@@ -31,6 +40,7 @@ import contextlib
 import dataclasses
 import enum
 import os
+import secrets
 import shlex
 import signal
 import time
@@ -42,7 +52,7 @@ from backstay._checks import check_launcher, check_number
 from backstay.adapters._pump import CHUNK_BYTES, TAIL_CHARS, Activity, LineCallback, Pump
 from backstay.adapters.capture import Capture, Stream
 from backstay.adapters.contract import TIMEOUT_EXIT_CODE
-from backstay.adapters.orphans import ATTEMPT_TAG, attempt_tag
+from backstay.adapters.orphans import ATTEMPT_TAG, attempt_tag, kill_tagged
 from backstay.errors import ConfigError
 from backstay.observe.tracecontext import trace_env
 
@@ -174,6 +184,41 @@ async def _settle(proc: asyncio.subprocess.Process, pumps: list[asyncio.Task[Non
         task.result()  # a failed capture write surfaces here
 
 
+def _stdin_file(folder: Path, text: str) -> int:
+    """A read descriptor, at offset 0, of a file holding ``text`` that no longer has a
+    name: written 0600 in ``folder`` and unlinked at once."""
+    path = folder / f".stdin-{secrets.token_hex(8)}"
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
+    try:
+        os.unlink(path)
+        data = memoryview(text.encode("utf-8"))
+        while data:
+            data = data[os.write(fd, data) :]
+        os.lseek(fd, 0, os.SEEK_SET)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+async def _spawn(
+    command: Sequence[str], *, cwd: Path | str, env: Mapping[str, str], stdin: int
+) -> tuple[asyncio.SubprocessTransport, asyncio.subprocess.Process]:
+    """``asyncio.create_subprocess_exec``, keeping the transport so that it can be closed."""
+    loop = asyncio.get_running_loop()
+    transport, protocol = await loop.subprocess_exec(
+        lambda: asyncio.subprocess.SubprocessStreamProtocol(limit=CHUNK_BYTES, loop=loop),
+        *command,
+        cwd=cwd,
+        env=env,
+        stdin=stdin,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        start_new_session=True,
+    )
+    return transport, asyncio.subprocess.Process(transport, protocol, loop)
+
+
 def _shell_code(returncode: int | None) -> int:
     if returncode is None:
         return -1
@@ -193,6 +238,7 @@ async def run_process(
     launcher: Sequence[str] = (),
     on_stderr_line: LineCallback | None = None,
     stop: asyncio.Event | None = None,
+    stdin_text: str | None = None,
 ) -> ProcessOutcome:
     """Run ``argv`` in ``cwd`` with exactly ``env``, stream its output into ``capture``,
     and return how it ended (see the module docstring for the guarantees).
@@ -200,10 +246,11 @@ async def run_process(
     ``on_stdout_line`` receives each stdout line, raw and without its newline, as it
     arrives (for adapters that read a JSON stream); ``on_stderr_line`` the same for
     stderr. Setting ``stop`` kills the group early (``ProcessOutcome.stopped``); it is
-    looked at every 50 ms. ``launcher`` is a command prefix that
-    runs ``argv`` (see the module docstring). Raises ``ConfigError`` for invalid
-    arguments and ``OSError`` when the program cannot be started; both before any process
-    exists.
+    looked at every 50 ms. ``launcher`` is a command prefix that runs ``argv`` (see the
+    module docstring). ``stdin_text`` is what the child reads on stdin (UTF-8, through an
+    unlinked 0600 file: see the module docstring) instead of end of file. Raises
+    ``ConfigError`` for invalid arguments and ``OSError`` when the program cannot be
+    started; both before any process exists.
     """
     command = _validate(
         argv=argv,
@@ -214,38 +261,32 @@ async def run_process(
         kill_grace_s=kill_grace_s,
         launcher=launcher,
     )
+    tag = attempt_tag(capture.output_dir)
+    stdin = asyncio.subprocess.DEVNULL
+    if stdin_text is not None:
+        stdin = _stdin_file(capture.output_dir, stdin_text)
     started = time.monotonic()
-    proc = await asyncio.create_subprocess_exec(
-        *command,
-        cwd=cwd,
-        env={**env, **trace_env(), ATTEMPT_TAG: attempt_tag(capture.output_dir)},
-        stdin=asyncio.subprocess.DEVNULL,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-        start_new_session=True,
-        limit=CHUNK_BYTES,
-    )
-    assert proc.stdout is not None  # noqa: S101 - PIPE
-    assert proc.stderr is not None  # noqa: S101 - PIPE
-    await capture.alog(f"started pid {proc.pid}: {shlex.join(command)}")
-    activity = Activity(started)
-    out = Pump(proc.stdout, Stream.STDOUT, capture, activity, on_stdout_line)
-    err = Pump(proc.stderr, Stream.STDERR, capture, activity, on_stderr_line)
-    pumps = [asyncio.create_task(out.run()), asyncio.create_task(err.run())]
     try:
-        verdict = await _watch(proc, activity, started + timeout_s, stall_timeout_s, stop)
-        if verdict is _Verdict.EXITED:
-            _signal_group(proc.pid, signal.SIGKILL)  # whatever the child left running
-        else:
-            await capture.alog(f"{verdict.value}: killing process group {proc.pid}")
-            await _kill_group(proc, kill_grace_s)
-        await _settle(proc, pumps)
-    except BaseException:
-        # Cancelled, or a capture write failed: nothing may outlive this call.
-        await _kill_group(proc, kill_grace_s)
-        for task in pumps:
-            task.cancel()
-        raise
+        transport, proc = await _spawn(
+            command, cwd=cwd, env={**env, **trace_env(), ATTEMPT_TAG: tag}, stdin=stdin
+        )
+    finally:
+        if stdin_text is not None:
+            os.close(stdin)
+    try:
+        verdict, out, err = await _supervise(
+            proc,
+            capture,
+            command,
+            started=started,
+            timeout_s=timeout_s,
+            stall_timeout_s=stall_timeout_s,
+            kill_grace_s=kill_grace_s,
+            lines=(on_stdout_line, on_stderr_line),
+            stop=stop,
+        )
+    finally:
+        transport.close()  # the pipes too, while the loop still runs
     duration = time.monotonic() - started
     if verdict is _Verdict.EXITED or verdict is _Verdict.STOPPED:
         exit_code = _shell_code(proc.returncode)
@@ -264,6 +305,51 @@ async def run_process(
     )
 
 
+async def _supervise(
+    proc: asyncio.subprocess.Process,
+    capture: Capture,
+    command: Sequence[str],
+    *,
+    started: float,
+    timeout_s: float,
+    stall_timeout_s: float | None,
+    kill_grace_s: float,
+    lines: tuple[LineCallback | None, LineCallback | None],
+    stop: asyncio.Event | None,
+) -> tuple[_Verdict, Pump, Pump]:
+    """Pump the output, watch the run, and leave nothing of it running."""
+    assert proc.stdout is not None  # noqa: S101 - PIPE
+    assert proc.stderr is not None  # noqa: S101 - PIPE
+    tag = attempt_tag(capture.output_dir)
+    await capture.alog(f"started pid {proc.pid}: {shlex.join(command)}")
+    activity = Activity(started)
+    out = Pump(proc.stdout, Stream.STDOUT, capture, activity, lines[0])
+    err = Pump(proc.stderr, Stream.STDERR, capture, activity, lines[1])
+    pumps = [asyncio.create_task(out.run()), asyncio.create_task(err.run())]
+    try:
+        verdict = await _watch(proc, activity, started + timeout_s, stall_timeout_s, stop)
+        if verdict is _Verdict.EXITED:
+            _signal_group(proc.pid, signal.SIGKILL)  # whatever the child left running
+        else:
+            await capture.alog(f"{verdict.value}: killing process group {proc.pid}")
+            await _kill_group(proc, kill_grace_s)
+        escaped = await asyncio.to_thread(kill_tagged, tag)
+        if escaped:
+            await capture.alog(
+                f"killed {len(escaped)} process(es) that had left process group {proc.pid}: "
+                + " ".join(map(str, escaped))
+            )
+        await _settle(proc, pumps)
+    except BaseException:
+        # Cancelled, or a capture write failed: nothing may outlive this call.
+        await _kill_group(proc, kill_grace_s)
+        kill_tagged(tag)
+        for task in pumps:
+            task.cancel()
+        raise
+    return verdict, out, err
+
+
 def run_process_sync(
     argv: Sequence[str],
     *,
@@ -277,6 +363,7 @@ def run_process_sync(
     launcher: Sequence[str] = (),
     on_stderr_line: LineCallback | None = None,
     stop: asyncio.Event | None = None,
+    stdin_text: str | None = None,
 ) -> ProcessOutcome:
     """``run_process`` for callers outside asyncio (it runs its own event loop; calling it
     from a running loop raises ``RuntimeError``). Ctrl-C kills the group too. ``stop`` may
@@ -294,5 +381,6 @@ def run_process_sync(
             launcher=launcher,
             on_stderr_line=on_stderr_line,
             stop=stop,
+            stdin_text=stdin_text,
         )
     )
