@@ -19,7 +19,7 @@ from backstay.cli._errors import usage_error
 from backstay.errors import ConfigError
 from backstay.observe import add_sink, remove_sink
 from backstay.observe.live import LiveCounters
-from backstay.observe.server import DEFAULT_HOST, TOKEN_ENV_VAR, MetricsServer
+from backstay.observe.server import DEFAULT_HOST, TOKEN_ENV_VAR, MetricsServer, loopback_only
 from backstay.store.location import StoreLocation
 
 PortOption = Annotated[
@@ -119,18 +119,18 @@ def serve(
         location = _state.store_location(store, state_dir)
     except ConfigError as err:
         raise usage_error(err) from None
-    server = open_server(state_dir, host=host, port=port, location=location, token=token)
-    if token is None and not server.loopback_only:
-        if not allow_unauthenticated:
-            server.close()
-            raise usage_error(
-                ConfigError(
-                    f"{host} is reachable beyond this machine and the server has no token: "
-                    f"set one (--token-env NAME, or ${TOKEN_ENV_VAR}) or pass "
-                    "--allow-unauthenticated",
-                    where="--host",
-                )
+    unguarded = token is None and not loopback_only(host)
+    if unguarded and not allow_unauthenticated:
+        raise usage_error(
+            ConfigError(
+                f"{host} is reachable beyond this machine and the server has no token: "
+                f"set one (--token-env NAME, or ${TOKEN_ENV_VAR}) or pass "
+                "--allow-unauthenticated",
+                where="--host",
             )
+        )
+    server = open_server(state_dir, host=host, port=port, location=location, token=token)
+    if unguarded:
         typer.echo(
             f"warning: serving on {host} without authentication: anyone who reaches port "
             f"{server.port} reads this batch's metrics and health",

@@ -54,6 +54,7 @@ __all__ = [
     "REQUEST_TIMEOUT_S",
     "TOKEN_ENV_VAR",
     "MetricsServer",
+    "loopback_only",
 ]
 
 DEFAULT_HOST: Final = "127.0.0.1"
@@ -138,11 +139,6 @@ class MetricsServer:
     @property
     def port(self) -> int:
         return int(self._sock.getsockname()[1])
-
-    @property
-    def loopback_only(self) -> bool:
-        """True when the server listens on a loopback address only."""
-        return ipaddress.ip_address(self._sock.getsockname()[0]).is_loopback
 
     @property
     def connections(self) -> int:
@@ -292,6 +288,18 @@ def _health(report: HealthReport) -> _Answer:
 def _authorized(request: Request, token: bytes) -> bool:
     scheme, _, given = request.headers.get("authorization", "").partition(" ")
     return scheme.lower() == "bearer" and hmac.compare_digest(given.strip().encode(), token)
+
+
+def loopback_only(host: str) -> bool:
+    """True when every address ``host`` stands for is a loopback one (``127.0.0.1``,
+    ``::1``, ``localhost``); False for ``0.0.0.0``, ``""``, any other address or a name
+    that does not resolve."""
+    try:
+        found = socket.getaddrinfo(host, None, proto=socket.IPPROTO_TCP)
+    except (OSError, UnicodeError):
+        return False
+    addresses = {str(info[4][0]).partition("%")[0] for info in found}
+    return bool(addresses) and all(ipaddress.ip_address(a).is_loopback for a in addresses)
 
 
 def _listen(host: str, port: int) -> socket.socket:
