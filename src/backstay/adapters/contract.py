@@ -26,6 +26,7 @@ from backstay.taxonomy import FailureKind
 
 if TYPE_CHECKING:
     from backstay.adapters.capture import Capture
+    from backstay.store.location import StoreLocation
 
 __all__ = [
     "TIMEOUT_EXIT_CODE",
@@ -101,7 +102,12 @@ class AgentRequest:
     a run that prints nothing for that long (many CLIs never notice a stalled stream).
     ``launcher`` is a command prefix every process of the attempt starts under (such as
     ``("nsenter", "-t", PID, "-n", "--")`` to run it in a network namespace; see
-    ``backstay.adapters.process``); empty by default.
+    ``backstay.adapters.process``); empty by default. ``tenant`` names whose work it is
+    (the task's ``tenant``), ``None`` when nobody said. ``store`` is where the batch the
+    attempt belongs to keeps its records (the engine sets it; ``None`` outside an
+    engine): an adapter that records state of its own, such as the agent runtime's
+    checkpoints, keeps it there and nowhere else. It may hold a Redis password, so it is
+    left out of ``repr``.
     """
 
     model: str
@@ -115,9 +121,13 @@ class AgentRequest:
     config: Mapping[str, Any] = dataclasses.field(default_factory=dict)
     stall_timeout_s: float | None = None
     launcher: tuple[str, ...] = ()
+    tenant: str | None = None
+    store: StoreLocation | None = dataclasses.field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         check_name(self.model, where="model")
+        if self.tenant is not None:
+            check_name(self.tenant, where="tenant")
         if (self.prompt is None) == (self.prompt_file is None):
             raise ConfigError("give exactly one of prompt and prompt_file", where="prompt")
         if self.prompt is not None and not isinstance(self.prompt, str):

@@ -72,6 +72,7 @@ from backstay.engine.taskstore import TaskStore
 from backstay.idempotency.ids import attempt_id as make_attempt_id
 from backstay.policy.protocols import Permit, RateLimiterLike, ReservationLike
 from backstay.policy.retry import RetryPolicy
+from backstay.store.location import StoreLocation
 from backstay.taxonomy import FailureKind
 
 __all__ = ["TaskDriver", "TaskStopped"]
@@ -102,8 +103,11 @@ class TaskDriver:
         budgets: BudgetGate | None = None,
         fallback: TaskFallback | None = None,
         pacing: Pacing | None = None,
+        location: StoreLocation | None = None,
     ) -> None:
         self.spec = spec
+        # Where the batch's records are: every request of the task carries it.
+        self.location = location or StoreLocation.sqlite(state_dir)
         self.adapter = adapter
         self.policy = policy
         self.store = store
@@ -283,6 +287,7 @@ class TaskDriver:
             request = self._lengthened(request)
         if self.fallback is not None:
             adapter, request = self.fallback.target(adapter, output_dir)
+        request = dataclasses.replace(request, store=self.location)
         done = await dispatch(
             adapter,
             request,

@@ -90,7 +90,7 @@ from backstay.policy.ratelimit import RateLimitSettings
 from backstay.policy.registry import OperationType, PolicyRegistry
 from backstay.policy.retry import RetryPolicy
 from backstay.policy.spend import BATCH_SCOPE, ScopeKind, ScopeTotals, SpendBudget, SpendScope
-from backstay.store.location import StoreBundle, StoreLocation, open_stores
+from backstay.store.location import StoreBundle, StoreKind, StoreLocation, open_stores
 from backstay.store.protocol import OperationStore
 
 __all__ = ["DEFAULT_BREAKER", "DEFAULT_CONCURRENCY", "AdapterSource", "Engine"]
@@ -273,7 +273,17 @@ class Engine:
             budgets=self.budgets,
             fallback=chain,
             pacing=self.pacing,
+            location=self.store_location,
         )
+
+    @property
+    def store_location(self) -> StoreLocation:
+        """Where the batch's records are (a SQLite location names its directory); the
+        engine gives it to every attempt (``AgentRequest.store``)."""
+        location = self.stores.location
+        if location.kind is StoreKind.SQLITE and location.path is None:
+            return dataclasses.replace(location, path=self.state_dir)
+        return location
 
     def _agent_env(self, adapter: Adapter, spec: TaskSpec) -> dict[str, str]:
         """The whole environment of an attempt of ``spec`` on ``adapter``: ``spec.env`` over

@@ -194,4 +194,5 @@ class TaskSpec:
             tier=self.tier,
             config=self.config,
             stall_timeout_s=self.stall_timeout_s,
+            tenant=self.tenant,
         )

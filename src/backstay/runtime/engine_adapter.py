@@ -23,13 +23,17 @@ policy. The breaker and the limiter belong to the adapter instance, one per ``(a
 name, model)`` (see ``engine_gates``): the tasks of a batch share them, so a model in an
 outage opens its circuit for the later tasks too, and a 429's wait holds them all back.
 
-The agent run's id is the task's ``operation_id`` and its checkpoint lives in the task's
-``state.sqlite`` (the nearest one above the attempt directory): a retried attempt, or a
-``backstay resume`` after a crash, continues the half-done run after its last successful
-step instead of starting again. A run that pauses for an approval fails the attempt with
-``ERR_APPROVAL_REQUIRED`` (the engine escalates the task); once the approval is decided
-(``SQLiteRunStore.decide``) and the escalation resolved with ``retry``, the next attempt
-runs the approved call.
+The agent run's id is the task's ``operation_id``; it is recorded under the task's
+``tenant`` (else ``config.tenant``, else ``default``), and its checkpoint lives in the
+batch's own store, the one the engine gives the attempt (``AgentRequest.store``; see
+``run_stores``): ``state.sqlite`` of the state directory, or the batch's Redis. Outside an
+engine (``backstay run``) it is ``state.sqlite`` in the run's output directory. A retried
+attempt, or a ``backstay resume`` after a crash, continues the half-done run after its
+last successful step instead of starting again. A run that pauses for an approval fails
+the attempt with ``ERR_APPROVAL_REQUIRED`` (the engine escalates the task); once the
+approval is decided (``backstay escalations resolve ID --approve``, or ``decide`` on the
+run store) and the escalation resolved with ``retry``, the next attempt runs the
+approved call.
 
 A framework adapter registers its own name by subclassing with ``name = "langgraph"``
 and listing ``"langgraph": "module:Class"`` under the ``backstay.adapters`` entry points
@@ -42,8 +46,7 @@ import dataclasses
 import importlib
 import json
 from collections.abc import Mapping
-from pathlib import Path
-from typing import Any, ClassVar, Final
+from typing import Any, ClassVar
 
 from backstay.adapters.base import BaseAdapter
 from backstay.adapters.capture import Capture
@@ -52,18 +55,16 @@ from backstay.errors import AdapterError, ConfigError
 from backstay.runtime.builtin_tools import workspace_tools
 from backstay.runtime.engine_gates import TaskGates, breaker_settings, rate_limit_settings
 from backstay.runtime.limits import ExecutionLimits
-from backstay.runtime.memory_sqlite import SQLiteMemory
 from backstay.runtime.protocol import FrameworkAdapter
 from backstay.runtime.records import RunRecord, RunStatus
+from backstay.runtime.run_stores import open_run_stores
 from backstay.runtime.runtime import Runtime
 from backstay.runtime.settings import RuntimeSettings
-from backstay.runtime.store_sqlite import SQLiteRunStore
+from backstay.runtime.store import RunStore
 from backstay.runtime.tools import ToolPolicy
+from backstay.store.location import StoreLocation
 
-__all__ = ["RuntimeTaskAdapter", "load_factory"]
-
-STATE_FILE: Final = "state.sqlite"
-_MAX_PARENTS: Final = 8
+__all__ = ["RuntimeTaskAdapter", "load_factory", "run_location", "run_tenant"]
 
 
 def load_factory(target: str) -> Any:
@@ -82,13 +83,16 @@ def load_factory(target: str) -> Any:
     return value
 
 
-def _state_file(output_dir: Path) -> Path:
-    """The engine's ``state.sqlite`` above the attempt directory, else one beside it."""
-    for parent in list(output_dir.parents)[:_MAX_PARENTS]:
-        if (parent / STATE_FILE).is_file():
-            return parent / STATE_FILE
-    output_dir.parent.mkdir(parents=True, exist_ok=True)
-    return output_dir.parent / STATE_FILE
+def run_location(request: AgentRequest) -> StoreLocation:
+    """Where the run of ``request`` is recorded: the batch's store the engine gave it,
+    else (no engine) ``state.sqlite`` in the request's output directory."""
+    return request.store or StoreLocation.sqlite(request.output_dir)
+
+
+def run_tenant(request: AgentRequest) -> str:
+    """Whose run it is: the task's tenant, else the adapter's ``tenant`` setting, else
+    ``default``."""
+    return request.tenant or str(request.config.get("tenant") or "default")
 
 
 def _outputs(record: RunRecord) -> str:
@@ -177,17 +181,20 @@ class RuntimeTaskAdapter(BaseAdapter):
         self, request: AgentRequest, *, operation_id: str, attempt_id: str, capture: Capture
     ) -> AgentResult:
         config = request.config
-        tenant = str(config.get("tenant") or "default")
+        tenant = run_tenant(request)
         framework = self.make_framework(request)
         tools = workspace_tools(request.workspace) if config.get("builtin_tools", True) else ()
-        state = _state_file(request.output_dir)
-        with SQLiteRunStore(state) as store, SQLiteMemory(state) as memory:
+        location = run_location(request)
+        if location.path is not None:
+            location.path.mkdir(parents=True, exist_ok=True)
+        with open_run_stores(location) as stores:
+            store = stores.runs
             runtime = Runtime(
                 framework,
                 tools=tools,
                 settings=self.settings(request),
                 store=store,
-                memory=memory,
+                memory=stores.memory,
                 breaker=self.gates.breaker(config, self.name, request.model),
                 limiter=self.gates.limiter(config, self.name, request.model),
             )
@@ -210,7 +217,7 @@ class RuntimeTaskAdapter(BaseAdapter):
     async def _run(
         self,
         runtime: Runtime,
-        store: SQLiteRunStore,
+        store: RunStore,
         request: AgentRequest,
         tenant: str,
         run_id: str,
