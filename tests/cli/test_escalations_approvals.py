@@ -1,10 +1,12 @@
 """``backstay escalations resolve ID --approve | --reject | --edit JSON``: an agent run's
 pending approval decided from its task's escalation, through the real engine, SQLite
-state and the fake provider; the next resume continues the run with the decision."""
+state (and a real redis-server) and the fake provider; the next resume continues the run
+with the decision, also after a crash between the approval's write and the escalation's."""
 
 from __future__ import annotations
 
 import json
+import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -14,12 +16,15 @@ from tests.cli.support import invoke
 from tests.runtime.agent_tasks import reference_agent_task
 
 from backstay.adapters.registry import get_adapter
+from backstay.cli._state import ALL_SUCCEEDED, SOME_WAITING
 from backstay.engine import Engine, TaskSpec, TaskState
+from backstay.engine.escalations import EscalationQueue
 from backstay.fakeprovider import FakeProvider, Reply, Scenario, ToolCall
 from backstay.policy.retry import RetryPolicy
 from backstay.runtime import ApprovalStatus
 from backstay.runtime.engine_adapter import RuntimeTaskAdapter
 from backstay.runtime.store_sqlite import SQLiteRunStore
+from backstay.store.location import STORE_ENV_VAR, StoreLocation
 from backstay.testing.fakeclock import FakeClock
 
 KEY = "sk-ant-api03-CLIcanary0123456789abcdefABCDEFghijkl"
@@ -30,6 +35,7 @@ WRITE = ToolCall(name="write_file", arguments={"path": "notes.txt", "content": "
 def _no_stray_config(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("BACKSTAY_CONFIG", raising=False)
+    monkeypatch.delenv(STORE_ENV_VAR, raising=False)
 
 
 @pytest.fixture
@@ -207,3 +213,105 @@ def test_show_gives_the_pending_approval_with_its_arguments(
     assert approval["arguments"] == {"path": "notes.txt", "content": "hello"}
     table = invoke("escalations", "show", str(number), "--state-dir", state).stdout
     assert "write_file (pending)" in table
+
+
+def _crash_between_the_two_writes(
+    monkeypatch: pytest.MonkeyPatch, state: Path, number: int
+) -> None:
+    """``resolve --approve`` stopped after the approval's write, before the escalation's."""
+
+    def killed(*args: object, **kwargs: object) -> None:
+        raise KeyboardInterrupt
+
+    with monkeypatch.context() as patched:
+        patched.setattr(EscalationQueue, "resolve", killed)
+        stopped = _resolve(state, number, "--approve")
+    assert stopped.exit_code != 0
+    (decided,) = SQLiteRunStore(state / "state.sqlite").approvals("acme", open_only=False)
+    assert decided.status is ApprovalStatus.APPROVED
+    with _engine(state) as engine:
+        (still,) = engine.escalations.list()
+    assert still.action is None
+
+
+def test_approving_again_after_a_crash_between_the_two_writes_finishes_the_job(
+    tmp_path: Path, fake: FakeProvider, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    state, spec, number = _escalated(tmp_path, fake)
+    _crash_between_the_two_writes(monkeypatch, state, number)
+    again = _resolve(state, number, "--approve", "--json")
+    assert again.exit_code == 0, again.output
+    shown = json.loads(again.stdout)
+    assert (shown["approval"]["status"], shown["task_state"]) == ("approved", "pending")
+    assert shown["escalation"]["action"] == "retry"
+    assert _resume(state, spec) is TaskState.SUCCEEDED
+    assert (tmp_path / "ws" / "notes.txt").read_text() == "hello"
+
+
+def test_a_different_decision_after_such_a_crash_is_refused_naming_action_retry(
+    tmp_path: Path, fake: FakeProvider, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    state, spec, number = _escalated(tmp_path, fake)
+    _crash_between_the_two_writes(monkeypatch, state, number)
+    refused = _resolve(state, number, "--reject")
+    assert refused.exit_code == 2
+    said = " ".join(refused.output.split())
+    assert "already approved" in said
+    assert f"backstay escalations resolve {number} --action retry" in said
+    assert "nothing was recorded" in said
+    assert "Traceback" not in refused.output
+    assert _resolve(state, number, "--action", "retry").exit_code == 0
+    assert _resume(state, spec) is TaskState.SUCCEEDED
+    assert (tmp_path / "ws" / "notes.txt").read_text() == "hello"
+
+
+REDIS_SUITE = """\
+suite: ra
+defaults: {{adapter: agent-runtime, model: claude-sonnet-4-6, timeout_s: 60, tenant: acme}}
+adapters:
+  agent-runtime:
+    agent: "backstay.runtime.reference:make_agent"
+    options: {{base_url: "{url}"}}
+    api_key_env: ANTHROPIC_API_KEY
+    allowed_tools: [write_file]
+    approval_tools: [write_file]
+tasks: [{{id: w, prompt: "Write notes"}}]
+"""
+
+
+def test_approve_on_a_redis_store_finds_the_approval_in_redis(
+    tmp_path: Path,
+    fake: FakeProvider,
+    redis_location: StoreLocation,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The batch's run store is its Redis: a foreign ``state.sqlite`` two levels above
+    the state directory is left byte for byte, ``--approve`` from another directory
+    decides the approval recorded in Redis, and ``resume`` runs the approved call."""
+    monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
+    foreign = tmp_path / "state.sqlite"
+    with sqlite3.connect(foreign) as conn:
+        conn.execute("CREATE TABLE my_app (k)")
+    conn.close()
+    before = foreign.read_bytes()
+    suite = tmp_path / "suite.yaml"
+    suite.write_text(REDIS_SUITE.format(url=fake.url), encoding="utf-8")
+    state, url = tmp_path / "x" / "state", str(redis_location.url)
+    ran = invoke("batch", suite, "--state-dir", state, "--store", url)
+    assert ran.exit_code == SOME_WAITING, ran.output
+    listed = invoke("escalations", "list", "--state-dir", "elsewhere", "--store", url, "--json")
+    (escalation,) = json.loads(listed.stdout)
+    number = str(escalation["escalation_id"])
+    shown = invoke("escalations", "show", number, "--state-dir", "elsewhere", "--store", url)
+    assert "write_file (pending)" in shown.stdout, shown.output
+    done = invoke(
+        "escalations", "resolve", number, "--approve", "--state-dir", "elsewhere", "--store", url
+    )
+    assert done.exit_code == 0, done.output
+    assert "write_file approved, retry" in done.stdout
+    resumed = invoke("resume", "--state-dir", state, "--store", url)
+    assert resumed.exit_code == ALL_SUCCEEDED, resumed.output
+    workspace = state / "runs" / "w" / "T0" / "run_01" / "workspace"
+    assert (workspace / "notes.txt").read_text(encoding="utf-8") == "hello"
+    assert foreign.read_bytes() == before
+    assert sorted(p for p in tmp_path.rglob("*.sqlite*") if p.is_file()) == [foreign]

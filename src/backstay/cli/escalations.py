@@ -4,8 +4,15 @@ and their decisions.
 
 ``resolve ID --action A`` moves the task; ``resolve ID --approve | --reject | --edit JSON``
 decides the approval an agent run waits for (a tool call, or the framework's own request
-for a human) in the run store of the state directory and moves the task with ``retry``:
-the next ``backstay resume`` continues the run with the decision."""
+for a human) in the batch's run store (``state.sqlite`` of the state directory, or the
+batch's Redis: ``--store``) and moves the task with ``retry``: the next ``backstay
+resume`` continues the run with the decision.
+
+Those are two writes. When the first was made and the second was not (the command was
+killed between them), the approval is decided and the escalation still open: the same
+decision given again finishes the job (the escalation is resolved with ``retry``); a
+different one is refused, naming ``resolve ID --action retry``, which moves the task on
+with the decision recorded."""
 
 from __future__ import annotations
 
@@ -22,7 +29,6 @@ from backstay.cli import _state
 from backstay.cli._errors import usage_error
 from backstay.cli._report import console, task_label
 from backstay.engine import (
-    STATE_FILE,
     Engine,
     Escalation,
     InvalidTransition,
@@ -32,7 +38,8 @@ from backstay.engine import (
 from backstay.errors import ConfigError
 from backstay.runtime.decisions import approval_of, decide_escalated, edited_arguments
 from backstay.runtime.records import Approval, ApprovalStatus
-from backstay.runtime.store_sqlite import SQLiteRunStore
+from backstay.runtime.run_stores import open_run_stores
+from backstay.store.location import StoreLocation
 
 app = typer.Typer(
     name="escalations",
@@ -140,9 +147,9 @@ def show(
     with _open(state_dir, store, sets) as engine:
         try:
             item = engine.escalations.get(escalation_id)
+            approval = _approval(item, engine.store_location)
         except ConfigError as err:
             raise usage_error(err) from None
-    approval = _approval(item, state_dir)
     if as_json:
         shown = item.to_dict()
         if approval is not None:
@@ -168,15 +175,24 @@ def show(
     console().print(table)
 
 
-def _approval(item: Escalation, state_dir: Path) -> Approval | None:
+def _approval(item: Escalation, location: StoreLocation) -> Approval | None:
     """The agent approval the escalation's failure waits for, if any (and recorded)."""
     found = approval_of(item.failure)
     if found is None:
         return None
     tenant, approval_id = found
-    with SQLiteRunStore(state_dir / STATE_FILE) as store:
-        every = store.approvals(tenant, open_only=False)
+    with open_run_stores(location) as stores:
+        every = stores.runs.approvals(tenant, open_only=False)
     return next((a for a in every if a.id == approval_id), None)
+
+
+def _same_decision(
+    approval: Approval, status: ApprovalStatus, edited: dict[str, object] | None
+) -> bool:
+    """Whether ``approval`` is decided as ``status`` (with ``edited``) would decide it."""
+    if approval.status is not status:
+        return False
+    return status is not ApprovalStatus.EDITED or dict(approval.edited_arguments or {}) == edited
 
 
 def _next_step(state: TaskState | None, state_dir: Path) -> str:
@@ -209,20 +225,33 @@ def _decision(
 def _decide_approval(
     engine: Engine,
     escalation_id: int,
-    state_dir: Path,
     status: ApprovalStatus,
     *,
     edit: str | None,
     note: str,
 ) -> Approval:
-    """Record the decision on the approval escalation ``escalation_id`` waits for."""
+    """Record the decision on the approval escalation ``escalation_id`` waits for; the
+    approval as recorded when this very decision was recorded before (see the module)."""
     where = f"escalation {escalation_id}"
     item = engine.escalations.get(escalation_id)
     if item.action is not None:
         raise ConfigError(f"is already resolved ({item.action}); nothing was recorded", where=where)
     edited = None if edit is None else edited_arguments(edit)
-    with SQLiteRunStore(state_dir / STATE_FILE) as store:
-        return decide_escalated(store, item.failure, status, edited=edited, note=note, where=where)
+    location = engine.store_location
+    recorded = _approval(item, location)
+    if recorded is not None and recorded.status.decided:
+        if _same_decision(recorded, status, edited):
+            return recorded
+        raise ConfigError(
+            f"its approval {recorded.id} is already {recorded.status}, and the escalation "
+            f"was left open; backstay escalations resolve {escalation_id} --action retry "
+            f"runs the task with that decision; nothing was recorded",
+            where=where,
+        )
+    with open_run_stores(location) as stores:
+        return decide_escalated(
+            stores.runs, item.failure, status, edited=edited, note=note, where=where
+        )
 
 
 def resolve(
@@ -265,9 +294,7 @@ def resolve(
         try:
             decision = _decision(approve, reject, edit, action=action)
             if decision is not None:
-                approval = _decide_approval(
-                    engine, escalation_id, state_dir, decision, edit=edit, note=note
-                )
+                approval = _decide_approval(engine, escalation_id, decision, edit=edit, note=note)
                 action = str(ResolveAction.RETRY)
             resolved = engine.escalations.resolve(escalation_id, str(action), note)
         except ConfigError as err:
