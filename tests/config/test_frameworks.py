@@ -98,3 +98,20 @@ def test_one_adapters_options_take_the_section_as_defaults(tmp_path: Path) -> No
     assert applied.config["limits"] == {"max_steps": 4, "max_tokens": 5}
     other = AdapterOptions(adapter="autogen")
     assert with_framework(other, load(path).frameworks, used_by="--adapter is") == other
+
+
+def test_the_weak_sandbox_opt_out_reaches_the_adapter_and_must_be_a_boolean(
+    tmp_path: Path,
+) -> None:
+    path = write(
+        tmp_path, "frameworks:\n  agent-runtime:\n    safety: {allow_weak_sandbox: true}\n"
+    )
+    suite = with_frameworks(_suite(tmp_path), load(path).frameworks)
+    assert suite.options_for("agent-runtime").config["allow_weak_sandbox"] is True
+    wrong = write(tmp_path, "frameworks:\n  agent-runtime:\n    safety: {allow_weak_sandbox: 1}\n")
+    (found,) = problems(wrong)
+    assert found.startswith(f"{wrong}:3: frameworks.agent-runtime.safety.allow_weak_sandbox:")
+    with pytest.raises(
+        ConfigError, match=r"agent-runtime\.allow_weak_sandbox: must be true or false"
+    ):
+        _suite(tmp_path, ", allow_weak_sandbox: 'yes'")

@@ -21,7 +21,8 @@ def test_a_healthy_runtime_reports_ok(tmp_path: Path) -> None:
     assert report.limits_enforced
     assert report.adapters == {"scripted": True}
     assert report.sandbox == sandbox_kind()
-    assert report.ok == (report.sandbox is not None)
+    assert report.sandbox_holds == (report.sandbox == "bubblewrap")
+    assert report.ok == report.sandbox_holds
 
 
 def test_an_unavailable_fallback_and_an_unreachable_exporter_are_problems() -> None:

@@ -80,7 +80,12 @@ FRAMEWORK_SAFETY_FIELDS: Final[Mapping[str, Field]] = {
     ),
     "sandbox": Field(
         type="boolean",
-        help="Built-in tools confined to the workspace, shell without network (default: true).",
+        help="Built-in tools confined to the workspace, shell in bubblewrap (default: true).",
+    ),
+    "allow_weak_sandbox": Field(
+        type="boolean",
+        help="Let the shell tool run under unshare --net (network isolation only) where "
+        "bubblewrap is missing (default: false).",
     ),
 }
 
@@ -162,6 +167,8 @@ def _adapter_defaults(fw: FrameworkConfig) -> dict[str, Any]:
             out[key] = list(fw.safety[key])
     if fw.safety.get("sandbox") is False:
         out["builtin_tools"] = False  # the built-in tools exist only sandboxed
+    if "allow_weak_sandbox" in fw.safety:
+        out["allow_weak_sandbox"] = bool(fw.safety["allow_weak_sandbox"])
     if "approval_tools" in fw.human_in_the_loop:
         out["approval_tools"] = list(fw.human_in_the_loop["approval_tools"])
     return out

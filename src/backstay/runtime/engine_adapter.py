@@ -113,6 +113,7 @@ class RuntimeTaskAdapter(BaseAdapter):
             "approval_tools",
             "cacheable_tools",
             "builtin_tools",
+            "allow_weak_sandbox",
             "limits",
             "redact_patterns",
             "breaker",
@@ -140,6 +141,8 @@ class RuntimeTaskAdapter(BaseAdapter):
         for key in ("options", "limits"):
             if not isinstance(config.get(key, {}), Mapping):
                 raise ConfigError("must be a mapping", where=f"config.{key}")
+        if not isinstance(config.get("allow_weak_sandbox", False), bool):
+            raise ConfigError("must be true or false", where="config.allow_weak_sandbox")
         ExecutionLimits(**dict(config.get("limits") or {}))
         self.validate_gates(config)
         return True
@@ -183,7 +186,12 @@ class RuntimeTaskAdapter(BaseAdapter):
         config = request.config
         tenant = run_tenant(request)
         framework = self.make_framework(request)
-        tools = workspace_tools(request.workspace) if config.get("builtin_tools", True) else ()
+        weak = config.get("allow_weak_sandbox") is True
+        tools = (
+            workspace_tools(request.workspace, allow_weak_sandbox=weak)
+            if config.get("builtin_tools", True)
+            else ()
+        )
         location = run_location(request)
         if location.path is not None:
             location.path.mkdir(parents=True, exist_ok=True)
@@ -229,4 +237,4 @@ class RuntimeTaskAdapter(BaseAdapter):
             return found
         # A new attempt of the task: the run goes on after its last successful step.
         store.save_run(dataclasses.replace(found, status=RunStatus.RUNNING, failure=None))
-        return await runtime.resume(run_id, tenant=tenant)
+        return await runtime.resume(run_id, tenant=tenant, clear_input=request.read_prompt())

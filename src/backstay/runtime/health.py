@@ -5,7 +5,9 @@
   says yes;
 * **limits enforced**: a tracker built from the runtime's limits refuses a step past
   ``max_steps`` and a call past the wall time (the check the gates make, run on the spot);
-* **sandbox**: what isolates the shell tool (bubblewrap, unshare) or ``None``;
+* **sandbox**: what isolates the shell tool (bubblewrap, unshare) or ``None``, and
+  whether it holds (``sandbox_holds``: bubblewrap only; ``unshare`` isolates the network
+  only) — a registered ``shell`` tool without a sandbox that holds is a problem;
 * **trace exporter**: ``exporter_probe()`` when given (an OpenTelemetry collector's health
   endpoint …), else whether any sink on the event bus takes the runtime's events.
 """
@@ -20,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 from backstay.observe.sinks import BUS
 from backstay.runtime.limits import LimitTracker
 from backstay.runtime.protocol import FrameworkAdapter
-from backstay.runtime.sandbox import sandbox_kind
+from backstay.runtime.sandbox import sandbox_holds, sandbox_kind
 
 if TYPE_CHECKING:
     from backstay.runtime.runtime import Runtime
@@ -34,6 +36,7 @@ class HealthReport:
     limits_enforced: bool
     sandbox: str | None
     trace_exporter_reachable: bool
+    sandbox_holds: bool = False
     problems: tuple[str, ...] = ()
 
     @property
@@ -46,6 +49,7 @@ class HealthReport:
             "adapters": dict(self.adapters),
             "limits_enforced": self.limits_enforced,
             "sandbox": self.sandbox,
+            "sandbox_holds": self.sandbox_holds,
             "trace_exporter_reachable": self.trace_exporter_reachable,
             "problems": list(self.problems),
         }
@@ -79,12 +83,13 @@ def health_check(
     needs_sandbox: bool | None = None,
 ) -> HealthReport:
     """The report (see the module). ``needs_sandbox`` (default: whether a ``shell`` tool
-    is registered) makes a missing sandbox a problem."""
+    is registered) makes a missing sandbox, or one that does not hold, a problem."""
     adapters = {runtime.adapter.name: _available(runtime.adapter)}
     if runtime.fallback is not None:
         adapters[f"fallback:{runtime.fallback.name}"] = _available(runtime.fallback)
     enforced = _limits_enforced(runtime)
     kind = sandbox_kind()
+    holds = sandbox_holds()
     if exporter_probe is not None:
         try:
             exporter = bool(exporter_probe())
@@ -95,14 +100,19 @@ def health_check(
     problems = [f"adapter {name} is not available" for name, ok in adapters.items() if ok is False]
     if not enforced:
         problems.append("the limits are not enforced")
-    if (needs_sandbox if needs_sandbox is not None else "shell" in runtime.tools) and kind is None:
-        problems.append("no sandbox for the shell tool (install bubblewrap)")
+    if (needs_sandbox if needs_sandbox is not None else "shell" in runtime.tools) and not holds:
+        problems.append(
+            "no sandbox for the shell tool (install bubblewrap)"
+            if kind is None
+            else f"the shell tool's sandbox ({kind}) isolates the network only (install bubblewrap)"
+        )
     if not exporter:
         problems.append("no trace exporter takes the runtime's events")
     return HealthReport(
         adapters=adapters,
         limits_enforced=enforced,
         sandbox=kind,
+        sandbox_holds=holds,
         trace_exporter_reachable=exporter,
         problems=tuple(problems),
     )
