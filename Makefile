@@ -46,7 +46,7 @@ agents: $(STAMP)
 	@$(BIN)/backstay agents install || echo "make agents: some agent CLIs could not be installed (above); the tests that need them will be skipped"
 
 # bubblewrap sandboxes the agent runtime's shell tool (docs/frameworks.md); without it the
-# tool falls back to `unshare --net`, and the tests that need bubblewrap are skipped.
+# tool refuses to run (unless allow_weak_sandbox), and the tests that need it are skipped.
 sandbox:
 	@command -v bwrap >/dev/null || (command -v apt-get >/dev/null && \
 		(apt-get install -y -q bubblewrap >/dev/null 2>&1 || \
