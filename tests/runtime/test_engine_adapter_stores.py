@@ -123,6 +123,29 @@ def test_on_a_redis_store_the_runs_are_in_redis_and_no_sqlite_file_is_touched(
     }
 
 
+def test_backstay_run_records_the_run_in_its_output_directory_only(tmp_path: Path) -> None:
+    """A single ``backstay run`` has no state directory: its run is kept in its output
+    directory, and a foreign ``state.sqlite`` beside that directory is left alone."""
+    before = _foreign(tmp_path / "state.sqlite")
+    (tmp_path / "prompt.txt").write_text("Say hello.", encoding="utf-8")
+    (tmp_path / "ws").mkdir()
+    with FakeProvider(Scenario(reply=Reply(text="Hello."))) as fake:
+        result = invoke(
+            "run", "--adapter", "agent-runtime", "--prompt-file", "prompt.txt",
+            "--workspace", "ws", "--output-dir", "out", "--model", "claude-sonnet-4-6",
+            "--timeout", "30",
+            "--adapter-option", "agent=backstay.runtime.reference:make_agent",
+            "--adapter-option", f"options={{base_url: '{fake.url}'}}",
+            "--adapter-option", "api_key_env=ANTHROPIC_API_KEY",
+        )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert (tmp_path / "state.sqlite").read_bytes() == before
+    with sqlite3.connect(tmp_path / "out" / "state.sqlite") as conn:
+        rows = conn.execute("SELECT tenant, status FROM agent_runs").fetchall()
+    conn.close()
+    assert rows == [("default", "succeeded")]
+
+
 def test_outside_an_engine_the_run_is_recorded_in_its_output_directory(tmp_path: Path) -> None:
     request = AgentRequest(
         model="m", workspace=tmp_path, output_dir=tmp_path / "out", timeout_s=1, prompt="p"

@@ -152,11 +152,10 @@ class RedisRunStore:
         def decide(pipe: Pipeline, now: float) -> Approval:
             del now
             found = pipe.hget(self._by_key, field)
-            if found is not None:
-                approval_id = int(found)
-                raw = pipe.hget(self._approvals, str(approval_id))
+            raw = None if found is None else pipe.hget(self._approvals, text(found))
+            if found is not None and raw is not None:
                 pipe.multi()
-                return _decode_approval(approval_id, raw)
+                return _decode_approval(int(found), raw)
             approval_id = int(pipe.get(self._seq) or 0) + 1
             new = Approval(
                 id=approval_id,
