@@ -1,7 +1,7 @@
 """Engine task adapters named for the frameworks: ``adapter: langgraph`` (``pydantic-ai``,
 ``llamaindex``, ``autogen``) in a suite task.
 
-Each is the runtime's ``RuntimeTaskAdapter`` (checkpoint in the task's ``state.sqlite``,
+Each is the runtime's ``RuntimeTaskAdapter`` (checkpoint in the batch's own store,
 approvals escalating the task, ``backstay resume`` continuing the run) with the framework
 fixed: ``config.agent`` is the user's own factory (``module:function``: a graph, agent or
 workflow built from the kit; optional, each framework has a default agent) and
