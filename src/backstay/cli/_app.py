@@ -22,10 +22,12 @@ from backstay.cli import (
     status,
     suite,
 )
+from backstay.cli._faults import FaultGuard
 from backstay.cli._provider_env import ProviderHelpCommand
 
 app = typer.Typer(
     name="backstay",
+    cls=FaultGuard,
     help="Keep AI agents standing when their providers fail.",
     no_args_is_help=True,
     add_completion=False,

@@ -12,6 +12,8 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
+from backstay._private import make_private_dirs
+from backstay.cli import _faults, _records
 from backstay.cli._errors import usage_error
 from backstay.config import BackstayConfig, load_config
 from backstay.engine import STATE_FILE, TERMINAL, Engine, Summary, TaskState
@@ -33,7 +35,9 @@ SOME_FAILED: Final = 3
 SOME_WAITING: Final = 4
 BUDGET_REACHED: Final = 5
 # The shared store stopped answering during the batch (``store_unavailable: stop``).
-STORE_UNREACHABLE: Final = 6
+STORE_UNREACHABLE: Final = _faults.STORE_UNREACHABLE
+# The file system refused a read or write of the state directory (full, read-only, …).
+FILE_SYSTEM_FAULT: Final = _faults.FILE_SYSTEM_FAULT
 
 StateDirOption = Annotated[
     Path,
@@ -138,11 +142,16 @@ def open_engine(
 ) -> Engine:
     """The engine over ``state_dir`` (its state in ``location``: default SQLite there).
     Unless ``create``, the state must already hold a batch; a missing, unusable or damaged
-    one is a ``ConfigError`` naming it."""
+    one, or one whose records are gone (``_records.check_recorded``), is a ``ConfigError``
+    naming it."""
     if location is not None and location.kind is StoreKind.REDIS:
+        _faults.using(state_dir, location.display)
         return _open_shared(state_dir, location, create=create, **options)
-    if location is not None and location.path is not None:
-        state_dir = location.path
+    store_dir = state_dir if location is None or location.path is None else location.path
+    _faults.using(state_dir, store_dir / STATE_FILE)
+    if not create and state_dir.is_dir():
+        _records.check_recorded(state_dir, store_dir)
+    state_dir = store_dir
     if not create and not (state_dir / STATE_FILE).is_file():
         what = "does not exist" if not state_dir.exists() else f"holds no {STATE_FILE}"
         raise ConfigError(
@@ -166,13 +175,21 @@ def open_engine(
         ) from None
 
 
+def check_startable(state_dir: Path, location: StoreLocation) -> None:
+    """Before ``batch`` writes anything in ``state_dir``: a ``ConfigError`` when its SQLite
+    store holds a batch that ``batch.json`` does not name, or when the records
+    ``batch.json`` speaks of are gone (``_records.check_startable``)."""
+    if location.kind is StoreKind.SQLITE and state_dir.is_dir():
+        _records.check_startable(state_dir, location.path)
+
+
 def _open_shared(
     state_dir: Path, location: StoreLocation, *, create: bool, **options: Any
 ) -> Engine:
     """The engine with its state in the Redis store ``location`` (artefacts in
     ``state_dir``); without ``create`` the store must hold a batch."""
     check_not_a_file(state_dir)
-    state_dir.mkdir(parents=True, exist_ok=True)
+    make_private_dirs(state_dir)
     env = options.get("env")
     stores = open_stores(
         location,
@@ -202,12 +219,7 @@ def _say(message: str) -> None:
 
 def store_lost(err: StoreUnreachable, state_dir: Path) -> typer.Exit:
     """Say what happened when the shared store stopped answering mid-batch; the exit."""
-    _say(
-        f"stopped: {err}. Everything recorded before is kept in the store; tasks that "
-        "were running keep their leases until they lapse, so no other runner starts them "
-        "meanwhile. When the store answers again, backstay resume --store … --state-dir "
-        f"{state_dir} continues the batch (attempts cut short are tried again)"
-    )
+    _say(_faults.store_lost_message(err, state_dir))
     return typer.Exit(STORE_UNREACHABLE)
 
 

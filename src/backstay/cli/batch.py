@@ -92,9 +92,10 @@ def batch(
         suite = with_frameworks(load_suite(file, registry=config.registry), config.frameworks)
         adapters = suite_adapters(suite)
         _state.check_not_a_file(state_dir)
+        location = _state.store_location(store, state_dir, config=config)
+        _state.check_startable(state_dir, location)
         # Reads the agents' environment first: an unset key variable leaves nothing behind.
         opened = SuiteBatch.open(suite, state_dir, inherit_env=not isolated_env)
-        location = _state.store_location(store, state_dir, config=config)
         engine = _state.open_engine(
             state_dir,
             create=True,

@@ -11,6 +11,8 @@ from pathlib import Path
 from typing import Annotated, Any, Final
 
 import typer
+from rich.console import Console
+from rich.markup import escape
 
 from backstay.cli import _state
 from backstay.cli._errors import usage_error
@@ -63,18 +65,22 @@ def matches(data: dict[str, Any], task: str | None) -> bool:
 
 def read_lines(
     path: Path, *, follow: bool, stop: Callable[[], bool], poll_s: float = POLL_S
-) -> Iterator[str]:
-    """Each complete line of ``path``; with ``follow``, then each line appended later,
-    until ``stop()`` says so (looked at every ``poll_s`` when there is nothing new)."""
-    with path.open("r", encoding="utf-8") as file:
-        pending = ""
+) -> Iterator[str | None]:
+    """Each complete line of ``path`` (``None`` for one that is not UTF-8 text); with
+    ``follow``, then each line appended later, until ``stop()`` says so (looked at every
+    ``poll_s`` when there is nothing new)."""
+    with path.open("rb") as file:
+        pending = b""
         while True:
             chunk = file.readline()
             if chunk:
                 pending += chunk
-                if pending.endswith("\n"):
-                    yield pending.rstrip("\n")
-                    pending = ""
+                if pending.endswith(b"\n"):
+                    try:
+                        yield pending.rstrip(b"\n").decode("utf-8")
+                    except UnicodeDecodeError:
+                        yield None
+                    pending = b""
                 continue
             if not follow or stop():
                 return
@@ -108,8 +114,12 @@ def events(
         raise usage_error(
             ConfigError(f"{state_dir} {what}: no batch ran there", where="--state-dir")
         )
+    skipped = 0
     try:
         for line in read_lines(path, follow=follow, stop=_never):
+            if line is None:
+                skipped += 1  # damaged: the log stays readable past it
+                continue
             try:
                 data = json.loads(line)
             except json.JSONDecodeError:
@@ -119,3 +129,10 @@ def events(
                 sys.stdout.flush()
     except KeyboardInterrupt:
         raise typer.Exit(0) from None
+    finally:
+        if skipped:
+            _warn(f"warning: skipped {skipped} line(s) of {path} that are not UTF-8 text")
+
+
+def _warn(message: str) -> None:
+    Console(stderr=True, soft_wrap=True).print(escape(message), highlight=False)

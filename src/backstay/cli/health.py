@@ -7,8 +7,9 @@ import sys
 
 import typer
 
-from backstay.cli import _state
+from backstay.cli import _faults, _records, _state
 from backstay.cli._errors import usage_error
+from backstay.engine import STATE_FILE
 from backstay.errors import ConfigError
 from backstay.observe.health import FAIL, health_check
 
@@ -21,6 +22,9 @@ def health(state_dir: _state.StateDirOption, as_json: _state.JsonOption = False)
     circuits are open, how many escalations wait. Exit code 0 for pass or warn, 1 for
     fail, 2 when --state-dir holds no batch."""
     try:
+        _faults.using(state_dir, state_dir / STATE_FILE)
+        if state_dir.is_dir():
+            _records.check_recorded(state_dir)
         report = health_check(state_dir)
     except ConfigError as err:
         raise usage_error(err) from None

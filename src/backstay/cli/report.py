@@ -7,10 +7,12 @@ from typing import Annotated
 
 import typer
 
-from backstay.cli import _state
+from backstay.cli import _faults, _records, _state
 from backstay.cli._errors import usage_error
+from backstay.engine import STATE_FILE
 from backstay.errors import ConfigError
 from backstay.observe.report import REPORT_FILE, write_report
+from backstay.store.location import StoreKind
 
 
 def report(
@@ -32,6 +34,10 @@ def report(
     """
     try:
         location = _state.store_location(store, state_dir, sets=sets)
+        if location.kind is StoreKind.SQLITE:
+            _faults.using(state_dir, (location.path or state_dir) / STATE_FILE)
+            if state_dir.is_dir():
+                _records.check_recorded(state_dir, location.path)
         path = write_report(state_dir, output, location=location)
     except ConfigError as err:
         raise usage_error(err) from None

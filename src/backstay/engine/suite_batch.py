@@ -98,6 +98,8 @@ def read_identity(state_dir: str | os.PathLike[str]) -> BatchIdentity | None:
         return None
     except OSError as exc:
         raise ConfigError(f"cannot be read: {exc.strerror or exc}", where=str(path)) from None
+    except UnicodeDecodeError:
+        text = ""  # not UTF-8 text: damaged, as a truncated file is
     try:
         data = json.loads(text)
         if not isinstance(data, dict) or data.get("format") != _FORMAT:

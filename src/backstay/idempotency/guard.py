@@ -53,9 +53,15 @@ def _lost(lease: Lease) -> LeaseLost:
 
 
 async def _stop(task: asyncio.Future[Any]) -> None:
+    """Cancel ``task`` and wait for it to end. An exception it ended with is marked as seen:
+    the caller reads ``result()`` when it wants it, and when it is leaving with an
+    exception of its own (cancelled, or the store gone) asyncio must not report this one
+    as "never retrieved" (a task cancelled while its store is gone fails as it unwinds)."""
     if not task.done():
         task.cancel()
         await asyncio.wait((task,))
+    if not task.cancelled():
+        task.exception()
 
 
 class IdempotencyGuard:

@@ -3,7 +3,10 @@ draft *Health Check Response Format for HTTP APIs* (``application/health+json``)
 
 Three checks, each ``pass``, ``warn`` or ``fail``:
 
-* ``store:writable``: ``state.sqlite`` takes a write transaction (``fail`` if not);
+* ``store:writable``: the state directory, ``state.sqlite`` and its ``-wal`` and ``-shm``
+  files can be written (not on a read-only file system, write permission, space left on
+  the device) and ``state.sqlite`` takes a write transaction (``fail`` if not). The
+  transaction alone is not enough: SQLite grants one in WAL mode without writing;
 * ``circuits:open``: one entry per circuit that is open or half-open (``warn``);
 * ``escalations:open``: failures waiting for a human (``warn`` when any).
 
@@ -30,6 +33,7 @@ __all__ = [
     "HEALTH_CONTENT_TYPE",
     "HealthReport",
     "check_writable",
+    "file_system_fault",
     "health_check",
     "health_of",
     "liveness",
@@ -43,6 +47,8 @@ _RANK: Final = {PASS: 0, WARN: 1, FAIL: 2}
 # How long the write check waits for a batch's own write to finish.
 _WRITE_TIMEOUT_S: Final = 2.0
 _CIRCUIT_NAMES: Final = {1.0: "half-open", 2.0: "open"}
+# SQLite's companions of a WAL-mode file, written by every transaction.
+_SIDE_FILES: Final = ("-wal", "-shm")
 
 
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
@@ -66,8 +72,33 @@ class HealthReport:
         }
 
 
-def check_writable(state_dir: Path) -> dict[str, Any]:
+def file_system_fault(state_dir: Path) -> str | None:
+    """Why the file system would refuse writes to ``state_dir``'s store (read-only, no
+    space left, no permission), or ``None``."""
     path = state_dir / STATE_FILE
+    try:
+        found = os.statvfs(state_dir)
+    except OSError as exc:
+        return f"cannot look at {state_dir}: {exc.strerror or exc}"
+    if found.f_flag & os.ST_RDONLY:
+        return f"{state_dir} is on a read-only file system"
+    if found.f_bavail == 0:
+        return f"no space left on the device of {state_dir}"
+    files = [state_dir, path] + [
+        Path(f"{path}{suffix}") for suffix in _SIDE_FILES if Path(f"{path}{suffix}").exists()
+    ]
+    for file in files:
+        if not os.access(file, os.W_OK):
+            return f"{file} is not writable (permission denied)"
+    return None
+
+
+def check_writable(state_dir: Path) -> dict[str, Any]:
+    """``store:writable``: ``pass`` when ``state_dir``'s store can take writes."""
+    path = state_dir / STATE_FILE
+    fault = file_system_fault(state_dir)
+    if fault is not None:
+        return {"status": FAIL, "output": f"{path} takes no write: {fault}"}
     try:
         conn = sqlite3.connect(path, timeout=_WRITE_TIMEOUT_S, isolation_level=None)
     except sqlite3.Error as exc:

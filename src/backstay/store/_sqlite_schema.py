@@ -34,6 +34,8 @@ _CREATE_SCHEMA: Final = (
 _SELECT_VERSION: Final = f"SELECT version FROM {SCHEMA_TABLE} WHERE component = ?"  # noqa: S608
 # Another process holding the file is contention, not a damaged file: let it propagate.
 _CONTENTION: Final = frozenset({"SQLITE_BUSY", "SQLITE_LOCKED"})
+# Neither is a file system that refuses to open, read or write it (read-only, full, I/O).
+_REFUSED: Final = ("SQLITE_CANTOPEN", "SQLITE_READONLY", "SQLITE_IOERR", "SQLITE_FULL")
 _INSERT_VERSION: Final = f"INSERT INTO {SCHEMA_TABLE} (component, version) VALUES (?, ?)"  # noqa: S608
 
 
@@ -179,7 +181,8 @@ def open_component(
             else:
                 _check_version(stored, version, where, component)
         except sqlite3.DatabaseError as exc:
-            if getattr(exc, "sqlite_errorname", "") in _CONTENTION:
+            name = getattr(exc, "sqlite_errorname", "")
+            if name in _CONTENTION or name.startswith(_REFUSED):
                 raise
             raise ConfigError(
                 f"is not a readable backstay store ({exc}); it was left unchanged", where=where
