@@ -21,6 +21,7 @@ import datetime as _dt
 from backstay.classify import _fast, anthropic, gemini, openai
 from backstay.classify._decide import build_failure
 from backstay.classify._evidence import read_evidence
+from backstay.classify._guard import UnreadableObject
 from backstay.classify._http import parse_body, sse_events
 from backstay.classify.agents import AGENTS, agent_name
 from backstay.classify.agents._common import from_text, unanswered, with_agent
@@ -62,10 +63,11 @@ def _now(now: _dt.datetime | None) -> _dt.datetime:
 
 
 def _internal_error(where: str, exc: Exception, **details: object) -> Failure:
+    error = exc.raised if isinstance(exc, UnreadableObject) else type(exc).__name__
     return Failure(
         code="ERR_UNKNOWN",
         message=f"backstay could not read this {where}",
-        details={"source": "classifier_error", "error": type(exc).__name__, **details},
+        details={"source": "classifier_error", "error": error, **details},
     )
 
 

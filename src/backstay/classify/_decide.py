@@ -25,6 +25,7 @@ from typing import Any, Final
 from urllib.parse import unquote
 
 from backstay.classify import anthropic, gemini, openai
+from backstay.classify._bounds import bounded
 from backstay.classify._evidence import Evidence
 from backstay.classify._patterns import find_message
 from backstay.classify._timing import timing
@@ -258,6 +259,11 @@ def _details(ev: Evidence, source: str, why: str, wait_from: str | None) -> dict
 def build_failure(ev: Evidence, *, now: _dt.datetime | None = None) -> Failure:
     """The ``Failure`` the evidence supports. Never raises for any evidence."""
     now = now or _dt.datetime.now(_dt.UTC)
+    # Patterns, wait hints and the message kept read a bounded part of long texts.
+    ev.message = bounded(ev.message)
+    raw = ev.extra.get("raw")
+    if isinstance(raw, str):
+        ev.extra["raw"] = bounded(raw)
     code, source, why = decide(ev)
     if source == "message" and _within_horizon(ev, code, now):
         code, source = status_code(_effective_status(ev)) or "ERR_LLM_RATE_LIMITED", "message_wait"

@@ -13,6 +13,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from backstay.classify._bounds import bounded
 from backstay.classify._http import (
     as_int,
     as_list,
@@ -127,7 +128,7 @@ def _nested_error(message: str | None) -> Mapping[str, Any] | None:
     anywhere in it (``ConnectionError: {"error": {…}}``)."""
     if not message or "{" not in message:
         return None
-    parsed = find_embedded_json(message)
+    parsed = find_embedded_json(bounded(message))
     if not isinstance(parsed, Mapping):
         return None
     inner = parsed.get("error")
@@ -163,7 +164,7 @@ def named_status(text: str) -> int | None:
     "Server responded with status 429"), if it wrote one."""
     if len(text) <= _CACHED_TEXT_LEN:
         return _named_status_cached(text)
-    return _named_status(text)
+    return _named_status(bounded(text))
 
 
 def _named_status(text: str) -> int | None:

@@ -44,6 +44,8 @@ from collections.abc import Hashable
 from typing import Any, Final, NamedTuple
 
 from backstay._secret_values import SECRETS
+from backstay.classify._bounds import MAX_SCANNED_CHARS
+from backstay.classify._guard import raised_by_object
 from backstay.classify.exceptions import _RESPONSE, _TRANSPORT_KINDS, _mro_code, _provider_of
 from backstay.failure import Failure
 from backstay.redact import _secrets
@@ -165,6 +167,10 @@ def _carries_response(exc: BaseException, profile: _Profile) -> bool:
                 return True
         except Exception:  # a property that cannot answer: let the full path decide
             return True
+        except BaseException as err:  # the object's own KeyboardInterrupt …: likewise
+            if raised_by_object(err):
+                return True
+            raise
     return False
 
 
@@ -205,6 +211,10 @@ def _chained(exc: BaseException, profile: _Profile, provider: str | None) -> Has
             errno = getattr(current, "errno", None) if prof.errno else None
         except Exception:  # a broken __str__ or property: the full path copes
             return None
+        except BaseException as err:  # the object's own KeyboardInterrupt …: likewise
+            if raised_by_object(err):
+                return None
+            raise
         positions = []
         for link in links:
             found = number.get(id(link))
@@ -228,16 +238,20 @@ def fingerprint(exc: BaseException, provider: str | None) -> Hashable | None:
         bare = (profile.errno, profile.provider)
     # A lone exception with nothing attached, the common case, has a short key:
     # ``ConnectionError("[Errno 104] Connection reset by peer")``.
-    if exc.__cause__ is None and exc.__context__ is None and not exc.__dict__:
-        args = exc.args
-        if (len(args) == 1 and type(args[0]) is str) or not any(
-            isinstance(arg, BaseException) for arg in args
-        ):
-            try:
+    try:
+        if exc.__cause__ is None and exc.__context__ is None and not exc.__dict__:
+            args = exc.args
+            if (len(args) == 1 and type(args[0]) is str) or not any(
+                isinstance(arg, BaseException) for arg in args
+            ):
                 errno = exc.errno if bare[0] else None  # type: ignore[attr-defined]
                 return (cls, str(exc), errno, provider or bare[1])
-            except Exception:  # a broken __str__ or errno property: the full path copes
-                return None
+    except Exception:  # a broken __str__ or property: the full path copes
+        return None
+    except BaseException as err:  # the object's own KeyboardInterrupt …: likewise
+        if raised_by_object(err):
+            return None
+        raise
     profile = _types.get(cls) or _profile(exc)
     return _chained(exc, profile, provider or profile.provider)
 
@@ -262,6 +276,10 @@ def recall_lone(exc: BaseException, provider: str | None) -> Failure | None:
             return None
     except Exception:  # a property of the exception's class that cannot answer
         return None
+    except BaseException as err:  # the object's own KeyboardInterrupt …: likewise
+        if raised_by_object(err):
+            return None
+        raise
     found = entry[2].get(text)
     if found is None or (provider is not None and provider != found.provider):
         return None
@@ -304,11 +322,22 @@ def remember(key: Hashable, failure: Failure, secrets: tuple[str, ...]) -> None:
     """Keep ``failure`` for ``key``; ``secrets`` are those known before it was built."""
     if failure.resets_at is not None or failure.retry_after_s is not None:
         return  # depends on the clock
+    if _holds_long_text(key):
+        return  # a key would keep a text the rules read only part of (a proxy's HTML page)
     if len(_remembered) >= _MAX_REMEMBERED:
         _remembered.clear()
         _lone.clear()
     _remembered[key] = (secrets, failure)
     _keep_lone(key, secrets, failure)
+
+
+def _holds_long_text(value: object, depth: int = 0) -> bool:
+    """Whether a key holds a text longer than the rules ever read (``_bounds``)."""
+    if type(value) is str:
+        return len(value) > MAX_SCANNED_CHARS
+    if type(value) is tuple and depth < 3:
+        return any(_holds_long_text(item, depth + 1) for item in value)
+    return False
 
 
 def _keep_lone(key: Hashable, secrets: tuple[str, ...], failure: Failure) -> None:

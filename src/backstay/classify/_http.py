@@ -1,13 +1,24 @@
-"""Reading raw HTTP material without ever raising: headers of any shape, bodies of any type."""
+"""Reading raw HTTP material without ever raising: headers of any shape, bodies of any type.
+
+Bodies are read up to ``_MAX_BODY_CHARS``; JSON nested deeper than the interpreter's
+recursion limit allows is read as text (``RecursionError`` is caught where JSON is
+parsed), so the status and headers still decide.
+"""
 
 from __future__ import annotations
 
 import ast
 import json
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import Any, Final
 
-_MAX_BODY_CHARS = 200_000
+from backstay.classify._guard import unreadable
+
+_MAX_BODY_CHARS: Final = 200_000
+# At most this many characters are examined looking for JSON embedded in text, in all.
+_MAX_EMBEDDED_SCAN: Final = 64 * 1024
+# What a JSON parser raises on a document it cannot read: bad syntax, or nesting too deep.
+_UNPARSABLE: Final = (ValueError, RecursionError)
 
 
 def normalize_headers(headers: object) -> dict[str, str]:
@@ -37,6 +48,8 @@ def normalize_headers(headers: object) -> dict[str, str]:
                 out[key] = str(value).strip()
     except Exception:
         return out
+    except BaseException as err:  # the headers object's own KeyboardInterrupt …
+        unreadable(err)
     return out
 
 
@@ -54,7 +67,7 @@ def sse_events(text: str) -> list[tuple[str, Any]]:
         elif line.startswith("data:"):
             try:
                 events.append((event, json.loads(line[5:].strip())))
-            except ValueError:
+            except _UNPARSABLE:
                 continue
             if len(events) >= _MAX_SSE_EVENTS:
                 break
@@ -94,6 +107,8 @@ def parse_body(body: object) -> tuple[Any | None, str]:
         if stripped[0] in "{[":
             try:
                 return json.loads(stripped), text
+            except RecursionError:  # nested too deep: the status and headers decide
+                return None, text
             except ValueError:
                 pass
         if stripped.startswith(("event:", "data:")):
@@ -106,12 +121,20 @@ def parse_body(body: object) -> tuple[Any | None, str]:
         try:
             text = json.dumps(body, default=str, ensure_ascii=False)[:_MAX_BODY_CHARS]
         except Exception:
-            text = str(body)[:_MAX_BODY_CHARS]
+            text = _text_of(body)
+        except BaseException as err:  # an object inside the body raised it from __str__
+            unreadable(err)
         return body, text
+    return None, _text_of(body)
+
+
+def _text_of(body: object) -> str:
     try:
-        return None, str(body)[:_MAX_BODY_CHARS]
-    except Exception:
-        return None, ""
+        return str(body)[:_MAX_BODY_CHARS]
+    except Exception:  # RecursionError included: a structure nested too deep to print
+        return ""
+    except BaseException as err:
+        unreadable(err)
 
 
 _ERROR_KEYS = frozenset({"error", "type", "error_type", "error_code"})
@@ -125,40 +148,50 @@ def find_embedded_json(text: str) -> Any | None:
     """
     start = text.find("{")
     tries = 0
-    while start != -1 and tries < 8:
+    budget = _MAX_EMBEDDED_SCAN  # characters examined, over every try
+    while start != -1 and tries < 8 and budget > 0:
         tries += 1
-        depth = 0
-        in_str: str | None = None
-        escaped = False
-        for i in range(start, min(len(text), start + _MAX_BODY_CHARS)):
-            ch = text[i]
-            if in_str:
-                if escaped:
-                    escaped = False
-                elif ch == "\\":
-                    escaped = True
-                elif ch == in_str:
-                    in_str = None
-                continue
-            if ch in "\"'":
-                in_str = ch
-            elif ch == "{":
-                depth += 1
-            elif ch == "}":
-                depth -= 1
-                if depth == 0:
-                    parsed = _loads_lenient(text[start : i + 1])
-                    if isinstance(parsed, Mapping) and _ERROR_KEYS.intersection(parsed):
-                        return parsed
-                    break
+        end = min(len(text), start + budget)
+        close = _closing_brace(text, start, end)
+        budget -= (end if close is None else close + 1) - start
+        if close is not None:
+            parsed = _loads_lenient(text[start : close + 1])
+            if isinstance(parsed, Mapping) and _ERROR_KEYS.intersection(parsed):
+                return parsed
         start = text.find("{", start + 1)
+    return None
+
+
+def _closing_brace(text: str, start: int, end: int) -> int | None:
+    """The index of the brace closing the one at ``start``, looked for before ``end``."""
+    depth = 0
+    in_str: str | None = None
+    escaped = False
+    for i in range(start, end):
+        ch = text[i]
+        if in_str:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == in_str:
+                in_str = None
+            continue
+        if ch in "\"'":
+            in_str = ch
+        elif ch == "{":
+            depth += 1
+        elif ch == "}":
+            depth -= 1
+            if depth == 0:
+                return i
     return None
 
 
 def _loads_lenient(fragment: str) -> Any | None:
     try:
         return json.loads(fragment)
-    except ValueError:
+    except _UNPARSABLE:
         pass
     try:
         value = ast.literal_eval(fragment)

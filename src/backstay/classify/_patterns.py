@@ -12,6 +12,8 @@ import functools
 import re
 from collections.abc import Callable, Sequence
 
+from backstay.classify._bounds import bounded
+
 StatusGate = Callable[[int | None], bool]
 
 
@@ -273,7 +275,7 @@ def find_message(
     texts = tuple(t for t in texts if t)
     if sum(map(len, texts)) <= _CACHED_TEXT_LEN:
         return _match_cached(texts, status, family)
-    return _match(texts, status, family)
+    return _match(tuple(map(bounded, texts)), status, family)
 
 
 def _match(
@@ -335,7 +337,7 @@ def match_transport(text: str) -> str | None:
     """The transport code the words of ``text`` name, or ``None``."""
     if len(text) <= _CACHED_TEXT_LEN:
         return _transport_cached(text)
-    return _transport(text)
+    return _transport(bounded(text))
 
 
 def _transport(text: str) -> str | None:

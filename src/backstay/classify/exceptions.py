@@ -15,8 +15,10 @@ import errno
 from collections.abc import Iterator
 from typing import Any, Final
 
+from backstay.classify._bounds import bounded
 from backstay.classify._decide import build_failure
 from backstay.classify._evidence import read_evidence
+from backstay.classify._guard import unreadable
 from backstay.classify._http import as_int
 from backstay.classify._patterns import match_message, match_transport
 from backstay.failure import Failure
@@ -203,10 +205,13 @@ def _text_code(exc: BaseException) -> str | None:
 
 
 def _safe_str(exc: BaseException) -> str:
+    """The exception's text, as far as the rules read it (``_bounds``)."""
     try:
-        return str(exc)
+        return bounded(str(exc))
     except Exception:
         return type(exc).__name__
+    except BaseException as err:  # the object's own KeyboardInterrupt, SystemExit …
+        unreadable(err)
 
 
 def _provider_of(exc: BaseException) -> str | None:
@@ -220,6 +225,8 @@ def _attr(obj: object, *names: str) -> Any:
             value = getattr(obj, name, None)
         except Exception:
             continue
+        except BaseException as err:  # the object's own KeyboardInterrupt, SystemExit …
+            unreadable(err)
         if value is not None:
             return value
     return None
@@ -254,6 +261,8 @@ def _response_text(response: object) -> str | None:
         text = response.text  # type: ignore[attr-defined]
     except Exception:  # a streamed body that was never read
         return None
+    except BaseException as err:
+        unreadable(err)
     return text if isinstance(text, str) else None
 
 

@@ -9,6 +9,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from backstay.classify._bounds import bounded
 from backstay.classify._decide import build_failure
 from backstay.classify._evidence import named_status, read_evidence
 from backstay.classify._patterns import match_transport
@@ -37,7 +38,7 @@ def _scan(text: str) -> tuple[list[dict[str, Any]], str]:
             continue
         try:
             value, end = _DECODER.raw_decode(text, start)
-        except ValueError:
+        except (ValueError, RecursionError):  # RecursionError: nested too deep to read
             pos = start + 1
             continue
         if isinstance(value, dict):
@@ -120,7 +121,7 @@ def from_text(
         code = match_transport(message) or "ERR_AGENT_FAILED"
         why = "transport words in the output" if code != "ERR_AGENT_FAILED" else ""
         details = {"source": source, "evidence": why or "the output names no cause"}
-        failure = Failure(code=code, message=message, provider=family, details=details)
+        failure = Failure(code=code, message=bounded(message), provider=family, details=details)
     return with_agent(failure, agent, exit_code)
 
 
