@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from backstay.runtime.errors import SecurityViolation
-from backstay.runtime.sandbox import SHELL_HOME, sandbox_kind, shell_prefix
+from backstay.runtime.sandbox import sandbox_kind, shell_prefix
 from backstay.runtime.tools import Tool
 from backstay.runtime.workspace import Workspace
 
@@ -29,7 +29,9 @@ __all__ = ["MAX_OUTPUT_BYTES", "MAX_READ_BYTES", "SHELL_TIMEOUT_S", "workspace_t
 MAX_READ_BYTES: Final = 256 * 1024
 MAX_OUTPUT_BYTES: Final = 64 * 1024
 SHELL_TIMEOUT_S: Final = 30.0
-_SHELL_ENV: Final = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8", "HOME": SHELL_HOME}
+# The environment bwrap (or unshare) itself starts with; bubblewrap clears it for the
+# command and sets its own (``backstay.runtime.sandbox``).
+_SHELL_ENV: Final = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8"}
 _READ_CHUNK: Final = 64 * 1024
 
 
