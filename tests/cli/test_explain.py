@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
+import types
 from pathlib import Path
 
 import pytest
@@ -193,3 +195,53 @@ def test_the_installed_console_script_runs() -> None:
     )
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["code"] == "ERR_HTTP_503_UNAVAILABLE"
+
+
+def _explain_in_a_process(spec: str, **env: str) -> subprocess.CompletedProcess[str]:
+    exe = shutil.which("backstay") or str(Path(sys.executable).with_name("backstay"))
+    return subprocess.run(
+        [exe, "explain", "--exception", spec, "--json"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        env={**os.environ, **env},
+    )
+
+
+def test_explain_an_exception_does_not_import_the_module_it_names() -> None:
+    proc = _explain_in_a_process("this.X: boom")
+    assert proc.returncode == 0, proc.stderr
+    assert "Beautiful is better than ugly" not in proc.stdout + proc.stderr
+    data = json.loads(proc.stdout)
+    assert data["details"]["exception"] == "this.X"
+    assert data["message"] == "boom"
+
+
+def test_explain_an_exception_runs_no_code_of_a_module_on_the_path(tmp_path: Path) -> None:
+    marker = tmp_path / "imported"
+    (tmp_path / "acme_errors.py").write_text(
+        f"import pathlib\npathlib.Path({str(marker)!r}).write_text('ran')\n"
+        "class Throttled(TimeoutError):\n    pass\n"
+    )
+    proc = _explain_in_a_process("acme_errors.Throttled: slow down", PYTHONPATH=str(tmp_path))
+    assert proc.returncode == 0, proc.stderr
+    assert not marker.exists()
+    assert json.loads(proc.stdout)["details"]["exception"] == "acme_errors.Throttled"
+
+
+def test_explain_an_sdk_exception_imports_it_and_classifies_by_its_real_class() -> None:
+    # httpx.CloseError's name is unknown to the rules; its base NetworkError is not.
+    proc = _explain_in_a_process("httpx.CloseError: boom")
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["code"] == "ERR_NETWORK"
+
+
+def test_explain_an_exception_of_an_already_imported_module_uses_its_class(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    module = types.ModuleType("acme_sdk.errors")
+    module.RetryLater = type("RetryLater", (TimeoutError,), {"__module__": "acme_sdk.errors"})  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "acme_sdk.errors", module)
+    data = _json(["explain", "--exception", "acme_sdk.errors.RetryLater: later"])
+    assert data["code"] == "ERR_TIMEOUT"

@@ -8,6 +8,7 @@ import importlib
 import re
 import sys
 from pathlib import Path
+from typing import Final
 
 from backstay.errors import ConfigError
 
@@ -47,11 +48,61 @@ def parse_headers(values: list[str]) -> dict[str, str]:
 
 _DOTTED = re.compile(r"^[A-Za-z_][\w]*(\.[A-Za-z_][\w]*)*$")
 
+# The only modules ``--exception`` may import: the standard library's and the HTTP clients'
+# and SDKs' exception modules. Importing a module runs its code, so a name outside this
+# list is looked up only among modules already imported, and otherwise explained by name.
+IMPORTABLE: Final = frozenset(
+    {
+        "aiohttp",
+        "aiohttp.client_exceptions",
+        "anthropic",
+        "anthropic._exceptions",
+        "asyncio",
+        "asyncio.exceptions",
+        "builtins",
+        "concurrent.futures",
+        "google.api_core.exceptions",
+        "google.genai",
+        "google.genai.errors",
+        "http.client",
+        "httpcore",
+        "httpx",
+        "json",
+        "openai",
+        "openai._exceptions",
+        "requests",
+        "requests.exceptions",
+        "socket",
+        "ssl",
+        "subprocess",
+        "urllib.error",
+        "urllib3",
+        "urllib3.exceptions",
+    }
+)
+
+
+def _known_class(module_name: str, class_name: str) -> type[BaseException] | None:
+    """The exception class ``module_name.class_name`` if its module is already imported or
+    may be (``IMPORTABLE``); ``None`` otherwise, and for anything that is not one."""
+    module = sys.modules.get(module_name)
+    if module is None and module_name in IMPORTABLE:
+        try:
+            module = importlib.import_module(module_name)
+        except Exception:  # not installed, or broken: the name alone must do
+            module = None
+    try:
+        found = getattr(module, class_name, None) if module is not None else None
+    except Exception:
+        return None
+    return found if isinstance(found, type) and issubclass(found, BaseException) else None
+
 
 def build_exception(spec: str, *, status: int | None) -> BaseException:
     """An exception from ``'module.Class'`` or ``'module.Class: message'``.
 
-    The real class is used when it is importable and constructible from a message;
+    The real class is used when its module is already imported or is one of
+    ``IMPORTABLE`` (no other module is imported), and it is constructible from a message;
     otherwise a stand-in with the same module and name (classification reads names).
     """
     name, _, message = spec.partition(":")
@@ -74,12 +125,7 @@ def build_exception(spec: str, *, status: int | None) -> BaseException:
                 where="--exception",
             )
     else:
-        try:
-            found = getattr(importlib.import_module(module_name), class_name, None)
-        except Exception:
-            found = None
-        if isinstance(found, type) and issubclass(found, BaseException):
-            cls = found
+        cls = _known_class(module_name, class_name)
     exc: BaseException | None = None
     if cls is not None:
         try:
