@@ -4,11 +4,15 @@ holds (bubblewrap), or under ``unshare --net`` when the user accepted it."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
+import time
+import uuid
 from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Any, cast
@@ -33,7 +37,7 @@ from backstay.runtime.sandbox import sandbox_holds, sandbox_kind
 tools = workspace_tools(sys.argv[1], allow_weak_sandbox=sys.argv[2] == "weak")
 shell = next(t for t in tools if t.name == "shell")
 try:
-    out = asyncio.run(shell.fn(command="echo ran"))
+    out = asyncio.run(shell.fn(command=f"nohup sleep {sys.argv[3]} >/dev/null 2>&1 & echo ran"))
 except SecurityViolation as err:
     out = {"refused": err.failure.message, "code": err.failure.code}
 report = health_check(Runtime(ScriptedFramework({}), tools=tools), exporter_probe=lambda: True)
@@ -51,7 +55,27 @@ def _shell(root: Path, command: str) -> dict[str, Any]:
     return asyncio.run(shell(command=command))
 
 
-def _without_bubblewrap(tmp_path: Path, mode: str) -> dict[str, object]:
+def _pids_running(marker: str) -> list[int]:
+    found = []
+    for entry in filter(str.isdigit, os.listdir("/proc")):
+        with contextlib.suppress(OSError):
+            if marker.encode() in Path(f"/proc/{entry}/cmdline").read_bytes():
+                found.append(int(entry))
+    return found
+
+
+def _left_running(marker: str) -> list[int]:
+    """The processes holding ``marker`` still there after 3 s (then killed)."""
+    deadline = time.monotonic() + 3.0
+    while (left := _pids_running(marker)) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    for pid in left:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+    return left
+
+
+def _without_bubblewrap(tmp_path: Path, mode: str, marker: str = "300.1") -> dict[str, object]:
     unshare = shutil.which("unshare")
     if unshare is None:
         pytest.skip("unshare (util-linux) is not installed")
@@ -60,7 +84,7 @@ def _without_bubblewrap(tmp_path: Path, mode: str) -> dict[str, object]:
     (bin_dir / "unshare").symlink_to(unshare)
     (tmp_path / "ws").mkdir()
     done = subprocess.run(
-        [sys.executable, "-c", _WEAK_CHILD, str(tmp_path / "ws"), mode],
+        [sys.executable, "-c", _WEAK_CHILD, str(tmp_path / "ws"), mode, marker],
         capture_output=True,
         text=True,
         timeout=_CHILD_TIMEOUT_S,
@@ -156,9 +180,11 @@ def test_with_only_unshare_the_shell_tool_is_refused_and_health_says_it_does_not
 
 
 def test_with_only_unshare_the_shell_tool_runs_when_the_user_accepted_it(tmp_path: Path) -> None:
-    result = _without_bubblewrap(tmp_path, "weak")
+    marker = f"300.{uuid.uuid4().int % 10**9}"
+    result = _without_bubblewrap(tmp_path, "weak", marker)
     assert result.get("exit_code") == 0, result
     assert result["output"] == "ran\n"
+    assert _left_running(marker) == []  # what stayed in the command's process group
 
 
 def test_health_reports_bubblewrap_as_holding() -> None:
