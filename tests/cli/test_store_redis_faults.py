@@ -12,13 +12,15 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
-from tests.cli.support import write_suite
+from tests.cli.support import invoke, write_suite
 from tests.redis_server import RedisServer, start_redis
 
+from backstay.cli import resume as resume_command
 from backstay.cli._state import ALL_SUCCEEDED, STORE_UNREACHABLE
-from backstay.store.location import STORE_ENV_VAR, parse_store
+from backstay.store.location import STORE_ENV_VAR, StoreUnreachable, parse_store
 from backstay.store.redis._client import RedisConnection
 from backstay.store.redis.tasks import RedisTaskStore
 
@@ -104,6 +106,7 @@ def test_redis_lost_mid_batch_stops_it_and_a_resume_runs_no_finished_task_again(
     assert "does not answer" in output
     assert "backstay resume --store" in output
     assert "Traceback" not in output
+    assert "never retrieved" not in output  # the tasks cancelled with it end quietly
     restarted = _restart(durable)
     try:
         done_before = _succeeded(url)
@@ -153,3 +156,31 @@ def test_with_wait_the_batch_waits_for_redis_and_finishes(
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+def test_redis_gone_as_a_resume_reports_is_exit_6_without_a_traceback(
+    tmp_path: Path, durable: RedisServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The resume's own reads after the run (its report) hit a Redis that died there: the
+    same exit 6 and message as a Redis lost mid-batch, not a traceback."""
+    monkeypatch.delenv(STORE_ENV_VAR, raising=False)
+    suite = write_suite(tmp_path, TASKS[:2])
+    url = _url(durable)
+    done = invoke("batch", suite, "--state-dir", tmp_path / "a", "--store", url)
+    assert done.exit_code == ALL_SUCCEEDED, done.output
+    real_report = resume_command.report_run
+
+    def crash_first(*args: Any, **kwargs: Any) -> None:
+        durable.crash()  # the real server, killed just before the report reads from it
+        real_report(*args, **kwargs)
+
+    monkeypatch.setattr(resume_command, "report_run", crash_first)
+    result = invoke("resume", "--state-dir", tmp_path / "a", "--store", url)
+    assert result.exit_code == STORE_UNREACHABLE, result.output
+    assert "does not answer" in result.output
+    assert not isinstance(result.exception, StoreUnreachable)
+    restarted = _restart(durable)
+    try:
+        assert set(_succeeded(url)) == set(TASKS[:2])  # nothing recorded was lost
+    finally:
+        restarted.stop()

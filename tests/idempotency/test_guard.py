@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import gc
 import os
 import socket
 import subprocess
@@ -200,6 +201,39 @@ def test_cancelling_the_run_cancels_fn_and_releases_the_lease() -> None:
     claim = store.claim(OP, "next", 1.0)
     assert isinstance(claim, Acquired)
     assert claim.lease.generation == 2
+
+
+def test_fn_failing_as_it_is_cancelled_is_not_reported_as_never_retrieved() -> None:
+    """A task cancelled while its store is gone fails as it unwinds (recording the
+    interruption raises): the run ends cancelled, and asyncio never reports that failure
+    as "Task exception was never retrieved"."""
+    guard, _ = _guard(FakeClock())
+    started = asyncio.Event()
+    reported: list[dict[str, Any]] = []
+
+    async def unwinds_badly() -> Mapping[str, Any]:
+        started.set()
+        try:
+            await asyncio.sleep(30)
+        except asyncio.CancelledError:
+            raise RuntimeError("the store does not answer") from None
+        return {}
+
+    async def scenario() -> None:
+        asyncio.get_running_loop().set_exception_handler(
+            lambda _, context: reported.append(context)
+        )
+        run = asyncio.create_task(guard.run(OP, unwinds_badly))
+        await asyncio.wait_for(started.wait(), 5)
+        run.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await asyncio.wait_for(run, 5)
+        del run
+        gc.collect()
+
+    asyncio.run(scenario())
+    gc.collect()
+    assert [c.get("message") for c in reported] == []
 
 
 def test_a_store_error_while_releasing_is_noted_on_the_original_error() -> None:
