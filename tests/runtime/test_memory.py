@@ -1,4 +1,5 @@
-"""Session memory, in the process, in SQLite and in Redis: the same behaviour, per tenant."""
+"""Session memory, in the process, in SQLite and in Redis (one server, and a cluster): the
+same behaviour, per tenant."""
 
 from __future__ import annotations
 
@@ -14,13 +15,14 @@ from backstay.store.redis._client import RedisConnection
 from backstay.store.redis.runtime_memory import RedisMemory
 
 
-@pytest.fixture(params=["memory", "sqlite", "redis"])
+@pytest.fixture(params=["memory", "sqlite", "redis", "redis-cluster"])
 def memory(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[MemoryManager]:
     if request.param == "memory":
         yield InMemoryMemory()
         return
-    if request.param == "redis":
-        conn = RedisConnection(request.getfixturevalue("redis_location"))
+    if request.param.startswith("redis"):
+        where = "cluster_location" if request.param == "redis-cluster" else "redis_location"
+        conn = RedisConnection(request.getfixturevalue(where))
         try:
             yield RedisMemory(conn)
         finally:

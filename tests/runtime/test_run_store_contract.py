@@ -1,6 +1,6 @@
 """The run store's contract, the same over every store: in the process, SQLite (a real
-file) and Redis (a real redis-server): checkpoints, approvals, decisions and the tool
-cache, each tenant kept apart."""
+file) and Redis (a real redis-server, and a real three-node Redis Cluster): checkpoints,
+approvals, decisions and the tool cache, each tenant kept apart."""
 
 from __future__ import annotations
 
@@ -14,20 +14,21 @@ import pytest
 from tests.runtime.support import ScriptedFramework, model_reply
 
 from backstay.errors import ConfigError
-from backstay.runtime import MemoryRunStore, RunStatus, Runtime, RunStore
+from backstay.runtime import MemoryRunStore, RunStatus, RunStore, Runtime
 from backstay.runtime.records import ApprovalStatus
 from backstay.runtime.store_sqlite import SQLiteRunStore
 from backstay.store.redis._client import RedisConnection
 from backstay.store.redis.runs import RedisRunStore
 
 
-@pytest.fixture(params=["memory", "sqlite", "redis"])
+@pytest.fixture(params=["memory", "sqlite", "redis", "redis-cluster"])
 def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[RunStore]:
     if request.param == "memory":
         yield MemoryRunStore()
         return
-    if request.param == "redis":
-        conn = RedisConnection(request.getfixturevalue("redis_location"))
+    if request.param.startswith("redis"):
+        where = "cluster_location" if request.param == "redis-cluster" else "redis_location"
+        conn = RedisConnection(request.getfixturevalue(where))
         try:
             yield RedisRunStore(conn)
         finally:
@@ -46,9 +47,7 @@ def _ask(store: RunStore, tenant: str = "acme", run_id: str = "r1", key: str = "
 
 def test_a_checkpoint_is_read_back_as_it_was_saved(store: RunStore) -> None:
     framework = ScriptedFramework({"a": model_reply("x")})
-    done = asyncio.run(
-        Runtime(framework, store=store).run({"actions": ["a", "a"]}, tenant="acme")
-    )
+    done = asyncio.run(Runtime(framework, store=store).run({"actions": ["a", "a"]}, tenant="acme"))
     assert done.status is RunStatus.SUCCEEDED
     assert store.load_run("acme", done.run_id) == done
     assert store.load_run("globex", done.run_id) is None
