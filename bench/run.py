@@ -211,6 +211,10 @@ def main() -> None:
     )
     conn = httpx.ConnectError("[Errno 111] Connection refused")
     conn.__cause__ = ConnectionRefusedError(111, "Connection refused")
+    # Huge texts: classification reads a bounded head and tail (classify/_bounds.py).
+    huge = Exception("Overloaded " + "x" * 10_000_000)
+    page = b"<html><body>" + b"<p class='row'>upstream unavailable</p>\n" * 100_000 + b"</html>"
+    sdk_html = ant._make_status_error_from_response(aresp(502, {"content-type": "text/html"}, page))
 
     rows = [
         (
@@ -232,6 +236,8 @@ def main() -> None:
             lambda: backstay.classify_output(claude, agent="claude-code", exit_code=1),
             5_000,
         ),
+        ("classify(Exception), 10 MB message", lambda: backstay.classify(huge), 5),
+        ("classify(SDK error), 4 MB HTML page", lambda: backstay.classify(sdk_html), 5),
     ]
     peer_build = _best_us(
         lambda: oai._make_status_error_from_response(oresp(429, case.headers, body)), 5_000
