@@ -9,12 +9,14 @@ import dataclasses
 import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Final
 
 import pytest
 from tests.runtime.support import ScriptedFramework, model_reply
 
 from backstay.errors import ConfigError
 from backstay.runtime import MemoryRunStore, RunStatus, RunStore, Runtime
+from backstay.runtime.memory_sqlite import SQLiteMemory
 from backstay.runtime.records import ApprovalStatus
 from backstay.runtime.store_sqlite import SQLiteRunStore
 from backstay.store.redis._client import RedisConnection
@@ -137,3 +139,40 @@ def test_a_foreign_sqlite_file_is_refused_and_left_unchanged(tmp_path: Path) -> 
         SQLiteRunStore(path)
     assert path.read_bytes() == before
     assert not Path(f"{path}-wal").exists()
+
+
+_UNVERSIONED: Final = """
+CREATE TABLE agent_runs (
+    tenant TEXT NOT NULL, run_id TEXT NOT NULL, status TEXT NOT NULL, record TEXT NOT NULL,
+    plan TEXT, PRIMARY KEY (tenant, run_id));
+CREATE TABLE agent_steps (
+    tenant TEXT NOT NULL, run_id TEXT NOT NULL, step_id TEXT NOT NULL, seq INTEGER NOT NULL,
+    result TEXT NOT NULL, PRIMARY KEY (tenant, run_id, step_id));
+CREATE TABLE agent_approvals (
+    id INTEGER PRIMARY KEY AUTOINCREMENT, tenant TEXT NOT NULL, run_id TEXT NOT NULL,
+    tool TEXT NOT NULL, key TEXT NOT NULL, arguments TEXT NOT NULL, status TEXT NOT NULL,
+    edited_arguments TEXT, note TEXT NOT NULL DEFAULT '', decided_by TEXT NOT NULL DEFAULT '',
+    UNIQUE (tenant, run_id, key));
+CREATE TABLE agent_tool_cache (
+    tenant TEXT NOT NULL, key TEXT NOT NULL, value TEXT NOT NULL, PRIMARY KEY (tenant, key));
+CREATE TABLE agent_memory (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT, tenant TEXT NOT NULL, session TEXT NOT NULL,
+    role TEXT NOT NULL, content TEXT NOT NULL, tokens INTEGER NOT NULL);
+INSERT INTO agent_approvals (tenant, run_id, tool, key, arguments, status)
+    VALUES ('acme', 'r1', 'write_file', 'k1', '{}', 'pending');
+INSERT INTO agent_memory (tenant, session, role, content, tokens)
+    VALUES ('acme', 's', 'user', 'hello', 2);
+"""
+
+
+def test_tables_made_before_they_had_a_schema_version_are_opened_with_their_records(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "state.sqlite"
+    with sqlite3.connect(path) as conn:
+        conn.executescript(_UNVERSIONED)
+    conn.close()
+    with SQLiteRunStore(path) as runs, SQLiteMemory(path) as memory:
+        (pending,) = runs.approvals("acme")
+        assert pending.tool == "write_file"
+        assert [m.content for m in memory.history("acme", "s")] == ["hello"]

@@ -11,6 +11,7 @@ from typing import Final
 
 from backstay._checks import check_name
 from backstay._sqlite import SQLiteFile
+from backstay.runtime._sqlite_adopt import adopt_unversioned
 from backstay.runtime.memory import Message, Summarizer, fit_window, plain_summary
 from backstay.store._sqlite_schema import open_component
 
@@ -32,6 +33,9 @@ class SQLiteMemory(SQLiteFile):
     def __init__(self, path: str | os.PathLike[str], *, timeout_s: float = 30.0) -> None:
         self.path = os.fspath(path)
         self._lock = threading.Lock()
+        adopt_unversioned(
+            self.path, component=_COMPONENT, tables=("agent_memory",), timeout_s=timeout_s
+        )
         self._conn = open_component(
             self.path,
             component=_COMPONENT,

@@ -19,6 +19,7 @@ from typing import Any, Final
 
 from backstay._sqlite import SQLiteFile
 from backstay.runtime._run_codec import decode_run, header_text, plan_text, step_text
+from backstay.runtime._sqlite_adopt import adopt_unversioned
 from backstay.runtime.records import Approval, ApprovalStatus, RunRecord
 from backstay.runtime.results import StepResult
 from backstay.runtime.store import check_decision
@@ -71,6 +72,7 @@ class SQLiteRunStore(SQLiteFile):
     def __init__(self, path: str | os.PathLike[str], *, timeout_s: float = 30.0) -> None:
         self.path = os.fspath(path)
         self._lock = threading.Lock()
+        adopt_unversioned(self.path, component=_COMPONENT, tables=_TABLES, timeout_s=timeout_s)
         self._conn = open_component(
             self.path,
             component=_COMPONENT,
