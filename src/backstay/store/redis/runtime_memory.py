@@ -10,7 +10,9 @@ last ``keep_last`` messages by their summary; redone if another writer got in be
 from __future__ import annotations
 
 import json
+import uuid
 
+import redis
 from redis.client import Pipeline
 
 from backstay._checks import check_name
@@ -24,11 +26,12 @@ __all__ = ["RedisMemory"]
 
 
 def _encode(message: Message) -> str:
-    return json.dumps([message.role, message.content, message.tokens])
+    # The random tag makes each stored message's text unique (see ``store``).
+    return json.dumps([message.role, message.content, message.tokens, uuid.uuid4().hex])
 
 
 def _decode(raw: bytes | str) -> Message:
-    role, content, tokens = json.loads(raw)
+    role, content, tokens = json.loads(raw)[:3]
     return Message(role=role, content=content, tokens=tokens)
 
 
@@ -42,9 +45,17 @@ class RedisMemory:
         return self._conn.key(TAG, "mem", part(tenant), part(session))
 
     def store(self, tenant: str, session: str, message: Message) -> None:
+        """Append ``message``; run again after a lost reply (the connection's ``wait``
+        mode), it finds its own text already there and does not append it twice."""
         check_name(tenant, where="tenant")
-        key, encoded = self._key(tenant, session), _encode(message)
-        self._conn.call(lambda client: client.rpush(key, encoded))
+        key, encoded, conn = self._key(tenant, session), _encode(message), self._conn
+
+        def append(client: redis.Redis) -> None:
+            if conn.replaying and client.lpos(key, encoded) is not None:
+                return
+            client.rpush(key, encoded)
+
+        conn.call(append)
 
     def history(self, tenant: str, session: str) -> tuple[Message, ...]:
         key = self._key(tenant, session)
