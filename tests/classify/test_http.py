@@ -99,3 +99,22 @@ def test_a_body_is_read_up_to_its_bound() -> None:
     parsed, text = parse_body("<html>" + "a" * 1_000_000)
     assert parsed is None
     assert len(text) == 200_000
+
+
+@pytest.mark.parametrize(
+    ("status", "code"),
+    [("429", "ERR_HTTP_429_RATE_LIMITED"), (" 503 ", "ERR_HTTP_503_UNAVAILABLE")],
+)
+def test_a_status_given_as_text_is_read_as_a_number(status: str, code: str) -> None:
+    failure = classify_response(status, {"retry-after": "3"}, None, now=_NOW)  # type: ignore[arg-type]
+    assert failure.code == code
+    assert failure.retry_after_s == 3.0
+
+
+@pytest.mark.parametrize("text", ["abc", "²", "9" * 5_000])
+def test_a_status_or_code_that_is_no_number_is_no_status(text: str) -> None:
+    failure = classify_response(text, {}, None, now=_NOW)  # type: ignore[arg-type]
+    assert failure.details["source"] != "classifier_error"
+    assert failure.status is None
+    body = {"error": {"code": text, "message": "upstream failed"}}
+    assert classify_response(500, {}, body, now=_NOW).code == "ERR_HTTP_500_INTERNAL"

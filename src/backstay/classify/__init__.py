@@ -22,7 +22,7 @@ from backstay.classify import _fast, anthropic, gemini, openai
 from backstay.classify._decide import build_failure
 from backstay.classify._evidence import read_evidence
 from backstay.classify._guard import UnreadableObject
-from backstay.classify._http import parse_body, sse_events
+from backstay.classify._http import as_int, parse_body, sse_events
 from backstay.classify.agents import AGENTS, agent_name
 from backstay.classify.agents._common import from_text, unanswered, with_agent
 from backstay.classify.exceptions import classify_exception
@@ -102,6 +102,9 @@ def check_response(
 ) -> Failure | None:
     """The failure a response shows, or ``None`` for a clean success."""
     try:
+        given: object = status  # untyped callers pass what they read
+        if isinstance(given, str):
+            status = as_int(given)  # "429" read from a log or a header; other text: none
         ev = read_evidence(status, headers, body, provider=provider)
         if not ev.has_error_shape and (status is None or status < 400):
             for check in _SUCCESS_CHECKS:

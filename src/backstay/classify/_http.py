@@ -200,14 +200,20 @@ def _loads_lenient(fragment: str) -> Any | None:
     return value if isinstance(value, Mapping) else None
 
 
+_MAX_INT_DIGITS: Final = 18
+
+
 def as_int(value: object) -> int | None:
-    """An int from an int or a numeric string; ``None`` otherwise (bools excluded)."""
+    """An int from an int or a string of up to 18 decimal digits; ``None`` otherwise (bools
+    excluded, and digits ``int`` cannot read, such as ``"²"``)."""
     if isinstance(value, bool):
         return None
     if isinstance(value, int):
         return value
-    if isinstance(value, str) and value.strip().isdigit():
-        return int(value.strip())
+    if isinstance(value, str):
+        text = value.strip()
+        if text.isdecimal() and len(text) <= _MAX_INT_DIGITS:
+            return int(text)
     return None
 
 
