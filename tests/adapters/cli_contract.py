@@ -7,10 +7,11 @@ from collections.abc import Mapping
 from typing import Any, ClassVar, Final
 
 import pytest
+from tests.adapters.argv_watch import PromptNotOnArgv
 from tests.adapters.cli_provider import BASE_ENV, Providers, Served, installed
 
 from backstay.adapters.contract import Adapter
-from backstay.testing.contract import RETRY_AFTER_S, AdapterContract, ContractScenario
+from backstay.testing.contract import RETRY_AFTER_S, ContractScenario
 
 # The contract's scenarios as fake-provider faults (a scenario file's ``faults``).
 FAULTS: Final[Mapping[ContractScenario, list[dict[str, Any]]]] = {
@@ -26,7 +27,7 @@ FAULTS: Final[Mapping[ContractScenario, list[dict[str, Any]]]] = {
 COUNTED: Final = frozenset({"network_error", "rate_limit_with_wait"})
 
 
-class RealCliContract(AdapterContract):
+class RealCliContract(PromptNotOnArgv):
     """Subclass with ``cli`` (its catalogue name), ``adapter_class`` and ``key_env``."""
 
     cli: ClassVar[str] = ""
