@@ -9,6 +9,9 @@ from collections.abc import Callable
 from typing import Any, NoReturn
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from tests.classify.test_never_raises import _ATTRIBUTES, _BASES, _CLASS_NAMES, _MODULES
 
 from backstay import Failure, classify
 from backstay.classify import _fast
@@ -124,3 +127,36 @@ def test_a_keyboard_interrupt_raised_by_a_raise_statement_of_the_object_is_the_o
     with pytest.raises(KeyboardInterrupt) as info:
         _ = Hostile().value
     assert raised_by_object(info.value)
+
+
+_BASE_EXCEPTIONS = st.sampled_from([KeyboardInterrupt, SystemExit, GeneratorExit])
+
+
+@st.composite
+def _base_exception_raiser(draw: st.DrawFn) -> BaseException:
+    """An exception of any name and base whose ``__str__`` or attributes raise a
+    ``BaseException`` that is not an ``Exception``, each from a ``raise`` statement."""
+    raised = draw(_BASE_EXCEPTIONS)
+
+    def hostile(*_: object) -> NoReturn:
+        raise raised
+
+    attrs: dict[str, Any] = {"__module__": draw(_MODULES)}
+    if draw(st.booleans()):
+        attrs["__str__"] = hostile
+    if draw(st.booleans()):
+        attrs["__getattr__"] = hostile
+    for name in draw(st.lists(_ATTRIBUTES, max_size=4, unique=True)):
+        attrs[name] = property(hostile)
+    cls = type(draw(_CLASS_NAMES), (draw(_BASES),), attrs)
+    exc: BaseException = cls("boom") if "args" not in attrs else cls()
+    return exc
+
+
+@settings(max_examples=200, deadline=None)
+@given(exc=_base_exception_raiser(), provider=st.none() | st.sampled_from(["anthropic", "x"]))
+def test_classify_never_raises_for_objects_raising_base_exceptions(
+    exc: BaseException, provider: str | None
+) -> None:
+    failure = classify(exc, provider=provider)
+    assert isinstance(failure, Failure)
