@@ -11,7 +11,10 @@
   ``blockReason``, ``is_error: true`` in an agent result).
 
 Every function is pure (``now`` may be injected for reset times) and never raises: on
-anything it cannot read it returns ``unknown`` with what it saw, redacted, in ``details``.
+anything it cannot read it returns ``unknown`` with what it saw, redacted, in ``details``
+(an exception whose own code raises ``KeyboardInterrupt`` or ``SystemExit`` when read
+included; a real Ctrl-C still propagates: ``_guard``). Its time is bounded whatever the
+size of the input: long texts are read as their beginning and end (``_bounds``).
 """
 
 from __future__ import annotations
