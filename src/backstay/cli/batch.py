@@ -83,8 +83,10 @@ def batch(
     batch continues with backstay resume, which reads the providers' variables from its
     own environment again (they are never stored). Exit codes: 0 every task succeeded, 3
     some failed or were cancelled, 4 some wait (paused, escalated), 5 a spending budget
-    paused tasks (budget_exceeded), 2 bad input (nothing ran). With --executor ray each
-    run is a task on a Ray cluster (see docs/scale-out.md).
+    paused tasks (budget_exceeded), 2 bad input or a damaged state directory (nothing
+    ran), 6 the shared store stopped answering, 7 the file system refused a write (full,
+    read-only; nothing recorded was lost). With --executor ray each run is a task on a Ray
+    cluster (see docs/scale-out.md).
     """
     try:
         executor = executor_for(executor_kind, ray_address)
