@@ -165,12 +165,13 @@ class RedisRunStore:
                 key=key,
                 arguments=dict(arguments),
             )
+            encoded = _encode_approval(new)
             pipe.multi()
             pipe.set(self._seq, approval_id)
-            pipe.hset(self._approvals, str(approval_id), _encode_approval(new))
+            pipe.hset(self._approvals, str(approval_id), encoded)
             pipe.hset(self._by_key, field, approval_id)
             pipe.rpush(listed, approval_id)
-            return new
+            return _decode_approval(approval_id, encoded)  # as it reads back
 
         return transact(self._conn, [self._by_key, self._seq], decide, clock=SYSTEM_CLOCK)
 
