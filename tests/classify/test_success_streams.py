@@ -2,9 +2,16 @@
 
 from __future__ import annotations
 
+import importlib
 import json
+from typing import Any
+
+import pytest
 
 from backstay import FailureKind, check_response
+
+# The package, not the function ``backstay.classify`` that shadows it as an attribute.
+classify_module = importlib.import_module("backstay.classify")
 
 
 def _sse(*events: tuple[str, dict[str, object]]) -> str:
@@ -63,3 +70,40 @@ def test_an_error_chunk_after_content_in_a_gemini_array_is_classified() -> None:
     failure = check_response(200, {}, chunks, provider="gemini")
     assert failure is not None
     assert failure.kind is FailureKind.SERVER_ERROR
+
+
+def _long_stream(ending: tuple[str, dict[str, object]], *, start: str = "") -> str:
+    delta = ("content_block_delta", {"type": "content_block_delta", "delta": {"text": "word "}})
+    return start + _sse(delta) * 60_000 + _sse(ending, ("message_stop", {"type": "message_stop"}))
+
+
+@pytest.mark.parametrize("as_bytes", [False, True], ids=["str", "bytes"])
+def test_a_refusal_at_the_end_of_a_long_stream_is_found(as_bytes: bool) -> None:
+    refusal = ("message_delta", {"type": "message_delta", "delta": {"stop_reason": "refusal"}})
+    stream = _long_stream(refusal)
+    failure = check_response(200, {}, stream.encode() if as_bytes else stream)
+    assert failure is not None
+    assert failure.code == "ERR_LLM_REFUSAL"
+
+
+def test_a_blocked_prompt_at_the_start_of_a_long_stream_is_found() -> None:
+    blocked = {"promptFeedback": {"blockReason": "SAFETY"}}
+    end_turn = ("message_delta", {"type": "message_delta", "delta": {"stop_reason": "end_turn"}})
+    stream = _long_stream(end_turn, start=f"data: {json.dumps(blocked)}\n\n")
+    failure = check_response(200, {}, stream, provider="gemini")
+    assert failure is not None
+    assert failure.kind is FailureKind.CONTENT_POLICY
+
+
+def test_only_the_two_ends_of_a_long_stream_are_parsed(monkeypatch: pytest.MonkeyPatch) -> None:
+    read: list[int] = []
+    events = classify_module.sse_events
+
+    def counting(text: str) -> list[tuple[str, Any]]:
+        read.append(len(text))
+        return events(text)
+
+    monkeypatch.setattr(classify_module, "sse_events", counting)
+    end_turn = ("message_delta", {"type": "message_delta", "delta": {"stop_reason": "end_turn"}})
+    assert check_response(200, {}, _long_stream(end_turn)) is None
+    assert read == [2 * 64 * 1024 + 1]  # once, not once per provider's check

@@ -46,14 +46,30 @@ AGENT_NAMES: tuple[str, ...] = tuple(AGENTS)
 _SUCCESS_CHECKS = (anthropic.success_code, openai.success_code, gemini.success_code)
 
 
+# A successful stream says it failed in its first events (a prompt blocked) or its last
+# (a refusal, a filtered finish): only this much of each end of a long one is read.
+_STREAM_END_CHARS = 64 * 1024
+
+
+def _stream_ends(text: str) -> str:
+    if len(text) <= 2 * _STREAM_END_CHARS:
+        return text
+    # The cut lines fail to parse and are skipped; a line of its own keeps them apart.
+    return text[:_STREAM_END_CHARS] + "\n" + text[-_STREAM_END_CHARS:]
+
+
 def _success_parts(body: object, parsed: object) -> list[object]:
-    """The pieces a successful body may hide a failure in: every SSE event or stream chunk."""
+    """The pieces a successful body may hide a failure in: every SSE event or stream chunk
+    (of a long SSE stream, those at its two ends)."""
     if isinstance(body, list):
         return body
     if isinstance(body, (bytes, bytearray)):
-        body = bytes(body).decode("utf-8", errors="replace")
+        raw = bytes(body)
+        if len(raw) > 8 * _STREAM_END_CHARS:  # decoded, it is still longer than both ends
+            raw = raw[: 4 * _STREAM_END_CHARS] + b"\n" + raw[-4 * _STREAM_END_CHARS :]
+        body = raw.decode("utf-8", errors="replace")
     if isinstance(body, str) and body.lstrip().startswith(("event:", "data:")):
-        return [data for _event, data in sse_events(body)]
+        return [data for _event, data in sse_events(_stream_ends(body))]
     if isinstance(body, str) and body.lstrip().startswith("["):
         whole, _text = parse_body(body)
         if isinstance(whole, list):
@@ -110,8 +126,9 @@ def check_response(
             status = as_int(given)  # "429" read from a log or a header; other text: none
         ev = read_evidence(status, headers, body, provider=provider)
         if not ev.has_error_shape and (status is None or status < 400):
+            parts = _success_parts(body, ev.parsed)
             for check in _SUCCESS_CHECKS:
-                code = next(filter(None, map(check, _success_parts(body, ev.parsed))), None)
+                code = next(filter(None, map(check, parts)), None)
                 if code:
                     return Failure(
                         code=code,
