@@ -306,7 +306,6 @@ def test_a_read_only_state_dir_is_one_clear_error_and_stays_resumable(tmp_path: 
 
 
 @needs_mounts
-@pytest.mark.slow
 def test_a_disk_full_mid_batch_stops_it_cleanly_and_resume_finishes_it(tmp_path: Path) -> None:
     write_suite(tmp_path, SLOW_TASKS, scenario=SLOW)
     output = in_mount_namespace(
