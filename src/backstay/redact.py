@@ -6,6 +6,14 @@ tokens, the values of credential headers (``x-api-key``, ``authorization``,
 environment variables whose names look secret, and any value registered with
 ``register_secret``. ``redact_mapping`` does the same through nested mappings and
 sequences, and blanks the value of any key whose name looks secret.
+
+``redact_personal(text)`` does what ``redact`` does and also replaces personal and payment
+data: JWTs (``[JWT]``), e-mail addresses (``[EMAIL]``), IBANs that pass the ISO 13616
+mod-97 check (``[IBAN]``), payment card numbers that pass the Luhn check (``[CARD]``) and
+phone numbers (``[PHONE]``). It is the form everything backstay keeps at rest takes (task
+specs, results, transcripts, run plans; docs/design/storage.md); ``redact_personal_mapping``
+walks JSON values with it (keys kept). Checked patterns keep false positives down: an order
+number of 16 digits that fails Luhn stays.
 """
 
 from __future__ import annotations
@@ -17,9 +25,21 @@ from typing import Any, Final
 
 from backstay._secret_values import MIN_SECRET_LEN, SECRETS
 
-__all__ = ["REDACTED", "redact", "redact_mapping", "register_secret"]
+__all__ = [
+    "REDACTED",
+    "redact",
+    "redact_mapping",
+    "redact_personal",
+    "redact_personal_mapping",
+    "register_secret",
+]
 
 REDACTED: Final = "[REDACTED]"
+EMAIL: Final = "[EMAIL]"
+PHONE: Final = "[PHONE]"
+CARD: Final = "[CARD]"
+IBAN: Final = "[IBAN]"
+JWT: Final = "[JWT]"
 
 _MIN_SECRET_LEN: Final = MIN_SECRET_LEN
 
@@ -172,3 +192,102 @@ def redact_mapping(value: Any, *, _depth: int = 0) -> Any:
     if value is None or isinstance(value, (bool, int, float)):
         return value
     return redact(value)
+
+
+# -- personal and payment data -------------------------------------------------------------
+
+_EMAIL_RE = re.compile(
+    r"(?<![\w.+-])[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}"
+)
+_JWT_RE = re.compile(r"\beyJ[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]{4,}")
+_CARD_RE = re.compile(r"(?<![\d-])(?:\d[ -]?){12,18}\d(?![\d-])")
+_IBAN_RE = re.compile(r"\b[A-Z]{2}\d{2}(?:[ ]?[A-Z0-9]){11,30}\b")
+_PHONE_RE = re.compile(
+    r"(?<![\w+])(?:\+\d{1,3}[ .-]?)?(?:\(\d{1,4}\)[ .-]?)?\d{2,4}(?:[ .-]\d{2,4}){1,4}(?!\w)"
+)
+_DIGITS = re.compile(r"\d")
+
+
+def luhn_valid(digits: str) -> bool:
+    """Whether ``digits`` (digits only) pass the Luhn check."""
+    total = 0
+    for i, ch in enumerate(reversed(digits)):
+        d = int(ch)
+        if i % 2:
+            d = d * 2 - 9 if d > 4 else d * 2
+        total += d
+    return total % 10 == 0
+
+
+def iban_valid(text: str) -> bool:
+    """Whether ``text`` (spaces allowed) is an IBAN whose mod-97 check holds."""
+    iban = text.replace(" ", "").upper()
+    if not 15 <= len(iban) <= 34 or not iban[:2].isalpha() or not iban[2:4].isdigit():
+        return False
+    moved = iban[4:] + iban[:4]
+    try:
+        number = int("".join(str(int(ch, 36)) for ch in moved))
+    except ValueError:
+        return False
+    return number % 97 == 1
+
+
+def _card(match: re.Match[str]) -> str:
+    digits = re.sub(r"\D", "", match.group())
+    return CARD if 13 <= len(digits) <= 19 and luhn_valid(digits) else match.group()
+
+
+def _iban(match: re.Match[str]) -> str:
+    return IBAN if iban_valid(match.group()) else match.group()
+
+
+def _phone(match: re.Match[str]) -> str:
+    text = match.group()
+    digits = re.sub(r"\D", "", text)
+    # An international prefix or an area code in brackets marks a phone number; a bare
+    # group of numbers (a date, a version) needs the length of a full national number.
+    marked = text.startswith(("+", "("))
+    return PHONE if (7 if marked else 9) <= len(digits) <= 15 else text
+
+
+def personal_data(text: str) -> str:
+    """``text`` with e-mail addresses, IBANs, card numbers and phone numbers replaced
+    (nothing else: ``redact_personal`` adds credentials and JWTs)."""
+    if "@" in text:
+        text = _EMAIL_RE.sub(EMAIL, text)
+    if not _DIGITS.search(text):
+        return text  # the other three all hold digits
+    text = _IBAN_RE.sub(_iban, text)
+    text = _CARD_RE.sub(_card, text)
+    return _PHONE_RE.sub(_phone, text)
+
+
+def redact_personal(text: object) -> str:
+    """``redact(text)`` with personal and payment data replaced as well. Never raises."""
+    out = text if isinstance(text, str) else redact(text)
+    if "eyJ" in out:  # before ``redact``, whose own JWT pattern would say [REDACTED]
+        out = _JWT_RE.sub(JWT, out)
+    return personal_data(redact(out))
+
+
+def redact_personal_mapping(value: Any, *, _depth: int = 0) -> Any:
+    """A copy of a JSON value (mapping, list, tuple, scalar) with every string passed
+    through ``redact_personal`` and the value of any key whose name looks secret blanked."""
+    if _depth > 20:
+        return "…"
+    if isinstance(value, Mapping):
+        return {
+            str(k): (
+                REDACTED
+                if _looks_secret(k) and v not in (None, "")
+                else redact_personal_mapping(v, _depth=_depth + 1)
+            )
+            for k, v in value.items()
+        }
+    if isinstance(value, (list, tuple)):
+        return [redact_personal_mapping(v, _depth=_depth + 1) for v in value]
+    if isinstance(value, str):
+        return redact_personal(value)
+    if value is None or isinstance(value, (bool, int, float)):
+        return value
+    return redact_personal(value)

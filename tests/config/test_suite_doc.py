@@ -29,6 +29,7 @@ from backstay.config._suite_spec import (
     TIERS_HELP,
     TOP_LEVEL,
 )
+from backstay.config._suite_storage import STORAGE_FIELDS
 from backstay.policy.registry import PolicyRegistry
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -105,6 +106,8 @@ def render_keys() -> str:
     lines += _table(BUDGET_FIELDS)
     lines += ["### `fallbacks[]`", "", "`adapter` and `model` are required.", ""]
     lines += _table(FALLBACK_FIELDS)
+    lines += ["### `storage`", ""]
+    lines += _table(STORAGE_FIELDS)
     lines += ["### `adapters.<adapter name>`", ""]
     lines += _table(ADAPTER_OPTION_FIELDS)
     lines += [ADAPTER_OPTIONS_HELP, ""]

@@ -5,7 +5,9 @@
   timestamped line per event;
 * ``metrics.json``: tokens, cost, calls, duration, exit code and error, replaced atomically.
 
-Every text passes through ``backstay.redact`` before it reaches a file. Output is
+Every text passes through ``backstay.redact.redact_personal`` (credentials, and personal
+and payment data: e-mail addresses, card numbers, IBANs, phone numbers) before it reaches a
+file; the directory is made ``0700`` and the files ``0600``. Output is
 redacted a line at a time, so a key split across two reads is still caught; a line is
 held back until its newline arrives, but never more than ``MAX_PENDING_CHARS`` of it
 (then it is cut where no token can continue). Nothing else is kept in memory: every write
@@ -30,8 +32,9 @@ from pathlib import Path
 from types import MappingProxyType, TracebackType
 from typing import IO, TYPE_CHECKING, Any, Final
 
+from backstay._private import PRIVATE_FILE, make_private_dirs
 from backstay.adapters.usage import Usage
-from backstay.redact import redact
+from backstay.redact import redact_personal
 
 if TYPE_CHECKING:
     from backstay.failure import Failure
@@ -109,7 +112,9 @@ class _RedactingFile:
         self._pending = ""
         # The file exists from the start (a reader may look before anything is written);
         # the buffered Python file object over its descriptor is made on the first write.
-        self._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o644)
+        self._fd = os.open(
+            path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, PRIVATE_FILE
+        )
         self._path = path
         self._file: IO[bytes] | None = None
         self._closed = False
@@ -144,7 +149,7 @@ class _RedactingFile:
             raise ValueError(f"{self._path} is closed")
         if self._file is None:
             self._file = os.fdopen(self._fd, "ab")
-        self._file.write(redact(text).encode("utf-8"))
+        self._file.write(redact_personal(text).encode("utf-8"))
         self._file.flush()
 
 
@@ -158,8 +163,7 @@ class Capture:
     """
 
     def __init__(self, output_dir: Path | str) -> None:
-        self.output_dir = Path(output_dir)
-        self.output_dir.mkdir(parents=True, exist_ok=True)
+        self.output_dir = make_private_dirs(output_dir)
         self._files: dict[Stream, _RedactingFile] = {}
         try:
             for stream in Stream:
@@ -268,7 +272,7 @@ class Capture:
         one; ``durable`` also fsyncs it (see ``write_json_atomic``), for callers with no
         other durable record of the attempt. ``extra`` keys follow ``METRICS_KEYS`` (the
         engine adds which adapter and model answered, and which were requested)."""
-        error = None if failure is None else redact(f"{failure.code}: {failure.message}")
+        error = None if failure is None else redact_personal(f"{failure.code}: {failure.message}")
         metrics: dict[str, Any] = {
             "tokens_input": usage.prompt_tokens,
             "tokens_output": usage.output_tokens,
@@ -295,7 +299,7 @@ def write_json_atomic(path: Path, value: object, *, durable: bool = True) -> Non
     data = (json.dumps(value, indent=2, sort_keys=False) + "\n").encode("utf-8")
     # Unique per process and thread, so concurrent writers never share a temporary file.
     tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o644)
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, PRIVATE_FILE)
     try:
         with os.fdopen(fd, "wb") as file:
             file.write(data)

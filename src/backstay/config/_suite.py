@@ -274,7 +274,8 @@ class Suite:
 
     ``file`` is the file it was loaded from (``None`` when built in code). Each task
     already carries its effective settings, defaults applied. ``budget`` is the batch's
-    spending budget and ``tenants`` each tenant's (docs/budgets.md).
+    spending budget and ``tenants`` each tenant's (docs/budgets.md). ``keep_prompts``: the
+    state keeps the prompts as given (``storage: {prompts: clear}``), not redacted.
     """
 
     name: str
@@ -285,6 +286,7 @@ class Suite:
     file: Path | None = None
     budget: SpendBudget | None = None
     tenants: Mapping[str, SpendBudget] = dataclasses.field(default_factory=dict)
+    keep_prompts: bool = False
 
     def __post_init__(self) -> None:
         _check_id(self.name, "suite")

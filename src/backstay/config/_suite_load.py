@@ -29,6 +29,7 @@ from backstay.config._suite_adapters import (
 )
 from backstay.config._suite_budgets import budget, tenants
 from backstay.config._suite_spec import DESCRIPTION_FIELD, SUITE_NAME_FIELD, TOP_LEVEL
+from backstay.config._suite_storage import keep_prompts
 from backstay.config._suite_tasks import Context, defaults, task
 from backstay.config._suite_tiers import first_seen
 from backstay.policy.registry import PolicyRegistry
@@ -119,6 +120,7 @@ def _build(
     options = _adapters(doc, raw.get("adapters"), known)
     batch_budget = budget(doc, ("budget",), raw["budget"]) if "budget" in raw else None
     tenant_budgets = tenants(doc, raw.get("tenants"))
+    clear_prompts = keep_prompts(doc, raw.get("storage"))
     tasks = _tasks(doc, raw.get("tasks"), context) if "tasks" in raw else []
     references = _references(raw)
     for adapter in sorted(set(options) | set(references)):
@@ -142,6 +144,7 @@ def _build(
         file=file,
         budget=batch_budget,
         tenants=tenant_budgets,
+        keep_prompts=clear_prompts,
     )
 
 

@@ -31,6 +31,7 @@ from backstay.config._suite_spec import (
     TIERS_HELP,
     TOP_LEVEL,
 )
+from backstay.config._suite_storage import STORAGE_FIELDS
 
 
 def _properties(fields: Mapping[str, Field]) -> dict[str, Any]:
@@ -158,6 +159,12 @@ def suite_schema() -> dict[str, Any]:
             },
             "budget": {"description": TOP_LEVEL["budget"], "$ref": "#/$defs/budget"},
             "tenants": _tenants(),
+            "storage": {
+                "description": TOP_LEVEL["storage"],
+                "type": ["object", "null"],
+                "additionalProperties": False,
+                "properties": _properties(STORAGE_FIELDS),
+            },
         },
         "$defs": {
             "task": _task(),

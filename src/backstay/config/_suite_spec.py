@@ -40,6 +40,8 @@ TOP_LEVEL: Final[Mapping[str, str]] = {
     "(docs/budgets.md).",
     "tenants": "Per tenant (a name tasks give as `tenant`): its spending budget, over all the "
     "tasks of the state directory that name it.",
+    "storage": "What the batch's state keeps of its tasks at rest: `prompts: redacted` "
+    "(default) or `clear` (docs/design/storage.md).",
 }
 
 SUITE_NAME_FIELD: Final = Field(

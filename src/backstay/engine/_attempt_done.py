@@ -1,6 +1,7 @@
 """One attempt of the engine: its dispatch (``dispatch``: the adapter called under a
 ``Capture``, any failure classified, ``metrics.json`` written), what it produced
-(``AttemptDone``), and how the driver writes it down: a success's stored result,
+(``AttemptDone``), and how the driver writes it down: a success's stored result (its
+output redacted of credentials and personal data, as everything kept at rest),
 ``metrics.json``'s exit status, an escalation's context."""
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from backstay.engine.fallback import TaskFallback, model_keys
 from backstay.engine.task import TaskSpec
 from backstay.errors import AdapterError
 from backstay.failure import Failure
-from backstay.redact import redact
+from backstay.redact import redact_personal
 from backstay.taxonomy import FailureKind
 
 __all__ = ["AttemptDone", "dispatch", "escalation_context", "exit_status", "result_data"]
@@ -42,9 +43,11 @@ class AttemptDone:
 
 
 def result_data(result: AgentResult, usage: Usage, model: Mapping[str, str]) -> dict[str, Any]:
+    """The result a success records, in the task store and the operation cache: the
+    agent's output redacted (``redact_personal``), as everything kept at rest is."""
     return {
         **model,
-        "output": result.output,
+        "output": redact_personal(result.output),
         "usage": dataclasses.asdict(usage),
         "exit_code": result.exit_code,
         "duration_s": round(result.duration_s, 3),
@@ -62,7 +65,7 @@ def escalation_context(
     reason: str,
 ) -> dict[str, Any]:
     """What a human reading the escalation of attempt ``number`` is shown (redacted)."""
-    partial = redact(done.partial_output or "")[-_CONTEXT_OUTPUT_CHARS:]
+    partial = redact_personal(done.partial_output or "")[-_CONTEXT_OUTPUT_CHARS:]
     return {
         "task_id": spec.task_id,
         **model_keys(spec, chain),

@@ -12,11 +12,19 @@ The provider variables a task inherits are not in its spec at all: only
 written before ``inherit_env`` existed inherits nothing, as then.
 The adapter's ``config`` is stored as given (read-only mappings and tuples as JSON objects
 and lists): it must be JSON data.
+
+The prompt is stored as ``redact_personal`` leaves it (credentials, e-mail addresses, card
+numbers, IBANs, phone numbers replaced). When that changes it, ``prompt_sha256`` keeps the
+digest of the clear prompt, and the spec read back carries it: the engine reads the clear
+prompt again from its source and checks it against the digest before the task runs. A
+prompt redaction leaves alone is stored exactly as before; ``keep_prompt`` (the user's
+``storage: {prompts: clear}``) stores it as given.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 from collections.abc import Mapping
 from pathlib import Path
@@ -29,9 +37,16 @@ from backstay.errors import ConfigError
 from backstay.fallback.candidate import Candidate
 from backstay.policy.retry import RetryPolicy
 from backstay.policy.spend import SpendBudget
-from backstay.redact import redact
+from backstay.redact import redact, redact_personal
 
-__all__ = ["decode_spec", "encode_spec", "missing_secret", "secret_env_names"]
+__all__ = [
+    "decode_spec",
+    "encode_spec",
+    "missing_secret",
+    "prompt_at_rest",
+    "prompt_digest",
+    "secret_env_names",
+]
 
 _FORMAT: Final = 1
 
@@ -46,6 +61,23 @@ def secret_env_names(env: Mapping[str, str]) -> tuple[str, ...]:
             if SECRET_ENV_NAME.search(name) or redact(value) != value
         )
     )
+
+
+def prompt_digest(prompt: str) -> str:
+    """``"sha256:<hex>"`` of ``prompt`` (UTF-8): how a stored spec names its clear prompt."""
+    return "sha256:" + hashlib.sha256(prompt.encode("utf-8")).hexdigest()
+
+
+def prompt_at_rest(spec: TaskSpec) -> tuple[str | None, str | None]:
+    """The prompt the state keeps for ``spec``, and the digest of the clear one when the
+    two differ (``None`` when the prompt is kept as given)."""
+    prompt = spec.prompt
+    if prompt is None or spec.keep_prompt:
+        return prompt, None
+    if spec.prompt_sha256 is not None:  # read back already redacted: kept as it is
+        return prompt, spec.prompt_sha256
+    redacted = redact_personal(prompt)
+    return (prompt, None) if redacted == prompt else (redacted, prompt_digest(prompt))
 
 
 def _plain(value: Any) -> Any:
@@ -69,6 +101,7 @@ def _tier(tier: TierConfig | None) -> dict[str, Any] | None:
 def encode_spec(spec: TaskSpec) -> str:
     """The JSON text kept for ``spec``; ``ConfigError`` when its config is not JSON data."""
     secret = set(secret_env_names(spec.env))
+    prompt, digest = prompt_at_rest(spec)
     policy: str | dict[str, Any] | None
     policy = spec.policy.to_dict() if isinstance(spec.policy, RetryPolicy) else spec.policy
     data = {
@@ -80,7 +113,7 @@ def encode_spec(spec: TaskSpec) -> str:
         "model": spec.model,
         "workspace": str(spec.workspace),
         "timeout_s": spec.timeout_s,
-        "prompt": spec.prompt,
+        "prompt": prompt,
         "prompt_file": None if spec.prompt_file is None else str(spec.prompt_file),
         "env": {k: v for k, v in spec.env.items() if k not in secret},
         "secret_env": sorted(secret),
@@ -93,6 +126,10 @@ def encode_spec(spec: TaskSpec) -> str:
         "inherit_env": spec.inherit_env,
     }
     # Only when set, so a spec without them is stored exactly as before.
+    if digest is not None:
+        data["prompt_sha256"] = digest
+    if spec.keep_prompt:
+        data["keep_prompt"] = True
     if spec.fallbacks:
         data["fallbacks"] = [c.to_dict() for c in spec.fallbacks]
     if spec.context_window is not None:
@@ -154,5 +191,7 @@ def decode_spec(text: str, *, secrets: Mapping[str, str]) -> tuple[TaskSpec, tup
         context_window=data.get("context_window"),
         limits=data.get("limits", {}),
         inherit_env=data.get("inherit_env", False),
+        keep_prompt=data.get("keep_prompt", False),
+        prompt_sha256=data.get("prompt_sha256"),
     )
     return spec, missing

@@ -1,7 +1,8 @@
 """The task component of the state file: its tables, and rows ↔ records (both ways).
 
 Times are stored as Unix seconds (REAL), failures as ``Failure.to_error_info`` JSON (read
-back with ``Failure.from_error_info``, losslessly), usage and results as JSON objects.
+back with ``Failure.from_error_info``), usage and results as JSON objects; failures and
+results pass ``redact_personal_mapping`` first (nothing personal is kept at rest).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from backstay.engine.records import (
 from backstay.engine.states import TaskState
 from backstay.engine.task import TaskSpec
 from backstay.failure import Failure
+from backstay.redact import redact_personal_mapping
 
 __all__ = [
     "ATTEMPTS",
@@ -145,7 +147,9 @@ def dumps(value: Mapping[str, Any]) -> str:
 
 
 def failure_json(failure: Failure | None) -> str | None:
-    return None if failure is None else dumps(failure.to_error_info())
+    """A failure as stored: its message and details redacted of personal data as well
+    (a provider's error may quote the prompt)."""
+    return None if failure is None else dumps(redact_personal_mapping(failure.to_error_info()))
 
 
 def _failure(text: str | None) -> Failure | None:
@@ -165,7 +169,7 @@ def register_params(spec: TaskSpec, spec_json: str, at: _dt.datetime) -> tuple[A
 
 def change_params(operation_id: str, change: StateChange) -> tuple[Any, ...]:
     """The parameters of ``_task_sql.CHANGE_STATE``."""
-    result = None if change.result is None else dumps(change.result)
+    result = None if change.result is None else dumps(redact_personal_mapping(change.result))
     return (
         change.state.value,
         change.reason,

@@ -62,6 +62,7 @@ from backstay.breaker.settings import BreakerSettings
 from backstay.call import current_registry
 from backstay.clock import SYSTEM_CLOCK, Clock
 from backstay.engine import _notify as notify
+from backstay.engine._prompt_source import PromptSource
 from backstay.engine._spec_codec import encode_spec, missing_secret
 from backstay.engine.budgets import BudgetGate
 from backstay.engine.circuit_log import CircuitLog
@@ -224,6 +225,7 @@ class Engine:
         self.event_log = event_log
         self.executor = executor
         self.breaker = breaker  # the circuits' settings, for engines opened elsewhere
+        self._prompts = PromptSource(self.state_dir)
 
     # -- resolving a spec ---------------------------------------------------------------
 
@@ -254,6 +256,8 @@ class Engine:
         return registry.for_operation(OperationType.AGENT)
 
     def _driver(self, spec: TaskSpec) -> TaskDriver:
+        # A prompt the state keeps redacted is read again from its suite file (checked).
+        spec = self._prompts.restore(spec)
         adapter = self.adapter(spec.adapter)
         try:
             check_settings(spec.config, adapter=adapter)

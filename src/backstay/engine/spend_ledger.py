@@ -28,6 +28,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Final, Protocol, TypeVar, runtime_checkable
 
+from backstay._private import make_private_dirs
 from backstay._sqlite import SQLiteFile
 from backstay.engine.sqlite_tasks import DEFAULT_TIMEOUT_S, STATE_FILE
 from backstay.policy.spend import (
@@ -180,7 +181,7 @@ class SQLiteSpendLedger(SQLiteFile):
     ) -> None:
         self.path = Path(state_dir) / STATE_FILE
         self._lock = threading.Lock()
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        make_private_dirs(self.path.parent)
         self._conn = open_component(
             self.path,
             component=COMPONENT,

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any, Final, TypeVar
 
 from backstay._checks import check_number
+from backstay._private import make_private_dirs
 from backstay._sqlite import SQLiteFile
 from backstay.engine import _task_rows as rows
 from backstay.engine import _task_sql as sql
@@ -64,7 +65,7 @@ class SQLiteTaskStore(SQLiteFile):
         self.path = self.state_dir / STATE_FILE
         self._decode_spec = rows.spec_decoder(dict(secrets or {}))
         self._lock = threading.Lock()
-        self.state_dir.mkdir(parents=True, exist_ok=True)
+        make_private_dirs(self.state_dir)
         self._conn = open_component(
             self.path,
             component=rows.COMPONENT,

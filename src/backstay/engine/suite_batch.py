@@ -38,6 +38,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Final
 
+from backstay._private import PRIVATE_DIR, make_private_dirs, open_private
 from backstay.adapters.contract import Adapter
 from backstay.adapters.limits import apply_task_limits
 from backstay.adapters.registry import adapter_class, get_adapter
@@ -127,10 +128,12 @@ def _keep_identity(state_dir: Path, wanted: BatchIdentity) -> BatchIdentity:
 
     Written whole to a private file, then linked into place: two batches started together
     on one directory agree on the identity the first link made."""
-    state_dir.mkdir(parents=True, exist_ok=True)
+    make_private_dirs(state_dir)
     path = state_dir / BATCH_FILE
     temporary = state_dir / f".{BATCH_FILE}.{os.getpid()}.{secrets.token_hex(4)}"
-    temporary.write_text(json.dumps(wanted.to_dict(), indent=2) + "\n", encoding="utf-8")
+    fd = open_private(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL)
+    with os.fdopen(fd, "w", encoding="utf-8") as file:
+        file.write(json.dumps(wanted.to_dict(), indent=2) + "\n")
     try:
         os.link(temporary, path)
     except FileExistsError:
@@ -226,9 +229,9 @@ class BatchRun:
         partial = workspace.with_name(_PARTIAL)
         if partial.exists():
             shutil.rmtree(partial)  # left by a copy a crash cut short
-        partial.parent.mkdir(parents=True, exist_ok=True)
+        make_private_dirs(partial.parent)
         if self.template is None:
-            partial.mkdir()
+            partial.mkdir(mode=PRIVATE_DIR)
         else:
             shutil.copytree(self.template, partial, symlinks=True)
         partial.rename(workspace)
@@ -292,6 +295,7 @@ class SuiteBatch:
                 context_window=task.context_window,
                 limits=task.limits,
                 inherit_env=inherit_env and _chain_inherits(suite, task),
+                keep_prompt=suite.keep_prompts,
             )
             workspace = spec.run_dir(root) / WORKSPACE_DIR
             runs.append(

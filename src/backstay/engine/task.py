@@ -74,6 +74,12 @@ class TaskSpec:
     recorded, and a resumed task reads them again. An attempt on a fallback candidate
     takes those of its own adapter's provider, not the task's adapter's; ``env`` goes over
     them for every candidate, and ``inherit_env=False`` leaves them out for all.
+
+    The state keeps ``prompt`` redacted (``backstay.redact.redact_personal``) with the
+    digest of the clear text, unless ``keep_prompt`` (the suite's ``storage: {prompts:
+    clear}``). A spec read back from the state with a redacted prompt has
+    ``prompt_sha256`` set: the engine reads the clear prompt again from its suite file
+    (``backstay.engine._prompt_source``) before it runs the task.
     """
 
     workflow_id: str
@@ -96,6 +102,8 @@ class TaskSpec:
     context_window: int | None = None
     limits: Mapping[str, Any] = dataclasses.field(default_factory=dict)
     inherit_env: bool = True
+    keep_prompt: bool = False
+    prompt_sha256: str | None = None
 
     def __post_init__(self) -> None:
         check_identifier(self.workflow_id, where="workflow_id")

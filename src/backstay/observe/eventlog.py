@@ -18,10 +18,11 @@ from collections.abc import Collection, Iterator
 from pathlib import Path
 from typing import Final
 
+from backstay._private import open_private
 from backstay.clock import SYSTEM_CLOCK, Clock
 from backstay.observe.events import Event
 from backstay.observe.sinks import BUS
-from backstay.redact import redact
+from backstay.redact import redact_personal
 
 __all__ = ["EVENTS_FILE", "EventLog", "recording"]
 
@@ -47,7 +48,8 @@ class EventLog:
         self._operations = None if operations is None else frozenset(operations)
         self._clock = clock
         self._lock = threading.Lock()
-        self._file = self.path.open("a", encoding="utf-8")
+        fd = open_private(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND)
+        self._file = os.fdopen(fd, "a", encoding="utf-8")
 
     def accepts(self, level: int) -> bool:
         return True
@@ -56,7 +58,7 @@ class EventLog:
         if self._operations is not None and event.operation not in self._operations:
             return
         data = {"at": self._clock.now().isoformat(), **event.to_dict()}
-        line = redact(json.dumps(data, default=str))
+        line = redact_personal(json.dumps(data, default=str))
         with self._lock:
             if not self._file.closed:
                 self._file.write(line + "\n")

@@ -29,7 +29,7 @@ from backstay.runtime.events import (
 )
 from backstay.runtime.gated import reset_tool_gate, set_tool_gate
 from backstay.runtime.limits import LimitBreach, LimitName
-from backstay.runtime.plan import Plan, Step
+from backstay.runtime.plan import Plan, Step, redacted_plan
 from backstay.runtime.protocol import FrameworkAdapter
 from backstay.runtime.records import RunRecord, RunStatus
 from backstay.runtime.results import StepResult, StepStatus
@@ -62,10 +62,19 @@ def _failed(step_id: str, failure: Failure, trace_id: str) -> StepResult:
 class RunDriver:
     """Drives one run of ``runtime`` from ``record`` (new or resumed)."""
 
-    def __init__(self, runtime: Runtime, record: RunRecord, ctx: ExecutionContext) -> None:
+    def __init__(
+        self,
+        runtime: Runtime,
+        record: RunRecord,
+        ctx: ExecutionContext,
+        *,
+        clear_input: Any = None,
+    ) -> None:
         self.rt = runtime
         self.record = record
         self.ctx = ctx
+        # A resumed run's input in the clear (its checkpoint keeps it redacted), if given.
+        self.clear_input = clear_input
         self.tools = ToolGate(
             ctx,
             tools=runtime.tools,
@@ -113,10 +122,15 @@ class RunDriver:
             usage=self.ctx.usage,
             failure=failure,
         )
+        # The plan's parameters hold the input (the prompt): kept redacted, as the input
+        # is; the run goes on with the plan as made.
+        saved = dataclasses.replace(
+            self.record, plan=redacted_plan(self.record.plan, redact.mapping)
+        )
         if newest is None:
-            self.rt.store.save_run(self.record)
+            self.rt.store.save_run(saved)
         else:
-            self.rt.store.save_progress(self.record, self.results[newest.step_id])
+            self.rt.store.save_progress(saved, self.results[newest.step_id])
         return self.record
 
     async def run(self) -> RunRecord:
@@ -132,6 +146,8 @@ class RunDriver:
 
     async def _run(self) -> RunRecord:
         plan = self.record.plan
+        if plan is not None and self.clear_input is not None:
+            plan = await self._clear_plan(plan)
         if plan is None:
             made = await self._plan()
             if isinstance(made, Failure):
@@ -152,6 +168,17 @@ class RunDriver:
                 return self._finish(RunStatus.FAILED, result.error)
             self._save(RunStatus.RUNNING, newest=result)
         return self._finish(RunStatus.SUCCEEDED, None)
+
+    async def _clear_plan(self, stored: Plan) -> Plan:
+        """The checkpoint's (redacted) plan with its parameters in the clear again: the plan
+        made anew from the clear input when it redacts to the stored one, else ``stored``."""
+        self.record = dataclasses.replace(self.record, input=self.clear_input)
+        made = await self._plan()
+        if isinstance(made, Plan):
+            again = redacted_plan(made, self.rt.redactor.mapping)
+            if again is not None and again.to_dict() == stored.to_dict():
+                return made
+        return stored
 
     async def _plan(self) -> Plan | Failure:
         adapters = [self.rt.adapter] + ([self.rt.fallback] if self.rt.fallback else [])

@@ -10,14 +10,14 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from types import MappingProxyType
 from typing import Any
 
 from backstay._checks import check_name, check_number
 from backstay.errors import ConfigError
 
-__all__ = ["Plan", "Step"]
+__all__ = ["Plan", "Step", "redacted_plan"]
 
 
 def _frozen_json(value: Mapping[str, Any], *, where: str) -> Mapping[str, Any]:
@@ -147,3 +147,14 @@ class Plan:
             max_steps=data.get("max_steps", 25),
             metadata=data.get("metadata", {}),
         )
+
+
+def redacted_plan(plan: Plan | None, redact: Callable[[Any], Any]) -> Plan | None:
+    """``plan`` with its steps' parameters and its metadata passed through ``redact`` (a
+    JSON value in, one out): the form a run's checkpoint keeps."""
+    if plan is None:
+        return None
+    steps = tuple(
+        dataclasses.replace(step, parameters=redact(dict(step.parameters))) for step in plan.steps
+    )
+    return dataclasses.replace(plan, steps=steps, metadata=redact(dict(plan.metadata)))

@@ -112,8 +112,10 @@ class Runtime:
         )
         return ctx
 
-    async def _drive(self, record: RunRecord, user: str | None, hooks: Hooks | None) -> RunRecord:
-        driver = RunDriver(self, record, self._context(record, user))
+    async def _drive(
+        self, record: RunRecord, user: str | None, hooks: Hooks | None, clear_input: Any = None
+    ) -> RunRecord:
+        driver = RunDriver(self, record, self._context(record, user), clear_input=clear_input)
         chosen = hooks or self.hooks
         if chosen is not None:
             router().register(record.trace_id, chosen)
@@ -158,15 +160,21 @@ class Runtime:
         tenant: str = "default",
         user: str | None = None,
         hooks: Hooks | None = None,
+        clear_input: Any = None,
     ) -> RunRecord:
         """Continue a paused or interrupted run from its checkpoint (its successful steps
-        are not run again); a finished run is returned as it is."""
+        are not run again); a finished run is returned as it is. The checkpoint keeps the
+        input and the plan redacted; ``clear_input``, the run's input as first given, lets
+        the steps still to run have their parameters in the clear again (when the plan made
+        from it redacts to the stored one)."""
         record = self.store.load_run(tenant, run_id)
         if record is None:
             raise ConfigError(f"no run {run_id!r} for tenant {tenant!r}", where="run_id")
         if not record.status.resumable:
             return record
-        return await self._drive(record, user, hooks)
+        if clear_input is not None and self.redactor.mapping(clear_input) == clear_input:
+            clear_input = None  # nothing was redacted: the checkpoint is the clear form
+        return await self._drive(record, user, hooks, clear_input)
 
     def health_check(self, *, exporter_probe: Callable[[], bool] | None = None) -> HealthReport:
         """Adapters available, limits enforced, sandbox, trace exporter (``health``)."""

@@ -18,6 +18,7 @@ import sqlite3
 from collections.abc import Mapping, Sequence
 from typing import Final
 
+from backstay._private import private_new_file
 from backstay.errors import ConfigError
 
 __all__ = ["SCHEMA_TABLE", "open_component"]
@@ -161,7 +162,10 @@ def open_component(
     ``migrations[n]`` the statements taking the component from version ``n`` to ``n + 1``.
     """
     where = os.fspath(path)
+    existed = os.path.exists(where)
     conn = sqlite3.connect(where, timeout=timeout_s, isolation_level=None, check_same_thread=False)
+    # Made private before anything is written; its -wal and -shm take its mode.
+    private_new_file(where, existed)
     try:
         try:
             stored = _stored_version(conn, where, component=component, tables=tables)

@@ -18,6 +18,7 @@ from html import escape
 from pathlib import Path
 from typing import Final
 
+from backstay._private import open_private
 from backstay.observe.report import _sections as sections
 from backstay.observe.snapshot import StateSnapshot, read_state
 from backstay.redact import redact
@@ -89,6 +90,9 @@ def write_report(
     path = path.absolute()
     html = render_report(snap, base=path.parent)
     tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(html, encoding="utf-8")
+    with os.fdopen(
+        open_private(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC), "w", encoding="utf-8"
+    ) as file:
+        file.write(html)
     tmp.replace(path)
     return path

@@ -1,0 +1,43 @@
+"""``redact_personal``: credentials and personal data out of what is kept at rest."""
+
+from __future__ import annotations
+
+import pytest
+
+from backstay.redact import redact_personal, redact_personal_mapping
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("write to jane.canary@example.com now", "write to [EMAIL] now"),
+        ("card 4111 1111 1111 1111.", "card [CARD]."),
+        ("IBAN DE89 3704 0044 0532 0130 00", "IBAN [IBAN]"),
+        ("call +44 20 7946 0958", "call [PHONE]"),
+        ("key sk-ant-api03-abcdefghijklmnopqrstuvwxyz", "key [REDACTED]"),
+        ("order 1234567812345678 ships", "order 1234567812345678 ships"),  # fails Luhn
+        ("on 2026-11-28 at 10:00", "on 2026-11-28 at 10:00"),
+        ("say hello", "say hello"),
+    ],
+)
+def test_personal_data_and_credentials_are_replaced(text: str, expected: str) -> None:
+    assert redact_personal(text) == expected
+
+
+def test_a_mapping_keeps_its_keys_and_blanks_secret_ones() -> None:
+    value = {"to": ["a.b@example.org"], "n": 3, "api_key": "abc", "ok": True}
+    assert redact_personal_mapping(value) == {
+        "to": ["[EMAIL]"],
+        "n": 3,
+        "api_key": "[REDACTED]",
+        "ok": True,
+    }
+
+
+def test_what_is_not_text_is_redacted_as_its_str_and_never_raises() -> None:
+    class Broken:
+        def __str__(self) -> str:
+            raise RuntimeError("no")
+
+    assert redact_personal(Broken()) == "<unprintable Broken>"
+    assert redact_personal(12) == "12"
