@@ -96,4 +96,7 @@ class PromptNotOnArgv(AdapterContract):
         assert code == 0, (output / "agent.log").read_text()
         assert seen.tagged, "no process of the attempt was seen"
         assert seen.holding == {}, f"the prompt was on a command line: {seen.holding}"
-        assert marker not in (output / "agent.log").read_text()
+        log = (output / "agent.log").read_text().splitlines()
+        started = [line for line in log if "started pid" in line]
+        assert started, "agent.log names no command line"
+        assert not [line for line in started if marker in line]

@@ -26,6 +26,7 @@ from tests.adapters.aider_support import (
     installed_aider,
     litellm_price,
 )
+from tests.adapters.argv_watch import PromptNotOnArgv
 
 from backstay.adapters.aider import AiderAdapter
 from backstay.adapters.contract import TIMEOUT_EXIT_CODE
@@ -34,7 +35,7 @@ from backstay.engine.states import TaskState
 from backstay.policy.retry import RETRY_AFTER_MARGIN_S, RetryPolicy
 from backstay.taxonomy import FailureKind
 from backstay.testing._contract_run import EngineRun, run_task
-from backstay.testing.contract import RETRY_AFTER_S, AdapterContract, ContractScenario
+from backstay.testing.contract import RETRY_AFTER_S, ContractScenario
 from backstay.testing.fakeclock import FakeClock
 from backstay.testing.netns import NetworkNamespace, processes_in, unavailable_reason
 
@@ -375,7 +376,7 @@ FAULTS: Final[Mapping[ContractScenario, list[dict[str, Any]]]] = {
 }
 
 
-class TestAiderContract(AdapterContract):
+class TestAiderContract(PromptNotOnArgv):
     """The contract suite, with the real Aider in the namespace."""
 
     model: ClassVar[str] = MODEL

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, ClassVar, Final
 
 import pytest
+from tests.adapters.argv_watch import PromptNotOnArgv
 from tests.agents.cli_runs import (
     FAULTS,
     KEY_ENV,
@@ -35,7 +36,7 @@ from backstay.policy.retry import RetryPolicy
 from backstay.taxonomy import FailureKind
 from backstay.testing._contract_run import check_attempt_files, run_task
 from backstay.testing._processes import ProcessWatch
-from backstay.testing.contract import AdapterContract, ContractScenario
+from backstay.testing.contract import ContractScenario
 from backstay.testing.fakeclock import FakeClock
 from backstay.testing.netns import NetworkNamespace
 
@@ -69,7 +70,7 @@ def _config(url: str, **extra: Any) -> dict[str, Any]:
     return {"base_url": f"{url}/v1", **extra}
 
 
-class TestCodexContract(AdapterContract):
+class TestCodexContract(PromptNotOnArgv):
     """The contract, each scenario acted out by a fake provider of its own per test."""
 
     model: ClassVar[str] = MODEL
