@@ -41,3 +41,15 @@ def test_what_is_not_text_is_redacted_as_its_str_and_never_raises() -> None:
 
     assert redact_personal(Broken()) == "<unprintable Broken>"
     assert redact_personal(12) == "12"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"wait_s": 4.4111111111111111}',  # a float's digits, Luhn-valid by chance
+        "took 1764320000003 ms",  # a millisecond timestamp, Luhn-valid
+        "x 4.123 456 7890",
+    ],
+)
+def test_numbers_that_are_not_cards_or_phones_stay(text: str) -> None:
+    assert redact_personal(text) == text

@@ -200,10 +200,13 @@ _EMAIL_RE = re.compile(
     r"(?<![\w.+-])[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}"
 )
 _JWT_RE = re.compile(r"\beyJ[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]{4,}")
-_CARD_RE = re.compile(r"(?<![\d-])(?:\d[ -]?){12,18}\d(?![\d-])")
+# Neither pattern starts or ends inside a decimal number (the digits after "4." of a float).
+# Card numbers start with 2-6 (the issuers' ranges): a millisecond timestamp is no card.
+_CARD_RE = re.compile(r"(?<![\d-])(?<!\d\.)(?=[2-6])(?:\d[ -]?){12,18}\d(?![\d-])(?!\.\d)")
 _IBAN_RE = re.compile(r"\b[A-Z]{2}\d{2}(?:[ ]?[A-Z0-9]){11,30}\b")
 _PHONE_RE = re.compile(
-    r"(?<![\w+])(?:\+\d{1,3}[ .-]?)?(?:\(\d{1,4}\)[ .-]?)?\d{2,4}(?:[ .-]\d{2,4}){1,4}(?!\w)"
+    r"(?<![\w+])(?<!\d\.)(?:\+\d{1,3}[ .-]?)?(?:\(\d{1,4}\)[ .-]?)?\d{2,4}(?:[ .-]\d{2,4}){1,4}"
+    r"(?!\w)(?!\.\d)"
 )
 _DIGITS = re.compile(r"\d")
 

@@ -22,7 +22,7 @@ from backstay._private import open_private
 from backstay.clock import SYSTEM_CLOCK, Clock
 from backstay.observe.events import Event
 from backstay.observe.sinks import BUS
-from backstay.redact import redact_personal
+from backstay.redact import redact, redact_personal_mapping
 
 __all__ = ["EVENTS_FILE", "EventLog", "recording"]
 
@@ -58,7 +58,8 @@ class EventLog:
         if self._operations is not None and event.operation not in self._operations:
             return
         data = {"at": self._clock.now().isoformat(), **event.to_dict()}
-        line = redact_personal(json.dumps(data, default=str))
+        # Strings redacted as values (numbers stay numbers), then the line as before.
+        line = redact(json.dumps(redact_personal_mapping(data), default=str))
         with self._lock:
             if not self._file.closed:
                 self._file.write(line + "\n")
