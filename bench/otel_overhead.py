@@ -27,7 +27,7 @@ from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, Spa
 import engine
 from backstay.adapters.usage import Usage
 from backstay.engine.events import AttemptEnded, TaskStarted, TaskSucceeded
-from backstay.observe import add_sink, remove_sink
+from backstay.events import add_sink, remove_sink
 from backstay.observe.otel import OtelSink
 
 TASKS: Final = 2000

@@ -45,7 +45,7 @@ import tenacity
 
 import backstay
 import rounds
-from backstay.observe import sinks as sinks_module
+from backstay.events import bus as sinks_module
 from backstay.policy import STANDARD
 
 REPEAT = 9  # runs per figure of median_us (policy lookup, breakers)

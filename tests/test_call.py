@@ -14,7 +14,7 @@ import pytest
 import backstay
 from backstay import ConfigError, Failure, RetryBudgetExhausted, RetryPolicy, _failure_path
 from backstay.clock import seeded_unit
-from backstay.observe.sinks import EventBus
+from backstay.events import EventBus
 from backstay.policy import JitterMode
 from backstay.testing import FakeClock, capture_events, testing_mode
 

@@ -13,8 +13,7 @@ from hypothesis import strategies as st
 from backstay import Failure
 from backstay import _failure_path as failure_path
 from backstay.clock import seeded_unit
-from backstay.observe.events import Event
-from backstay.observe.sinks import EventBus
+from backstay.events import Event, EventBus
 from backstay.policy import Backoff, JitterMode, KindOverride, RetryPolicy, decide
 from backstay.policy.retry import decide_delay
 from backstay.taxonomy import CODES, FailureKind

@@ -21,6 +21,7 @@ MODULES = (
     "backstay.call",
     "backstay.engine",
     "backstay.errors",
+    "backstay.events",
     "backstay.executors",
     "backstay.failure",
     "backstay.fallback",

@@ -17,8 +17,7 @@ from backstay._failure_path import after_failure, test_mode
 from backstay.classify import classify
 from backstay.clock import Clock
 from backstay.errors import DeadlineExceeded
-from backstay.observe.events import AttemptStarted, CallSucceeded, RateLimited
-from backstay.observe.sinks import BUS
+from backstay.events import BUS, AttemptStarted, CallSucceeded, RateLimited
 from backstay.policy.protocols import (
     CircuitBreakerLike,
     Permit,

@@ -12,9 +12,8 @@ from typing import Final, NoReturn
 
 from backstay.clock import Clock, seeded_unit, unseeded_unit
 from backstay.errors import RetryBudgetExhausted
+from backstay.events import BUS, AttemptFailed, GaveUp, RateLimited, RetryScheduled
 from backstay.failure import Failure
-from backstay.observe.events import AttemptFailed, GaveUp, RateLimited, RetryScheduled
-from backstay.observe.sinks import BUS
 from backstay.policy._delays import Entry as DelaysEntry
 from backstay.policy._delays import _last as _delays_last
 from backstay.policy._delays import fixed_delays

@@ -29,8 +29,7 @@ from backstay.classify import classify
 from backstay.classify._fast import recall_lone
 from backstay.clock import SYSTEM_CLOCK, Clock
 from backstay.errors import ConfigError
-from backstay.observe.events import AttemptStarted, CallSucceeded
-from backstay.observe.sinks import BUS
+from backstay.events import BUS, AttemptStarted, CallSucceeded
 from backstay.policy.protocols import (
     CircuitBreakerLike,
     RateLimiterLike,

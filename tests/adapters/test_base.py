@@ -21,9 +21,9 @@ from backstay.adapters.contract import AgentRequest, AgentResult, AgentStatus
 from backstay.adapters.mock import MockAdapter
 from backstay.adapters.registry import get_adapter
 from backstay.errors import AdapterError, ConfigError
+from backstay.events import AttemptFailed
 from backstay.failure import Failure
 from backstay.fakeprovider import FakeProvider, Fault, FaultKind, Scenario
-from backstay.observe.events import AttemptFailed
 from backstay.policy import RetryPolicy
 from backstay.testing import capture_events, testing_mode
 

@@ -11,7 +11,7 @@ from tests.adapters.support import python
 
 from backstay.adapters.capture import Capture
 from backstay.adapters.process import run_process
-from backstay.observe.tracecontext import TraceContext, set_current
+from backstay.events.tracecontext import TraceContext, set_current
 
 PARENT = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
 SHOW = "import os; print(os.environ.get('TRACEPARENT'), os.environ.get('TRACESTATE'))"

@@ -19,8 +19,8 @@ from backstay.engine import (
     TaskState,
     TaskSucceeded,
 )
+from backstay.events import BUS
 from backstay.failure import Failure
-from backstay.observe.sinks import BUS
 
 A = "wf:a:T0-run_01"
 B = "wf:b:T0-run_01"

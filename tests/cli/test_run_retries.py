@@ -19,8 +19,8 @@ import pytest
 from typer.testing import CliRunner, Result
 
 from backstay.cli import app
+from backstay.events import AttemptFailed
 from backstay.fakeprovider import FakeProvider, Fault, FaultKind, Scenario
-from backstay.observe.events import AttemptFailed
 from backstay.testing import CapturedEvents, capture_events, testing_mode
 
 runner = CliRunner()

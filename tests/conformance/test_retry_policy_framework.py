@@ -25,7 +25,7 @@ from backstay.cli import app
 from backstay.config import load_config
 from backstay.engine import Engine, TaskSpec, TaskState
 from backstay.errors import ConfigError
-from backstay.observe.sinks import EVENT_NAME_ATTR
+from backstay.events.bus import EVENT_NAME_ATTR
 from backstay.policy import JitterMode
 from backstay.policy.retry import GiveUpReason, decide
 from backstay.testing import FakeClock, ScriptedAdapter, testing_mode

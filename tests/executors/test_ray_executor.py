@@ -29,8 +29,8 @@ from tests.executors.ray_support import (
 )
 
 from backstay.engine import STATE_FILE
+from backstay.events import EVENTS_FILE
 from backstay.fakeprovider import FakeProvider, Scenario, parse_fault
-from backstay.observe.eventlog import EVENTS_FILE
 from backstay.store.location import StoreLocation
 
 SLOW: Final = Scenario(faults=(parse_fault("slow:delay_s=0.2"),))

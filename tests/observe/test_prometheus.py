@@ -9,7 +9,7 @@ import pytest
 from tests.observe.support import finished_batch, log_circuit
 
 from backstay.engine.circuit_log import CircuitChange
-from backstay.observe.events import RateLimited
+from backstay.events import RateLimited
 from backstay.observe.live import LiveCounters
 from backstay.observe.prometheus import render_metrics
 from backstay.observe.snapshot import read_state

@@ -50,8 +50,8 @@ from backstay.adapters.pricing import price_usage
 from backstay.adapters.usage import Usage
 from backstay.classify import check_response, classify
 from backstay.errors import ConfigError
+from backstay.events.tracecontext import trace_headers
 from backstay.failure import Failure
-from backstay.observe.tracecontext import trace_headers
 from backstay.redact import register_secret
 
 __all__ = [

@@ -54,7 +54,7 @@ from backstay.adapters.capture import Capture, Stream
 from backstay.adapters.contract import TIMEOUT_EXIT_CODE
 from backstay.adapters.orphans import ATTEMPT_TAG, attempt_tag, kill_tagged
 from backstay.errors import ConfigError
-from backstay.observe.tracecontext import trace_env
+from backstay.events.tracecontext import trace_env
 
 __all__ = [
     "CHUNK_BYTES",

@@ -39,8 +39,8 @@ from backstay.breaker.state import (
 from backstay.breaker.store import BreakerStore, TransitionFn
 from backstay.clock import SYSTEM_CLOCK, Clock
 from backstay.errors import CircuitOpen, ConfigError
+from backstay.events import BUS
 from backstay.failure import Failure
-from backstay.observe.sinks import BUS
 from backstay.policy.protocols import Permit
 
 __all__ = ["CircuitBreaker", "EventCallback"]

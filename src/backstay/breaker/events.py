@@ -13,7 +13,7 @@ import logging
 from typing import ClassVar
 
 from backstay.breaker.record import CircuitState
-from backstay.observe.events import Event
+from backstay.events import Event
 
 __all__ = ["BreakerEvent", "CircuitClosed", "CircuitHalfOpened", "CircuitOpened"]
 

@@ -17,7 +17,7 @@ import sys
 from collections.abc import Iterator
 from typing import Final
 
-from backstay.observe.sinks import EVENT_NAME_ATTR
+from backstay.events.bus import EVENT_NAME_ATTR
 
 __all__ = ["failures_on_stderr"]
 

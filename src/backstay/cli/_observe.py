@@ -11,7 +11,7 @@ from pathlib import Path
 from backstay.cli._errors import usage_error
 from backstay.cli.serve import serving_while
 from backstay.errors import ConfigError
-from backstay.observe import add_sink, remove_sink
+from backstay.events import add_sink, remove_sink
 from backstay.observe.otel_setup import OtelSettings, otel_sink
 from backstay.store.location import StoreLocation
 

@@ -37,8 +37,8 @@ from backstay.engine import (
     TaskState,
     TaskSucceeded,
 )
+from backstay.events import Event, RetryScheduled, add_sink, remove_sink
 from backstay.executors.events import WorkerLost
-from backstay.observe import Event, RetryScheduled, add_sink, remove_sink
 
 # States in which a task stopped for this run: done, or waiting for a human or a reset.
 SETTLED: Final = frozenset(

@@ -19,7 +19,7 @@ from typing import Final
 
 from backstay.engine import BATCH_FILE, STATE_FILE, BatchIdentity, read_identity
 from backstay.errors import ConfigError
-from backstay.observe.eventlog import EVENTS_FILE
+from backstay.events import EVENTS_FILE
 from backstay.store._sqlite_peek import Peek, peek
 
 __all__ = ["check_recorded", "check_startable"]

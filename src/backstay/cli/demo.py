@@ -35,7 +35,7 @@ from backstay.demo import (
 )
 from backstay.engine import Engine, SuiteBatch, Summary, TaskRecord, TaskState, suite_adapters
 from backstay.errors import ConfigError
-from backstay.observe.eventlog import EVENTS_FILE
+from backstay.events import EVENTS_FILE
 from backstay.observe.report import REPORT_FILE as HTML_REPORT
 from backstay.observe.report import write_report
 from backstay.redact import register_secret

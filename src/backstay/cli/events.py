@@ -18,8 +18,8 @@ from backstay.cli import _state
 from backstay.cli._errors import usage_error
 from backstay.cli._report import task_label
 from backstay.errors import ConfigError
+from backstay.events import EVENTS_FILE
 from backstay.idempotency.ids import SEPARATOR
-from backstay.observe.eventlog import EVENTS_FILE
 
 # How often --follow looks for new lines.
 POLL_S: Final = 0.2

@@ -17,7 +17,7 @@ import typer
 from backstay.cli import _state
 from backstay.cli._errors import usage_error
 from backstay.errors import ConfigError
-from backstay.observe import add_sink, remove_sink
+from backstay.events import add_sink, remove_sink
 from backstay.observe.live import LiveCounters
 from backstay.observe.server import DEFAULT_HOST, TOKEN_ENV_VAR, MetricsServer, loopback_only
 from backstay.store.location import StoreLocation

@@ -20,9 +20,8 @@ from backstay.engine.events import (
 )
 from backstay.engine.records import AttemptEnd, Escalation, TaskRecord
 from backstay.engine.states import TaskState
+from backstay.events import BUS, RateLimited, RetryScheduled
 from backstay.failure import Failure
-from backstay.observe.events import RateLimited, RetryScheduled
-from backstay.observe.sinks import BUS
 from backstay.taxonomy import FailureKind
 
 __all__ = ["after_failure", "attempt_ended", "deferred", "resumed", "started", "succeeded"]

@@ -44,10 +44,9 @@ from backstay.engine.spend_ledger import AttemptSpend, SpendLedger
 from backstay.engine.states import TaskState
 from backstay.engine.task import TaskSpec
 from backstay.engine.taskstore import TaskStore
+from backstay.events import BUS, Event
 from backstay.failure import Failure
 from backstay.idempotency.ids import attempt_id as make_attempt_id
-from backstay.observe.events import Event
-from backstay.observe.sinks import BUS
 from backstay.policy.protocols import Permit
 from backstay.policy.spend import (
     BUDGET_EXCEEDED,

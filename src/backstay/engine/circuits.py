@@ -40,8 +40,8 @@ from backstay.engine.circuit_log import CircuitChange, CircuitEntry, CircuitLog
 from backstay.engine.records import TaskRecord
 from backstay.engine.task import TaskSpec
 from backstay.errors import CircuitOpen
+from backstay.events import BUS
 from backstay.failure import Failure
-from backstay.observe.sinks import BUS
 from backstay.policy.protocols import Permit
 
 __all__ = ["PROBES_OUT_WAIT_S", "BreakerKeyFn", "CircuitGate", "breaker_key"]

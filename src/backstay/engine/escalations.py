@@ -27,7 +27,7 @@ from backstay.engine.records import Escalation, ResolveAction, StateChange
 from backstay.engine.states import TaskState
 from backstay.engine.taskstore import TaskStore
 from backstay.errors import ConfigError
-from backstay.observe.sinks import BUS
+from backstay.events import BUS
 
 __all__ = ["ACTION_STATES", "EscalationQueue"]
 

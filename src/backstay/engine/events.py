@@ -27,8 +27,8 @@ import logging
 from typing import Any, ClassVar
 
 from backstay.adapters.usage import Usage
+from backstay.events import Event
 from backstay.failure import Failure
-from backstay.observe.events import Event
 
 __all__ = [
     "AttemptEnded",

@@ -54,6 +54,7 @@ from backstay.engine.states import TaskState
 from backstay.engine.task import TaskSpec
 from backstay.engine.taskstore import TaskStore
 from backstay.errors import CircuitOpen
+from backstay.events import BUS
 from backstay.failure import Failure
 from backstay.fallback.candidate import Candidate, adapter_config
 from backstay.fallback.health import CandidateHealth
@@ -61,7 +62,6 @@ from backstay.fallback.rules import FallbackRules, mark_workspace_changed
 from backstay.fallback.select import Tried, choose, plan_failure
 from backstay.fallback.store import FallbackStore
 from backstay.fallback.workspace import WorkspaceMark
-from backstay.observe.sinks import BUS
 from backstay.policy.protocols import Permit
 from backstay.policy.retry import RetryPolicy
 

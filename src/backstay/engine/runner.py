@@ -81,11 +81,11 @@ from backstay.engine.summary import Summary, summarize
 from backstay.engine.task import TaskSpec, check_identifier
 from backstay.engine.taskstore import TaskStore
 from backstay.errors import ConfigError
+from backstay.events import EVENTS_FILE, recording
 from backstay.fallback.rules import FallbackRules
 from backstay.idempotency.errors import LeaseLost, OperationInProgress
 from backstay.idempotency.guard import IdempotencyGuard
 from backstay.idempotency.settings import GuardSettings
-from backstay.observe.eventlog import EVENTS_FILE, recording
 from backstay.policy.budget import BudgetSettings
 from backstay.policy.ratelimit import RateLimitSettings
 from backstay.policy.registry import OperationType, PolicyRegistry

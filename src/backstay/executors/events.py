@@ -15,7 +15,7 @@ import dataclasses
 import logging
 from typing import ClassVar
 
-from backstay.observe.events import Event
+from backstay.events import Event
 
 __all__ = ["WorkerLost"]
 

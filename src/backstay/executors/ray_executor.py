@@ -47,12 +47,12 @@ from typing import Any, Final
 from backstay.engine.records import TaskRecord
 from backstay.engine.runner import Engine
 from backstay.errors import BackstayError, ConfigError
+from backstay.events import BUS
 from backstay.executors._ray_cluster import ray_session
 from backstay.executors._stores import store_location
 from backstay.executors.events import WorkerLost
 from backstay.executors.ray_settings import RaySettings
 from backstay.executors.ray_worker import WorkerJob, WorkerReport, drive_on_worker
-from backstay.observe.sinks import BUS
 
 __all__ = [
     "NODES_TIMEOUT_S",

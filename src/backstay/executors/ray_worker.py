@@ -28,11 +28,10 @@ from typing import Final
 from backstay.breaker.settings import BreakerSettings
 from backstay.engine.runner import Engine
 from backstay.engine.states import TaskState
+from backstay.events import BUS, Event
 from backstay.executors._stores import open_worker_engine
 from backstay.fallback.rules import FallbackRules
 from backstay.idempotency.settings import GuardSettings
-from backstay.observe.events import Event
-from backstay.observe.sinks import BUS
 from backstay.policy.budget import BudgetSettings
 from backstay.policy.ratelimit import RateLimitSettings
 

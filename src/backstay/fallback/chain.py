@@ -31,6 +31,7 @@ from backstay.call import PolicySpec, resolve_policy
 from backstay.classify import classify
 from backstay.clock import SYSTEM_CLOCK, Clock, seeded_unit, unseeded_unit
 from backstay.errors import AdapterError, CircuitOpen, ConfigError, DeadlineExceeded, Rejected
+from backstay.events import BUS, GaveUp, RetryScheduled
 from backstay.failure import Failure
 from backstay.fallback.candidate import Candidate, Needs
 from backstay.fallback.events import FellBack
@@ -38,8 +39,6 @@ from backstay.fallback.health import CandidateHealth
 from backstay.fallback.rules import FallbackRules
 from backstay.fallback.select import Tried, choose, plan_failure
 from backstay.fallback.store import FallbackStore, MemoryFallbackStore
-from backstay.observe.events import GaveUp, RetryScheduled
-from backstay.observe.sinks import BUS
 from backstay.policy.protocols import Permit
 from backstay.policy.retry import RetryPolicy
 

@@ -13,8 +13,8 @@ import datetime as _dt
 import logging
 from typing import Any, ClassVar
 
+from backstay.events import Event
 from backstay.failure import Failure
-from backstay.observe.events import Event
 
 __all__ = ["CandidateCooledDown", "FellBack"]
 

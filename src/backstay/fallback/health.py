@@ -18,13 +18,13 @@ from backstay.breaker.breaker import CircuitBreaker
 from backstay.breaker.record import CircuitState
 from backstay.breaker.settings import BreakerSettings
 from backstay.clock import Clock
+from backstay.events import BUS
 from backstay.failure import Failure
 from backstay.fallback.candidate import Candidate
 from backstay.fallback.events import CandidateCooledDown
 from backstay.fallback.rules import FallbackRules
 from backstay.fallback.select import cooldown_targets
 from backstay.fallback.store import FallbackStore
-from backstay.observe.sinks import BUS
 from backstay.policy.protocols import Permit
 
 __all__ = ["MIN_WAIT_S", "PROBES_OUT_WAIT_S", "CandidateHealth"]

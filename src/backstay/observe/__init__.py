@@ -1,18 +1,28 @@
-"""Observability: typed events, the sinks that receive them, and the event log of a batch."""
+"""Observability, the top floor: the readers of a batch (OpenTelemetry, Prometheus, the
+report, health, the live view). The events, the bus, its sinks and the event log live in
+``backstay.events``; their names are re-exported here, so ``from backstay.observe import
+add_sink`` keeps working.
+"""
 
 from __future__ import annotations
 
-from backstay.observe.eventlog import EVENTS_FILE, EventLog, recording
-from backstay.observe.events import (
+from backstay.events import (
+    EVENTS_FILE,
     AttemptFailed,
     AttemptStarted,
     CallSucceeded,
     Event,
+    EventBus,
+    EventLog,
     GaveUp,
+    LoggingSink,
     RateLimited,
     RetryScheduled,
+    Sink,
+    add_sink,
+    recording,
+    remove_sink,
 )
-from backstay.observe.sinks import EventBus, LoggingSink, Sink, add_sink, remove_sink
 
 __all__ = [
     "EVENTS_FILE",

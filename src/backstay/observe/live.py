@@ -8,7 +8,7 @@ import logging
 import threading
 from collections import Counter
 
-from backstay.observe.events import Event, RateLimited
+from backstay.events import Event, RateLimited
 
 __all__ = ["LiveCounters"]
 

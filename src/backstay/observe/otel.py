@@ -14,7 +14,7 @@ model (the answering one); ``backstay.requested_model`` and the task span's
 Waits are child spans lasting the wait (``wait backoff``, ``wait retry_after``,
 ``wait circuit_open``, ``wait rate_limiter``), so a trace shows where the time went;
 circuit changes are span events. While an attempt runs, its ``traceparent`` is the
-current ``backstay.observe.tracecontext``: the adapters send it on.
+current ``backstay.events.tracecontext``: the adapters send it on.
 
 Metrics: ``gen_ai.client.operation.duration`` and ``gen_ai.client.token.usage`` per
 attempt, ``backstay.retries`` and ``backstay.wait.duration``.
@@ -51,11 +51,11 @@ from backstay.engine.events import (
     TaskStarted,
     TaskSucceeded,
 )
+from backstay.events import Event, RateLimited, RetryScheduled
+from backstay.events.tracecontext import TraceContext, set_current
 from backstay.failure import Failure
-from backstay.observe.events import Event, RateLimited, RetryScheduled
 from backstay.observe.genai import is_api_adapter, operation_name, provider_name
 from backstay.observe.prometheus import STEP_BUCKETS_S
-from backstay.observe.tracecontext import TraceContext, set_current
 from backstay.redact import redact
 
 __all__ = ["OtelSink"]

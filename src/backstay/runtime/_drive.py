@@ -10,8 +10,8 @@ import dataclasses
 from typing import TYPE_CHECKING, Any
 
 from backstay.classify import classify
+from backstay.events import BUS
 from backstay.failure import Failure
-from backstay.observe.sinks import BUS
 from backstay.runtime.context import ExecutionContext
 from backstay.runtime.errors import (
     ApprovalRequired,

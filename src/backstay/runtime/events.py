@@ -8,7 +8,7 @@ import dataclasses
 import logging
 from typing import ClassVar
 
-from backstay.observe.events import Event
+from backstay.events import Event
 
 __all__ = [
     "ApprovalRequested",

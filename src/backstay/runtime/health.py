@@ -19,7 +19,7 @@ import logging
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from backstay.observe.sinks import BUS
+from backstay.events import BUS
 from backstay.runtime.limits import LimitTracker
 from backstay.runtime.protocol import FrameworkAdapter
 from backstay.runtime.sandbox import sandbox_holds, sandbox_kind

@@ -15,9 +15,8 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+from backstay.events import BUS, Event, RetryScheduled
 from backstay.failure import Failure
-from backstay.observe.events import Event, RetryScheduled
-from backstay.observe.sinks import BUS
 from backstay.runtime.events import (
     MODEL_OPERATION_PREFIX,
     PlanCreated,

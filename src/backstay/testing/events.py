@@ -6,8 +6,7 @@ import contextlib
 import logging
 from collections.abc import Iterator
 
-from backstay.observe.events import Event
-from backstay.observe.sinks import BUS
+from backstay.events import BUS, Event
 
 __all__ = ["CapturedEvents", "capture_events"]
 

@@ -29,8 +29,8 @@ from typing import Any, ClassVar, Final
 
 import pytest
 
+from backstay.events import Event
 from backstay.fakeprovider import FakeProvider, Reply, Scenario, ToolCall
-from backstay.observe.events import Event
 from backstay.runtime import (
     ExecutionLimits,
     FrameworkAdapter,

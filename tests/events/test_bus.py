@@ -9,7 +9,7 @@ import subprocess
 import sys
 import textwrap
 
-from backstay.observe.sinks import EventBus, LoggingSink
+from backstay.events import EventBus, LoggingSink
 
 WARNING = logging.WARNING
 
@@ -30,7 +30,7 @@ def test_a_program_that_configured_no_logging_builds_no_event() -> None:
         """
         import logging, sys
         import backstay
-        from backstay.observe.sinks import BUS
+        from backstay.events import BUS
 
         assert BUS.silent() and not BUS.wants(logging.WARNING)
         calls = iter([ConnectionError("[Errno 104] Connection reset by peer"), None])

@@ -20,8 +20,8 @@ from typing import Final
 
 from backstay._private import open_private
 from backstay.clock import SYSTEM_CLOCK, Clock
-from backstay.observe.events import Event
-from backstay.observe.sinks import BUS
+from backstay.events.bus import BUS
+from backstay.events.event import Event
 from backstay.redact import redact, redact_personal_mapping
 
 __all__ = ["EVENTS_FILE", "EventLog", "recording"]

@@ -13,7 +13,7 @@ import logging
 import threading
 from typing import Final, Protocol, runtime_checkable
 
-from backstay.observe.events import Event
+from backstay.events.event import Event
 from backstay.redact import redact
 
 __all__ = ["EVENT_NAME_ATTR", "EventBus", "LoggingSink", "Sink", "add_sink", "remove_sink"]

@@ -7,9 +7,9 @@ import logging
 from pathlib import Path
 
 from backstay.engine.events import TaskStarted
+from backstay.events import BUS
 from backstay.failure import Failure
 from backstay.observe import EventLog, RetryScheduled, recording
-from backstay.observe.sinks import BUS
 from backstay.redact import register_secret
 from backstay.testing import FakeClock
 
