@@ -8,7 +8,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from backstay.call import Attempt, aattempts, acall, attempts, call, retry, use_registry
+from backstay.call import Attempt, aattempts, acall, attempts, call, retry
 from backstay.classify import (
     AGENT_NAMES,
     check_output,
@@ -32,7 +32,7 @@ from backstay.policy import Backoff, JitterMode, KindOverride, RetryPolicy
 from backstay.policy.budget import BudgetSettings, RetryBudget
 from backstay.policy.limiters import RateLimiterRegistry
 from backstay.policy.ratelimit import RateLimiter, RateLimitSettings
-from backstay.policy.registry import OperationType, PolicyRegistry
+from backstay.policy.registry import OperationType, PolicyRegistry, use_registry
 from backstay.policy.spend import SpendBudget
 from backstay.redact import redact, redact_mapping, register_secret
 from backstay.taxonomy import (

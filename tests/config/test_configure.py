@@ -9,7 +9,7 @@ import pytest
 
 import backstay
 from backstay import CircuitBreaker, FailureKind, RetryBudget
-from backstay.call import DEFAULT_REGISTRY
+from backstay.policy.registry import DEFAULT_REGISTRY
 from backstay.testing import FakeClock
 
 CONFIG = """\

@@ -5,7 +5,7 @@ from __future__ import annotations
 import datetime as dt
 from pathlib import Path
 
-from backstay._failure_path import test_mode
+from backstay.call._after_failure import test_mode
 from backstay.testing import FakeClock
 
 

@@ -44,11 +44,11 @@ from backstay.adapters.contract import AgentRequest, AgentResult, TierConfig
 from backstay.adapters.process import ProcessOutcome
 from backstay.adapters.provider_env import NO_PROVIDER_ENV, ProviderEnv, agent_env
 from backstay.adapters.usage import Usage
-from backstay.call import acall, resolve_policy
+from backstay.call import acall
 from backstay.classify import check_output, classify
 from backstay.errors import AdapterError, ConfigError
 from backstay.failure import Failure
-from backstay.policy.registry import OperationType
+from backstay.policy.registry import OperationType, resolve_policy
 from backstay.policy.retry import RetryPolicy
 from backstay.policy.spend import SpendBudget
 from backstay.redact import register_secret

@@ -5,9 +5,9 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable
 
-from backstay.call import use_registry
 from backstay.config._load import load_config
 from backstay.config._model import BackstayConfig
+from backstay.policy.registry import use_registry
 
 
 def configure(

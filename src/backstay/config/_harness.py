@@ -32,7 +32,6 @@ from typing import Any, Final
 
 from backstay.adapters.contract import TierConfig
 from backstay.adapters.registry import adapter_class
-from backstay.call import current_registry
 from backstay.config._document import Document
 from backstay.config._harness_fallbacks import chain_envs, harness_fallbacks
 from backstay.config._overrides import UNSET, yaml_value
@@ -48,7 +47,7 @@ from backstay.config._suite_tasks import prompt_file as checked_prompt_file
 from backstay.config._suite_tiers import tier as check_tier
 from backstay.errors import ConfigError
 from backstay.fallback.candidate import Candidate
-from backstay.policy.registry import PolicyRegistry
+from backstay.policy.registry import PolicyRegistry, current_registry
 from backstay.policy.retry import RetryPolicy
 from backstay.policy.spend import SpendBudget
 from backstay.redact import redact

@@ -14,7 +14,6 @@ import os
 import pathlib
 from typing import Any
 
-from backstay.call import current_registry
 from backstay.config._document import Document
 from backstay.config._fields import check, describe_value
 from backstay.config._load import read_file
@@ -32,7 +31,7 @@ from backstay.config._suite_spec import DESCRIPTION_FIELD, SUITE_NAME_FIELD, TOP
 from backstay.config._suite_storage import keep_prompts
 from backstay.config._suite_tasks import Context, defaults, task
 from backstay.config._suite_tiers import first_seen
-from backstay.policy.registry import PolicyRegistry
+from backstay.policy.registry import PolicyRegistry, current_registry
 from backstay.redact import redact
 
 _FALLBACK_NAME = "suite"

@@ -30,7 +30,7 @@ key and one budget for the whole fleet) with a Redis store.
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping
-from typing import TYPE_CHECKING, Final, Protocol
+from typing import TYPE_CHECKING, Final
 
 from backstay.adapters.contract import Adapter
 from backstay.clock import Clock
@@ -39,6 +39,7 @@ from backstay.errors import ConfigError
 from backstay.failure import Failure
 from backstay.policy.budget import BudgetSettings
 from backstay.policy.protocols import (
+    LimiterRegistryLike,
     RateLimiterLike,
     ReservationLike,
     ReservingLimiterLike,
@@ -52,7 +53,6 @@ if TYPE_CHECKING:
 __all__ = [
     "ENGINE_BUDGET",
     "RETRY_BUDGET_EXHAUSTED",
-    "LimiterRegistryLike",
     "Pacing",
     "engine_pacing",
     "limit_key",
@@ -64,12 +64,6 @@ ENGINE_BUDGET: Final = "engine"
 # A held reservation is rechecked at most this many times before it is taken as placed:
 # the limiter's probe ends within its probe_timeout_s, so this is never reached in practice.
 _MAX_RECHECKS: Final = 1000
-
-
-class LimiterRegistryLike(Protocol):
-    """A registry of limiters by ``provider`` (here: the matched name) and model."""
-
-    def limiter_for(self, provider: str, model: str | None = None) -> RateLimiterLike: ...
 
 
 def limit_key(

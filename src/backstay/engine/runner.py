@@ -59,7 +59,6 @@ from backstay.adapters.contract import Adapter
 from backstay.adapters.provider_env import agent_env
 from backstay.adapters.registry import get_adapter
 from backstay.breaker.settings import BreakerSettings
-from backstay.call import current_registry
 from backstay.clock import SYSTEM_CLOCK, Clock
 from backstay.engine import _notify as notify
 from backstay.engine._prompt_source import PromptSource
@@ -88,7 +87,7 @@ from backstay.idempotency.guard import IdempotencyGuard
 from backstay.idempotency.settings import GuardSettings
 from backstay.policy.budget import BudgetSettings
 from backstay.policy.ratelimit import RateLimitSettings
-from backstay.policy.registry import OperationType, PolicyRegistry
+from backstay.policy.registry import OperationType, PolicyRegistry, current_registry
 from backstay.policy.retry import RetryPolicy
 from backstay.policy.spend import BATCH_SCOPE, ScopeKind, ScopeTotals, SpendBudget, SpendScope
 from backstay.store.location import StoreBundle, StoreKind, StoreLocation, open_stores

@@ -25,9 +25,8 @@ import dataclasses
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Generic, NoReturn, TypeVar
 
-from backstay._failure_path import attach_failure, test_mode
 from backstay.breaker.settings import BreakerSettings
-from backstay.call import PolicySpec, resolve_policy
+from backstay.call._after_failure import attach_failure, test_mode
 from backstay.classify import classify
 from backstay.clock import SYSTEM_CLOCK, Clock, seeded_unit, unseeded_unit
 from backstay.errors import AdapterError, CircuitOpen, ConfigError, DeadlineExceeded, Rejected
@@ -40,6 +39,7 @@ from backstay.fallback.rules import FallbackRules
 from backstay.fallback.select import Tried, choose, plan_failure
 from backstay.fallback.store import FallbackStore, MemoryFallbackStore
 from backstay.policy.protocols import Permit
+from backstay.policy.registry import PolicySpec, resolve_policy
 from backstay.policy.retry import RetryPolicy
 
 __all__ = ["DEFAULT_CHAIN_BREAKER", "Answer", "FallbackChain", "NoCandidateAvailable"]

@@ -23,7 +23,6 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any, Final
 
-from backstay.call import PolicySpec
 from backstay.clock import Clock
 from backstay.errors import ConfigError
 from backstay.fallback.chain import FallbackChain
@@ -34,6 +33,7 @@ from backstay.integrations.fallback import (
 )
 from backstay.integrations.httpx import AsyncRetryTransport, RetryTransport
 from backstay.policy.protocols import CircuitBreakerLike, RateLimiterLike, RetryBudgetLike
+from backstay.policy.registry import PolicySpec
 
 if TYPE_CHECKING:
     import anthropic

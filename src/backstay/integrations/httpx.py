@@ -36,12 +36,13 @@ from __future__ import annotations
 import uuid
 from typing import Any, Final
 
-from backstay.call import PolicySpec, acall, call, resolve_policy
+from backstay.call import acall, call
 from backstay.classify import classify_response
 from backstay.clock import Clock
 from backstay.failure import Failure
 from backstay.integrations._paced import _Paced, estimate_tokens
 from backstay.policy.protocols import CircuitBreakerLike, RateLimiterLike, RetryBudgetLike
+from backstay.policy.registry import PolicySpec, resolve_policy
 from backstay.policy.retry import RetryPolicy
 
 __all__ = ["DEFAULT_IDEMPOTENCY_HEADER", "AsyncRetryTransport", "RetryTransport"]

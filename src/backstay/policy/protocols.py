@@ -7,7 +7,8 @@ Implementations hold their own clock and state; the driver never locks around th
   ``release()`` is for cancellation: the attempt neither succeeded nor failed.
 * A ``RetryBudgetLike`` is told of every call and asked before every retry.
 * A ``RateLimiterLike`` says how long to wait before an attempt, and learns from
-  rate-limit failures (a 429 with a wait makes every caller of that bucket wait).
+  rate-limit failures (a 429 with a wait makes every caller of that bucket wait); a
+  ``LimiterRegistryLike`` hands out one per provider (or configured name) and model.
 * A ``ReservingLimiterLike`` is a limiter whose waits may end early. Its ``reservation``
   says how long to wait *as far as it knows now*, and with ``recheck_s`` when to ask
   again (``recheck``): a limiter that is still learning a provider's limits holds callers
@@ -24,6 +25,7 @@ from backstay.failure import Failure
 
 __all__ = [
     "CircuitBreakerLike",
+    "LimiterRegistryLike",
     "Permit",
     "RateLimiterLike",
     "ReservationLike",
@@ -74,6 +76,12 @@ class RateLimiterLike(Protocol):
     def observe(self, failure: Failure) -> None:
         """Learn from a failure: a rate limit with a wait blocks the bucket until then."""
         ...
+
+
+class LimiterRegistryLike(Protocol):
+    """A registry of limiters by ``provider`` (here: the matched name) and model."""
+
+    def limiter_for(self, provider: str, model: str | None = None) -> RateLimiterLike: ...
 
 
 @runtime_checkable

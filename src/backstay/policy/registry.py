@@ -7,6 +7,10 @@ operation → policy table is resolved once, when the registry is built.
 
 The built-in policies (``standard``, ``aggressive``, ``no_retry``, ``agent_dispatch``) are
 preloaded; a policy registered under a built-in's name replaces it.
+
+The process resolves policy names in one registry at a time (``use_registry`` swaps it
+whole, ``current_registry`` reads it, ``resolve_policy`` looks a name up in it): the
+built-ins until ``backstay.configure()`` installs the configured one.
 """
 
 from __future__ import annotations
@@ -20,7 +24,16 @@ from backstay.errors import ConfigError
 from backstay.policy.builtin import BUILTIN_POLICIES
 from backstay.policy.retry import RetryPolicy
 
-__all__ = ["DEFAULT_POLICY_NAME", "OperationType", "PolicyRegistry"]
+__all__ = [
+    "DEFAULT_POLICY_NAME",
+    "DEFAULT_REGISTRY",
+    "OperationType",
+    "PolicyRegistry",
+    "PolicySpec",
+    "current_registry",
+    "resolve_policy",
+    "use_registry",
+]
 
 DEFAULT_POLICY_NAME: Final = "standard"
 
@@ -248,3 +261,45 @@ class PolicyRegistry:
         else:
             operations[key] = name
         return self._replace(operations=operations)
+
+
+PolicySpec = RetryPolicy | str | None
+
+# Until configure() or use_registry() says otherwise: the built-in policies, "standard" by
+# default, and agent runs under the adapter contract's "agent_dispatch".
+DEFAULT_REGISTRY: Final = PolicyRegistry()
+
+
+class _Source:
+    """The registry names are resolved in (one per process; swapped whole, never edited)."""
+
+    registry: PolicyRegistry = DEFAULT_REGISTRY
+
+
+def use_registry(registry: PolicyRegistry) -> None:
+    """Resolve policy names, operation types and the default policy in ``registry`` from
+    now on (process-wide); ``backstay.configure()`` does this with the configured one."""
+    if not isinstance(registry, PolicyRegistry):
+        raise ConfigError(
+            f"expected a PolicyRegistry, got {type(registry).__name__}", where="registry"
+        )
+    _Source.registry = registry
+
+
+def current_registry() -> PolicyRegistry:
+    """The registry policy names are resolved in now."""
+    return _Source.registry
+
+
+def resolve_policy(policy: PolicySpec, operation: str | None) -> RetryPolicy:
+    """A policy object from a policy, a policy name, or an operation type; with neither,
+    the registry's default policy."""
+    if isinstance(policy, RetryPolicy):
+        return policy
+    if isinstance(policy, str):
+        return _Source.registry.get(policy)
+    if policy is not None:
+        raise ConfigError(f"expected a RetryPolicy or a name, got {policy!r}", where="policy")
+    if operation is not None:
+        return _Source.registry.for_operation(operation)
+    return _Source.registry.default

@@ -15,9 +15,10 @@ from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
 from backstay.adapters.usage import Usage
-from backstay.call import PolicySpec, acall, call
+from backstay.call import acall, call
 from backstay.clock import SYSTEM_CLOCK, Clock
 from backstay.policy.protocols import CircuitBreakerLike, RateLimiterLike, RetryBudgetLike
+from backstay.policy.registry import PolicySpec
 from backstay.runtime.context import ExecutionContext
 from backstay.runtime.errors import LimitExceeded, RunHalted
 from backstay.runtime.events import model_operation

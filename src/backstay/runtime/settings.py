@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from backstay._checks import check_number
-from backstay.call import PolicySpec
+from backstay.policy.registry import PolicySpec
 from backstay.runtime.limits import ExecutionLimits
 from backstay.runtime.tools import ToolPolicy
 

@@ -45,12 +45,11 @@ from backstay.errors import BackstayError, ConfigError
 if TYPE_CHECKING:
     from backstay.breaker.store import BreakerStore
     from backstay.engine.circuit_log import CircuitLog
-    from backstay.engine.pacing import LimiterRegistryLike
     from backstay.engine.spend_ledger import SpendLedger
     from backstay.engine.taskstore import TaskStore
     from backstay.fallback.store import FallbackStore
     from backstay.policy.budget import BudgetSettings
-    from backstay.policy.protocols import RetryBudgetLike
+    from backstay.policy.protocols import LimiterRegistryLike, RetryBudgetLike
     from backstay.policy.ratelimit import RateLimitSettings
     from backstay.store.protocol import OperationStore
 

@@ -6,7 +6,7 @@ import contextlib
 from collections.abc import Iterator
 from typing import Final
 
-from backstay._failure_path import test_mode
+from backstay.call._after_failure import test_mode
 
 __all__ = ["DEFAULT_TEST_ATTEMPTS", "testing_mode"]
 

@@ -4,7 +4,7 @@
 rate limiter how long to wait (rechecking a provisional wait until it is final, when the
 limiter is a ``ReservingLimiterLike``) and the breaker for a permit; after a failure it
 classifies the exception, tells the breaker and the limiter, and leaves the rest to
-``backstay._failure_path.after_failure`` (the policy's decision, the events, the retry
+``backstay.call._after_failure.after_failure`` (the policy's decision, the events, the retry
 budget, giving up). The drivers in ``backstay.call`` use it when a call has a budget or a
 rate limiter, and for the block forms; a plain call keeps its state in locals.
 """
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from backstay._failure_path import after_failure, test_mode
+from backstay.call._after_failure import after_failure, test_mode
 from backstay.classify import classify
 from backstay.clock import Clock
 from backstay.errors import DeadlineExceeded

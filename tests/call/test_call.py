@@ -12,7 +12,8 @@ import httpx
 import pytest
 
 import backstay
-from backstay import ConfigError, Failure, RetryBudgetExhausted, RetryPolicy, _failure_path
+from backstay import ConfigError, Failure, RetryBudgetExhausted, RetryPolicy
+from backstay.call import _after_failure
 from backstay.clock import seeded_unit
 from backstay.events import EventBus
 from backstay.policy import JitterMode
@@ -423,7 +424,7 @@ def nothing_listens(monkeypatch: pytest.MonkeyPatch) -> None:
     root logger has handlers, so the default bus is never silent here)."""
     bus = EventBus()
     monkeypatch.setattr(importlib.import_module("backstay.call"), "BUS", bus)
-    monkeypatch.setattr(_failure_path, "BUS", bus)
+    monkeypatch.setattr(_after_failure, "BUS", bus)
 
 
 @pytest.mark.usefixtures("nothing_listens")

@@ -4,14 +4,11 @@ not a function (``for attempt in attempts(): with attempt: …``), over a ``Call
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterator
-from typing import TYPE_CHECKING
 
-from backstay._attempts import CallState
+from backstay.call._state import CallState
 from backstay.clock import SYSTEM_CLOCK, Clock
 from backstay.policy.protocols import CircuitBreakerLike, RateLimiterLike, RetryBudgetLike
-
-if TYPE_CHECKING:
-    from backstay.call import PolicySpec
+from backstay.policy.registry import PolicySpec, resolve_policy
 
 __all__ = ["Attempt", "aattempts", "attempts"]
 
@@ -51,8 +48,6 @@ def _block_state(
     limiter: RateLimiterLike | None,
     clock: Clock | None,
 ) -> tuple[CallState, Clock]:
-    from backstay.call import resolve_policy  # noqa: PLC0415 - ``call`` re-exports this module
-
     clk = clock or SYSTEM_CLOCK
     pol = resolve_policy(policy, operation)
     state = CallState(

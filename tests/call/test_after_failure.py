@@ -1,4 +1,4 @@
-"""``backstay._failure_path.after_failure``: what the retry drivers do after a failed
+"""``backstay.call._after_failure.after_failure``: what the retry drivers do after a failed
 attempt. Its short way for a plain failure under a policy that decides it plainly must give
 exactly the answer of the general decision (``decide``) for every policy and failure."""
 
@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from backstay import Failure
-from backstay import _failure_path as failure_path
+from backstay.call import _after_failure as failure_path
 from backstay.clock import seeded_unit
 from backstay.events import Event, EventBus
 from backstay.policy import Backoff, JitterMode, KindOverride, RetryPolicy, decide

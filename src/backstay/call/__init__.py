@@ -1,5 +1,8 @@
 """The retry drivers: ``call`` / ``acall`` and the ``@retry`` decorator — thin loops over
-the pure policy core (the block forms ``attempts`` / ``aattempts`` are in ``_blocks``).
+the pure policy core (the block forms ``attempts`` / ``aattempts`` are in ``_blocks``;
+the per-call state in ``_state``, what follows a failure in ``_after_failure``; policy
+names resolve in ``backstay.policy.registry``, whose ``use_registry`` and
+``current_registry`` are re-exported here).
 
 * The first attempt runs inline; all retry machinery is built only after a failure, so a
   call that succeeds pays for one ``try``.
@@ -22,20 +25,24 @@ import inspect
 from collections.abc import Awaitable, Callable
 from typing import Any, Final, ParamSpec, TypeVar, overload
 
-from backstay._attempts import CallState
-from backstay._blocks import Attempt, aattempts, attempts
-from backstay._failure_path import general_after_failure, plain_delay, test_mode
+from backstay.call._after_failure import general_after_failure, plain_delay, test_mode
+from backstay.call._blocks import Attempt, aattempts, attempts
+from backstay.call._state import CallState
 from backstay.classify import classify
 from backstay.classify._fast import recall_lone
 from backstay.clock import SYSTEM_CLOCK, Clock
-from backstay.errors import ConfigError
 from backstay.events import BUS, AttemptStarted, CallSucceeded
 from backstay.policy.protocols import (
     CircuitBreakerLike,
     RateLimiterLike,
     RetryBudgetLike,
 )
-from backstay.policy.registry import PolicyRegistry
+from backstay.policy.registry import (
+    PolicySpec,
+    current_registry,
+    resolve_policy,
+    use_registry,
+)
 from backstay.policy.retry import RetryPolicy
 
 __all__ = [
@@ -51,48 +58,6 @@ __all__ = [
 
 P = ParamSpec("P")
 T = TypeVar("T")
-
-PolicySpec = RetryPolicy | str | None
-
-# Until configure() or use_registry() says otherwise: the built-in policies, "standard" by
-# default, and agent runs under the adapter contract's "agent_dispatch".
-DEFAULT_REGISTRY: Final = PolicyRegistry()
-
-
-class _Source:
-    """The registry names are resolved in (one per process; swapped whole, never edited)."""
-
-    registry: PolicyRegistry = DEFAULT_REGISTRY
-
-
-def use_registry(registry: PolicyRegistry) -> None:
-    """Resolve policy names, operation types and the default policy in ``registry`` from
-    now on (process-wide); ``backstay.configure()`` does this with the configured one."""
-    if not isinstance(registry, PolicyRegistry):
-        raise ConfigError(
-            f"expected a PolicyRegistry, got {type(registry).__name__}", where="registry"
-        )
-    _Source.registry = registry
-
-
-def current_registry() -> PolicyRegistry:
-    """The registry policy names are resolved in now."""
-    return _Source.registry
-
-
-def resolve_policy(policy: PolicySpec, operation: str | None) -> RetryPolicy:
-    """A policy object from a policy, a policy name, or an operation type; with neither,
-    the registry's default policy."""
-    if isinstance(policy, RetryPolicy):
-        return policy
-    if isinstance(policy, str):
-        return _Source.registry.get(policy)
-    if policy is not None:
-        raise ConfigError(f"expected a RetryPolicy or a name, got {policy!r}", where="policy")
-    if operation is not None:
-        return _Source.registry.for_operation(operation)
-    return _Source.registry.default
-
 
 # The levels of the events an attempt starts with and a retried call ends with, read once:
 # often below every sink's, so checked inline before the bus is asked.
