@@ -117,19 +117,12 @@ _LAZY: dict[str, str] = {
 }
 
 
-def _version() -> str:
-    from importlib.metadata import PackageNotFoundError, version  # noqa: PLC0415 - costly
-
-    try:
-        return version("backstay")
-    except PackageNotFoundError:  # running from a source tree without an install
-        return "0.0.0"
-
-
 def __getattr__(name: str) -> Any:
     if name == "__version__":
-        globals()[name] = value = _version()
-        return value
+        from backstay._version import __version__  # noqa: PLC0415 - read on first use
+
+        globals()[name] = __version__
+        return __version__
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'backstay' has no attribute {name!r}")

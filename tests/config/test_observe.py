@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from backstay.config import load_config
+from backstay.config._otel import OtelSettings
 from backstay.errors import ConfigError
-from backstay.observe.otel_setup import OtelSettings
 
 
 def _file(tmp_path: Path, text: str) -> Path:

@@ -10,9 +10,10 @@ from pathlib import Path
 
 from backstay.cli._errors import usage_error
 from backstay.cli.serve import serving_while
+from backstay.config._otel import OtelSettings
 from backstay.errors import ConfigError
 from backstay.events import add_sink, remove_sink
-from backstay.observe.otel_setup import OtelSettings, otel_sink
+from backstay.observe.otel_setup import otel_sink
 from backstay.store.location import StoreLocation
 
 

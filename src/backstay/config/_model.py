@@ -12,8 +12,8 @@ from typing import Any
 from backstay.breaker.settings import BreakerSettings
 from backstay.clock import Clock
 from backstay.config._frameworks import FrameworkConfig
+from backstay.config._otel import OtelSettings
 from backstay.config._source import Source
-from backstay.observe.otel_setup import OtelSettings
 from backstay.policy.budget import BudgetSettings
 from backstay.policy.limiters import RateLimiterRegistry
 from backstay.policy.ratelimit import RateLimitSettings

@@ -23,7 +23,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Final
 
-from backstay import __version__
+from backstay._version import __version__
 from backstay.engine.records import EscalationStatus
 from backstay.engine.sqlite_tasks import STATE_FILE
 from backstay.observe.prometheus import circuit_states

@@ -38,7 +38,7 @@ from opentelemetry import metrics, trace
 from opentelemetry.metrics import MeterProvider
 from opentelemetry.trace import Link, Span, SpanKind, Status, StatusCode, TracerProvider
 
-from backstay import __version__
+from backstay._version import __version__
 from backstay.breaker.events import CircuitClosed, CircuitHalfOpened, CircuitOpened
 from backstay.engine.events import (
     AttemptEnded,

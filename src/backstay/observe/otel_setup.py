@@ -17,11 +17,11 @@ variables and the ``observe.otel`` section of ``backstay.yaml``.
 
 from __future__ import annotations
 
-import dataclasses
 import os
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Final
 
+from backstay.config._otel import OtelSettings
 from backstay.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -35,17 +35,6 @@ __all__ = ["OtelSettings", "otel_sink"]
 DEFAULT_SERVICE_NAME: Final = "backstay"
 _ENDPOINT_VARIABLES: Final = ("OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
 _TRUE: Final = frozenset({"true", "1", "yes", "on"})
-
-
-@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
-class OtelSettings:
-    """``observe.otel`` of ``backstay.yaml``. ``enabled`` None: decided by the
-    environment. ``endpoint``: the OTLP/HTTP base URL when no variable names one."""
-
-    enabled: bool | None = None
-    service_name: str | None = None
-    endpoint: str | None = None
-    capture_content: bool = False
 
 
 def _flag(env: Mapping[str, str], name: str) -> bool:
