@@ -14,6 +14,7 @@ from backstay.cli import (
     events,
     explain,
     fake_provider,
+    gateway,
     health,
     report,
     resume,
@@ -63,6 +64,7 @@ app.command("health")(health.health)
 app.command("report")(report.report)
 app.add_typer(escalations.app, name="escalations")
 app.add_typer(fake_provider.app, name="fake-provider")
+app.command("gateway")(gateway.gateway)
 app.add_typer(agents.app, name="agents")
 app.command("demo")(demo.demo)
 

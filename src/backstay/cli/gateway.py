@@ -1,0 +1,148 @@
+"""``backstay gateway``: serve the provider reverse proxy (docs/gateway.md) until Ctrl-C or
+SIGTERM, printing its base URL first."""
+
+from __future__ import annotations
+
+import asyncio
+import enum
+import os
+import signal
+import sys
+from collections.abc import Mapping
+from typing import Annotated, Final
+
+import typer
+
+from backstay.cli._errors import usage_error
+from backstay.errors import ConfigError
+from backstay.gateway import GATEWAY_POLICY, Gateway, GatewaySettings, Upstreams
+
+TOKEN_ENV_VAR: Final = "BACKSTAY_GATEWAY_TOKEN"  # noqa: S105 - a variable name
+# What GatewaySettings calls its fields → the flags that give them.
+_FLAGS: Final = {
+    "host": "--host",
+    "port": "--port",
+    "token": "--token-env",
+    "upstream anthropic": "--anthropic-upstream",
+    "upstream openai": "--openai-upstream",
+    "upstream gemini": "--gemini-upstream",
+}
+
+
+class Buffer(enum.StrEnum):
+    NONE = "none"
+    STREAMS = "streams"
+
+
+def _upstream_option(provider: str, default: str) -> object:
+    return typer.Option(
+        f"--{provider}-upstream",
+        envvar=f"BACKSTAY_GATEWAY_{provider.upper()}_UPSTREAM",
+        help=f"Base URL of the {provider} API (default {default}).",
+    )
+
+
+def gateway_token(token_env: str | None, environ: Mapping[str, str]) -> str | None:
+    """The token: from the variable ``token_env`` names (which must hold one), else from
+    ``$BACKSTAY_GATEWAY_TOKEN`` when set and not empty, else none."""
+    if token_env is None:
+        return environ.get(TOKEN_ENV_VAR, "").strip() or None
+    value = environ.get(token_env, "").strip() if token_env.strip() else ""
+    if not value:
+        raise ConfigError(f"${token_env} is not set or empty", where="--token-env")
+    return value
+
+
+async def _serve(gateway: Gateway) -> None:
+    await gateway.astart()
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(signum, stop.set)
+    sys.stdout.write(f"gateway listening on {gateway.url}\n")
+    sys.stdout.flush()
+    try:
+        await stop.wait()
+    finally:
+        await gateway.astop()
+
+
+def gateway(
+    host: Annotated[
+        str, typer.Option("--host", help="Address to bind (loopback unless --allow-remote).")
+    ] = "127.0.0.1",
+    port: Annotated[int, typer.Option("--port", help="Port; 0 picks a free one.")] = 8787,
+    upstream: Annotated[
+        str | None, typer.Option("--upstream", help="One base URL for every provider.")
+    ] = None,
+    anthropic_upstream: Annotated[
+        str | None, _upstream_option("anthropic", Upstreams().anthropic)
+    ] = None,
+    openai_upstream: Annotated[str | None, _upstream_option("openai", Upstreams().openai)] = None,
+    gemini_upstream: Annotated[str | None, _upstream_option("gemini", Upstreams().gemini)] = None,
+    buffer: Annotated[
+        Buffer,
+        typer.Option(
+            "--buffer",
+            help="streams: hold each stream until it completed, so a failure mid-stream is "
+            "retried too; none: retry a stream only until its first event is forwarded.",
+        ),
+    ] = Buffer.NONE,
+    max_attempts: Annotated[
+        int, typer.Option("--max-attempts", min=1, help="Attempts per request.")
+    ] = GATEWAY_POLICY.max_attempts,
+    deadline: Annotated[
+        float, typer.Option("--deadline", min=0.0, help="Seconds a request may take in all.")
+    ] = GATEWAY_POLICY.deadline_s or 900.0,
+    max_retry_after: Annotated[
+        float,
+        typer.Option(
+            "--max-retry-after",
+            min=0.0,
+            help="Longest Retry-After waited; a longer one returns the provider's 429.",
+        ),
+    ] = GATEWAY_POLICY.max_retry_after_s,
+    allow_remote: Annotated[
+        bool,
+        typer.Option("--allow-remote", help="Allow a non-loopback --host (needs a token)."),
+    ] = False,
+    token_env: Annotated[
+        str | None,
+        typer.Option(
+            "--token-env",
+            metavar="NAME",
+            help="Variable holding the token every request must carry in "
+            f"x-backstay-gateway-token. Default: ${TOKEN_ENV_VAR} if set, else none.",
+        ),
+    ] = None,
+) -> None:
+    """Serve a reverse proxy for the Anthropic, OpenAI and Gemini APIs that retries what
+    fails (classified, Retry-After honoured, a breaker per provider and model, one
+    Idempotency-Key per request), until Ctrl-C or SIGTERM.
+
+    Point a client's base URL at the printed URL; its API key passes through unchanged.
+    Exit code 0 after a clean stop, 2 for a bad flag, address or port.
+    """
+    try:
+        base = Upstreams.all(upstream) if upstream is not None else Upstreams()
+        upstreams = Upstreams(
+            anthropic=anthropic_upstream or base.anthropic,
+            openai=openai_upstream or base.openai,
+            gemini=gemini_upstream or base.gemini,
+        )
+        policy = GATEWAY_POLICY.derive(
+            max_attempts=max_attempts, deadline_s=deadline, max_retry_after_s=max_retry_after
+        )
+        settings = GatewaySettings(
+            host=host,
+            port=port,
+            upstreams=upstreams,
+            policy=policy,
+            buffer_streams=buffer is Buffer.STREAMS,
+            allow_remote=allow_remote,
+            token=gateway_token(token_env, os.environ),
+        )
+        asyncio.run(_serve(Gateway(settings)))
+    except ConfigError as err:
+        flag = _FLAGS.get(err.where or "")
+        raise usage_error(err if flag is None else ConfigError(err.reason, where=flag)) from None

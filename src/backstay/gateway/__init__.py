@@ -1,0 +1,41 @@
+"""``backstay gateway``: an HTTP reverse proxy speaking the providers' own wire formats
+(Anthropic Messages, OpenAI Chat Completions and Responses, Gemini generateContent), so
+that any client pointed at it gets backstay's classification, retry policy, Retry-After
+handling, circuit breakers and Idempotency-Key on every request. See docs/gateway.md.
+
+* ``settings``: ``GatewaySettings`` and ``Upstreams`` (frozen), ``GATEWAY_POLICY``;
+* ``routes``: which provider and model a request is for (pure);
+* ``headers``: what crosses upstream and back, the idempotency key (pure);
+* ``attempt``: one upstream attempt and what decides it failed;
+* ``proxy``: the handler, over ``backstay.call.acall``;
+* ``wire_errors``: the errors the gateway answers itself, in each provider's format;
+* ``events``: ``RequestRetried``;
+* ``server``: ``Gateway``, started and stopped like the fake provider.
+
+Needs aiohttp (``backstay[gateway]``), imported only when a gateway starts.
+"""
+
+from __future__ import annotations
+
+from backstay.gateway.events import RequestRetried
+from backstay.gateway.routes import Route, route
+from backstay.gateway.server import Gateway
+from backstay.gateway.settings import (
+    DEFAULT_UPSTREAMS,
+    GATEWAY_POLICY,
+    TOKEN_HEADER,
+    GatewaySettings,
+    Upstreams,
+)
+
+__all__ = [
+    "DEFAULT_UPSTREAMS",
+    "GATEWAY_POLICY",
+    "TOKEN_HEADER",
+    "Gateway",
+    "GatewaySettings",
+    "RequestRetried",
+    "Route",
+    "Upstreams",
+    "route",
+]

@@ -1,0 +1,34 @@
+"""The gateway's events: one ``RequestRetried`` per client request that took more than one
+upstream attempt (or was refused by an open circuit), emitted when its answer is decided.
+The per-attempt events (``retry.attempt_failed``, ``task.retrying`` …) come from the retry
+driver, under the operation ``gateway:{provider}/{model}``."""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from typing import ClassVar
+
+from backstay.events import Event
+from backstay.failure import Failure
+
+__all__ = ["RequestRetried"]
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class RequestRetried(Event):
+    """A request the gateway retried: ``attempts`` upstream attempts, the last ``failure``
+    seen, and the ``status`` the client got (``outcome``: ``succeeded``, ``gave_up`` or
+    ``circuit_open``). No header, key or body is part of it."""
+
+    name: ClassVar[str] = "request.retried"
+    level: ClassVar[int] = logging.INFO
+    provider: str
+    model: str
+    endpoint: str
+    attempts: int
+    status: int
+    outcome: str
+    failure: Failure | None
+    idempotency_key: str | None
+    elapsed_s: float

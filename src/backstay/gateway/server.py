@@ -1,0 +1,183 @@
+"""``Gateway``: the server as an object you start and stop.
+
+Synchronously (``with Gateway(settings) as gw:``) it serves from a background thread with
+its own event loop; asynchronously (``async with Gateway(settings) as gw:``) in the running
+loop. Either way ``url`` is the base URL clients are pointed at.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from types import TracebackType
+from typing import TYPE_CHECKING, Final
+
+from backstay.breaker import BreakerRegistry
+from backstay.errors import ConfigError
+from backstay.gateway._aiohttp import require
+from backstay.gateway.settings import GatewaySettings
+
+if TYPE_CHECKING:
+    import aiohttp
+    from aiohttp import web
+
+__all__ = ["Gateway"]
+
+_START_TIMEOUT_S: Final = 30.0
+_STOP_TIMEOUT_S: Final = 30.0
+# How long stopping waits for answers still being written before cutting them.
+_SHUTDOWN_GRACE_S: Final = 1.0
+
+
+class Gateway:
+    """A gateway serving ``settings`` (port 0 picks a free port). ``breakers`` holds the
+    circuit breaker of every (provider, model) it has seen (a fresh in-memory registry from
+    the settings' ``breaker`` when not given)."""
+
+    def __init__(
+        self, settings: GatewaySettings | None = None, *, breakers: BreakerRegistry | None = None
+    ) -> None:
+        if settings is not None and not isinstance(settings, GatewaySettings):
+            raise ConfigError(f"must be GatewaySettings, got {settings!r}", where="settings")
+        self.settings = settings if settings is not None else GatewaySettings()
+        self.breakers = (
+            breakers if breakers is not None else BreakerRegistry(settings=self.settings.breaker)
+        )
+        self._port = self.settings.port
+        self._runner: web.AppRunner | None = None
+        self._session: aiohttp.ClientSession | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+
+    @property
+    def port(self) -> int:
+        """The port it listens on (the chosen one, once started)."""
+        return self._port
+
+    @property
+    def url(self) -> str:
+        """``http://HOST:PORT``, without a path."""
+        if self._runner is None:
+            raise RuntimeError("the gateway is not running")
+        host = self.settings.host
+        host = f"[{host}]" if ":" in host else host
+        return f"http://{host}:{self._port}"
+
+    @property
+    def running(self) -> bool:
+        return self._runner is not None
+
+    # ---- in the running loop ---------------------------------------------------------
+
+    async def astart(self) -> Gateway:
+        """Start serving in the running event loop."""
+        if self._runner is not None:
+            raise RuntimeError("the gateway is already running")
+        require()
+        import aiohttp  # noqa: PLC0415 — an optional dependency, loaded on use
+        from aiohttp import web  # noqa: PLC0415
+
+        from backstay.gateway.proxy import Proxy  # noqa: PLC0415
+
+        settings = self.settings
+        session = aiohttp.ClientSession(
+            timeout=aiohttp.ClientTimeout(
+                total=None, connect=settings.connect_timeout_s, sock_read=settings.read_timeout_s
+            ),
+            connector=aiohttp.TCPConnector(limit=0),
+            auto_decompress=True,
+        )
+        proxy = Proxy(settings, session, self.breakers)
+        app = web.Application(client_max_size=settings.max_buffer_bytes)
+        app.router.add_route("*", "/{tail:.*}", proxy.handle)
+        runner = web.AppRunner(
+            app, access_log=None, handle_signals=False, shutdown_timeout=_SHUTDOWN_GRACE_S
+        )
+        await runner.setup()
+        site = web.TCPSite(runner, settings.host, self._port)
+        try:
+            await site.start()
+        except OSError as err:
+            await runner.cleanup()
+            await session.close()
+            raise ConfigError(
+                f"cannot listen on {settings.host}:{self._port}: {err.strerror or err}",
+                where="port",
+            ) from None
+        self._port = int(runner.addresses[0][1])
+        self._runner, self._session = runner, session
+        return self
+
+    async def astop(self) -> None:
+        """Stop serving and close the upstream connections. Stopping a stopped gateway
+        does nothing."""
+        runner, session = self._runner, self._session
+        if runner is None or session is None:
+            return
+        try:
+            await runner.cleanup()
+        finally:
+            await session.close()
+            self._runner = self._session = None
+
+    async def __aenter__(self) -> Gateway:
+        return await self.astart()
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.astop()
+
+    # ---- on a thread of its own ------------------------------------------------------
+
+    def start(self) -> Gateway:
+        """Start serving from a background thread with its own event loop."""
+        if self._runner is not None:
+            raise RuntimeError("the gateway is already running")
+        loop = asyncio.new_event_loop()
+        thread = threading.Thread(target=loop.run_forever, name="backstay-gateway", daemon=True)
+        thread.start()
+        try:
+            asyncio.run_coroutine_threadsafe(self.astart(), loop).result(_START_TIMEOUT_S)
+        except BaseException:
+            _end_loop(loop, thread)
+            raise
+        self._loop, self._thread = loop, thread
+        return self
+
+    def stop(self) -> None:
+        """Stop serving and end the background thread (or, if started with ``astart``,
+        nothing: use ``astop``)."""
+        loop, thread = self._loop, self._thread
+        if loop is None or thread is None:
+            return
+        try:
+            asyncio.run_coroutine_threadsafe(self.astop(), loop).result(_STOP_TIMEOUT_S)
+        finally:
+            self._loop = self._thread = None
+            _end_loop(loop, thread)
+
+    def __enter__(self) -> Gateway:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+    def __repr__(self) -> str:
+        where = self.url if self._runner is not None else "stopped"
+        return f"Gateway({where})"
+
+
+def _end_loop(loop: asyncio.AbstractEventLoop, thread: threading.Thread) -> None:
+    loop.call_soon_threadsafe(loop.stop)
+    thread.join(_STOP_TIMEOUT_S)
+    if not thread.is_alive():
+        loop.close()
