@@ -6,8 +6,8 @@ What decides, by the answer's shape:
 * **Not a stream** (any status): the whole body is read and checked with
   ``backstay.classify.check_response`` (status, headers, body).
 * **A 2xx SSE stream, buffered**: the whole stream is read (at most ``max_buffer_bytes``)
-  and checked, so an error event anywhere in it, or a connection cut mid-way, fails the
-  attempt; the client then gets the same bytes at once.
+  and its error events checked (``sse``), so an error event anywhere in it, or a
+  connection cut mid-way, fails the attempt; the client then gets the same bytes at once.
 * **A 2xx SSE stream, passed through**: its first event is read and checked; after that
   the stream belongs to the client (``OpenStream``), and a failure in the rest reaches the
   client as the provider sent it.
@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from backstay.classify import check_response
 from backstay.failure import Failure
+from backstay.gateway.sse import error_event
 
 if TYPE_CHECKING:
     import aiohttp
@@ -91,6 +92,12 @@ def failure_of(status: int, headers: Any, body: bytes, provider: str) -> Failure
     return found
 
 
+def _stream_failure(status: int, headers: Any, body: bytes, provider: str) -> Failure | None:
+    """The failure of the first error event in a stream's ``body`` (``sse``), if any."""
+    event = error_event(body)
+    return None if event is None else failure_of(status, headers, event.encode(), provider)
+
+
 def _is_stream(response: aiohttp.ClientResponse) -> bool:
     return 200 <= response.status < 300 and response.content_type == _SSE
 
@@ -142,7 +149,7 @@ async def attempt(
         status, headers = response.status, _headers(response)
         if _is_stream(response) and not buffer_streams:
             first = await _peek(response, peek_bytes)
-            found = failure_of(status, response.headers, first, request.provider)
+            found = _stream_failure(status, response.headers, first, request.provider)
             if found is None:
                 handed_over = True  # the receiver releases it
                 return OpenStream(status=status, headers=headers, first=first, response=response)
@@ -150,7 +157,7 @@ async def attempt(
             body = first + await _read_capped(response, max_buffer_bytes)
         elif _is_stream(response):
             body = await _read_capped(response, max_buffer_bytes)
-            found = failure_of(status, response.headers, body, request.provider)
+            found = _stream_failure(status, response.headers, body, request.provider)
         else:
             body = await response.read()
             found = failure_of(status, response.headers, body, request.provider)
