@@ -42,7 +42,7 @@ from backstay.runtime import (
     ValidationResult,
 )
 from backstay.runtime.schema_check import check_output
-from backstay.runtime.store_sqlite import SQLiteRunStore
+from backstay.store.sqlite.runs import SQLiteRunStore
 
 STEPS: Final = 50
 RUNS: Final = 20

@@ -37,11 +37,12 @@ import httpx
 import redis
 
 import provider_process
-from backstay.breaker import CircuitBreaker, MemoryBreakerStore, SQLiteBreakerStore
+from backstay.breaker import CircuitBreaker, MemoryBreakerStore
+from backstay.idempotency import MemoryOperationStore
+from backstay.idempotency.records import Acquired
 from backstay.policy.ratelimit import RateLimiter, RateLimitSettings
-from backstay.store import MemoryOperationStore, SQLiteOperationStore
+from backstay.store import SQLiteBreakerStore, SQLiteOperationStore
 from backstay.store.location import parse_store
-from backstay.store.records import Acquired
 from backstay.store.redis._client import RedisConnection
 from backstay.store.redis.breakers import RedisBreakerStore
 from backstay.store.redis.limiter import RedisRateLimiter

@@ -27,7 +27,7 @@ from backstay.runtime import (
     ToolPolicy,
 )
 from backstay.runtime.builtin_tools import workspace_tools
-from backstay.runtime.store_sqlite import SQLiteRunStore
+from backstay.store.sqlite.runs import SQLiteRunStore
 
 SCENARIO = Scenario(
     reply=Reply(

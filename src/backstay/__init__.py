@@ -66,7 +66,6 @@ if TYPE_CHECKING:
         CircuitBreaker,
         CircuitState,
         MemoryBreakerStore,
-        SQLiteBreakerStore,
     )
     from backstay.config import BackstayConfig, configure, load_config, load_suite
     from backstay.engine import Engine, EscalationQueue, Summary, TaskSpec, TaskState
@@ -79,6 +78,7 @@ if TYPE_CHECKING:
         operation_id,
     )
     from backstay.observe.health import HealthReport, health_check
+    from backstay.store import SQLiteBreakerStore
 
 # The engine, adapters, breakers, idempotency and configuration load on first use: a
 # program that only classifies or retries does not pay for them at import.
@@ -96,7 +96,7 @@ _LAZY: dict[str, str] = {
     "CircuitBreaker": "backstay.breaker",
     "CircuitState": "backstay.breaker",
     "MemoryBreakerStore": "backstay.breaker",
-    "SQLiteBreakerStore": "backstay.breaker",
+    "SQLiteBreakerStore": "backstay.store",
     "BackstayConfig": "backstay.config",
     "configure": "backstay.config",
     "load_config": "backstay.config",

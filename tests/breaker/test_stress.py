@@ -16,10 +16,10 @@ from tests.breaker.support import SERVER
 from backstay.breaker.breaker import CircuitBreaker
 from backstay.breaker.record import CircuitState
 from backstay.breaker.settings import BreakerSettings
-from backstay.breaker.sqlite import SQLiteBreakerStore
 from backstay.breaker.store import BreakerStore
 from backstay.errors import CircuitOpen
 from backstay.policy.protocols import Permit
+from backstay.store.sqlite.breakers import SQLiteBreakerStore
 from backstay.testing import FakeClock
 
 PROBES = 3

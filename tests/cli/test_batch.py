@@ -25,7 +25,8 @@ from tests.cli.support import (
 )
 
 from backstay.cli._state import ALL_SUCCEEDED, BUDGET_REACHED, SOME_FAILED, SOME_WAITING
-from backstay.engine import BATCH_FILE, STATE_FILE
+from backstay.engine import BATCH_FILE
+from backstay.store import STATE_FILE
 
 CLI_DOC = Path(__file__).resolve().parents[2] / "docs" / "cli.md"
 WAIT_S = 10.0

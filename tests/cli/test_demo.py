@@ -16,7 +16,7 @@ from tests.adapters.support import CANARY_KEY
 
 from backstay.cli.demo import EVENTS_FILE, KEY_VARIABLE, REPORT_FILE, REQUESTS_FILE
 from backstay.demo import EXPECTED_ENDS, EXPECTED_TASKS
-from backstay.engine import STATE_FILE
+from backstay.store import STATE_FILE
 
 ROOT: Final = Path(__file__).parents[2]
 # The command as installed: the console script beside this Python.

@@ -23,8 +23,8 @@ from backstay.fakeprovider import FakeProvider, Reply, Scenario, ToolCall
 from backstay.policy.retry import RetryPolicy
 from backstay.runtime import ApprovalStatus
 from backstay.runtime.engine_adapter import RuntimeTaskAdapter
-from backstay.runtime.store_sqlite import SQLiteRunStore
 from backstay.store.location import STORE_ENV_VAR, StoreLocation
+from backstay.store.sqlite.runs import SQLiteRunStore
 from backstay.testing.fakeclock import FakeClock
 
 KEY = "sk-ant-api03-CLIcanary0123456789abcdefABCDEFghijkl"

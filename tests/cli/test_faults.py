@@ -24,7 +24,8 @@ from tests.cli.support import write_suite
 from tests.mounts import in_mount_namespace, needs_mounts
 
 from backstay.cli._state import ALL_SUCCEEDED, FILE_SYSTEM_FAULT
-from backstay.engine import BATCH_FILE, STATE_FILE, Engine
+from backstay.engine import BATCH_FILE, Engine
+from backstay.store import STATE_FILE
 
 BACKSTAY: Final = [sys.executable, "-c", "from backstay.cli import main; main()"]
 USAGE: Final = 2

@@ -14,7 +14,7 @@ from tests.cli.support import (
     write_suite,
 )
 
-from backstay.engine import STATE_FILE
+from backstay.store import STATE_FILE
 
 
 @pytest.fixture(autouse=True)

@@ -22,7 +22,8 @@ import pytest
 import yaml
 from tests.cli.support import invoke, write_suite
 
-from backstay.engine import STATE_FILE, Engine
+from backstay.engine import Engine
+from backstay.store import STATE_FILE
 
 BAD_YAML: Final = "tasks: [unclosed\n  - oops: {\n"
 NOT_UTF8: Final = b"suite: \xff\xfe broken\n"

@@ -31,9 +31,9 @@ from backstay import (
 )
 from backstay.errors import ConfigError
 from backstay.idempotency import IdempotencyGuard, MissingIdempotencyKey, SkillDescriptor
+from backstay.idempotency.memory import MemoryOperationStore
 from backstay.policy import ERROR_CONTRACT, JitterMode, RetryPolicy
 from backstay.policy.retry import GiveUpReason, KindOverride, attempt_limit, decide
-from backstay.store.memory import MemoryOperationStore
 from backstay.taxonomy import FailureKind
 from backstay.testing import FakeClock
 

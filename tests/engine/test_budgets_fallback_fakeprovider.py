@@ -16,11 +16,11 @@ from backstay.adapters.openai_api import OpenAIApiAdapter
 from backstay.breaker import BreakerSettings
 from backstay.engine import Engine, TaskSpec, TaskState
 from backstay.engine.budgets import estimate_attempt
-from backstay.engine.spend_ledger import SPEND
 from backstay.fakeprovider import FakeProvider, Fault, FaultKind, Scenario
 from backstay.fallback import Candidate
 from backstay.policy.retry import RetryPolicy
 from backstay.policy.spend import SpendBudget
+from backstay.store.sqlite.spend import SPEND
 from backstay.testing import capture_events
 
 PRIMARY: Final = "claude-haiku-4-5"

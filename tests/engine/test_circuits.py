@@ -11,15 +11,10 @@ import pytest
 from tests.engine.support import OK, QUICK, ScriptedAdapter, clock, engine, spec
 
 from backstay.breaker import BreakerSettings
-from backstay.engine import (
-    CircuitChange,
-    SQLiteCircuitLog,
-    TaskDeferred,
-    TaskState,
-    breaker_key,
-)
+from backstay.engine import CircuitChange, TaskDeferred, TaskState, breaker_key
 from backstay.errors import ConfigError
 from backstay.failure import Failure
+from backstay.store import SQLiteCircuitLog
 from backstay.testing import FakeClock, capture_events
 
 S = TaskState

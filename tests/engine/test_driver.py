@@ -10,10 +10,11 @@ from pathlib import Path
 import pytest
 from tests.engine.support import OK, QUICK, WALL, Call, ScriptedAdapter, engine, spec
 
-from backstay.engine import AttemptOutcome, ResolveAction, SQLiteTaskStore, TaskRecord, TaskState
+from backstay.engine import AttemptOutcome, ResolveAction, TaskRecord, TaskState
 from backstay.engine.driver import TaskDriver, TaskStopped
 from backstay.engine.records import StateChange
 from backstay.failure import Failure
+from backstay.store import SQLiteTaskStore
 from backstay.testing import FakeClock
 
 OP = "wf:t1:run_01"

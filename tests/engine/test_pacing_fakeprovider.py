@@ -18,7 +18,8 @@ from backstay.fakeprovider import FakeProvider, Scenario
 from backstay.fakeprovider.scenario import RateLimit
 from backstay.policy.ratelimit import RateLimiter, RateLimitSettings
 from backstay.policy.retry import RetryPolicy
-from backstay.store.location import StoreLocation, open_stores
+from backstay.store.location import StoreLocation
+from backstay.store.open import open_stores
 from backstay.store.redis import RedisRateLimiter
 
 MODEL: Final = "claude-haiku-4-5"

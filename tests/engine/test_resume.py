@@ -11,7 +11,6 @@ from tests.engine.support import OK, WALL, ScriptedAdapter, clock, engine, spec
 from backstay.engine import (
     AttemptOutcome,
     EscalationStatus,
-    SQLiteTaskStore,
     StartStep,
     TaskRecord,
     TaskState,
@@ -20,8 +19,9 @@ from backstay.engine import (
 from backstay.engine.records import AttemptEnd, StateChange
 from backstay.errors import ConfigError
 from backstay.failure import Failure
+from backstay.idempotency.records import Acquired
 from backstay.idempotency.settings import GuardSettings
-from backstay.store.records import Acquired
+from backstay.store import SQLiteTaskStore
 from backstay.testing import capture_events
 
 OP = "wf:t1:run_01"

@@ -17,9 +17,10 @@ import pytest
 from tests.adapters.support import gone_within
 from tests.engine import batch_child
 
-from backstay.engine import STATE_FILE, AttemptOutcome, TaskState
+from backstay.engine import AttemptOutcome, TaskState
 from backstay.engine.events import TaskResumed
-from backstay.store.records import Done
+from backstay.idempotency.records import Done
+from backstay.store import STATE_FILE
 from backstay.testing import capture_events
 
 ROOT = Path(__file__).parents[2]

@@ -9,12 +9,13 @@ from pathlib import Path
 import pytest
 from tests.engine.support import OK, QUICK, WALL, ScriptedAdapter, clock, engine, spec
 
-from backstay.engine import STATE_FILE, AttemptOutcome, Engine, TaskState
+from backstay.engine import AttemptOutcome, Engine, TaskState
 from backstay.engine.records import AttemptEnd, StateChange
 from backstay.errors import ConfigError
 from backstay.failure import Failure
+from backstay.idempotency.records import Acquired
 from backstay.policy.registry import PolicyRegistry
-from backstay.store.records import Acquired
+from backstay.store import STATE_FILE
 
 S = TaskState
 RATE_LIMITED = Failure(code="ERR_HTTP_429_RATE_LIMITED", retry_after_s=7.0)

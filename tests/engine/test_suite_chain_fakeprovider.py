@@ -17,11 +17,11 @@ from backstay.adapters.openai_api import OpenAIApiAdapter
 from backstay.breaker import BreakerSettings
 from backstay.config import load_suite
 from backstay.engine import Engine, SuiteBatch, TaskState
-from backstay.engine.spend_ledger import SPEND
 from backstay.fakeprovider import FakeProvider, Fault, FaultKind, Scenario
 from backstay.policy.registry import PolicyRegistry
 from backstay.policy.retry import RetryPolicy
 from backstay.policy.spend import SpendBudget
+from backstay.store.sqlite.spend import SPEND
 
 PRIMARY: Final = "claude-haiku-4-5"
 SPARE: Final = "gpt-5-mini"

@@ -24,8 +24,8 @@ from typing import Any, Final
 import yaml
 from tests.adapters.support import CANARY_KEY
 
-from backstay.engine import STATE_FILE
 from backstay.executors._ray_cluster import LOCAL_ENV
+from backstay.store import STATE_FILE
 
 ROOT: Final = Path(__file__).resolve().parents[2]
 RAY_BIN: Final = Path(sys.executable).with_name("ray")

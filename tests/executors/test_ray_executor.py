@@ -28,9 +28,9 @@ from tests.executors.ray_support import (
     write_suite,
 )
 
-from backstay.engine import STATE_FILE
 from backstay.events import EVENTS_FILE
 from backstay.fakeprovider import FakeProvider, Scenario, parse_fault
+from backstay.store import STATE_FILE
 from backstay.store.location import StoreLocation
 
 SLOW: Final = Scenario(faults=(parse_fault("slow:delay_s=0.2"),))

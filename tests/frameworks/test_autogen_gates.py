@@ -28,7 +28,7 @@ from backstay.runtime import (
     RuntimeSettings,
     ToolPolicy,
 )
-from backstay.runtime.store_sqlite import SQLiteRunStore
+from backstay.store.sqlite.runs import SQLiteRunStore
 
 TENANT = "acme"
 STAMP = ToolCall(name="stamp", arguments={"text": "x"})

@@ -16,7 +16,7 @@ from langgraph.types import interrupt
 from backstay.fakeprovider import FakeProvider, Reply, Scenario
 from backstay.frameworks.langgraph import LangGraphAdapter
 from backstay.runtime import ApprovalStatus, RunRecord, RunStatus, Runtime
-from backstay.runtime.store_sqlite import SQLiteRunStore
+from backstay.store.sqlite.runs import SQLiteRunStore
 
 TENANT = "acme"
 

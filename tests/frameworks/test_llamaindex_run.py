@@ -17,7 +17,7 @@ from backstay.fakeprovider import FakeProvider, Reply, Scenario
 from backstay.frameworks._llamaindex_run import human_response
 from backstay.frameworks.llamaindex import LlamaIndexAdapter
 from backstay.runtime import ApprovalStatus, HumanDecision, RunRecord, RunStatus, Runtime
-from backstay.runtime.store_sqlite import SQLiteRunStore
+from backstay.store.sqlite.runs import SQLiteRunStore
 
 TENANT = "acme"
 

@@ -16,7 +16,7 @@ from pydantic_ai.toolsets import FunctionToolset
 from backstay.fakeprovider import FakeProvider, Reply, Scenario, ToolCall
 from backstay.frameworks.pydantic_ai import PydanticAIAdapter, make_agent
 from backstay.runtime import ApprovalStatus, RunStatus, Runtime, RuntimeSettings, ToolPolicy
-from backstay.runtime.store_sqlite import SQLiteRunStore
+from backstay.store.sqlite.runs import SQLiteRunStore
 
 from . import support
 

@@ -15,7 +15,7 @@ from backstay.errors import ConfigError
 from backstay.fakeprovider import FakeProvider, Reply, Scenario, ToolCall
 from backstay.policy.retry import RetryPolicy
 from backstay.runtime import ApprovalStatus
-from backstay.runtime.store_sqlite import SQLiteRunStore
+from backstay.store.sqlite.runs import SQLiteRunStore
 from backstay.testing.fakeclock import FakeClock
 
 KEY: Final = "sk-proj-TASKcanary0123456789abcdefABCDEFghijklmnop"

@@ -13,10 +13,10 @@ from pathlib import Path
 from typing import Any, Final
 
 from backstay.idempotency.guard import IdempotencyGuard
+from backstay.idempotency.memory import MemoryOperationStore
+from backstay.idempotency.records import Acquired, Lease
 from backstay.idempotency.settings import GuardSettings
-from backstay.store.memory import MemoryOperationStore
-from backstay.store.records import Acquired, Lease
-from backstay.store.sqlite import SQLiteOperationStore
+from backstay.store.sqlite.operations import SQLiteOperationStore
 from backstay.testing import FakeClock
 
 OP: Final = "wf:task:run"

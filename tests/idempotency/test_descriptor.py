@@ -8,7 +8,7 @@ import pytest
 
 from backstay.errors import ConfigError
 from backstay.idempotency import IdempotencyGuard, MissingIdempotencyKey, SkillDescriptor
-from backstay.store.memory import MemoryOperationStore
+from backstay.idempotency.memory import MemoryOperationStore
 from backstay.testing import FakeClock
 
 POST = SkillDescriptor(skill_id="skill.orders_post", idempotent=False)

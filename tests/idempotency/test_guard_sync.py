@@ -12,9 +12,9 @@ from tests.idempotency.support import OP, ActingClock, Calls, acquire
 from backstay.errors import ConfigError
 from backstay.idempotency.errors import LeaseLost, OperationInProgress
 from backstay.idempotency.guard import IdempotencyGuard
+from backstay.idempotency.memory import MemoryOperationStore
+from backstay.idempotency.records import Acquired
 from backstay.idempotency.settings import GuardSettings
-from backstay.store.memory import MemoryOperationStore
-from backstay.store.records import Acquired
 from backstay.testing import FakeClock
 
 SETTINGS = GuardSettings(lease_ttl_s=3.0, wait_timeout_s=10.0, poll_initial_s=0.5, poll_max_s=2.0)

@@ -17,9 +17,9 @@ from tests.idempotency.support import OP, FlakyStore, acquire
 
 from backstay.idempotency._keeper import keep_async, keep_in_thread
 from backstay.idempotency.guard import IdempotencyGuard
+from backstay.idempotency.memory import MemoryOperationStore
+from backstay.idempotency.records import Busy, Claim
 from backstay.idempotency.settings import GuardSettings
-from backstay.store.memory import MemoryOperationStore
-from backstay.store.records import Busy, Claim
 from backstay.testing import FakeClock
 
 TTL_S = 3.0

@@ -16,9 +16,9 @@ import pytest
 from tests.idempotency.support import FAST, OP, race_in_process
 
 from backstay.idempotency.guard import IdempotencyGuard
-from backstay.store.memory import MemoryOperationStore
-from backstay.store.protocol import OperationStore
-from backstay.store.sqlite import SQLiteOperationStore
+from backstay.idempotency.memory import MemoryOperationStore
+from backstay.idempotency.store import OperationStore
+from backstay.store.sqlite.operations import SQLiteOperationStore
 
 THREADS = 4
 TASKS = 4

@@ -6,8 +6,8 @@ import pytest
 
 from backstay.idempotency._schedules import RenewalSchedule, WaitSchedule
 from backstay.idempotency.errors import OperationInProgress
+from backstay.idempotency.records import Busy
 from backstay.idempotency.settings import GuardSettings
-from backstay.store.records import Busy
 
 BUSY = Busy(operation_id="a:b:c", held_by="w1", generation=1, expires_at=1_000.0)
 

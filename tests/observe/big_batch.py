@@ -8,13 +8,14 @@ import datetime as dt
 from pathlib import Path
 
 from backstay.adapters.usage import Usage
-from backstay.engine.circuit_log import CircuitChange, CircuitEntry, SQLiteCircuitLog
+from backstay.engine.circuit_log import CircuitChange, CircuitEntry
 from backstay.engine.records import AttemptEnd, AttemptOutcome, NewEscalation, StateChange
-from backstay.engine.sqlite_tasks import SQLiteTaskStore
 from backstay.engine.states import TaskState
 from backstay.engine.task import TaskSpec
 from backstay.failure import Failure
 from backstay.idempotency.ids import attempt_id
+from backstay.store.sqlite.circuit_log import SQLiteCircuitLog
+from backstay.store.sqlite.tasks import SQLiteTaskStore
 
 START = dt.datetime(2026, 11, 1, 9, 0, tzinfo=dt.UTC)
 USAGE = Usage(input_tokens=120, output_tokens=40, cost_usd=0.0005, api_calls=1)

@@ -15,7 +15,8 @@ from typing import Final
 import pytest
 from tests.cli.support import four_outcome_batch
 
-from backstay.engine.circuit_log import CircuitChange, CircuitEntry, SQLiteCircuitLog
+from backstay.engine.circuit_log import CircuitChange, CircuitEntry
+from backstay.store.sqlite.circuit_log import SQLiteCircuitLog
 
 BACKSTAY: Final = [sys.executable, "-c", "from backstay.cli import main; main()"]
 # A bound on any backstay process a test starts: it is killed after this.

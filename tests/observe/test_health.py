@@ -8,10 +8,10 @@ import pytest
 from tests.observe.support import finished_batch, log_circuit
 
 from backstay.engine.circuit_log import CircuitChange
-from backstay.engine.sqlite_tasks import STATE_FILE
 from backstay.errors import ConfigError
 from backstay.observe.health import check_writable, health_check, health_of
 from backstay.observe.snapshot import read_state
+from backstay.store.sqlite.tasks import STATE_FILE
 
 
 @pytest.fixture(scope="module")

@@ -12,8 +12,8 @@ from pathlib import Path
 from tests.mounts import in_mount_namespace, needs_mounts
 from tests.observe.support import finished_batch
 
-from backstay.engine.sqlite_tasks import STATE_FILE
 from backstay.observe.health import check_writable
+from backstay.store.sqlite.tasks import STATE_FILE
 
 _CHECK = (
     f"{sys.executable} -c 'import json, pathlib; from backstay.observe.health import "

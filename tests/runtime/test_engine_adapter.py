@@ -24,7 +24,7 @@ from backstay.policy.builtin import STANDARD
 from backstay.policy.retry import attempt_limit
 from backstay.runtime import ApprovalStatus, RunStatus
 from backstay.runtime.engine_adapter import RuntimeTaskAdapter, load_factory
-from backstay.runtime.store_sqlite import SQLiteRunStore
+from backstay.store.sqlite.runs import SQLiteRunStore
 from backstay.taxonomy import FailureKind
 from backstay.testing.fakeclock import FakeClock
 

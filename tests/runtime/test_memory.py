@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 
 from backstay.runtime import InMemoryMemory, MemoryManager, Message, SessionMemory
-from backstay.runtime.memory_sqlite import SQLiteMemory
 from backstay.runtime.sensitive import SensitiveRedactor
 from backstay.store.redis._client import RedisConnection
 from backstay.store.redis.runtime_memory import RedisMemory
+from backstay.store.sqlite.runtime_memory import SQLiteMemory
 
 
 @pytest.fixture(params=["memory", "sqlite", "redis", "redis-cluster"])

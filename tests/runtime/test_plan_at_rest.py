@@ -13,7 +13,7 @@ from typing import Any
 from tests.runtime.support import ScriptedFramework
 
 from backstay.runtime import ExecutionContext, RunStatus, Runtime, Step, ToolGate
-from backstay.runtime.store_sqlite import SQLiteRunStore
+from backstay.store.sqlite.runs import SQLiteRunStore
 
 EMAIL = "jane.canary@example.com"
 

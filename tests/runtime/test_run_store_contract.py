@@ -16,11 +16,11 @@ from tests.runtime.support import ScriptedFramework, model_reply
 
 from backstay.errors import ConfigError
 from backstay.runtime import MemoryRunStore, RunStatus, RunStore, Runtime
-from backstay.runtime.memory_sqlite import SQLiteMemory
 from backstay.runtime.records import ApprovalStatus
-from backstay.runtime.store_sqlite import SQLiteRunStore
 from backstay.store.redis._client import RedisConnection
 from backstay.store.redis.runs import RedisRunStore
+from backstay.store.sqlite.runs import SQLiteRunStore
+from backstay.store.sqlite.runtime_memory import SQLiteMemory
 
 
 @pytest.fixture(params=["memory", "sqlite", "redis", "redis-cluster"])

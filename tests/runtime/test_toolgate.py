@@ -23,7 +23,7 @@ from backstay.runtime import (
     ToolPolicy,
 )
 from backstay.runtime.store import MemoryRunStore, RunStore
-from backstay.runtime.store_sqlite import SQLiteRunStore
+from backstay.store.sqlite.runs import SQLiteRunStore
 
 
 def _run(runtime: Runtime, input: Any, **kwargs: Any) -> Any:

@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from backstay.store._base import StoreBase
-from backstay.store.memory import MemoryOperationStore
+from backstay.idempotency._store_base import StoreBase
+from backstay.idempotency.memory import MemoryOperationStore
 from backstay.store.redis._client import RedisConnection
 from backstay.store.redis.operations import RedisOperationStore
-from backstay.store.sqlite import SQLiteOperationStore
+from backstay.store.sqlite.operations import SQLiteOperationStore
 from backstay.testing import FakeClock
 
 RESULT_TTL_S = 100.0

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from backstay.errors import ConfigError
-from backstay.store._base import DEFAULT_RESULT_TTL_S, StoreBase
-from backstay.store.memory import MemoryOperationStore
+from backstay.idempotency._store_base import DEFAULT_RESULT_TTL_S, StoreBase
+from backstay.idempotency.memory import MemoryOperationStore
 
 
 def test_results_are_kept_a_day_by_default() -> None:

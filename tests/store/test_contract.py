@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from backstay.store._base import StoreBase
-from backstay.store.protocol import OperationStore
-from backstay.store.records import Acquired, Busy, Done, Lease
+from backstay.idempotency._store_base import StoreBase
+from backstay.idempotency.records import Acquired, Busy, Done, Lease
+from backstay.idempotency.store import OperationStore
 from backstay.testing import FakeClock
 
 OP = "wf:task:run"

@@ -9,16 +9,16 @@ import pytest
 from backstay.errors import ConfigError
 from backstay.policy.budget import BudgetSettings, RetryBudget
 from backstay.policy.ratelimit import RateLimiter, RateLimitSettings
-from backstay.store import location as loc
+from backstay.store import open as store_open
 from backstay.store.location import (
     STORE_ENV_VAR,
     StoreKind,
     StoreLocation,
     StoreUnavailable,
-    open_stores,
     parse_store,
     resolve_store,
 )
+from backstay.store.open import open_stores
 
 
 def test_a_path_is_a_sqlite_location(tmp_path: Path) -> None:
@@ -117,7 +117,7 @@ def test_the_sqlite_bundle_opens_every_store_in_the_state_file(tmp_path: Path) -
 def test_a_redis_location_without_the_extra_names_the_extra(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(loc.importlib.util, "find_spec", lambda name: None)
+    monkeypatch.setattr(store_open.importlib.util, "find_spec", lambda name: None)
     with pytest.raises(ConfigError, match=r"pip install 'backstay\[redis\]'"):
         open_stores(parse_store("redis://127.0.0.1:1/0"), state_dir=tmp_path)
 

@@ -17,10 +17,11 @@ import sqlite3
 from pathlib import Path
 from typing import Final
 
-from backstay.engine import BATCH_FILE, STATE_FILE, BatchIdentity, read_identity
+from backstay.engine import BATCH_FILE, BatchIdentity, read_identity
 from backstay.errors import ConfigError
 from backstay.events import EVENTS_FILE
-from backstay.store._sqlite_peek import Peek, peek
+from backstay.store.sqlite._peek import Peek, peek
+from backstay.store.sqlite.tasks import STATE_FILE
 
 __all__ = ["check_recorded", "check_startable"]
 

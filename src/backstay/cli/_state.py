@@ -16,7 +16,7 @@ from backstay._private import make_private_dirs
 from backstay.cli import _faults, _records
 from backstay.cli._errors import usage_error
 from backstay.config import BackstayConfig, load_config
-from backstay.engine import STATE_FILE, TERMINAL, Engine, Summary, TaskState
+from backstay.engine import TERMINAL, Engine, Summary, TaskState
 from backstay.errors import ConfigError
 from backstay.idempotency.settings import DEFAULT_LEASE_TTL_S, GuardSettings
 from backstay.policy.spend import BATCH_SCOPE, SpendBudget
@@ -25,9 +25,10 @@ from backstay.store.location import (
     StoreKind,
     StoreLocation,
     StoreUnreachable,
-    open_stores,
     resolve_store,
 )
+from backstay.store.open import open_stores
+from backstay.store.sqlite.tasks import STATE_FILE
 
 # Exit codes of `batch` and `resume` (docs/cli.md); 2 is bad usage, as for every command.
 ALL_SUCCEEDED: Final = 0

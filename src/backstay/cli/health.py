@@ -9,9 +9,9 @@ import typer
 
 from backstay.cli import _faults, _records, _state
 from backstay.cli._errors import usage_error
-from backstay.engine import STATE_FILE
 from backstay.errors import ConfigError
 from backstay.observe.health import FAIL, health_check
+from backstay.store.sqlite.tasks import STATE_FILE
 
 # Exit code when the check fails (the store takes no writes).
 UNHEALTHY = 1

@@ -9,10 +9,10 @@ import typer
 
 from backstay.cli import _faults, _records, _state
 from backstay.cli._errors import usage_error
-from backstay.engine import STATE_FILE
 from backstay.errors import ConfigError
 from backstay.observe.report import REPORT_FILE, write_report
 from backstay.store.location import StoreKind
+from backstay.store.sqlite.tasks import STATE_FILE
 
 
 def report(

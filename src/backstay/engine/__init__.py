@@ -3,24 +3,31 @@ human escalation queue and batch summaries. See ``docs/design/engine.md``.
 
 * ``states``: ``TaskState``, the allowed transitions, ``outcome_for`` (failure → state);
 * ``task``: ``TaskSpec``, one task of a batch and its ``operation_id``;
-* ``taskstore`` / ``sqlite_tasks``: the ``TaskStore`` protocol and ``SQLiteTaskStore``;
+* ``taskstore``: the ``TaskStore`` protocol; ``stores``: ``StoreBundle``, the stores an
+  engine runs on (their SQLite and Redis forms are in ``backstay.store``);
 * ``runner``: ``Engine`` (``run``, ``resume`` and their sync forms);
 * ``executor``: ``Executor``, where the tasks are driven when not in the engine's process
   (``backstay.executors.RayExecutor``);
 * ``driver``: one task's attempts; ``decision``: a failed attempt's next state;
 * ``resume``: how a stored task is taken up;
 * ``circuits``: ``CircuitGate``, the circuit breakers asked before each attempt;
-  ``circuit_log``: ``SQLiteCircuitLog``, what they did (trips, waits);
+  ``circuit_log``: ``CircuitLog``, what they did (trips, waits);
 * ``budgets``: ``BudgetGate``, the spending budgets asked before each attempt;
-  ``spend_ledger``: ``SQLiteSpendLedger``, what attempts spent and reserved;
+  ``spend_ledger``: ``SpendLedger``, what attempts spent and reserved;
 * ``escalations``: ``EscalationQueue``; ``summary``: ``Summary``; ``events``: its events;
 * ``suite_batch``: ``SuiteBatch``, a suite run as one batch in a state directory.
+
+``SQLiteTaskStore``, ``SQLiteSpendLedger``, ``SQLiteCircuitLog`` and ``STATE_FILE`` moved
+to ``backstay.store``; importing them from here still works for one release.
 """
 
 from __future__ import annotations
 
+import importlib
+from typing import TYPE_CHECKING, Any, Final
+
 from backstay.engine.budgets import BudgetExceeded, BudgetGate
-from backstay.engine.circuit_log import CircuitChange, CircuitEntry, SQLiteCircuitLog
+from backstay.engine.circuit_log import CircuitChange, CircuitEntry
 from backstay.engine.circuits import BreakerKeyFn, CircuitGate, breaker_key
 from backstay.engine.escalations import ACTION_STATES, EscalationQueue
 from backstay.engine.events import (
@@ -48,8 +55,6 @@ from backstay.engine.records import (
 )
 from backstay.engine.resume import StartPlan, StartStep, plan_start
 from backstay.engine.runner import DEFAULT_BREAKER, DEFAULT_CONCURRENCY, Engine
-from backstay.engine.spend_ledger import SQLiteSpendLedger
-from backstay.engine.sqlite_tasks import STATE_FILE, SQLiteTaskStore
 from backstay.engine.states import (
     TERMINAL,
     TRANSITIONS,
@@ -59,6 +64,7 @@ from backstay.engine.states import (
     outcome_for,
     transition,
 )
+from backstay.engine.stores import StoreBundle
 from backstay.engine.suite_batch import (
     BATCH_FILE,
     WORKSPACE_DIR,
@@ -72,12 +78,17 @@ from backstay.engine.summary import Summary, TaskReport
 from backstay.engine.task import TaskSpec, task_run_id
 from backstay.engine.taskstore import TaskStore
 
+if TYPE_CHECKING:
+    from backstay.store.sqlite.circuit_log import SQLiteCircuitLog as SQLiteCircuitLog
+    from backstay.store.sqlite.spend import SQLiteSpendLedger as SQLiteSpendLedger
+    from backstay.store.sqlite.tasks import STATE_FILE as STATE_FILE
+    from backstay.store.sqlite.tasks import SQLiteTaskStore as SQLiteTaskStore
+
 __all__ = [
     "ACTION_STATES",
     "BATCH_FILE",
     "DEFAULT_BREAKER",
     "DEFAULT_CONCURRENCY",
-    "STATE_FILE",
     "TERMINAL",
     "TRANSITIONS",
     "WORKSPACE_DIR",
@@ -102,11 +113,9 @@ __all__ = [
     "InvalidTransition",
     "Outcome",
     "ResolveAction",
-    "SQLiteCircuitLog",
-    "SQLiteSpendLedger",
-    "SQLiteTaskStore",
     "StartPlan",
     "StartStep",
+    "StoreBundle",
     "SuiteBatch",
     "Summary",
     "TaskCancelled",
@@ -131,3 +140,20 @@ __all__ = [
     "task_run_id",
     "transition",
 ]
+
+_MOVED: Final = {
+    "STATE_FILE": "backstay.store",
+    "SQLiteCircuitLog": "backstay.store",
+    "SQLiteSpendLedger": "backstay.store",
+    "SQLiteTaskStore": "backstay.store",
+}
+
+
+def __getattr__(name: str) -> Any:
+    # Moved to backstay.store (the SQLite wing); kept here for one release.
+    module = _MOVED.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value

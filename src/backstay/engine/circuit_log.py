@@ -1,4 +1,4 @@
-"""``SQLiteCircuitLog``: what the engine's circuit breakers did during a batch.
+"""``CircuitLog``: what the engine's circuit breakers did during a batch.
 
 The breakers' own records (``backstay.breaker``) say only where each circuit stands now.
 The summary of a batch needs its history: how often a circuit opened, and how long tasks
@@ -20,37 +20,10 @@ from __future__ import annotations
 import dataclasses
 import datetime as _dt
 import enum
-import os
-import threading
 from collections.abc import Collection
-from pathlib import Path
-from typing import Any, Final, Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
-from backstay._private import make_private_dirs
-from backstay._sqlite import SQLiteFile
-from backstay.engine.sqlite_tasks import DEFAULT_TIMEOUT_S, STATE_FILE
-from backstay.store._sqlite_schema import open_component
-
-__all__ = ["CircuitChange", "CircuitEntry", "CircuitLog", "SQLiteCircuitLog"]
-
-COMPONENT: Final = "circuits"
-SCHEMA_VERSION: Final = 1
-TABLE: Final = "backstay_circuit_log"
-_DDL: Final = (
-    f"""CREATE TABLE {TABLE} (
-    entry_id INTEGER PRIMARY KEY AUTOINCREMENT,
-    breaker TEXT NOT NULL,
-    change TEXT NOT NULL,
-    at REAL NOT NULL,
-    operation_id TEXT,
-    reason TEXT NOT NULL,
-    wait_s REAL
-)""",
-    f"CREATE INDEX {TABLE}_operation ON {TABLE} (operation_id)",
-)
-_COLUMNS: Final = "breaker, change, at, operation_id, reason, wait_s"
-_INSERT: Final = f"INSERT INTO {TABLE} ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?)"  # noqa: S608
-_SELECT: Final = f"SELECT {_COLUMNS} FROM {TABLE} ORDER BY entry_id"  # noqa: S608
+__all__ = ["CircuitChange", "CircuitEntry", "CircuitLog"]
 
 
 class CircuitChange(enum.StrEnum):
@@ -84,18 +57,6 @@ class CircuitEntry:
         }
 
 
-def _decode(row: tuple[Any, ...]) -> CircuitEntry:
-    breaker, change, at, operation_id, reason, wait_s = row
-    return CircuitEntry(
-        breaker=str(breaker),
-        change=CircuitChange(change),
-        at=_dt.datetime.fromtimestamp(float(at), _dt.UTC),
-        operation_id=operation_id,
-        reason=str(reason),
-        wait_s=None if wait_s is None else float(wait_s),
-    )
-
-
 @runtime_checkable
 class CircuitLog(Protocol):
     """Where circuit entries are written and read back (SQLite, or a shared store)."""
@@ -105,45 +66,3 @@ class CircuitLog(Protocol):
     def entries(self, operation_ids: Collection[str] | None = None) -> tuple[CircuitEntry, ...]: ...
 
     def close(self) -> None: ...
-
-
-class SQLiteCircuitLog(SQLiteFile):
-    """The circuit log of ``state_dir`` (its ``state.sqlite``, created when missing; a
-    damaged or newer file is a ``ConfigError`` naming it, left unchanged)."""
-
-    def __init__(
-        self, state_dir: str | os.PathLike[str], *, timeout_s: float = DEFAULT_TIMEOUT_S
-    ) -> None:
-        self.path = Path(state_dir) / STATE_FILE
-        self._lock = threading.Lock()
-        make_private_dirs(self.path.parent)
-        self._conn = open_component(
-            self.path,
-            component=COMPONENT,
-            version=SCHEMA_VERSION,
-            tables=(TABLE,),
-            ddl=_DDL,
-            timeout_s=timeout_s,
-        )
-
-    def add(self, entry: CircuitEntry) -> None:
-        """Write ``entry`` (one transaction)."""
-        params = (
-            entry.breaker,
-            entry.change.value,
-            entry.at.timestamp(),
-            entry.operation_id,
-            entry.reason,
-            entry.wait_s,
-        )
-        with self._lock:
-            self._conn.execute(_INSERT, params)
-
-    def entries(self, operation_ids: Collection[str] | None = None) -> tuple[CircuitEntry, ...]:
-        """Every entry in the order written; only those of ``operation_ids`` when given."""
-        with self._lock:
-            found = self._conn.execute(_SELECT).fetchall()
-        out = (_decode(row) for row in found)
-        if operation_ids is None:
-            return tuple(out)
-        return tuple(e for e in out if e.operation_id in operation_ids)

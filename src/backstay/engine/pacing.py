@@ -48,7 +48,7 @@ from backstay.policy.protocols import (
 from backstay.policy.ratelimit import RateLimiter, RateLimitSettings, Reservation
 
 if TYPE_CHECKING:
-    from backstay.store.location import StoreBundle
+    from backstay.engine.stores import StoreBundle
 
 __all__ = [
     "ENGINE_BUDGET",

@@ -76,6 +76,7 @@ from backstay.engine.records import StateChange, TaskRecord
 from backstay.engine.resume import StartStep, plan_start
 from backstay.engine.spend_ledger import SpendLedger
 from backstay.engine.states import TaskState
+from backstay.engine.stores import StoreBundle
 from backstay.engine.summary import Summary, summarize
 from backstay.engine.task import TaskSpec, check_identifier
 from backstay.engine.taskstore import TaskStore
@@ -85,13 +86,13 @@ from backstay.fallback.rules import FallbackRules
 from backstay.idempotency.errors import LeaseLost, OperationInProgress
 from backstay.idempotency.guard import IdempotencyGuard
 from backstay.idempotency.settings import GuardSettings
+from backstay.idempotency.store import OperationStore
 from backstay.policy.budget import BudgetSettings
 from backstay.policy.ratelimit import RateLimitSettings
 from backstay.policy.registry import OperationType, PolicyRegistry, current_registry
 from backstay.policy.retry import RetryPolicy
 from backstay.policy.spend import BATCH_SCOPE, ScopeKind, ScopeTotals, SpendBudget, SpendScope
-from backstay.store.location import StoreBundle, StoreKind, StoreLocation, open_stores
-from backstay.store.protocol import OperationStore
+from backstay.store.location import StoreKind, StoreLocation
 
 __all__ = ["DEFAULT_BREAKER", "DEFAULT_CONCURRENCY", "AdapterSource", "Engine"]
 
@@ -173,6 +174,9 @@ class Engine:
         self.concurrency = concurrency
         self._environ: Mapping[str, str] = os.environ if env is None else env
         if stores is None:
+            # The one engine -> store arrow, for the Engine(state_dir) one-liner.
+            from backstay.store.open import open_stores  # noqa: PLC0415
+
             stores = open_stores(
                 StoreLocation.sqlite(self.state_dir),
                 state_dir=self.state_dir,

@@ -13,7 +13,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from backstay.engine.runner import Engine
-from backstay.store.location import open_stores, parse_store
+from backstay.store.location import parse_store
+from backstay.store.open import open_stores
 
 if TYPE_CHECKING:
     from backstay.executors.ray_worker import WorkerJob

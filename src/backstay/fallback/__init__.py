@@ -3,12 +3,16 @@
 ``FallbackChain`` runs a call on an ordered list of ``Candidate`` s; ``FallbackRules`` is
 the one table (``FailureKind`` → ``Move``) deciding which failures move on, which are
 retried where they are, and which cool the candidate down; each candidate has its own
-breaker and cooldown in a ``FallbackStore`` (``MemoryFallbackStore``,
-``SQLiteFallbackStore``). ``choose`` and ``plan_failure`` are the pure decisions. See
+breaker and cooldown in a ``FallbackStore`` (``MemoryFallbackStore``; the SQLite and
+Redis ones in ``backstay.store``, where ``SQLiteFallbackStore`` moved: importing it from
+here still works for one release). ``choose`` and ``plan_failure`` are the pure decisions. See
 ``docs/fallback.md``.
 """
 
 from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any, Final
 
 from backstay.fallback.candidate import Candidate, Needs
 from backstay.fallback.chain import Answer, FallbackChain, NoCandidateAvailable
@@ -16,8 +20,10 @@ from backstay.fallback.events import CandidateCooledDown, FellBack
 from backstay.fallback.health import CandidateHealth
 from backstay.fallback.rules import DEFAULT_MOVES, FallbackRules, Move
 from backstay.fallback.select import ChainStep, Tried, choose, plan_failure
-from backstay.fallback.sqlite import SQLiteFallbackStore
 from backstay.fallback.store import FallbackStore, MemoryFallbackStore
+
+if TYPE_CHECKING:
+    from backstay.store.sqlite.fallback import SQLiteFallbackStore as SQLiteFallbackStore
 
 __all__ = [
     "DEFAULT_MOVES",
@@ -34,8 +40,19 @@ __all__ = [
     "Move",
     "Needs",
     "NoCandidateAvailable",
-    "SQLiteFallbackStore",
     "Tried",
     "choose",
     "plan_failure",
 ]
+
+_MOVED: Final = {"SQLiteFallbackStore": "backstay.store"}
+
+
+def __getattr__(name: str) -> Any:
+    # Moved to backstay.store (the SQLite wing); kept here for one release.
+    module = _MOVED.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value

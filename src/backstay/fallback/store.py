@@ -6,7 +6,7 @@ the given end (Unix seconds), ``cooling_until(name)`` reads it (``None`` once pa
 never set). Times are Unix seconds so that processes sharing a store agree on them.
 
 ``MemoryFallbackStore`` keeps both in the process; ``SQLiteFallbackStore``
-(``backstay.fallback.sqlite``) in a SQLite file (the engine's ``state.sqlite``). A Redis
+(``backstay.store.sqlite.fallback``) in a SQLite file (the engine's ``state.sqlite``). A Redis
 store implements the same three members.
 """
 

@@ -17,8 +17,8 @@ import threading
 
 from backstay.clock import Clock
 from backstay.idempotency._schedules import RenewalSchedule
-from backstay.store.protocol import OperationStore
-from backstay.store.records import Lease
+from backstay.idempotency.records import Lease
+from backstay.idempotency.store import OperationStore
 
 __all__ = ["keep_async", "keep_in_thread"]
 

@@ -13,8 +13,8 @@ from __future__ import annotations
 from typing import Final
 
 from backstay.idempotency.errors import OperationInProgress
+from backstay.idempotency.records import Busy
 from backstay.idempotency.settings import RENEW_FRACTION, GuardSettings
-from backstay.store.records import Busy
 
 __all__ = ["RenewalSchedule", "WaitSchedule"]
 

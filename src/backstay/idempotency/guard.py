@@ -33,9 +33,9 @@ from backstay.idempotency._keeper import keep_async, keep_in_thread
 from backstay.idempotency._schedules import WaitSchedule
 from backstay.idempotency.errors import LeaseLost, MissingIdempotencyKey
 from backstay.idempotency.owners import default_owner, holder_is_dead
+from backstay.idempotency.records import Acquired, Busy, Claim, Lease
 from backstay.idempotency.settings import GuardSettings
-from backstay.store.protocol import OperationStore
-from backstay.store.records import Acquired, Busy, Claim, Lease
+from backstay.idempotency.store import OperationStore
 
 __all__ = ["AsyncOperation", "IdempotencyGuard", "SyncOperation"]
 

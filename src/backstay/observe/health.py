@@ -25,9 +25,9 @@ from typing import Any, Final
 
 from backstay._version import __version__
 from backstay.engine.records import EscalationStatus
-from backstay.engine.sqlite_tasks import STATE_FILE
 from backstay.observe.prometheus import circuit_states
 from backstay.observe.snapshot import StateSnapshot, read_state
+from backstay.store.sqlite.tasks import STATE_FILE
 
 __all__ = [
     "HEALTH_CONTENT_TYPE",

@@ -15,12 +15,15 @@ import threading
 from pathlib import Path
 
 from backstay.clock import SYSTEM_CLOCK, Clock
-from backstay.engine.circuit_log import CircuitEntry, CircuitLog, SQLiteCircuitLog
+from backstay.engine.circuit_log import CircuitEntry, CircuitLog
 from backstay.engine.records import AttemptRecord, Escalation, TaskRecord
-from backstay.engine.sqlite_tasks import STATE_FILE, SQLiteTaskStore
+from backstay.engine.stores import StoreBundle
 from backstay.engine.taskstore import TaskStore
 from backstay.errors import ConfigError
-from backstay.store.location import StoreBundle, StoreKind, StoreLocation, open_stores
+from backstay.store.location import StoreKind, StoreLocation
+from backstay.store.open import open_stores
+from backstay.store.sqlite.circuit_log import SQLiteCircuitLog
+from backstay.store.sqlite.tasks import STATE_FILE, SQLiteTaskStore
 
 __all__ = ["StateReader", "StateSnapshot", "read_state"]
 

@@ -1,7 +1,8 @@
 """Where the agent runtime keeps a batch's records: the batch's own store, nowhere else.
 
 ``open_run_stores(location)`` opens the run store (checkpoints, approvals, tool cache) and
-the session memory at a store location (``backstay.store.location``):
+the session memory at a store location (``backstay.store.location``), from the store
+wing (``backstay.store.sqlite``, ``backstay.store.redis``):
 
 * SQLite: ``<state dir>/state.sqlite`` of the location, beside the engine's task tables
   (``SQLiteRunStore``, ``SQLiteMemory``; a file that is not a backstay store is refused
@@ -24,10 +25,9 @@ from typing import Final
 
 from backstay.errors import ConfigError
 from backstay.runtime.memory import MemoryManager
-from backstay.runtime.memory_sqlite import SQLiteMemory
 from backstay.runtime.store import RunStore
-from backstay.runtime.store_sqlite import SQLiteRunStore
-from backstay.store.location import StoreKind, StoreLocation, require_redis
+from backstay.store.location import StoreKind, StoreLocation
+from backstay.store.open import require_redis
 
 __all__ = ["STATE_FILE", "RunStores", "open_run_stores", "state_file"]
 
@@ -64,6 +64,9 @@ def open_run_stores(location: StoreLocation) -> Iterator[RunStores]:
         finally:
             conn.close()
         return
+    from backstay.store.sqlite.runs import SQLiteRunStore  # noqa: PLC0415
+    from backstay.store.sqlite.runtime_memory import SQLiteMemory  # noqa: PLC0415
+
     path = state_file(location)
     with SQLiteRunStore(path) as runs, SQLiteMemory(path) as memory:
         yield RunStores(runs=runs, memory=memory)

@@ -1,4 +1,4 @@
-"""Where a batch's state lives, and the bundle of stores the engine opens there.
+"""Where a batch's state lives (``backstay.store.open`` opens the stores there).
 
 A *store location* is given as text: a filesystem path (the state directory, whose
 ``state.sqlite`` holds everything: the default) or a Redis URL (``redis://host:port/db``,
@@ -32,37 +32,22 @@ from __future__ import annotations
 
 import dataclasses
 import enum
-import importlib.util
 import os
 import urllib.parse
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Final
+from typing import Final
 
-from backstay.clock import SYSTEM_CLOCK, Clock
 from backstay.errors import BackstayError, ConfigError
-
-if TYPE_CHECKING:
-    from backstay.breaker.store import BreakerStore
-    from backstay.engine.circuit_log import CircuitLog
-    from backstay.engine.spend_ledger import SpendLedger
-    from backstay.engine.taskstore import TaskStore
-    from backstay.fallback.store import FallbackStore
-    from backstay.policy.budget import BudgetSettings
-    from backstay.policy.protocols import LimiterRegistryLike, RetryBudgetLike
-    from backstay.policy.ratelimit import RateLimitSettings
-    from backstay.store.protocol import OperationStore
 
 __all__ = [
     "DEFAULT_NAMESPACE",
     "REDIS_EXTRA_HINT",
     "STORE_ENV_VAR",
-    "StoreBundle",
     "StoreKind",
     "StoreLocation",
     "StoreUnavailable",
     "StoreUnreachable",
-    "open_stores",
     "parse_store",
     "resolve_store",
 ]
@@ -232,102 +217,3 @@ def resolve_store(
     if config:
         return parse_store(config, where="backstay.yaml: store", unavailable=unavailable)
     return parse_store(os.fspath(state_dir), unavailable=unavailable)
-
-
-def require_redis() -> None:
-    """``ConfigError`` naming the extra when redis-py is not installed."""
-    if importlib.util.find_spec("redis") is None:
-        raise ConfigError(
-            f"a Redis store needs the redis extra: {REDIS_EXTRA_HINT}", where="--store"
-        )
-
-
-@dataclasses.dataclass(kw_only=True)
-class StoreBundle:
-    """The open stores of one location; ``close()`` closes every one of them.
-
-    ``clock``: the clock records should be stamped with (a shared store's follows the
-    store's time), ``None``: the caller's. ``warnings``: what opening found amiss in the
-    store's settings, for the command to print. ``closer``: closes what the stores share.
-    ``limiters``, ``budgets``: make the rate limiter registry and the retry budget kept
-    where the stores are (``None``: in this process).
-    """
-
-    location: StoreLocation
-    tasks: TaskStore
-    operations: OperationStore
-    breakers: BreakerStore
-    fallback: FallbackStore
-    spend: SpendLedger
-    circuit_log: CircuitLog
-    clock: Clock | None = None
-    warnings: tuple[str, ...] = ()
-    closer: Callable[[], None] | None = None
-    limiters: Callable[[Mapping[str, RateLimitSettings], Clock], LimiterRegistryLike] | None = None
-    budgets: Callable[[str, BudgetSettings, Clock], RetryBudgetLike] | None = None
-
-    def has_batch(self) -> bool:
-        """True when a batch was recorded here (at least one task)."""
-        return bool(self.tasks.tasks())
-
-    def rate_limiter_registry(
-        self, limits: Mapping[str, RateLimitSettings], *, clock: Clock = SYSTEM_CLOCK
-    ) -> LimiterRegistryLike:
-        """The rate limiters of ``limits`` (``RateLimiterRegistry`` keys), kept where the
-        stores are: in this process (timed by ``clock``), or shared (Redis)."""
-        if self.limiters is not None:
-            return self.limiters(limits, clock)
-        from backstay.policy.limiters import RateLimiterRegistry  # noqa: PLC0415 - no cycle
-
-        return RateLimiterRegistry(limits, clock=clock)
-
-    def retry_budget(
-        self, name: str, settings: BudgetSettings, *, clock: Clock = SYSTEM_CLOCK
-    ) -> RetryBudgetLike:
-        """The retry budget ``name`` under ``settings``, kept where the stores are."""
-        if self.budgets is not None:
-            return self.budgets(name, settings, clock)
-        from backstay.policy.budget import RetryBudget  # noqa: PLC0415 - no cycle
-
-        return RetryBudget(name, settings=settings, clock=clock)
-
-    def close(self) -> None:
-        for store in (
-            self.fallback,
-            self.breakers,
-            self.circuit_log,
-            self.spend,
-            self.operations,
-            self.tasks,
-        ):
-            close = getattr(store, "close", None)
-            if close is not None:
-                close()
-        if self.closer is not None:
-            self.closer()
-
-
-def open_stores(
-    location: StoreLocation,
-    *,
-    state_dir: str | os.PathLike[str],
-    clock: Clock = SYSTEM_CLOCK,
-    secrets: Mapping[str, str] | None = None,
-    on_outage: Callable[[str], None] | None = None,
-) -> StoreBundle:
-    """Open every store of ``location``. ``state_dir``: where a SQLite location without a
-    path keeps ``state.sqlite`` (and where run artefacts go either way). ``clock``: for a
-    Redis location, stamp leases with it instead of Redis ``TIME`` (tests only).
-    ``on_outage``: told, in a sentence, when a shared store stops and starts answering
-    (``unavailable: wait``)."""
-    if location.kind is StoreKind.REDIS:
-        require_redis()
-        from backstay.store.redis.bundle import open_redis_stores  # noqa: PLC0415 - the extra
-
-        own_clock = None if clock is SYSTEM_CLOCK else clock
-        return open_redis_stores(location, clock=own_clock, secrets=secrets, on_outage=on_outage)
-    from backstay.store._sqlite_bundle import open_sqlite_stores  # noqa: PLC0415 - no cycle
-
-    return open_sqlite_stores(
-        location, state_dir=Path(location.path or state_dir), clock=clock, secrets=secrets
-    )

@@ -17,14 +17,14 @@ from tests.redis_server import RedisServer
 from backstay.breaker.breaker import CircuitBreaker
 from backstay.breaker.record import CircuitState
 from backstay.breaker.settings import BreakerSettings
-from backstay.breaker.sqlite import SQLiteBreakerStore
 from backstay.breaker.store import BreakerStore
 from backstay.errors import CircuitOpen
-from backstay.fallback.sqlite import SQLiteFallbackStore
 from backstay.fallback.store import FallbackStore
 from backstay.store.location import StoreLocation
 from backstay.store.redis._client import RedisConnection
 from backstay.store.redis.breakers import RedisBreakerStore, RedisFallbackStore
+from backstay.store.sqlite.breakers import SQLiteBreakerStore
+from backstay.store.sqlite.fallback import SQLiteFallbackStore
 from backstay.testing import FakeClock
 
 SETTINGS = BreakerSettings(failure_threshold=2, failure_rate_threshold=None, open_duration_s=10.0)

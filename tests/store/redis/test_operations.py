@@ -9,8 +9,8 @@ from collections.abc import Iterator
 
 import pytest
 
+from backstay.idempotency.records import Acquired, Done
 from backstay.store.location import StoreLocation
-from backstay.store.records import Acquired, Done
 from backstay.store.redis._client import RedisConnection
 from backstay.store.redis.operations import RedisOperationStore
 

@@ -9,13 +9,14 @@ from pathlib import Path
 from typing import Any, Self
 
 import pytest
-from tests.engine import test_spend_ledger as shared
+from tests.store.sqlite import test_spend as shared
 
-from backstay.engine.spend_ledger import AttemptSpend, SpendLedger, SQLiteSpendLedger
+from backstay.engine.spend_ledger import AttemptSpend, SpendLedger
 from backstay.policy.spend import BATCH_SCOPE, ScopeKind, Spend, SpendScope
 from backstay.store.location import StoreLocation
 from backstay.store.redis._client import RedisConnection
 from backstay.store.redis.spend import RedisSpendLedger
+from backstay.store.sqlite.spend import SQLiteSpendLedger
 
 test_a_reservation_counts_until_it_is_settled_with_the_real_figure = (
     shared.test_a_reservation_counts_until_it_is_settled_with_the_real_figure

@@ -7,8 +7,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from tests.engine import test_sqlite_tasks as shared
 from tests.engine.support import WALL, spec
+from tests.store.sqlite import test_tasks as shared
 
 from backstay.engine import AttemptOutcome, ResolveAction, TaskState
 from backstay.engine.records import AttemptEnd, NewEscalation, StateChange

@@ -9,7 +9,6 @@ from typing import TYPE_CHECKING, Any, Final
 
 from redis.client import Pipeline
 
-from backstay.engine import _task_rows as rows
 from backstay.engine.records import (
     Escalation,
     EscalationStatus,
@@ -21,6 +20,7 @@ from backstay.engine.records import (
 from backstay.engine.states import TaskState, transition
 from backstay.errors import ConfigError
 from backstay.redact import redact_mapping
+from backstay.store import _task_rows as rows
 
 if TYPE_CHECKING:
     from backstay.store.redis.tasks import RedisTaskStore

@@ -13,10 +13,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from backstay.clock import Clock
+from backstay.engine.stores import StoreBundle
 from backstay.errors import ConfigError
 from backstay.policy.budget import BudgetSettings
 from backstay.policy.ratelimit import RateLimitSettings
-from backstay.store.location import StoreBundle, StoreLocation
+from backstay.store.location import StoreLocation
 from backstay.store.redis._client import OutageCallback, RedisConnection, StoreUnreachable
 from backstay.store.redis.breakers import RedisBreakerStore, RedisFallbackStore
 from backstay.store.redis.budget import RedisRetryBudget

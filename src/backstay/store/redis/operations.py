@@ -3,7 +3,7 @@ process and machine that opens the same Redis.
 
 Each ``claim``/``renew``/``complete``/``release`` is one optimistic transaction
 (``backstay.store.redis._tx``) running the pure lease functions of
-``backstay.store.leases`` — the same code as the memory and SQLite stores — on the
+``backstay.idempotency.leases`` — the same code as the memory and SQLite stores — on the
 operation's record, one JSON string at ``{ns:op:<operation_id>}``. Times are stamped
 with Redis's clock (``TIME``), so workers with skewed clocks agree on every expiry; a
 ``clock`` may be injected instead (tests).
@@ -30,9 +30,9 @@ from redis.client import Pipeline
 from backstay._checks import check_name, check_number
 from backstay.clock import SYSTEM_CLOCK, Clock
 from backstay.errors import ConfigError
-from backstay.store import leases
-from backstay.store._base import DEFAULT_RESULT_TTL_S, StoreBase, T, TransactionFn
-from backstay.store.records import (
+from backstay.idempotency import leases
+from backstay.idempotency._store_base import DEFAULT_RESULT_TTL_S, StoreBase, T, TransactionFn
+from backstay.idempotency.records import (
     Acquired,
     Busy,
     CachedResult,

@@ -33,7 +33,6 @@ from typing import Any, Final, TypeVar
 from redis.client import Pipeline
 
 from backstay.clock import SYSTEM_CLOCK
-from backstay.engine import _task_rows as rows
 from backstay.engine._spec_codec import encode_spec
 from backstay.engine.records import (
     AttemptEnd,
@@ -49,6 +48,7 @@ from backstay.engine.records import (
 from backstay.engine.states import TaskState, transition
 from backstay.engine.task import TaskSpec
 from backstay.errors import ConfigError
+from backstay.store import _task_rows as rows
 from backstay.store.redis._client import RedisConnection
 from backstay.store.redis._task_move import SEP, TaskMove, text
 from backstay.store.redis._tx import transact

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from backstay.errors import ConfigError
-from backstay.runtime.store_sqlite import SQLiteRunStore
-from backstay.store.records import Acquired
-from backstay.store.sqlite import SCHEMA_VERSION, SQLiteOperationStore
+from backstay.idempotency.records import Acquired
+from backstay.store.sqlite.operations import SCHEMA_VERSION, SQLiteOperationStore
+from backstay.store.sqlite.runs import SQLiteRunStore
 
 
 @pytest.fixture

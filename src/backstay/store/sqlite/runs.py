@@ -17,13 +17,13 @@ import threading
 from collections.abc import Callable, Mapping
 from typing import Any, Final
 
-from backstay._sqlite import SQLiteFile
 from backstay.runtime._run_codec import decode_run, header_text, plan_text, step_text
-from backstay.runtime._sqlite_adopt import adopt_unversioned
 from backstay.runtime.records import Approval, ApprovalStatus, RunRecord
 from backstay.runtime.results import StepResult
 from backstay.runtime.store import check_decision
-from backstay.store._sqlite_schema import open_component
+from backstay.store.sqlite._adopt import adopt_unversioned
+from backstay.store.sqlite._file import SQLiteFile
+from backstay.store.sqlite._schema import open_component
 
 __all__ = ["SCHEMA_VERSION", "SQLiteRunStore"]
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
-from backstay.engine import _task_rows as rows
-from backstay.engine.sqlite_tasks import STATE_FILE, SQLiteTaskStore
+from backstay.store import _task_rows as rows
+from backstay.store.sqlite.tasks import STATE_FILE, SQLiteTaskStore
 
 _V1_ATTEMPTS = rows.DDL[1].replace("    candidate TEXT,\n", "")
 

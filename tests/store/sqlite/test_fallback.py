@@ -7,7 +7,8 @@ from pathlib import Path
 from backstay.breaker.settings import BreakerSettings
 from backstay.errors import AdapterError
 from backstay.failure import Failure
-from backstay.fallback import Candidate, FallbackChain, SQLiteFallbackStore
+from backstay.fallback import Candidate, FallbackChain
+from backstay.store import SQLiteFallbackStore
 from backstay.testing import FakeClock
 
 

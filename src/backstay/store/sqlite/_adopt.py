@@ -16,7 +16,7 @@ import sqlite3
 from collections.abc import Sequence
 from typing import Final
 
-from backstay.store._sqlite_schema import SCHEMA_TABLE
+from backstay.store.sqlite._schema import SCHEMA_TABLE
 
 __all__ = ["adopt_unversioned"]
 

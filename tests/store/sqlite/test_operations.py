@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from backstay.breaker.sqlite import SQLiteBreakerStore
 from backstay.errors import ConfigError
-from backstay.store.records import Acquired, Busy, Claim, Done
-from backstay.store.sqlite import SCHEMA_VERSION, SQLiteOperationStore
+from backstay.idempotency.records import Acquired, Busy, Claim, Done
+from backstay.store.sqlite.breakers import SQLiteBreakerStore
+from backstay.store.sqlite.operations import SCHEMA_VERSION, SQLiteOperationStore
 from backstay.testing import FakeClock
 
 OP = "wf:task:run"

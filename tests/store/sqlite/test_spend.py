@@ -9,7 +9,7 @@ from typing import Final
 
 import pytest
 
-from backstay.engine.spend_ledger import AttemptSpend, SQLiteSpendLedger
+from backstay.engine.spend_ledger import AttemptSpend
 from backstay.policy.spend import (
     BATCH_SCOPE,
     ScopeKind,
@@ -17,6 +17,7 @@ from backstay.policy.spend import (
     SpendBudget,
     SpendScope,
 )
+from backstay.store.sqlite.spend import SQLiteSpendLedger
 
 AT: Final = dt.datetime(2026, 3, 1, 12, 0, tzinfo=dt.UTC)
 ACME: Final = SpendScope(kind=ScopeKind.TENANT, name="acme")

@@ -10,8 +10,8 @@ import threading
 from typing import Final
 
 from backstay.clock import SYSTEM_CLOCK, Clock
-from backstay.store._base import DEFAULT_RESULT_TTL_S, StoreBase, T, TransactionFn
-from backstay.store.records import OperationRecord
+from backstay.idempotency._store_base import DEFAULT_RESULT_TTL_S, StoreBase, T, TransactionFn
+from backstay.idempotency.records import OperationRecord
 
 __all__ = ["MemoryOperationStore"]
 

@@ -13,9 +13,9 @@ import sqlite3
 import threading
 from typing import Final
 
-from backstay._sqlite import SQLiteFile
-from backstay.breaker.sqlite import SQLiteBreakerStore
 from backstay.breaker.store import BreakerStore
+from backstay.store.sqlite._file import SQLiteFile
+from backstay.store.sqlite.breakers import SQLiteBreakerStore
 
 __all__ = ["SQLiteFallbackStore"]
 

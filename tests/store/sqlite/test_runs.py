@@ -9,7 +9,7 @@ from pathlib import Path
 from tests.runtime.support import ScriptedFramework, model_reply
 
 from backstay.runtime import RunStatus, Runtime
-from backstay.runtime.store_sqlite import SQLiteRunStore
+from backstay.store.sqlite.runs import SQLiteRunStore
 
 
 def test_resume_continues_an_interrupted_run_after_its_successful_steps(tmp_path: Path) -> None:

@@ -10,10 +10,10 @@ import threading
 from typing import Final
 
 from backstay._checks import check_name
-from backstay._sqlite import SQLiteFile
-from backstay.runtime._sqlite_adopt import adopt_unversioned
 from backstay.runtime.memory import Message, Summarizer, fit_window, plain_summary
-from backstay.store._sqlite_schema import open_component
+from backstay.store.sqlite._adopt import adopt_unversioned
+from backstay.store.sqlite._file import SQLiteFile
+from backstay.store.sqlite._schema import open_component
 
 __all__ = ["SCHEMA_VERSION", "SQLiteMemory"]
 

@@ -6,14 +6,15 @@ from collections.abc import Mapping
 from contextlib import ExitStack
 from pathlib import Path
 
-from backstay.breaker.sqlite import SQLiteBreakerStore
 from backstay.clock import Clock
-from backstay.engine.circuit_log import SQLiteCircuitLog
-from backstay.engine.spend_ledger import SQLiteSpendLedger
-from backstay.engine.sqlite_tasks import SQLiteTaskStore
-from backstay.fallback.sqlite import SQLiteFallbackStore
-from backstay.store.location import StoreBundle, StoreLocation
-from backstay.store.sqlite import SQLiteOperationStore
+from backstay.engine.stores import StoreBundle
+from backstay.store.location import StoreLocation
+from backstay.store.sqlite.breakers import SQLiteBreakerStore
+from backstay.store.sqlite.circuit_log import SQLiteCircuitLog
+from backstay.store.sqlite.fallback import SQLiteFallbackStore
+from backstay.store.sqlite.operations import SQLiteOperationStore
+from backstay.store.sqlite.spend import SQLiteSpendLedger
+from backstay.store.sqlite.tasks import SQLiteTaskStore
 
 __all__ = ["open_sqlite_stores"]
 

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from backstay.store._sqlite_peek import peek
-from backstay.store.sqlite import SQLiteOperationStore
+from backstay.store.sqlite._peek import peek
+from backstay.store.sqlite.operations import SQLiteOperationStore
 
 
 def _side_files(path: Path) -> list[str]:

@@ -5,7 +5,7 @@ a result (it completed). Every method that changes anything is atomic with respe
 every other call on the same operation, across threads and — for shared stores — across
 processes: ``claim`` never hands two live leases on one operation to anyone.
 
-The contract, identical for every implementation (they all run ``backstay.store.leases``
+The contract, identical for every implementation (they all run ``backstay.idempotency.leases``
 inside their atomic section):
 
 * ``claim(operation_id, owner, ttl_s)`` → ``Acquired(lease)``, ``Done(result)`` or
@@ -26,7 +26,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Protocol, runtime_checkable
 
-from backstay.store.records import Busy, CachedResult, Claim, Lease
+from backstay.idempotency.records import Busy, CachedResult, Claim, Lease
 
 __all__ = ["OperationStore"]
 

@@ -13,19 +13,18 @@ from tests.engine.support import WALL, spec
 
 from backstay.adapters.usage import Usage
 from backstay.engine import (
-    STATE_FILE,
     AttemptOutcome,
     EscalationStatus,
     InvalidTransition,
     ResolveAction,
-    SQLiteTaskStore,
     TaskState,
 )
-from backstay.engine import _task_rows as rows
 from backstay.engine.records import AttemptEnd, NewEscalation, StateChange
 from backstay.errors import ConfigError
 from backstay.failure import Failure
-from backstay.store.sqlite import SQLiteOperationStore
+from backstay.store import STATE_FILE, SQLiteTaskStore
+from backstay.store import _task_rows as rows
+from backstay.store.sqlite.operations import SQLiteOperationStore
 
 OP = "wf:t1:run_01"
 S = TaskState

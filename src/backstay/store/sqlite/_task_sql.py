@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Final
 
-from backstay.engine._task_rows import ATTEMPT_COLUMNS, ESCALATION_COLUMNS, TASK_COLUMNS
+from backstay.store._task_rows import ATTEMPT_COLUMNS, ESCALATION_COLUMNS, TASK_COLUMNS
 
 SELECT_TASK: Final = f"SELECT {TASK_COLUMNS} FROM backstay_tasks"  # noqa: S608 - constant names
 SELECT_ATTEMPT: Final = f"SELECT {ATTEMPT_COLUMNS} FROM backstay_attempts"  # noqa: S608

@@ -14,8 +14,8 @@ from typing import Final, TypeVar
 from backstay._checks import check_name, check_number
 from backstay.clock import Clock
 from backstay.errors import ConfigError
-from backstay.store import leases
-from backstay.store.records import (
+from backstay.idempotency import leases
+from backstay.idempotency.records import (
     Busy,
     CachedResult,
     Claim,

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from backstay.store.records import (
+from backstay.idempotency.records import (
     Acquired,
     Busy,
     CachedResult,

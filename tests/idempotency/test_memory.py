@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import threading
 
-from backstay.store.memory import MemoryOperationStore
-from backstay.store.records import Acquired, Busy, Claim
+from backstay.idempotency.memory import MemoryOperationStore
+from backstay.idempotency.records import Acquired, Busy, Claim
 
 THREADS = 16
 

@@ -19,10 +19,10 @@ import sqlite3
 import threading
 from typing import Final
 
-from backstay._sqlite import SQLiteFile
 from backstay.breaker.record import CLOSED_RECORD, BreakerRecord
 from backstay.breaker.state import Step
 from backstay.breaker.store import TransitionFn
+from backstay.store.sqlite._file import SQLiteFile
 
 __all__ = ["SQLiteBreakerStore"]
 

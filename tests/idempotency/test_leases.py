@@ -7,8 +7,15 @@ import dataclasses
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from backstay.store import leases
-from backstay.store.records import Acquired, Busy, Done, Lease, OperationRecord, OperationState
+from backstay.idempotency import leases
+from backstay.idempotency.records import (
+    Acquired,
+    Busy,
+    Done,
+    Lease,
+    OperationRecord,
+    OperationState,
+)
 
 OP = "wf:task:run"
 

@@ -2,7 +2,7 @@
 
 The file is shared with the ``SQLiteOperationStore`` of the same state directory (each
 component has its own tables and schema version). Opening it checks it first
-(``backstay.store._sqlite_schema``): a damaged file, another application's database, or
+(``backstay.store.sqlite._schema``): a damaged file, another application's database, or
 one written by a newer backstay raises ``ConfigError`` naming the file and is never
 changed. Each change is one ``BEGIN IMMEDIATE`` transaction that reads the task's stored
 state, checks the move with ``transition()``, and writes everything the move implies (the
@@ -22,9 +22,6 @@ from typing import Any, Final, TypeVar
 
 from backstay._checks import check_number
 from backstay._private import make_private_dirs
-from backstay._sqlite import SQLiteFile
-from backstay.engine import _task_rows as rows
-from backstay.engine import _task_sql as sql
 from backstay.engine._spec_codec import encode_spec
 from backstay.engine.records import (
     AttemptEnd,
@@ -40,7 +37,10 @@ from backstay.engine.states import TaskState, transition
 from backstay.engine.task import TaskSpec
 from backstay.errors import ConfigError
 from backstay.redact import redact_mapping
-from backstay.store._sqlite_schema import open_component
+from backstay.store import _task_rows as rows
+from backstay.store.sqlite import _task_sql as sql
+from backstay.store.sqlite._file import SQLiteFile
+from backstay.store.sqlite._schema import open_component
 
 __all__ = ["STATE_FILE", "SQLiteTaskStore"]
 

@@ -14,10 +14,10 @@ from tests.breaker.support import SERVER
 from backstay.breaker.breaker import CircuitBreaker
 from backstay.breaker.record import BreakerRecord, CircuitState
 from backstay.breaker.settings import BreakerSettings
-from backstay.breaker.sqlite import SQLiteBreakerStore
 from backstay.breaker.state import Step
 from backstay.breaker.store import BreakerStore
 from backstay.errors import CircuitOpen
+from backstay.store.sqlite.breakers import SQLiteBreakerStore
 from backstay.testing import FakeClock
 
 SETTINGS = BreakerSettings(failure_threshold=2, failure_rate_threshold=None, open_duration_s=10.0)
@@ -111,7 +111,8 @@ def test_a_transition_that_changes_nothing_writes_nothing(store: SQLiteBreakerSt
 _CHILD = textwrap.dedent(
     """
     import sys
-    from backstay.breaker import BreakerSettings, CircuitBreaker, SQLiteBreakerStore
+    from backstay.breaker import BreakerSettings, CircuitBreaker
+    from backstay.store import SQLiteBreakerStore
     from backstay.errors import CircuitOpen
 
     settings = BreakerSettings(

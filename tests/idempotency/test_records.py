@@ -7,7 +7,7 @@ import math
 import pytest
 
 from backstay.errors import ConfigError
-from backstay.store.records import CachedResult, decode_result, encode_result
+from backstay.idempotency.records import CachedResult, decode_result, encode_result
 
 
 def test_a_result_is_encoded_as_compact_json() -> None:

@@ -6,7 +6,7 @@ both decide from the same row (two owners can never both acquire one operation).
 is in WAL mode, so ``get`` does not wait for writers. Expiries are wall-clock UTC seconds
 from the injected clock, comparable across processes and restarts.
 
-Opening checks the file first (``backstay.store._sqlite_schema``): a file that is not a
+Opening checks the file first (``backstay.store.sqlite._schema``): a file that is not a
 backstay store, or one written by a newer backstay, raises ``ConfigError`` naming the file
 and is never changed. One connection per store, guarded by a lock, so a store may be
 shared by threads; close it with ``close()`` or use it as a context manager.
@@ -19,11 +19,11 @@ import threading
 from typing import Final
 
 from backstay._checks import check_number
-from backstay._sqlite import SQLiteFile
 from backstay.clock import SYSTEM_CLOCK, Clock
-from backstay.store._base import DEFAULT_RESULT_TTL_S, StoreBase, T, TransactionFn
-from backstay.store._sqlite_schema import open_component
-from backstay.store.records import OperationRecord, OperationState
+from backstay.idempotency._store_base import DEFAULT_RESULT_TTL_S, StoreBase, T, TransactionFn
+from backstay.idempotency.records import OperationRecord, OperationState
+from backstay.store.sqlite._file import SQLiteFile
+from backstay.store.sqlite._schema import open_component
 
 __all__ = ["SCHEMA_VERSION", "SQLiteOperationStore"]
 
