@@ -3,8 +3,9 @@
 ``MemoryManager`` is the protocol (store a message, a context window within a token
 budget, summarise the history, clear a session); ``InMemoryMemory`` keeps messages in the
 process, ``SQLiteMemory`` (``backstay.store.sqlite.runtime_memory``) in a file. Every
-method takes the tenant: one tenant never sees another's messages. Message contents are redacted before they are
-stored (``SensitiveRedactor``), so memory never holds a secret or a card number.
+method takes the tenant: one tenant never sees another's messages. Message contents are
+redacted before they are stored (``SensitiveRedactor``), so memory never holds a secret
+or a card number.
 """
 
 from __future__ import annotations

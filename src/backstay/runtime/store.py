@@ -1,8 +1,9 @@
 """``RunStore``: checkpoints, approvals and the tool result cache of the runtime, per tenant.
 
 ``MemoryRunStore`` keeps them in the process; ``SQLiteRunStore``
-(``backstay.store.sqlite.runs``) in a SQLite file, by default the engine's ``state.sqlite``. Every method takes the tenant, and
-keys are (tenant, id): one tenant can never read another's results, approvals or cache.
+(``backstay.store.sqlite.runs``) in a SQLite file, by default the engine's
+``state.sqlite``. Every method takes the tenant, and keys are (tenant, id): one tenant
+can never read another's results, approvals or cache.
 """
 
 from __future__ import annotations
