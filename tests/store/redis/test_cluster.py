@@ -12,7 +12,7 @@ from typing import Any, Final
 
 import pytest
 from tests.redis_cluster import behaviours
-from tests.store.redis import test_breakers as breakers
+from tests.store import test_breaker_store as breakers
 from tests.store.redis import test_budget as budget
 from tests.store.redis import test_limiter as limiter
 from tests.store.redis import test_operations as operations

@@ -1,4 +1,5 @@
-"""SQLiteBreakerStore: state shared by store instances and processes, surviving restarts."""
+"""SQLiteBreakerStore beyond the shared contract (tests/store/test_breaker_store.py): state
+that survives restarts, Unix time stamps, and processes sharing one file."""
 
 from __future__ import annotations
 
@@ -12,10 +13,7 @@ import pytest
 from tests.breaker.support import SERVER
 
 from backstay.breaker.breaker import CircuitBreaker
-from backstay.breaker.record import BreakerRecord, CircuitState
 from backstay.breaker.settings import BreakerSettings
-from backstay.breaker.state import Step
-from backstay.breaker.store import BreakerStore
 from backstay.errors import CircuitOpen
 from backstay.store.sqlite.breakers import SQLiteBreakerStore
 from backstay.testing import FakeClock
@@ -38,22 +36,6 @@ def _breaker(store: SQLiteBreakerStore, clock: FakeClock) -> CircuitBreaker:
     return CircuitBreaker("anthropic/claude", settings=SETTINGS, store=store, clock=clock)
 
 
-def test_it_is_a_shared_breaker_store(store: SQLiteBreakerStore) -> None:
-    assert isinstance(store, BreakerStore)
-    assert store.shared is True
-
-
-def test_two_stores_on_one_file_see_one_circuit(path: Path) -> None:
-    clock = FakeClock()
-    with SQLiteBreakerStore(path) as one, SQLiteBreakerStore(path) as two:
-        first, second = _breaker(one, clock), _breaker(two, clock)
-        first.acquire().failure(SERVER)
-        second.acquire().failure(SERVER)
-        assert first.state is CircuitState.OPEN
-        with pytest.raises(CircuitOpen):
-            second.acquire()
-
-
 def test_the_state_survives_closing_and_reopening_the_file(path: Path) -> None:
     clock = FakeClock()
     with SQLiteBreakerStore(path) as before:
@@ -67,20 +49,6 @@ def test_the_state_survives_closing_and_reopening_the_file(path: Path) -> None:
         assert info.value.retry_after_s == pytest.approx(6.0)
 
 
-def test_a_probe_taken_through_one_store_is_taken_for_the_other(path: Path) -> None:
-    clock = FakeClock()
-    with SQLiteBreakerStore(path) as one, SQLiteBreakerStore(path) as two:
-        first, second = _breaker(one, clock), _breaker(two, clock)
-        first.acquire().failure(SERVER)
-        first.acquire().failure(SERVER)
-        clock.advance(10.0)
-        probe = first.acquire()
-        with pytest.raises(CircuitOpen):
-            second.acquire()
-        probe.success()
-        assert second.state is CircuitState.CLOSED
-
-
 def test_records_are_stamped_in_unix_time(store: SQLiteBreakerStore) -> None:
     clock = FakeClock()
     breaker = _breaker(store, clock)
@@ -90,22 +58,6 @@ def test_records_are_stamped_in_unix_time(store: SQLiteBreakerStore) -> None:
     assert record is not None
     assert record.opened_at == clock.now().timestamp()
     assert breaker.snapshot().opened_at == clock.now()
-
-
-def test_a_transition_that_raises_writes_nothing(store: SQLiteBreakerStore) -> None:
-    def broken(record: BreakerRecord) -> Step:
-        raise RuntimeError("boom")
-
-    with pytest.raises(RuntimeError):
-        store.transition("op", broken)
-    assert store.load("op") is None
-    store.transition("op", lambda r: Step(r._replace(epoch=3)))
-    assert store.names() == ["op"]
-
-
-def test_a_transition_that_changes_nothing_writes_nothing(store: SQLiteBreakerStore) -> None:
-    store.transition("op", Step)
-    assert store.names() == []
 
 
 _CHILD = textwrap.dedent(

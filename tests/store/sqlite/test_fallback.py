@@ -1,4 +1,5 @@
-"""SQLiteFallbackStore: cooldowns and circuits shared by stores on one file."""
+"""SQLiteFallbackStore beyond the shared contract (tests/store/test_fallback_store.py): a
+circuit outlives the store that opened it."""
 
 from __future__ import annotations
 
@@ -10,23 +11,6 @@ from backstay.failure import Failure
 from backstay.fallback import Candidate, FallbackChain
 from backstay.store import SQLiteFallbackStore
 from backstay.testing import FakeClock
-
-
-def test_a_cooldown_is_seen_by_another_store_on_the_same_file(tmp_path: Path) -> None:
-    path = tmp_path / "state.sqlite"
-    with SQLiteFallbackStore(path) as one, SQLiteFallbackStore(path) as two:
-        one.cool_down("a/m", until_s=2000.0, reason="rate_limit")
-        assert two.cooling_until("a/m", now_s=1000.0) == 2000.0
-        assert two.cooling_until("a/m", now_s=2000.0) is None
-
-
-def test_the_later_cooldown_wins(tmp_path: Path) -> None:
-    with SQLiteFallbackStore(tmp_path / "s.sqlite") as store:
-        store.cool_down("a/m", until_s=2000.0, reason="first")
-        store.cool_down("a/m", until_s=1500.0, reason="shorter")
-        assert store.cooling_until("a/m", now_s=0.0) == 2000.0
-        store.cool_down("a/m", until_s=3000.0, reason="longer")
-        assert store.cooling_until("a/m", now_s=0.0) == 3000.0
 
 
 def test_a_circuit_opened_by_one_chain_is_open_for_a_chain_in_a_later_store(
