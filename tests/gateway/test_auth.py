@@ -16,6 +16,7 @@ from tests.gateway.helpers import (
     CANARY_KEY,
     FAST_POLICY,
     MESSAGES,
+    anthropic_client,
     claude,
     gemini,
     served,
@@ -146,3 +147,19 @@ def test_the_client_key_is_in_no_event_log_line_or_error(
     assert not [line for line in ours if CANARY_KEY in line]
     assert CANARY_KEY not in str(raised.value)
     assert CANARY_KEY not in s.log.read_text()
+
+
+def test_the_breaker_of_one_model_leaves_another_model_alone(tmp_path: Path) -> None:
+    from backstay.breaker import BreakerSettings  # noqa: PLC0415
+
+    breaker = BreakerSettings(failure_threshold=1, open_duration_s=3600)
+    fault = Fault(kind=FaultKind.SERVER_ERROR, model="claude-haiku-4-5")
+    policy = FAST_POLICY.derive(max_attempts=1)
+    with served(tmp_path, fault, breaker=breaker, policy=policy) as s:
+        with anthropic_client(s.url) as client, pytest.raises(anthropic.InternalServerError):
+            client.messages.create(model="claude-haiku-4-5", max_tokens=50, messages=MESSAGES)  # type: ignore[arg-type]
+        text = claude(s.url)  # claude-sonnet-4-6: its own, closed circuit
+        health = s.gateway.breakers.health()
+    assert text
+    assert health["anthropic/claude-haiku-4-5"].state == "open"
+    assert health["anthropic/claude-sonnet-4-6"].state == "closed"

@@ -80,10 +80,11 @@ class Proxy:
     async def handle(self, request: web.Request) -> web.StreamResponse:
         body = await request.read()
         found = route(request.method, request.path, request.headers, body)
-        self._register(client_keys(request.headers, request.query_string))
         if not self._admitted(request):
             provider = None if found is None else found.provider
             return _error(gateway_error(provider, 401, f"missing or wrong {TOKEN_HEADER}"))
+        # Only an admitted request's keys: a stranger cannot fill the redaction table.
+        self._register(client_keys(request.headers, request.query_string))
         if found is None:
             message = f"{request.method} {request.path} is not a provider endpoint it serves"
             return _error(gateway_error(None, 404, message))
@@ -161,7 +162,8 @@ class Proxy:
             result = gateway_error(found.provider, status, message)
         status = result.status
         if tally.attempts > 1 or outcome == "circuit_open":
-            _report(found, tally, status, outcome, failure, key, time.monotonic() - started)
+            elapsed = time.monotonic() - started
+            _report(found, self.settings.policy.name, tally, status, outcome, failure, key, elapsed)
         if isinstance(result, GatewayError):
             return _error(result)
         if isinstance(result, OpenStream):
@@ -171,6 +173,7 @@ class Proxy:
 
 def _report(  # noqa: PLR0917 - one event's fields
     found: Route,
+    policy: str,
     tally: _Tally,
     status: int,
     outcome: str,
@@ -184,6 +187,7 @@ def _report(  # noqa: PLR0917 - one event's fields
         BUS.emit(
             RequestRetried(
                 operation=f"gateway:{found.provider}/{found.model}",
+                policy=policy,
                 provider=found.provider,
                 model=found.model,
                 endpoint=found.endpoint,
