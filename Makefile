@@ -27,6 +27,7 @@ lint: $(STAMP)
 	$(BIN)/ruff check src tests bench
 	$(BIN)/ruff format --check src tests bench
 	$(BIN)/mypy
+	$(BIN)/lint-imports
 
 # make test runs every test but those marked slow (soak and scale checks, long real-time
 # waits, repeated real-CLI runs); make test-all runs them too. Two test processes, one per
