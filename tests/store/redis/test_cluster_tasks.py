@@ -1,6 +1,7 @@
-"""The task store on a Redis Cluster: every behaviour test of ``test_tasks.py`` (records,
-reads, moves, escalations, recovery: what ``status``, ``resume`` and ``report`` rely on)
-run again with ``redis_location`` a namespace on the real three-node cluster. A task's
+"""The task store on a Redis Cluster: every behaviour test of ``test_task_store.py`` and
+``redis/test_tasks.py`` (records, reads, moves, escalations, recovery: what ``status``,
+``resume`` and ``report`` rely on) run again with ``redis_location`` a namespace on the
+real three-node cluster. A task's
 keys share the hash tag ``{ns:tasks}``: each move is one transaction on one node."""
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from typing import Any, Final
 import pytest
 from tests.engine.support import WALL
 from tests.redis_cluster import behaviours, run_with_fixtures
+from tests.store import test_task_store as contract
 from tests.store.redis import test_tasks as tasks
 
 from backstay.engine import AttemptOutcome, TaskState
@@ -25,7 +27,9 @@ conn = tasks.conn
 store = tasks.store
 OP: Final = tasks.OP
 LATER: Final = tasks.LATER
-TASKS: Final = behaviours(tasks, [name for name in dir(tasks) if name.startswith("test_")])
+TASKS: Final = behaviours(
+    contract, [name for name in dir(contract) if name.startswith("test_")]
+) + behaviours(tasks, [name for name in dir(tasks) if name.startswith("test_")])
 
 
 @pytest.fixture

@@ -1,5 +1,6 @@
-"""RedisTaskStore: the SQLite task store's behaviour tests, run against a real Redis, and
-what only a shared store adds (another process's store sees every record)."""
+"""RedisTaskStore beyond the shared contract (tests/store/test_task_store.py): what only a
+shared store adds (another process's store sees every record). Its fixtures are the ones
+the cluster tests run the contract with."""
 
 from __future__ import annotations
 
@@ -8,57 +9,17 @@ from pathlib import Path
 
 import pytest
 from tests.engine.support import WALL, spec
-from tests.store.sqlite import test_tasks as shared
+from tests.store import test_task_store as contract
 
 from backstay.engine import AttemptOutcome, ResolveAction, TaskState
 from backstay.engine.records import AttemptEnd, NewEscalation, StateChange
-from backstay.engine.taskstore import TaskStore
 from backstay.failure import Failure
 from backstay.store.location import StoreLocation
 from backstay.store.redis._client import RedisConnection
 from backstay.store.redis.tasks import RedisTaskStore
 
-OP = shared.OP
-LATER = shared.LATER
-
-# The behaviour tests of the SQLite store, collected here with the Redis ``store`` below.
-test_a_registered_task_is_pending_with_no_attempts = (
-    shared.test_a_registered_task_is_pending_with_no_attempts
-)
-test_registering_a_known_task_again_keeps_its_state = (
-    shared.test_registering_a_known_task_again_keeps_its_state
-)
-test_tasks_come_back_in_registration_order = shared.test_tasks_come_back_in_registration_order
-test_beginning_an_attempt_records_it_running_before_anything_else = (
-    shared.test_beginning_an_attempt_records_it_running_before_anything_else
-)
-test_an_attempt_number_that_is_not_the_next_is_refused = (
-    shared.test_an_attempt_number_that_is_not_the_next_is_refused
-)
-test_an_attempt_end_keeps_the_failure_losslessly = (
-    shared.test_an_attempt_end_keeps_the_failure_losslessly
-)
-test_an_attempt_end_keeps_its_usage = shared.test_an_attempt_end_keeps_its_usage
-test_a_move_the_state_machine_refuses_records_nothing = (
-    shared.test_a_move_the_state_machine_refuses_records_nothing
-)
-test_an_escalation_is_recorded_with_its_attempt_and_its_context_redacted = (
-    shared.test_an_escalation_is_recorded_with_its_attempt_and_its_context_redacted
-)
-test_an_interrupted_task_keeps_its_attempt_count_and_goes_to_retrying = (
-    shared.test_an_interrupted_task_keeps_its_attempt_count_and_goes_to_retrying
-)
-test_only_a_running_task_can_be_recovered = shared.test_only_a_running_task_can_be_recovered
-test_a_requeue_can_close_the_tasks_open_escalations = (
-    shared.test_a_requeue_can_close_the_tasks_open_escalations
-)
-test_resolving_an_unknown_escalation_is_refused = (
-    shared.test_resolving_an_unknown_escalation_is_refused
-)
-test_a_new_budget_starts_after_the_attempts_made = (
-    shared.test_a_new_budget_starts_after_the_attempts_made
-)
-test_an_unknown_task_is_named = shared.test_an_unknown_task_is_named
+OP = contract.OP
+LATER = contract.LATER
 
 
 @pytest.fixture
@@ -73,10 +34,6 @@ def store(conn: RedisConnection, tmp_path: Path) -> RedisTaskStore:
     opened = RedisTaskStore(conn)
     opened.register(spec(tmp_path), at=WALL)
     return opened
-
-
-def test_it_is_a_task_store(store: RedisTaskStore) -> None:
-    assert isinstance(store, TaskStore)
 
 
 def test_another_connection_sees_every_record(
