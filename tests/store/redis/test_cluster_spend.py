@@ -1,8 +1,8 @@
-"""The spend ledger on a Redis Cluster: every behaviour test of ``test_spend.py``
-(reserving against batch, tenant and task budgets, settling, releasing, charging a dead
-runner's reservations, estimating from earlier use, the running sums ``{ns:spend}:sums``
-against the SQLite ledger's rows, and rebuilding them) run again with ``redis_location`` a
-namespace on the real three-node cluster. The ledger's keys share the hash tag
+"""The spend ledger on a Redis Cluster: every behaviour test of ``test_spend_ledger.py``
+and ``redis/test_spend.py`` (reserving against batch, tenant and task budgets, settling,
+releasing, charging a dead runner's reservations, estimating from earlier use, the running
+sums ``{ns:spend}:sums`` against the SQLite ledger's rows, and rebuilding them) run again
+with ``redis_location`` a namespace on the real three-node cluster. The ledger's keys share the hash tag
 ``{ns:spend}``: each reservation is one transaction on one node."""
 
 from __future__ import annotations
@@ -12,15 +12,18 @@ from typing import Any, Final
 
 import pytest
 from tests.redis_cluster import behaviours, run_with_fixtures
+from tests.store import test_spend_ledger as contract
 from tests.store.redis import test_spend as spend
 
 from backstay.store.location import StoreLocation
 from backstay.store.redis._client import RedisConnection, is_cluster
 from backstay.store.redis.spend import RedisSpendLedger
 
-# ``test_spend.py``'s autouse fixture: the shared SQLite tests open Redis ledgers instead.
-_ledgers_on_redis = spend._ledgers_on_redis
-SPEND: Final = behaviours(spend, [name for name in dir(spend) if name.startswith("test_")])
+# ``redis/test_spend.py``'s ledgers, here on the cluster (``redis_location`` below).
+open_ledger = spend.open_ledger
+SPEND: Final = behaviours(
+    contract, [name for name in dir(contract) if name.startswith("test_")]
+) + behaviours(spend, [name for name in dir(spend) if name.startswith("test_")])
 
 
 @pytest.fixture

@@ -1,15 +1,14 @@
-"""RedisSpendLedger: the SQLite ledger's behaviour tests, run against a real Redis (each
-test's ledgers share one namespace, as the SQLite ones share one state file)."""
+"""RedisSpendLedger beyond the shared contract (tests/store/test_spend_ledger.py): its
+running sums agree with the SQLite ledger's rows, and are rebuilt from its own rows."""
 
 from __future__ import annotations
 
 import random
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Self
 
 import pytest
-from tests.store.sqlite import test_spend as shared
+from tests.store import test_spend_ledger as contract
 
 from backstay.engine.spend_ledger import AttemptSpend, SpendLedger
 from backstay.policy.spend import BATCH_SCOPE, ScopeKind, Spend, SpendScope
@@ -18,57 +17,11 @@ from backstay.store.redis._client import RedisConnection
 from backstay.store.redis.spend import RedisSpendLedger
 from backstay.store.sqlite.spend import SQLiteSpendLedger
 
-test_a_reservation_counts_until_it_is_settled_with_the_real_figure = (
-    shared.test_a_reservation_counts_until_it_is_settled_with_the_real_figure
-)
-test_two_runners_on_one_state_file_never_reserve_past_the_budget = (
-    shared.test_two_runners_on_one_state_file_never_reserve_past_the_budget
-)
-test_a_released_reservation_is_gone = shared.test_a_released_reservation_is_gone
-test_open_reservations_of_a_dead_runner_are_charged_at_their_estimates = (
-    shared.test_open_reservations_of_a_dead_runner_are_charged_at_their_estimates
-)
-test_a_tenant_budget_counts_only_that_tenants_attempts = (
-    shared.test_a_tenant_budget_counts_only_that_tenants_attempts
-)
-test_a_task_budget_comes_with_the_attempt = shared.test_a_task_budget_comes_with_the_attempt
-test_earlier_use_is_the_mean_of_settled_attempts_that_used_tokens = (
-    shared.test_earlier_use_is_the_mean_of_settled_attempts_that_used_tokens
-)
-test_kept_budgets_survive_reopening_and_can_be_removed = (
-    shared.test_kept_budgets_survive_reopening_and_can_be_removed
-)
 
-
-class _Opened(RedisSpendLedger):
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-
-@pytest.fixture(autouse=True)
-def _ledgers_on_redis(
-    redis_location: StoreLocation, monkeypatch: pytest.MonkeyPatch
-) -> Iterator[None]:
-    conn = RedisConnection(redis_location)
-
-    def opener(path: Path, **_: Any) -> _Opened:
-        del path
-        return _Opened(conn)
-
-    monkeypatch.setattr(shared, "SQLiteSpendLedger", opener)
-    yield
-    conn.close()
-
-
-def test_it_is_a_spend_ledger(redis_location: StoreLocation) -> None:
-    conn = RedisConnection(redis_location)
-    try:
-        assert isinstance(RedisSpendLedger(conn), SpendLedger)
-    finally:
-        conn.close()
+@pytest.fixture
+def open_ledger(redis_location: StoreLocation) -> Iterator[contract.Opener]:
+    """Redis ledgers on the test's namespace (the cluster tests run the contract with it)."""
+    yield from contract.redis_opener(redis_location)
 
 
 def _scopes(ops: list[str]) -> list[SpendScope]:
@@ -95,7 +48,7 @@ def _same_changes(ledgers: list[SpendLedger], ops: list[str], seed: int) -> None
                 task_budget=None,
                 estimate=Spend(usd=rng.choice([0.1, 0.2, 0.3, 0.01]), tokens=rng.randint(1, 99)),
             )
-            results = {ledger.reserve(attempt, at=shared.AT) is None for ledger in ledgers}
+            results = {ledger.reserve(attempt, at=contract.AT) is None for ledger in ledgers}
             assert results == {True}
         elif step < 0.8 and numbers[op]:
             used = rng.randint(0, 50)
@@ -107,13 +60,13 @@ def _same_changes(ledgers: list[SpendLedger], ops: list[str], seed: int) -> None
                     prompt_tokens=used // 2,
                     output_tokens=used - used // 2,
                     reported_usd=None if used % 3 == 0 else usd,
-                    at=shared.AT,
+                    at=contract.AT,
                 )
         elif step < 0.95 and numbers[op]:
             for ledger in ledgers:
                 ledger.release(f"{op}/{numbers[op]}")
         else:
-            counts = {ledger.settle_open(op, at=shared.AT) for ledger in ledgers}
+            counts = {ledger.settle_open(op, at=contract.AT) for ledger in ledgers}
             assert len(counts) == 1
 
 

@@ -1,156 +1,21 @@
-"""``SQLiteSpendLedger``: reservations, settlements and kept budgets in the state file."""
+"""``SQLiteSpendLedger`` beyond the shared contract (tests/store/test_spend_ledger.py): its
+budgets and rows are kept in the state file, and read back by a ledger opened later."""
 
 from __future__ import annotations
 
-import datetime as dt
-import threading
 from pathlib import Path
-from typing import Final
 
-import pytest
+from tests.store.test_spend_ledger import ACME, AT
 
-from backstay.engine.spend_ledger import AttemptSpend
-from backstay.policy.spend import (
-    BATCH_SCOPE,
-    ScopeKind,
-    Spend,
-    SpendBudget,
-    SpendScope,
-)
+from backstay.policy.spend import BATCH_SCOPE, Spend, SpendBudget
 from backstay.store.sqlite.spend import SQLiteSpendLedger
-
-AT: Final = dt.datetime(2026, 3, 1, 12, 0, tzinfo=dt.UTC)
-ACME: Final = SpendScope(kind=ScopeKind.TENANT, name="acme")
+from backstay.store.sqlite.tasks import STATE_FILE
 
 
-def _attempt(
-    n: int,
-    usd: float = 0.01,
-    *,
-    op: str = "wf:t:run_01",
-    tenant: str | None = None,
-    task_budget: SpendBudget | None = None,
-) -> AttemptSpend:
-    return AttemptSpend(
-        attempt_id=f"{op}/{n}",
-        operation_id=op,
-        tenant=tenant,
-        adapter="anthropic-api",
-        model="m",
-        task_budget=task_budget,
-        estimate=Spend(usd=usd, tokens=100),
-    )
-
-
-def test_a_reservation_counts_until_it_is_settled_with_the_real_figure(tmp_path: Path) -> None:
+def test_the_ledger_lives_in_the_state_file(tmp_path: Path) -> None:
     with SQLiteSpendLedger(tmp_path) as ledger:
-        ledger.set_budget(BATCH_SCOPE, SpendBudget(usd=0.05), at=AT)
-        assert ledger.reserve(_attempt(1, 0.04), at=AT) is None
-        assert ledger.totals(BATCH_SCOPE).reserved == Spend(usd=0.04, tokens=100)
-        assert ledger.reserve(_attempt(2, 0.02), at=AT) is not None
-        ledger.settle(
-            "wf:t:run_01/1",
-            Spend(usd=0.01, tokens=30),
-            prompt_tokens=20,
-            output_tokens=10,
-            reported_usd=0.01,
-            at=AT,
-        )
-        totals = ledger.totals(BATCH_SCOPE)
-        assert (totals.spent, totals.reserved) == (Spend(usd=0.01, tokens=30), Spend())
-        assert ledger.reserve(_attempt(2, 0.02), at=AT) is None
-
-
-def test_two_runners_on_one_state_file_never_reserve_past_the_budget(tmp_path: Path) -> None:
-    with SQLiteSpendLedger(tmp_path) as setup:
-        setup.set_budget(BATCH_SCOPE, SpendBudget(usd=0.05), at=AT)
-    admitted: list[str] = []
-    start = threading.Barrier(2)
-
-    def runner(name: str) -> None:
-        with SQLiteSpendLedger(tmp_path) as ledger:
-            start.wait(timeout=5)
-            for i in range(10):
-                attempt = _attempt(i, 0.004, op=f"wf:{name}{i}:run_01")
-                if ledger.reserve(attempt, at=AT) is None:
-                    admitted.append(attempt.attempt_id)
-
-    threads = [threading.Thread(target=runner, args=(n,)) for n in ("a", "b")]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=30)
-    assert len(admitted) == 12  # 12 x 0.004 = 0.048
+        ledger.set_budget(ACME, SpendBudget(usd=1.0), at=AT)
+    assert (tmp_path / STATE_FILE).is_file()
     with SQLiteSpendLedger(tmp_path) as ledger:
-        assert ledger.totals(BATCH_SCOPE).reserved.usd == pytest.approx(0.048)
-
-
-def test_a_released_reservation_is_gone(tmp_path: Path) -> None:
-    with SQLiteSpendLedger(tmp_path) as ledger:
-        ledger.reserve(_attempt(1), at=AT)
-        ledger.release("wf:t:run_01/1")
-        assert ledger.totals(BATCH_SCOPE).reserved == Spend()
-
-
-def test_open_reservations_of_a_dead_runner_are_charged_at_their_estimates(
-    tmp_path: Path,
-) -> None:
-    with SQLiteSpendLedger(tmp_path) as ledger:
-        ledger.reserve(_attempt(1, 0.02), at=AT)
-    with SQLiteSpendLedger(tmp_path) as ledger:
-        assert ledger.settle_open("wf:t:run_01", at=AT) == 1
-        totals = ledger.totals(BATCH_SCOPE)
-    assert (totals.spent, totals.reserved) == (Spend(usd=0.02, tokens=100), Spend())
-
-
-def test_a_tenant_budget_counts_only_that_tenants_attempts(tmp_path: Path) -> None:
-    with SQLiteSpendLedger(tmp_path) as ledger:
-        ledger.set_budget(ACME, SpendBudget(usd=0.015), at=AT)
-        assert ledger.reserve(_attempt(1, op="wf:a:run_01", tenant="acme"), at=AT) is None
-        assert ledger.reserve(_attempt(1, op="wf:b:run_01"), at=AT) is None
-        refusal = ledger.reserve(_attempt(1, op="wf:c:run_01", tenant="acme"), at=AT)
-        assert refusal is not None
-        assert refusal.totals.scope == ACME
-        assert [t.scope for t in ledger.overview()] == [BATCH_SCOPE, ACME]
-
-
-def test_a_task_budget_comes_with_the_attempt(tmp_path: Path) -> None:
-    with SQLiteSpendLedger(tmp_path) as ledger:
-        tight = SpendBudget(tokens=150)
-        assert ledger.reserve(_attempt(1, task_budget=tight), at=AT) is None
-        refusal = ledger.reserve(_attempt(2, op="wf:t:run_01", task_budget=tight), at=AT)
-        assert refusal is not None
-        assert refusal.totals.scope.kind is ScopeKind.TASK
-        assert ledger.reserve(_attempt(1, op="wf:u:run_01", task_budget=tight), at=AT) is None
-
-
-def test_earlier_use_is_the_mean_of_settled_attempts_that_used_tokens(tmp_path: Path) -> None:
-    with SQLiteSpendLedger(tmp_path) as ledger:
-        assert ledger.earlier("anthropic-api", "m") is None
-        for n, (prompt, output, usd) in enumerate([(100, 10, 0.01), (300, 30, 0.03)], 1):
-            ledger.reserve(_attempt(n), at=AT)
-            ledger.settle(
-                f"wf:t:run_01/{n}",
-                Spend(usd=usd, tokens=prompt + output),
-                prompt_tokens=prompt,
-                output_tokens=output,
-                reported_usd=usd,
-                at=AT,
-            )
-        ledger.reserve(_attempt(3), at=AT)
-        ledger.settle(
-            "wf:t:run_01/3", Spend(), prompt_tokens=0, output_tokens=0, reported_usd=None, at=AT
-        )
-        earlier = ledger.earlier("anthropic-api", "m")
-    assert earlier is not None
-    assert (earlier.prompt_tokens, earlier.output_tokens) == (200.0, 20.0)
-    assert earlier.usd == pytest.approx(0.02)
-
-
-def test_kept_budgets_survive_reopening_and_can_be_removed(tmp_path: Path) -> None:
-    with SQLiteSpendLedger(tmp_path) as ledger:
-        ledger.set_budget(ACME, SpendBudget(usd=1.0, tokens=10), at=AT)
-    with SQLiteSpendLedger(tmp_path) as ledger:
-        assert ledger.budget(ACME) == SpendBudget(usd=1.0, tokens=10)
-        ledger.set_budget(ACME, SpendBudget(), at=AT)
-        assert ledger.budget(ACME) == SpendBudget()
+        assert ledger.budget(ACME) == SpendBudget(usd=1.0)
+        assert ledger.totals(BATCH_SCOPE).spent == Spend()
