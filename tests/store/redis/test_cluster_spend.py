@@ -2,8 +2,8 @@
 and ``redis/test_spend.py`` (reserving against batch, tenant and task budgets, settling,
 releasing, charging a dead runner's reservations, estimating from earlier use, the running
 sums ``{ns:spend}:sums`` against the SQLite ledger's rows, and rebuilding them) run again
-with ``redis_location`` a namespace on the real three-node cluster. The ledger's keys share the hash tag
-``{ns:spend}``: each reservation is one transaction on one node."""
+with ``redis_location`` a namespace on the real three-node cluster. The ledger's keys
+share the hash tag ``{ns:spend}``: each reservation is one transaction on one node."""
 
 from __future__ import annotations
 
