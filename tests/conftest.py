@@ -42,7 +42,7 @@ SLOW_REAL_CLI_CHECKS = {
     f"tests/adapters/{module}::{cls}::{test}"
     for module, cls, tests in (
         (
-            "test_aider.py",
+            "cli/aider/test_aider.py",
             "TestAiderContract",
             (
                 "test_a_network_failure_is_retried_with_backoff",
@@ -62,7 +62,7 @@ SLOW_REAL_CLI_CHECKS = {
             ),
         ),
         (
-            "test_opencode_cli.py",
+            "cli/opencode/test_opencode_cli.py",
             "TestOpencodeContract",
             (
                 "test_a_network_failure_is_retried_with_backoff",
@@ -73,7 +73,7 @@ SLOW_REAL_CLI_CHECKS = {
             ),
         ),
         (
-            "test_gemini_cli_cli.py",
+            "cli/gemini_cli/test_gemini_cli_cli.py",
             "TestGeminiCliContract",
             (
                 "test_a_network_failure_is_retried_with_backoff",

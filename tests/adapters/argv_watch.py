@@ -14,7 +14,7 @@ from typing import Final
 import pytest
 
 from backstay.adapters.base import BaseAdapter
-from backstay.adapters.orphans import ATTEMPT_TAG
+from backstay.adapters.cli.orphans import ATTEMPT_TAG
 from backstay.testing.contract import AdapterContract
 
 POLL_S: Final = 0.01

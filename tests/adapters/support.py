@@ -73,7 +73,7 @@ PLANNED_WHAT: Final = "a future agent (npm future-agent)"
 def plan_an_adapter(monkeypatch: pytest.MonkeyPatch) -> str:
     """Reserve ``PLANNED_NAME`` as a planned adapter for this test; its name."""
     from backstay.adapters import registry  # noqa: PLC0415 - the module patched
-    from backstay.config import _suite_adapters  # noqa: PLC0415
+    from backstay.config.suite import adapters as _suite_adapters  # noqa: PLC0415
 
     planned = MappingProxyType({**registry.PLANNED_ADAPTERS, PLANNED_NAME: PLANNED_WHAT})
     monkeypatch.setattr(registry, "PLANNED_ADAPTERS", planned)

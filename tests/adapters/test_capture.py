@@ -20,7 +20,7 @@ from backstay.adapters.capture import (
     Stream,
     write_json_atomic,
 )
-from backstay.adapters.process import run_process_sync
+from backstay.adapters.cli.process import run_process_sync
 from backstay.adapters.usage import Usage
 from backstay.failure import Failure
 

@@ -2,9 +2,9 @@ from __future__ import annotations
 
 import pytest
 
-from backstay.adapters.anthropic_api import AnthropicApiAdapter
-from backstay.adapters.claude_code import ClaudeCodeAdapter
-from backstay.adapters.codex import CodexAdapter
+from backstay.adapters.api.anthropic import AnthropicApiAdapter
+from backstay.adapters.cli.claude_code import ClaudeCodeAdapter
+from backstay.adapters.cli.codex import CodexAdapter
 from backstay.adapters.limits import apply_task_limits
 from backstay.errors import ConfigError
 from backstay.runtime.engine_adapter import RuntimeTaskAdapter

@@ -14,10 +14,10 @@ from tests.adapters.api_support import Router, wire_for
 from tests.adapters.support import CANARY_KEY
 
 from backstay.adapters import BaseAdapter, ProviderEnv
-from backstay.adapters._codex_settings import CodexSettings, config_toml
-from backstay.adapters._opencode_settings import OpencodeSettings, config_content
-from backstay.adapters.anthropic_api import AnthropicApiAdapter
-from backstay.adapters.openai_api import OpenAIApiAdapter
+from backstay.adapters.api.anthropic import AnthropicApiAdapter
+from backstay.adapters.api.openai import OpenAIApiAdapter
+from backstay.adapters.cli.codex.settings import CodexSettings, config_toml
+from backstay.adapters.cli.opencode.settings import OpencodeSettings, config_content
 from backstay.adapters.provider_env import (
     ANTHROPIC_ENV,
     NO_PROVIDER_ENV,

@@ -8,7 +8,7 @@ from typing import Final
 
 import pytest
 
-from backstay.adapters.anthropic_api import AnthropicApiAdapter
+from backstay.adapters.api.anthropic import AnthropicApiAdapter
 from backstay.adapters.mock import MockAdapter
 from backstay.adapters.spend import attempt_prompt, charge_spend, estimate_spend
 from backstay.adapters.usage import Usage

@@ -175,7 +175,7 @@ def test_a_langgraph_interrupt_in_a_suite_task_is_answered_from_the_command_line
         prompt="Draft a title.",
         env={"OPENAI_API_KEY": "test-key"},
         config={
-            "agent": "tests.frameworks.test_langgraph_run:review_graph",
+            "agent": "tests.frameworks.langgraph.test_run:review_graph",
             "options": {"base_url": fake.url + "/v1"},
         },
         policy=RetryPolicy(name="once", max_attempts=1),

@@ -22,9 +22,9 @@ import pytest
 
 from backstay import get_adapter
 from backstay.adapters import TIER_PRESET_IDS, tier_preset
-from backstay.adapters._harness_config import refuse_harness_keys, split_harness_config
-from backstay.adapters.anthropic_api import AnthropicApiAdapter
+from backstay.adapters.api.anthropic import AnthropicApiAdapter
 from backstay.adapters.contract import TierConfig
+from backstay.adapters.harness.config import refuse_harness_keys, split_harness_config
 from backstay.adapters.mock import MockAdapter
 from backstay.errors import ConfigError
 from backstay.redact import REDACTED

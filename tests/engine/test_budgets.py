@@ -9,7 +9,7 @@ from typing import Final
 import pytest
 from tests.engine.support import ScriptedAdapter, engine, spec
 
-from backstay.adapters.anthropic_api import AnthropicApiAdapter
+from backstay.adapters.api.anthropic import AnthropicApiAdapter
 from backstay.adapters.contract import AgentResult
 from backstay.adapters.usage import Usage
 from backstay.engine import TaskState

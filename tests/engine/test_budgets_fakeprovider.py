@@ -10,7 +10,7 @@ from typing import Any, Final
 import pytest
 from tests.adapters.support import CANARY_KEY
 
-from backstay.adapters.anthropic_api import AnthropicApiAdapter
+from backstay.adapters.api.anthropic import AnthropicApiAdapter
 from backstay.engine import Engine, TaskSpec, TaskState
 from backstay.fakeprovider import FakeProvider, Reply, Scenario
 from backstay.policy.retry import RetryPolicy

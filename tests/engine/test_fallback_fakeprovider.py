@@ -14,8 +14,8 @@ from typing import Final
 
 from tests.adapters.support import CANARY_KEY
 
-from backstay.adapters.anthropic_api import AnthropicApiAdapter
-from backstay.adapters.openai_api import OpenAIApiAdapter
+from backstay.adapters.api.anthropic import AnthropicApiAdapter
+from backstay.adapters.api.openai import OpenAIApiAdapter
 from backstay.breaker import BreakerSettings
 from backstay.engine import AttemptRecord, Engine, TaskRecord, TaskSpec, TaskState
 from backstay.fakeprovider import FakeProvider, Fault, FaultKind, Scenario

@@ -12,7 +12,7 @@ from typing import Final
 import pytest
 from tests.adapters.support import CANARY_KEY
 
-from backstay.adapters.anthropic_api import AnthropicApiAdapter
+from backstay.adapters.api.anthropic import AnthropicApiAdapter
 from backstay.engine import Engine, TaskSpec, TaskState
 from backstay.fakeprovider import FakeProvider, Scenario
 from backstay.fakeprovider.scenario import RateLimit

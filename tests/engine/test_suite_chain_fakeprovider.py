@@ -12,8 +12,8 @@ from typing import Any, Final
 
 from tests.adapters.support import CANARY_KEY
 
-from backstay.adapters.anthropic_api import AnthropicApiAdapter
-from backstay.adapters.openai_api import OpenAIApiAdapter
+from backstay.adapters.api.anthropic import AnthropicApiAdapter
+from backstay.adapters.api.openai import OpenAIApiAdapter
 from backstay.breaker import BreakerSettings
 from backstay.config import load_suite
 from backstay.engine import Engine, SuiteBatch, TaskState

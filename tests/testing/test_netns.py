@@ -15,8 +15,8 @@ import pytest
 from tests.adapters.support import alive, gone_within
 
 from backstay.adapters.capture import Capture
+from backstay.adapters.cli.process import run_process_sync
 from backstay.adapters.contract import TIMEOUT_EXIT_CODE
-from backstay.adapters.process import run_process_sync
 from backstay.testing.netns import (
     NamespaceUnavailable,
     NetworkNamespace,

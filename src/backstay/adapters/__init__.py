@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from backstay.adapters.base import BaseAdapter
 from backstay.adapters.capture import METRICS_KEYS, Capture, Stream
+from backstay.adapters.cli.process import ProcessOutcome, run_process, run_process_sync
 from backstay.adapters.contract import (
     TIMEOUT_EXIT_CODE,
     Adapter,
@@ -29,7 +30,6 @@ from backstay.adapters.contract import (
     AgentStatus,
     TierConfig,
 )
-from backstay.adapters.process import ProcessOutcome, run_process, run_process_sync
 from backstay.adapters.provider_env import ProviderEnv
 from backstay.adapters.registry import (
     ENTRY_POINT_GROUP,

@@ -35,13 +35,13 @@ from pathlib import Path
 from typing import Any, ClassVar, Final
 
 from backstay._secret_values import SECRET_ENV_NAME
-from backstay.adapters._attempt_capture import captured_attempt
-from backstay.adapters._harness_config import check_settings, split_harness_config
-from backstay.adapters._harness_run import CANCELLED_EXIT_CODE, run_captured
-from backstay.adapters._run_budget import RunBudget
 from backstay.adapters.capture import Capture
+from backstay.adapters.cli.process import ProcessOutcome
 from backstay.adapters.contract import AgentRequest, AgentResult, TierConfig
-from backstay.adapters.process import ProcessOutcome
+from backstay.adapters.harness.attempt_capture import captured_attempt
+from backstay.adapters.harness.config import check_settings, split_harness_config
+from backstay.adapters.harness.run import CANCELLED_EXIT_CODE, run_captured
+from backstay.adapters.harness.run_budget import RunBudget
 from backstay.adapters.provider_env import NO_PROVIDER_ENV, ProviderEnv, agent_env
 from backstay.adapters.usage import Usage
 from backstay.call import acall
@@ -235,7 +235,7 @@ class BaseAdapter(abc.ABC):
         keys make the run's tier (instead of ``tier``), ``test_id`` is recorded in
         ``metrics.json``, ``task_description`` is the prompt when ``prompt_file`` is
         ``None``, and ``api_keys`` (variable → key) join the agent's environment, registered
-        for redaction and never written (``backstay.adapters._harness_config``); the rest
+        for redaction and never written (``backstay.adapters.harness.config``); the rest
         are the adapter's settings.
 
         The agent's environment is ``env`` over ``api_keys`` over the ``provider_env``

@@ -102,7 +102,7 @@ class AgentRequest:
     a run that prints nothing for that long (many CLIs never notice a stalled stream).
     ``launcher`` is a command prefix every process of the attempt starts under (such as
     ``("nsenter", "-t", PID, "-n", "--")`` to run it in a network namespace; see
-    ``backstay.adapters.process``); empty by default. ``tenant`` names whose work it is
+    ``backstay.adapters.cli.process``); empty by default. ``tenant`` names whose work it is
     (the task's ``tenant``), ``None`` when nobody said. ``store`` is where the batch the
     attempt belongs to keeps its records (the engine sets it; ``None`` outside an
     engine): an adapter that records state of its own, such as the agent runtime's

@@ -1,7 +1,7 @@
 """What one attempt on an adapter is estimated to spend before it starts, and what it is
 charged after it: the rules every spending budget applies (docs/budgets.md, *The
 estimate* and *What is counted*), for the engine's tasks (``backstay.engine.budgets``) and
-for a single harness run (``backstay.adapters._run_budget``) alike.
+for a single harness run (``backstay.adapters.harness.run_budget``) alike.
 
 * ``attempt_prompt``: the text an attempt sends first: the prompt (inline or its file),
   after the tier's system prompt;
@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from backstay._tokens import count_tokens
-from backstay.adapters._api_settings import ApiSettings
+from backstay.adapters.api.settings import ApiSettings
 from backstay.adapters.contract import Adapter
 from backstay.adapters.pricing import price_usage
 from backstay.adapters.usage import Usage
@@ -32,7 +32,7 @@ __all__ = ["attempt_prompt", "charge_spend", "estimate_spend"]
 @runtime_checkable
 class _Priced(Protocol):
     """An adapter that knows its request's settings and its price source: the API
-    adapters (``backstay.adapters._api_common.ApiAdapter``, which imports this layer's
+    adapters (``backstay.adapters.api.base.ApiAdapter``, which imports this layer's
     users, hence a protocol)."""
 
     price_provider: str

@@ -12,10 +12,10 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from backstay.adapters._run_budget import BUDGET_CODE, BUDGET_EXIT_CODE
 from backstay.adapters.base import CANCELLED_EXIT_CODE, BaseAdapter
 from backstay.adapters.capture import METRICS_FILE, write_json_atomic
 from backstay.adapters.contract import TIMEOUT_EXIT_CODE
+from backstay.adapters.harness.run_budget import BUDGET_CODE, BUDGET_EXIT_CODE
 from backstay.adapters.registry import get_adapter
 from backstay.cli import _state
 from backstay.cli._errors import usage_error
@@ -27,7 +27,7 @@ from backstay.config import (
     load_config,
     with_framework,
 )
-from backstay.config._harness import NO_RETRY_POLICY
+from backstay.config.run.harness import NO_RETRY_POLICY
 from backstay.errors import ConfigError
 from backstay.fallback.harness import run_harness_chain
 

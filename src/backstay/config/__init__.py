@@ -18,13 +18,14 @@ from __future__ import annotations
 
 from backstay.config._configure import configure
 from backstay.config._frameworks import FrameworkConfig, with_framework, with_frameworks
-from backstay.config._harness import HarnessRun, harness_run
 from backstay.config._load import CONFIG_ENV_VAR, DEFAULT_CONFIG_FILE, load_config
 from backstay.config._model import BackstayConfig, EffectiveValue
 from backstay.config._overrides import ENV_PREFIX
 from backstay.config._schema import config_schema
 from backstay.config._source import Source, SourceKind
-from backstay.config._suite import (
+from backstay.config.run.harness import HarnessRun, harness_run
+from backstay.config.suite.load import load_suite
+from backstay.config.suite.model import (
     AdapterOptions,
     Suite,
     SuiteDefaults,
@@ -33,9 +34,8 @@ from backstay.config._suite import (
     task_run_id,
     workflow_id,
 )
-from backstay.config._suite_load import load_suite
-from backstay.config._suite_schema import suite_schema
-from backstay.config._suite_spec import DEFAULT_TIMEOUT_S
+from backstay.config.suite.schema import suite_schema
+from backstay.config.suite.spec import DEFAULT_TIMEOUT_S
 
 __all__ = [
     "CONFIG_ENV_VAR",

@@ -27,7 +27,7 @@ from backstay.config._document import Document
 from backstay.config._fields import Field
 from backstay.config._paths import Path
 from backstay.config._sections import check_fields, mapping, unknown_key
-from backstay.config._suite import AdapterOptions, Suite
+from backstay.config.suite.model import AdapterOptions, Suite
 from backstay.errors import ConfigError
 
 if TYPE_CHECKING:

@@ -48,8 +48,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from backstay.adapters.cli.orphans import attempt_tag, stop_tagged
 from backstay.adapters.contract import Adapter, AgentRequest
-from backstay.adapters.orphans import attempt_tag, stop_tagged
 from backstay.clock import Clock
 from backstay.engine import _notify as notify
 from backstay.engine._attempt_done import AttemptDone, dispatch, escalation_context, result_data

@@ -54,8 +54,8 @@ from types import TracebackType
 from typing import Any, Final
 
 from backstay._checks import check_number
-from backstay.adapters._harness_config import check_settings
 from backstay.adapters.contract import Adapter
+from backstay.adapters.harness.config import check_settings
 from backstay.adapters.provider_env import agent_env
 from backstay.adapters.registry import get_adapter
 from backstay.breaker.settings import BreakerSettings

@@ -6,12 +6,16 @@ import dataclasses
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from backstay.fakeprovider import _anthropic, _gemini, _openai_chat, _openai_errors, _prompt
-from backstay.fakeprovider import _openai_responses as _responses
+from backstay.fakeprovider import _prompt
 from backstay.fakeprovider._answer import Answer
 from backstay.fakeprovider._prompt import Prompt
-from backstay.fakeprovider._wire import ErrorContext, Reply
 from backstay.fakeprovider.faults import FaultKind
+from backstay.fakeprovider.wire import anthropic as _anthropic
+from backstay.fakeprovider.wire import gemini as _gemini
+from backstay.fakeprovider.wire import openai_chat as _openai_chat
+from backstay.fakeprovider.wire import openai_errors as _openai_errors
+from backstay.fakeprovider.wire import openai_responses as _responses
+from backstay.fakeprovider.wire.base import ErrorContext, Reply
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

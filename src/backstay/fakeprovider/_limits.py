@@ -7,8 +7,8 @@ import dataclasses
 import math
 
 from backstay.fakeprovider._prompt import ANTHROPIC, GEMINI
-from backstay.fakeprovider._wire import go_duration, rfc3339
 from backstay.fakeprovider.scenario import RateLimit
+from backstay.fakeprovider.wire.base import go_duration, rfc3339
 from backstay.policy.bucket import TokenBucket
 
 _MINUTE_S = 60.0

@@ -12,7 +12,7 @@ import asyncio
 from collections import OrderedDict
 from typing import Final
 
-from backstay.fakeprovider._wire import Reply
+from backstay.fakeprovider.wire.base import Reply
 
 MAX_KEYS: Final = 10_000
 

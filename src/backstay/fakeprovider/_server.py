@@ -21,16 +21,19 @@ from typing import Final
 
 from aiohttp import web
 
-from backstay.fakeprovider import _anthropic, _gemini, _openai_errors, _prompt
+from backstay.fakeprovider import _prompt
 from backstay.fakeprovider._answer import answer as _answer
 from backstay.fakeprovider._apis import ANTHROPIC, GEMINI, OPENAI_CHAT, OPENAI_RESPONSES, Api
 from backstay.fakeprovider._limits import Limiter, fault_headers
 from backstay.fakeprovider._replay import KeyReused, Replays
 from backstay.fakeprovider._select import FaultPicker
-from backstay.fakeprovider._wire import SSE_TYPE, ErrorContext, Reply
 from backstay.fakeprovider.faults import Fault, FaultKind
 from backstay.fakeprovider.scenario import Scenario
 from backstay.fakeprovider.stats import Entry, Recorder
+from backstay.fakeprovider.wire import anthropic as _anthropic
+from backstay.fakeprovider.wire import gemini as _gemini
+from backstay.fakeprovider.wire import openai_errors as _openai_errors
+from backstay.fakeprovider.wire.base import SSE_TYPE, ErrorContext, Reply
 
 STATS_PATH: Final = "/_backstay/stats"
 DEFAULT_MODELS: Final = (

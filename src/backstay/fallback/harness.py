@@ -25,7 +25,7 @@ own partial output is kept for the run's result, not read as streamed output.
 With a spending budget (``--budget-usd``, ``--budget-tokens``) each attempt's estimate is
 that of its candidate's adapter, model and price; one that does not fit is not started,
 the chain does not move, and the run ends with ``ERR_BUDGET_EXCEEDED`` and exit code 5
-(``backstay.adapters._run_budget``).
+(``backstay.adapters.harness.run_budget``).
 
 The chain's breakers and cooldowns live in a ``MemoryFallbackStore`` unless a store is
 given: one run is one process.
@@ -40,12 +40,12 @@ import uuid
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from backstay.adapters._attempt_capture import captured_attempt
-from backstay.adapters._harness_config import check_settings
-from backstay.adapters._harness_run import run_captured
-from backstay.adapters._run_budget import RunBudget
 from backstay.adapters.capture import Capture
 from backstay.adapters.contract import Adapter, AgentRequest, AgentResult
+from backstay.adapters.harness.attempt_capture import captured_attempt
+from backstay.adapters.harness.config import check_settings
+from backstay.adapters.harness.run import run_captured
+from backstay.adapters.harness.run_budget import RunBudget
 from backstay.adapters.registry import get_adapter
 from backstay.clock import Clock
 from backstay.errors import AdapterError, ConfigError

@@ -1,0 +1,219 @@
+"""``ClaudeCodeAdapter``: one attempt is one non-interactive Claude Code run.
+
+Command line (``claude`` 2.1.197)::
+
+    claude -p --output-format stream-json --verbose --include-partial-messages
+           --model MODEL --permission-mode bypassPermissions --no-session-persistence
+           [--max-turns N] [--append-system-prompt S | --system-prompt S]
+           [--tools A,B | --tools ""] [--disallowedTools Task]
+
+with the prompt on stdin (``claude -p`` reads it there when no prompt argument is given;
+never on the command line, where ``ps`` shows it to every local user), run in the
+workspace under ``run_process`` (own process group, deadline
+and stall kills). Partial messages make the stream print while the model streams, so a
+run with neither output nor API traffic for ``stall_timeout_s`` is killed as stalled.
+
+Each run gets a private ``HOME`` (and ``CLAUDE_CONFIG_DIR`` inside it) in a temporary
+folder removed afterwards, and an environment built from nothing: ``PATH``, locale, the
+run's folders, the update/telemetry switches, ``CLAUDE_CODE_MAX_RETRIES`` (0 by default,
+so that backstay's policy owns every retry), the base URL, and from the request's
+environment only ``ANTHROPIC_API_KEY``, ``ANTHROPIC_AUTH_TOKEN`` and the names in
+``pass_env``. Settings: ``_claude_code_settings``; the story in ``agent.log``:
+``_claude_code_stream``; classification: ``backstay.classify.agents.claude_code`` on the
+final ``result`` object. Usage and cost come from that object (Claude's own client-side
+estimate, unless ``prices`` names the model).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, ClassVar, Final
+
+from backstay.adapters.base import BaseAdapter
+from backstay.adapters.capture import Capture
+from backstay.adapters.cli.base import DEFAULT_PATH, prompt_stdin
+from backstay.adapters.cli.claude_code._json import answer_of, usage_of
+from backstay.adapters.cli.claude_code.settings import (
+    CONFIG_KEYS,
+    ClaudeCodeSettings,
+    parse_settings,
+)
+from backstay.adapters.cli.claude_code.stream import ClaudeStream
+from backstay.adapters.cli.process import run_process
+from backstay.adapters.contract import AgentRequest, AgentResult, AgentStatus, TierConfig
+from backstay.adapters.pricing import Cost, price_usage
+from backstay.adapters.provider_env import ANTHROPIC_ENV, ProviderEnv
+from backstay.adapters.usage import Usage
+from backstay.agents.home import private_home
+from backstay.agents.locate import Located, locate
+
+__all__ = ["BASE_ENV", "ClaudeCodeAdapter"]
+
+# What a run's environment takes from the request's besides keys: the program search path
+# (tools run shell commands) and the locale.
+BASE_ENV: Final = ("PATH", "LANG", "LC_ALL", "TZ")
+KEY_ENV: Final = ANTHROPIC_ENV.credentials
+BASE_URL_ENV: Final = ANTHROPIC_ENV.endpoint[0]
+# Claude Code's tool that starts sub-agents: left out when a tier disables delegation.
+DELEGATION_TOOL: Final = "Task"
+_MODEL_PINS: Final = (
+    "ANTHROPIC_DEFAULT_SONNET_MODEL",
+    "ANTHROPIC_DEFAULT_OPUS_MODEL",
+    "ANTHROPIC_DEFAULT_HAIKU_MODEL",
+    "CLAUDE_CODE_SUBAGENT_MODEL",
+)
+
+
+def _tier_args(tier: TierConfig | None, settings: ClaudeCodeSettings) -> list[str]:
+    if tier is None:
+        return []
+    args: list[str] = []
+    if tier.system_prompt:
+        flag = "--append-system-prompt"
+        if settings.system_prompt_mode == "replace":
+            flag = "--system-prompt"
+        args += [flag, tier.system_prompt]
+    if not tier.tools_enabled:
+        args += ["--tools", ""]
+    elif tier.allowed_tools is not None:
+        args += ["--tools", ",".join(tier.allowed_tools)]
+    if not tier.delegation_enabled:
+        args += ["--disallowedTools", DELEGATION_TOOL]
+    return args
+
+
+class ClaudeCodeAdapter(BaseAdapter):
+    """Runs Claude Code once per attempt; see the module docstring."""
+
+    name: ClassVar[str] = "claude-code"
+    agent: ClassVar[str | None] = "claude-code"
+    config_keys: ClassVar[frozenset[str]] = CONFIG_KEYS
+    task_limits: ClassVar[Mapping[str, str]] = {"max_turns": "max_turns"}
+    provider_env: ClassVar[ProviderEnv] = ANTHROPIC_ENV
+
+    def validate_config(self, config: Mapping[str, Any]) -> bool:
+        """The keys and values of the settings, and a supported ``claude`` installed
+        (``ConfigError`` saying how to install one)."""
+        super().validate_config(config)
+        self.locate(parse_settings(config))
+        return True
+
+    @staticmethod
+    def locate(settings: ClaudeCodeSettings) -> Located:
+        """The ``claude`` binary the settings lead to, at a supported version."""
+        return locate("claude-code", settings.binary, where="config.binary")
+
+    def command(
+        self, request: AgentRequest, settings: ClaudeCodeSettings, binary: Path
+    ) -> list[str]:
+        """The command line of one attempt (the prompt is not on it: ``prompt_stdin``)."""
+        argv = [
+            str(binary),
+            "-p",
+            "--output-format",
+            "stream-json",
+            "--verbose",
+            "--include-partial-messages",
+            "--model",
+            request.model,
+            "--permission-mode",
+            "bypassPermissions",
+            "--no-session-persistence",
+        ]
+        if settings.max_turns is not None:
+            argv += ["--max-turns", str(settings.max_turns)]
+        return argv + _tier_args(request.tier, settings)
+
+    def environment(
+        self, request: AgentRequest, settings: ClaudeCodeSettings, cli: Located, home: Path
+    ) -> dict[str, str]:
+        """The whole environment of one attempt whose private ``HOME`` is ``home``."""
+        given = request.env
+        env = {name: given[name] for name in (*BASE_ENV, *settings.pass_env) if name in given}
+        env.setdefault("PATH", DEFAULT_PATH)
+        env |= private_home(home)
+        env["CLAUDE_CONFIG_DIR"] = str(home / ".claude")
+        env |= cli.offline_env
+        env["CLAUDE_CODE_MAX_RETRIES"] = str(settings.cli_retries)
+        if settings.api_timeout_s is not None:
+            env["API_TIMEOUT_MS"] = str(round(settings.api_timeout_s * 1000))
+        if os.geteuid() == 0:
+            env["IS_SANDBOX"] = "1"  # bypassPermissions is refused to root otherwise
+        for name in KEY_ENV:
+            if given.get(name):
+                env[name] = given[name]
+        base_url = settings.base_url or given.get(BASE_URL_ENV)
+        if base_url:
+            env[BASE_URL_ENV] = base_url
+            # Behind a gateway, side calls must not ask for models it may not know.
+            env |= dict.fromkeys(_MODEL_PINS, request.model)
+        return env
+
+    async def execute(
+        self, request: AgentRequest, *, operation_id: str, attempt_id: str, capture: Capture
+    ) -> AgentResult:
+        settings = parse_settings(request.config)
+        cli = self.locate(settings)
+        await capture.alog(f"claude-code: {cli.path} {cli.version} ({cli.source})")
+        argv = self.command(request, settings, cli.path)
+        prompt = prompt_stdin(request)
+        stream = ClaudeStream(capture)
+        with tempfile.TemporaryDirectory(
+            prefix="backstay-claude-code-", ignore_cleanup_errors=True
+        ) as folder:
+            outcome = await run_process(
+                argv,
+                cwd=request.workspace,
+                env=self.environment(request, settings, cli, Path(folder) / "home"),
+                timeout_s=request.timeout_s,
+                stall_timeout_s=request.stall_timeout_s,
+                capture=capture,
+                on_stdout_line=stream.line,
+                launcher=(*request.launcher, *settings.launcher),
+                stdin_text=prompt,
+            )
+        final = stream.result
+        evidence = (
+            json.dumps(final)
+            if final is not None
+            else f"{outcome.stdout_tail}\n{outcome.stderr_tail}".strip()
+        )
+        failure = self.process_failure(outcome, request, evidence=evidence)
+        usage = (
+            await self._priced(usage_of(final), request, settings, capture) if final else Usage()
+        )
+        if failure is not None:
+            return AgentResult.failed(
+                failure,
+                output=answer_of(final) if final is not None else outcome.stdout_tail,
+                usage=usage,
+                exit_code=outcome.exit_code,
+                duration_s=outcome.duration_s,
+            )
+        return AgentResult(
+            status=AgentStatus.SUCCEEDED,
+            output=answer_of(final) if final is not None else "",
+            usage=usage,
+            exit_code=outcome.exit_code,
+            duration_s=outcome.duration_s,
+        )
+
+    @staticmethod
+    async def _priced(
+        usage: Usage, request: AgentRequest, settings: ClaudeCodeSettings, capture: Capture
+    ) -> Usage:
+        """``usage`` with its cost: a configured price, else Claude Code's own estimate,
+        else genai-prices."""
+        if request.model in settings.prices or usage.cost_usd is None:
+            cost = price_usage(
+                usage, model=request.model, provider="anthropic", prices=settings.prices
+            )
+        else:
+            cost = Cost(usd=usage.cost_usd, source="Claude Code's own estimate")
+        await capture.alog(f"cost: {cost.usd} USD ({cost.source})")
+        return dataclasses.replace(usage, cost_usd=cost.usd)

@@ -1,0 +1,224 @@
+"""``GeminiCliAdapter``: one attempt is one headless Gemini CLI run.
+
+Command line (``gemini`` 0.61.0)::
+
+    gemini --output-format stream-json --model MODEL --approval-mode yolo
+
+with the prompt on stdin (not a terminal: the CLI runs headless and takes stdin as the
+prompt; never on the command line, where ``ps`` shows it to every local user), run in
+the workspace under ``run_process`` (own process group, deadline
+and stall kills). The stream prints the assistant's text as it arrives, so a run with
+neither output nor API traffic for ``stall_timeout_s`` is killed as stalled.
+
+Each run gets a private ``HOME`` in a temporary folder removed afterwards, holding the
+``.gemini/settings.json`` the adapter writes: API-key auth (without it a custom base URL
+makes the CLI refuse to start, exit 41), usage statistics, telemetry and update checks
+off, ``general.maxAttempts`` 1 + ``cli_retries`` (1 by default: backstay's policy owns
+every retry), ``model.maxSessionTurns`` from ``max_turns``, and the tier's tools
+(``tools.core``: the allowed built-in tools; none when tools are disabled). A tier's
+system prompt goes into the global ``GEMINI.md`` (``append``) or a file named by
+``GEMINI_SYSTEM_MD`` (``replace``). The environment is built from nothing: ``PATH``,
+locale, the run's folders, ``GEMINI_CLI_TRUST_WORKSPACE=true`` (0.61 ignores yolo in an
+untrusted folder), the base URL, and from the request's environment only
+``GEMINI_API_KEY``, ``GOOGLE_API_KEY`` and the names in ``pass_env``.
+
+Classification: ``backstay.classify.agents.gemini_cli`` on stdout (the ``result`` and
+``error`` events) and the exit code (the HTTP status modulo 256). Usage: the session
+transcript (tokens and model calls), else the result's ``stats``; the CLI reports no
+cost, so it is priced from ``prices`` or genai-prices.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, ClassVar, Final
+
+from backstay.adapters.base import BaseAdapter
+from backstay.adapters.capture import Capture
+from backstay.adapters.cli.base import DEFAULT_PATH, prompt_stdin
+from backstay.adapters.cli.gemini_cli.settings import CONFIG_KEYS, GeminiCliSettings, parse_settings
+from backstay.adapters.cli.gemini_cli.stream import GeminiStream, result_usage, session_usage
+from backstay.adapters.cli.process import run_process
+from backstay.adapters.contract import AgentRequest, AgentResult, AgentStatus
+from backstay.adapters.pricing import price_usage
+from backstay.adapters.provider_env import GEMINI_ENV, ProviderEnv
+from backstay.adapters.usage import Usage
+from backstay.agents.home import private_home
+from backstay.agents.locate import Located, locate
+
+__all__ = ["GeminiCliAdapter", "run_settings"]
+
+BASE_ENV: Final = ("PATH", "LANG", "LC_ALL", "TZ")
+KEY_ENV: Final = GEMINI_ENV.credentials
+BASE_URL_ENV: Final = GEMINI_ENV.endpoint[0]
+SYSTEM_PROMPT_FILE: Final = "system.md"
+
+
+def run_settings(request: AgentRequest, settings: GeminiCliSettings) -> dict[str, Any]:
+    """The ``settings.json`` of one run."""
+    written: dict[str, Any] = {
+        "security": {"auth": {"selectedType": "gemini-api-key"}},
+        "privacy": {"usageStatisticsEnabled": False},
+        "telemetry": {"enabled": False},
+        "general": {
+            "disableAutoUpdate": True,
+            "disableUpdateNag": True,
+            "maxAttempts": 1 + settings.cli_retries,
+        },
+    }
+    if settings.max_turns is not None:
+        written["model"] = {"maxSessionTurns": settings.max_turns}
+    tier = request.tier
+    if tier is not None and not tier.tools_enabled:
+        written["tools"] = {"core": []}
+    elif tier is not None and tier.allowed_tools is not None:
+        written["tools"] = {"core": list(tier.allowed_tools)}
+    return written
+
+
+class GeminiCliAdapter(BaseAdapter):
+    """Runs Gemini CLI once per attempt; see the module docstring."""
+
+    name: ClassVar[str] = "gemini-cli"
+    agent: ClassVar[str | None] = "gemini-cli"
+    config_keys: ClassVar[frozenset[str]] = CONFIG_KEYS
+    task_limits: ClassVar[Mapping[str, str]] = {"max_turns": "max_turns"}
+    provider_env: ClassVar[ProviderEnv] = GEMINI_ENV
+
+    def validate_config(self, config: Mapping[str, Any]) -> bool:
+        """The keys and values of the settings, and a supported ``gemini`` installed
+        (``ConfigError`` saying how to install one)."""
+        super().validate_config(config)
+        self.locate(parse_settings(config))
+        return True
+
+    @staticmethod
+    def locate(settings: GeminiCliSettings) -> Located:
+        """The ``gemini`` binary the settings lead to, at a supported version."""
+        return locate("gemini-cli", settings.binary, where="config.binary")
+
+    def command(self, request: AgentRequest, binary: Path) -> list[str]:
+        """The command line of one attempt (the prompt is not on it: ``prompt_stdin``)."""
+        return [
+            str(binary),
+            "--output-format",
+            "stream-json",
+            "--model",
+            request.model,
+            "--approval-mode",
+            "yolo",
+        ]
+
+    def prepare_home(
+        self, request: AgentRequest, settings: GeminiCliSettings, home: Path
+    ) -> dict[str, str]:
+        """Write the run's ``HOME`` (settings, system prompt); the variables it needs."""
+        env = private_home(home)
+        folder = home / ".gemini"
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / "settings.json").write_text(
+            json.dumps(run_settings(request, settings), indent=2), encoding="utf-8"
+        )
+        tier = request.tier
+        if tier is not None and tier.system_prompt:
+            if settings.system_prompt_mode == "replace":
+                path = folder / SYSTEM_PROMPT_FILE
+                path.write_text(tier.system_prompt, encoding="utf-8")
+                env["GEMINI_SYSTEM_MD"] = str(path)
+            else:
+                (folder / "GEMINI.md").write_text(tier.system_prompt, encoding="utf-8")
+        return env
+
+    def environment(
+        self,
+        request: AgentRequest,
+        settings: GeminiCliSettings,
+        cli: Located,
+        home_env: Mapping[str, str],
+    ) -> dict[str, str]:
+        """The whole environment of one attempt (``home_env`` from ``prepare_home``)."""
+        given = request.env
+        env = {name: given[name] for name in (*BASE_ENV, *settings.pass_env) if name in given}
+        env.setdefault("PATH", DEFAULT_PATH)
+        env |= home_env
+        env |= cli.offline_env
+        env["GEMINI_CLI_TRUST_WORKSPACE"] = "true"
+        env["NO_COLOR"] = "1"
+        for name in KEY_ENV:
+            if given.get(name):
+                env[name] = given[name]
+        base_url = settings.base_url or given.get(BASE_URL_ENV)
+        if base_url:
+            env[BASE_URL_ENV] = base_url
+        return env
+
+    async def execute(
+        self, request: AgentRequest, *, operation_id: str, attempt_id: str, capture: Capture
+    ) -> AgentResult:
+        settings = parse_settings(request.config)
+        cli = self.locate(settings)
+        await capture.alog(f"gemini-cli: {cli.path} {cli.version} ({cli.source})")
+        argv = self.command(request, cli.path)
+        prompt = prompt_stdin(request)
+        stream = GeminiStream(capture)
+        with tempfile.TemporaryDirectory(
+            prefix="backstay-gemini-cli-", ignore_cleanup_errors=True
+        ) as folder:
+            home = Path(folder) / "home"
+            env = self.environment(
+                request, settings, cli, self.prepare_home(request, settings, home)
+            )
+            await capture.alog(
+                f"settings.json: {json.dumps(run_settings(request, settings), sort_keys=True)}"
+            )
+            outcome = await run_process(
+                argv,
+                cwd=request.workspace,
+                env=env,
+                timeout_s=request.timeout_s,
+                stall_timeout_s=request.stall_timeout_s,
+                capture=capture,
+                on_stdout_line=stream.line,
+                launcher=(*request.launcher, *settings.launcher),
+                stdin_text=prompt,
+            )
+            stream.flush()
+            usage = session_usage(home)
+        if usage is None and stream.result is not None:
+            usage = result_usage(stream.result)
+        usage = await self._priced(usage or Usage(), request, settings, capture)
+        # With a result event, stdout is the evidence; stderr holds the CLI's own retry
+        # chatter and stack traces. Without one, what it printed anywhere.
+        evidence = outcome.stdout_tail
+        if stream.result is None:
+            evidence = f"{outcome.stdout_tail}\n{outcome.stderr_tail}".strip()
+        failure = self.process_failure(outcome, request, evidence=evidence)
+        answer = stream.answer
+        if failure is not None:
+            return AgentResult.failed(
+                failure,
+                output=answer,
+                usage=usage,
+                exit_code=outcome.exit_code,
+                duration_s=outcome.duration_s,
+            )
+        return AgentResult(
+            status=AgentStatus.SUCCEEDED,
+            output=answer,
+            usage=usage,
+            exit_code=outcome.exit_code,
+            duration_s=outcome.duration_s,
+        )
+
+    @staticmethod
+    async def _priced(
+        usage: Usage, request: AgentRequest, settings: GeminiCliSettings, capture: Capture
+    ) -> Usage:
+        """``usage`` with its cost: a configured price, else genai-prices, else unknown."""
+        cost = price_usage(usage, model=request.model, provider="google", prices=settings.prices)
+        await capture.alog(f"cost: {cost.usd} USD ({cost.source})")
+        return dataclasses.replace(usage, cost_usd=cost.usd)

@@ -1,0 +1,1 @@
+"""The flags of ``backstay run``: the harness run and its ``--fallback`` candidates."""

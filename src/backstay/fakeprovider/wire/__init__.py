@@ -1,0 +1,1 @@
+"""The wire formats the fake provider speaks: one module per API, sharing ``base``."""
