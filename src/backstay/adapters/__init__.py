@@ -4,14 +4,21 @@
   ``Adapter`` protocol (``dispatch`` returns a result or raises ``AdapterError``).
 * ``capture``: the run's ``stdout.log``, ``stderr.log``, ``agent.log`` (streamed,
   redacted) and ``metrics.json`` (atomic).
-* ``process``: ``run_process``, the one place a subprocess is started: own process
+* ``cli.process``: ``run_process``, the one place a subprocess is started: own process
   group, closed stdin, explicit environment, deadline and stall kills.
 * ``base``: ``BaseAdapter``, the contract's plumbing and the harness entry point ``run``.
 * ``registry``: adapters by name, imported lazily; third parties via entry points.
 * ``mock``: ``MockAdapter``, a scripted agent run as a real subprocess (imported only
   when asked for: ``get_adapter("mock")`` or ``backstay.adapters.mock``).
-* ``anthropic_api``, ``openai_api``, ``gemini_api``: one LLM API call per attempt through
-  the official SDKs (``get_adapter("anthropic-api")`` …), sharing ``_api_common``.
+* ``api/``: ``anthropic``, ``openai``, ``gemini``: one LLM API call per attempt through
+  the official SDKs (``get_adapter("anthropic-api")`` …), sharing ``api.base``.
+* ``cli/``: the subprocess plumbing (``process``, ``orphans``), what the CLI adapters share
+  (``base``, ``settings``) and one folder per agent CLI: ``claude_code``, ``codex``,
+  ``gemini_cli``, ``opencode``, ``aider``.
+* ``harness/``: the harness entry point's config split, captured run and run budget.
+* The old module paths ``backstay.adapters.{anthropic_api, openai_api, gemini_api,
+  process, orphans, claude_code, codex, gemini_cli, opencode, aider}`` are kept for one
+  release (each forwards to its new module).
 * ``pricing``: the cost of a call, from configured prices or the genai-prices table.
 * ``provider_env``: ``ProviderEnv``, the standard variables of an adapter's provider
   (``BaseAdapter.provider_env``), which a run takes from the caller's environment.
