@@ -3,7 +3,7 @@
 A provider module writes only how to build its SDK client and how to ask for one reply
 (streamed or not); this base does the rest, once:
 
-* settings (``_api_settings``), the SDK imported on first use (a missing one is a
+* settings (``api.settings``), the SDK imported on first use (a missing one is a
   ``ConfigError`` naming ``pip install 'backstay[<extra>]'``), key and base URL from the
   request's environment, the key registered for redaction before anything runs;
 * the whole attempt under the request's deadline (``ERR_TIMEOUT``) and each gap in a

@@ -1,4 +1,4 @@
-"""The JSON Schema of a suite file, rendered from the tables in ``_suite_spec`` (and, for
+"""The JSON Schema of a suite file, rendered from the tables in ``suite.spec`` (and, for
 inline policies, from those of ``backstay.yaml``)."""
 
 from __future__ import annotations

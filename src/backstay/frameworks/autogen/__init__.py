@@ -16,7 +16,7 @@ tools. The kit hands it:
   and the run ends from it;
 * the agent's own tools (``AssistantAgent(tools=[fn])``) go through the gate too, and
   a ``UserProxyAgent`` or a hand-off to the user becomes a durable approval that
-  ``resume`` answers (``_autogen_gates``);
+  ``resume`` answers (``autogen._gates``);
 * checkpoint: after every message of the run, ``save_state()`` is kept in the run's
   ``state``; ``resume`` loads it (``load_state``) and runs the agent on without a new task.
   The agent's context then ends with its pending tool call, and AutoGen asks the model

@@ -11,7 +11,7 @@ graph backstay's parts, so that nothing reaches a model or a tool around the gat
   ``ToolGate`` (allowlist, approvals, limits, sandbox); ``kit.tool_node()``: a graph node
   running the last message's tool calls through the gate (unknown names included, so a
   forbidden tool escalates); a ``ToolNode`` of the graph's own has each call of a tool
-  not from ``kit.tools`` sent through the gate too (``_langgraph_tools``); a function a
+  not from ``kit.tools`` sent through the gate too (``langgraph._tools``); a function a
   node calls itself is gated with ``@backstay.runtime.gated`` or ``kit.gated(fn)``;
 * retries: every node's ``retry_policy`` is removed before compiling (the model gate is
   the one retry loop); ``recursion_limit`` (config, default 50 super-steps) stops a
@@ -24,7 +24,7 @@ graph backstay's parts, so that nothing reaches a model or a tool around the gat
   asked again for a tool call it already made;
 * human in the loop: a node's ``interrupt(request)`` becomes a durable approval and the
   run pauses; ``resume`` answers it with ``Command(resume=decision)``, the human's
-  ``{"type": "approve" | "edit" | "reject", …}`` (``_langgraph_run``).
+  ``{"type": "approve" | "edit" | "reject", …}`` (``langgraph._run``).
 """
 
 from __future__ import annotations

@@ -22,7 +22,7 @@ answers. The workflow's steps reach the model and the tools only through the kit
   step again, whose tool call now finds the decision;
 * human in the loop: a step's ``InputRequiredEvent`` becomes a durable approval and the
   run pauses; ``resume`` restores the context and sends the step a
-  ``HumanResponseEvent`` carrying the human's decision (``_llamaindex_run``).
+  ``HumanResponseEvent`` carrying the human's decision (``llamaindex._run``).
 """
 
 from __future__ import annotations

@@ -18,8 +18,8 @@ folder removed afterwards, and an environment built from nothing: ``PATH``, loca
 run's folders, the update/telemetry switches, ``CLAUDE_CODE_MAX_RETRIES`` (0 by default,
 so that backstay's policy owns every retry), the base URL, and from the request's
 environment only ``ANTHROPIC_API_KEY``, ``ANTHROPIC_AUTH_TOKEN`` and the names in
-``pass_env``. Settings: ``_claude_code_settings``; the story in ``agent.log``:
-``_claude_code_stream``; classification: ``backstay.classify.agents.claude_code`` on the
+``pass_env``. Settings: ``claude_code.settings``; the story in ``agent.log``:
+``claude_code.stream``; classification: ``backstay.classify.agents.claude_code`` on the
 final ``result`` object. Usage and cost come from that object (Claude's own client-side
 estimate, unless ``prices`` names the model).
 """

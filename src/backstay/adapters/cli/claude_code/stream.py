@@ -1,7 +1,7 @@
 """Reading Claude Code's ``--output-format stream-json --verbose`` stdout as it arrives.
 
 Each line is one JSON event. ``ClaudeStream.line`` keeps the final ``result`` object (the
-only one whose usage is complete, see ``_claude_json``) and writes the run's story into
+only one whose usage is complete, see ``claude_code._json``) and writes the run's story into
 ``agent.log``, one line per event: the session start, each assistant text and tool call,
 each tool result, the CLI's own retries (``api_retry``) and the result. Partial-message
 events (``stream_event``, from ``--include-partial-messages``) only prove the stream is

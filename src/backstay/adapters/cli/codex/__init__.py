@@ -4,7 +4,7 @@ Command line: ``codex exec --json --strict-config --skip-git-repo-check
 --dangerously-bypass-approvals-and-sandbox -m MODEL -`` in the workspace, the prompt on
 stdin (``-``: Codex reads its instructions there; never on the command line, where
 ``ps`` shows it to every local user), with a fresh private ``HOME`` and ``CODEX_HOME``
-per attempt whose ``config.toml`` (``_codex_settings``) points Codex at ``base_url`` —
+per attempt whose ``config.toml`` (``codex.settings``) points Codex at ``base_url`` —
 else the ``OPENAI_BASE_URL`` of the request's environment, which Codex itself ignores —
 with its own retries off. The child's environment is the request's ``env`` with the
 run's home directories put in its place (and ``CODEX_*`` / ``OPENAI_BASE_URL`` dropped:

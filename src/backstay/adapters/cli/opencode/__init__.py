@@ -5,14 +5,14 @@ backstay -m openai/MODEL`` in the workspace, the prompt on stdin (``run`` reads 
 that is not a terminal as its message; never on the command line, where ``ps`` shows it
 to every local user), with a fresh private
 ``HOME`` (XDG directories inside) per attempt, ``OPENCODE_CONFIG_CONTENT`` from
-``_opencode_settings`` and the catalogue's offline switches. ``--title`` spares the extra
+``opencode.settings`` and the catalogue's offline switches. ``--title`` spares the extra
 title-generation call; ``--auto`` approves tool permissions (the tier's ``permission``
 rules decide what is allowed); ``--print-logs`` puts opencode's log on stderr, where each
 model call shows (activity for the stall limit) and a failed one is announced.
 
 opencode retries 429s, 5xx and connection errors by itself, with no setting to turn that
 off. The adapter therefore stops the run once a model call has failed
-(``_opencode_events.ErrorWatch``): at once when opencode reports an ``error`` event,
+(``opencode.events.ErrorWatch``): at once when opencode reports an ``error`` event,
 else after ``error_grace_s``. The failure is classified from opencode's ``error`` event
 (``error.name``, ``data.statusCode``, headers and body: ``backstay.classify.agents.opencode``)
 or, when it was retrying, from the logged error text; backstay's policy then decides.
