@@ -236,6 +236,44 @@ def test_fn_failing_as_it_is_cancelled_is_not_reported_as_never_retrieved() -> N
     assert [c.get("message") for c in reported] == []
 
 
+@pytest.mark.parametrize("later_by", range(6))
+def test_runs_failing_together_in_a_task_group_leave_no_failure_never_retrieved(
+    later_by: int,
+) -> None:
+    """Two guarded runs in one task group fail a few loop turns apart (the store died under
+    both): the group cancels the second while it is still stopping its lease keeper, and
+    its own failure is still retrieved: asyncio reports nothing."""
+    reported: list[dict[str, Any]] = []
+
+    class Gone(Exception):
+        pass
+
+    async def fails_after(turns: int) -> Mapping[str, Any]:
+        for _ in range(turns):
+            await asyncio.sleep(0)
+        raise Gone("the store does not answer")
+
+    async def both(guard: IdempotencyGuard) -> None:
+        async with asyncio.TaskGroup() as tasks:
+            tasks.create_task(guard.run("op-a", lambda: fails_after(0)))
+            tasks.create_task(guard.run("op-b", lambda: fails_after(later_by)))
+
+    async def scenario() -> None:
+        asyncio.get_running_loop().set_exception_handler(
+            lambda _, context: reported.append(context)
+        )
+        guard = IdempotencyGuard(MemoryOperationStore(), settings=SETTINGS, owner="me")
+        with pytest.raises(ExceptionGroup) as group:
+            await both(guard)
+        assert all(isinstance(e, Gone) for e in group.value.exceptions)
+        del group
+        gc.collect()
+
+    asyncio.run(scenario())
+    gc.collect()
+    assert [c.get("message") for c in reported] == []
+
+
 def test_a_store_error_while_releasing_is_noted_on_the_original_error() -> None:
     clock = FakeClock()
     store = FlakyStore(clock=clock)

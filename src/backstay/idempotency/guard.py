@@ -52,16 +52,24 @@ def _lost(lease: Lease) -> LeaseLost:
     return LeaseLost(lease.operation_id, owner=lease.owner, generation=lease.generation)
 
 
-async def _stop(task: asyncio.Future[Any]) -> None:
-    """Cancel ``task`` and wait for it to end. An exception it ended with is marked as seen:
-    the caller reads ``result()`` when it wants it, and when it is leaving with an
-    exception of its own (cancelled, or the store gone) asyncio must not report this one
-    as "never retrieved" (a task cancelled while its store is gone fails as it unwinds)."""
-    if not task.done():
-        task.cancel()
-        await asyncio.wait((task,))
+def _seen(task: asyncio.Future[Any]) -> None:
+    """Mark the exception ``task`` ended with as seen (a done callback): the caller reads
+    ``result()`` when it wants it, and when it is leaving with an exception of its own
+    (cancelled, or the store gone) asyncio must not report this one as "never retrieved"
+    (a task cancelled while its store is gone fails as it unwinds)."""
     if not task.cancelled():
         task.exception()
+
+
+async def _stop(*tasks: asyncio.Future[Any]) -> None:
+    """Cancel ``tasks`` and wait for them to end. All are cancelled before the first wait:
+    a cancellation of the caller during the wait (its task group stopping) leaves none
+    of them running unowned."""
+    running = [task for task in tasks if not task.done()]
+    for task in running:
+        task.cancel()
+    if running:
+        await asyncio.wait(running)
 
 
 class IdempotencyGuard:
@@ -149,14 +157,14 @@ class IdempotencyGuard:
         """``fn()``'s result, the lease renewed meanwhile; when the lease is lost first,
         ``fn`` is cancelled (so two owners never run at once) and ``LeaseLost`` raised."""
         keeper = asyncio.create_task(keep_async(self.store, lease, self._clock))
+        keeper.add_done_callback(_seen)
         work: asyncio.Future[Mapping[str, object]] | None = None
         try:
             work = asyncio.ensure_future(fn())
+            work.add_done_callback(_seen)
             await asyncio.wait((work, keeper), return_when=asyncio.FIRST_COMPLETED)
         finally:
-            await _stop(keeper)
-            if work is not None:
-                await _stop(work)
+            await _stop(*(task for task in (keeper, work) if task is not None))
         if not keeper.cancelled():
             keeper.result()  # the keeper returns only when the lease is lost
             if work.cancelled():
