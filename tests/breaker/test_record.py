@@ -23,6 +23,7 @@ _records = st.builds(
     half_opened_at=st.none() | st.floats(0, 2e9),
     probes=st.integers(0, 100),
     probe_successes=st.integers(0, 100),
+    probe_holders=st.lists(st.text(max_size=40), max_size=4).map(tuple),
 )
 
 
@@ -40,3 +41,9 @@ def test_an_unknown_format_is_refused() -> None:
     data = CLOSED_RECORD.to_dict() | {"format": 99}
     with pytest.raises(ValueError, match="format"):
         BreakerRecord.from_dict(data)
+
+
+def test_a_record_kept_before_probe_holders_existed_reads_as_holding_none() -> None:
+    data = CLOSED_RECORD._replace(state=CircuitState.HALF_OPEN, probes=1).to_dict()
+    del data["probe_holders"]
+    assert BreakerRecord.from_dict(data).probe_holders == ()

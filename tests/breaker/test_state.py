@@ -15,6 +15,7 @@ from backstay.breaker.state import (
     fail,
     next_probe_at,
     quiet_success,
+    reclaim,
     release,
     reset,
     succeed,
@@ -172,6 +173,35 @@ def test_a_released_probe_frees_its_slot_and_counts_nothing() -> None:
     r = release(r, epoch=r.epoch, probe=True).record
     assert (r.state, r.probes, r.probe_successes) == (CircuitState.HALF_OPEN, 0, 0)
     assert acquire(CONSECUTIVE, r, CONSECUTIVE.open_duration_s).admission is Admission.PROBE
+
+
+def test_a_probe_taken_by_a_named_holder_lists_it_until_it_reports() -> None:
+    s = CONSECUTIVE.derive(half_open_max_probes=3, success_threshold=3)
+    r = acquire(s, _opened(s), s.open_duration_s, "a").record
+    r = acquire(s, r, s.open_duration_s, "b").record
+    assert (r.probes, r.probe_holders) == (2, ("a", "b"))
+    r = succeed(s, r, epoch=r.epoch, probe=True, now=0.0, holder="a").record
+    assert (r.probes, r.probe_holders) == (2, ("b",))
+    r = release(r, epoch=r.epoch, probe=True, holder="b").record
+    assert (r.probes, r.probe_holders) == (1, ())
+
+
+def test_reclaiming_a_gone_holders_probe_frees_its_slot_for_the_next_caller() -> None:
+    r = acquire(CONSECUTIVE, _opened(CONSECUTIVE), CONSECUTIVE.open_duration_s, "dead").record
+    now = CONSECUTIVE.open_duration_s + 1.0  # long before probe_timeout_s
+    assert acquire(CONSECUTIVE, r, now, "next").admission is Admission.REJECT
+    back = reclaim(r, {"dead"})
+    assert (back.record.probes, back.record.probe_holders, back.transition) == (0, (), None)
+    assert back.record.epoch == r.epoch
+    step = acquire(CONSECUTIVE, back.record, now, "next")
+    assert (step.admission, step.record.probe_holders) == (Admission.PROBE, ("next",))
+
+
+def test_reclaiming_holders_without_a_probe_out_changes_nothing() -> None:
+    half_open = acquire(CONSECUTIVE, _opened(CONSECUTIVE), CONSECUTIVE.open_duration_s, "a")
+    assert reclaim(half_open.record, {"b"}).record is half_open.record
+    opened = _opened(CONSECUTIVE)
+    assert reclaim(opened, {"a"}).record is opened
 
 
 def test_reports_from_an_earlier_epoch_change_nothing() -> None:

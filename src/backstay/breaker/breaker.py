@@ -9,6 +9,11 @@ runs: ``acquire()`` hands out a permit and returns; the caller reports exactly o
 The closed path allocates nothing: every caller admitted while the circuit is closed gets
 the same permit object for that closed period (it carries only the record's epoch), and a
 success on a healthy circuit is a lock-free read that finds nothing to change.
+
+A caller may name itself when it acquires (``holder``): a half-open probe it takes is then
+listed under that name until it reports, and ``reclaim`` gives back the probes of holders
+the caller knows are gone (a process that died holding one), so the circuit need not
+wait ``probe_timeout_s`` for them.
 """
 
 from __future__ import annotations
@@ -17,7 +22,7 @@ import dataclasses
 import datetime as _dt
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any, Final
 
 from backstay.breaker.events import BreakerEvent, CircuitClosed, CircuitHalfOpened, CircuitOpened
@@ -32,6 +37,7 @@ from backstay.breaker.state import (
     acquire,
     fail,
     quiet_success,
+    reclaim,
     release,
     reset,
     succeed,
@@ -79,24 +85,25 @@ class _ClosedPermit:
 class _ProbePermit:
     """One half-open probe slot. Only its first report counts; later ones are ignored."""
 
-    __slots__ = ("_breaker", "_once", "epoch")
+    __slots__ = ("_breaker", "_once", "epoch", "holder")
 
-    def __init__(self, breaker: CircuitBreaker, epoch: int) -> None:
+    def __init__(self, breaker: CircuitBreaker, epoch: int, holder: str | None) -> None:
         self._breaker = breaker
         self.epoch = epoch
+        self.holder = holder
         self._once = threading.Lock()
 
     def success(self) -> None:
         if self._once.acquire(blocking=False):
-            self._breaker._succeeded(self.epoch, probe=True)
+            self._breaker._succeeded(self.epoch, probe=True, holder=self.holder)
 
     def failure(self, failure: Failure) -> None:
         if self._once.acquire(blocking=False):
-            self._breaker._failed(self.epoch, failure, probe=True)
+            self._breaker._failed(self.epoch, failure, probe=True, holder=self.holder)
 
     def release(self) -> None:
         if self._once.acquire(blocking=False):
-            self._breaker._released(self.epoch)
+            self._breaker._released(self.epoch, self.holder)
 
 
 class CircuitBreaker:
@@ -148,11 +155,12 @@ class CircuitBreaker:
 
     # -- the permit protocol -------------------------------------------------------------
 
-    def acquire(self) -> Permit:
+    def acquire(self, *, holder: str | None = None) -> Permit:
         """A permit for one call; raises ``CircuitOpen`` when the circuit refuses it.
 
         ``CircuitOpen.retry_after_s`` is the time until the next probe, or ``None`` when
-        the circuit is half-open and every probe is out.
+        the circuit is half-open and every probe is out. A probe given to a named
+        ``holder`` is listed under that name until it reports (see ``reclaim``).
         """
         record = self._store.load(self.name) or CLOSED_RECORD
         if record.state is _CLOSED:
@@ -161,36 +169,40 @@ class CircuitBreaker:
                 permit = self._permit = _ClosedPermit(self, record.epoch)
             return permit
         settings = self.settings
-        step = acquire(settings, record, self._now())
+        step = acquire(settings, record, self._now(), holder)
         if step.record is not record:
-            step = self._apply(lambda r: acquire(settings, r, self._now()))
+            step = self._apply(lambda r: acquire(settings, r, self._now(), holder))
         if step.admission is Admission.PROBE:
-            return _ProbePermit(self, step.record.epoch)
+            return _ProbePermit(self, step.record.epoch, holder)
         if step.admission is Admission.ADMIT:  # closed again by the time the store was asked
             self._permit = _ClosedPermit(self, step.record.epoch)
             return self._permit
         raise CircuitOpen(self.name, retry_after_s=step.retry_after_s)
 
-    def _succeeded(self, epoch: int, *, probe: bool) -> None:
+    def _succeeded(self, epoch: int, *, probe: bool, holder: str | None = None) -> None:
         settings = self.settings
         record = self._store.load(self.name) or CLOSED_RECORD
         if quiet_success(settings, record, epoch):
             return
-        self._apply(lambda r: succeed(settings, r, epoch=epoch, probe=probe, now=self._now()))
+        self._apply(
+            lambda r: succeed(settings, r, epoch=epoch, probe=probe, now=self._now(), holder=holder)
+        )
 
-    def _failed(self, epoch: int, failure: Failure, *, probe: bool) -> None:
+    def _failed(
+        self, epoch: int, failure: Failure, *, probe: bool, holder: str | None = None
+    ) -> None:
         settings = self.settings
         if failure.kind not in settings.counted_kinds:
             if probe:
-                self._released(epoch)
+                self._released(epoch, holder)
             return
         record = self._store.load(self.name) or CLOSED_RECORD
         if record.epoch != epoch:  # late news from a period that is over: lock-free skip
             return
         self._apply(lambda r: fail(settings, r, epoch=epoch, probe=probe, now=self._now()))
 
-    def _released(self, epoch: int) -> None:
-        self._apply(lambda r: release(r, epoch=epoch, probe=True))
+    def _released(self, epoch: int, holder: str | None = None) -> None:
+        self._apply(lambda r: release(r, epoch=epoch, probe=True, holder=holder))
 
     # -- queries and control -------------------------------------------------------------
 
@@ -208,6 +220,19 @@ class CircuitBreaker:
     def reset(self) -> None:
         """Close the circuit and forget every count; permits given before are ignored."""
         self._apply(reset)
+
+    def probe_holders(self) -> tuple[str, ...]:
+        """The named holders of the half-open probes still out (see ``acquire``)."""
+        record = self._record()
+        return record.probe_holders if record.state is CircuitState.HALF_OPEN else ()
+
+    def reclaim(self, holders: Iterable[str]) -> None:
+        """Give back the probes ``holders`` took and never reported, because the caller
+        knows they are gone (their process died). A probe so given back lets the next
+        caller probe now, not after ``probe_timeout_s``."""
+        gone = frozenset(holders)
+        if gone.intersection(self.probe_holders()):
+            self._apply(lambda r: reclaim(r, gone))
 
     # -- plumbing ------------------------------------------------------------------------
 

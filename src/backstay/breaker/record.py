@@ -8,6 +8,11 @@ JSON-ready form persistent stores keep.
 
 Times (``opened_at``, ``half_opened_at``) are in the store's time base: monotonic seconds
 for a process-local store, Unix seconds for a store shared across processes or restarts.
+
+``probe_holders`` names the holders of the half-open probes still out, when their callers
+gave a name (``CircuitBreaker.acquire(holder=...)``): a probe whose holder is known to be
+gone (its process died) can then be given back at once instead of after
+``probe_timeout_s``. Records written before it existed read as holding none.
 """
 
 from __future__ import annotations
@@ -50,6 +55,7 @@ class BreakerRecord(NamedTuple):
     half_opened_at: float | None = None
     probes: int = 0
     probe_successes: int = 0
+    probe_holders: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready plain data; the inverse of ``from_dict``."""
@@ -66,6 +72,7 @@ class BreakerRecord(NamedTuple):
             "half_opened_at": self.half_opened_at,
             "probes": self.probes,
             "probe_successes": self.probe_successes,
+            "probe_holders": list(self.probe_holders),
         }
 
     @classmethod
@@ -87,6 +94,7 @@ class BreakerRecord(NamedTuple):
             half_opened_at=None if half_opened_at is None else float(half_opened_at),
             probes=int(data["probes"]),
             probe_successes=int(data["probe_successes"]),
+            probe_holders=tuple(str(h) for h in data.get("probe_holders", ())),
         )
 
 

@@ -12,12 +12,16 @@ than once for one call (an optimistic store retries on conflict) and must stay p
     HALF_OPEN ──(success_threshold probe successes)──▶ CLOSED
     HALF_OPEN ──(a counted probe failure)──▶ OPEN
     any ──(reset)──▶ CLOSED
+
+A probe taken with a ``holder`` name is listed in ``probe_holders`` until it reports;
+``reclaim`` gives back the probes of holders known to be gone (nothing else ever will).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import enum
+from collections.abc import Collection
 from typing import NamedTuple
 
 from backstay.breaker.record import BreakerRecord, CircuitState
@@ -33,6 +37,7 @@ __all__ = [
     "fail",
     "next_probe_at",
     "quiet_success",
+    "reclaim",
     "release",
     "reset",
     "succeed",
@@ -107,18 +112,33 @@ def _open(record: BreakerRecord, now: float) -> BreakerRecord:
     return BreakerRecord(state=_OPEN, epoch=record.epoch + 1, opened_at=now)
 
 
-def _half_open(record: BreakerRecord, now: float) -> BreakerRecord:
+def _half_open(record: BreakerRecord, now: float, holder: str | None) -> BreakerRecord:
     return BreakerRecord(
         state=_HALF_OPEN,
         epoch=record.epoch + 1,
         opened_at=record.opened_at,
         half_opened_at=now,
         probes=1,
+        probe_holders=() if holder is None else (holder,),
     )
 
 
-def acquire(settings: BreakerSettings, record: BreakerRecord, now: float) -> Step:
-    """Admit a caller (closed), give it a probe (half-open), or reject it (open)."""
+def _with(holders: tuple[str, ...], holder: str | None) -> tuple[str, ...]:
+    return holders if holder is None else (*holders, holder)
+
+
+def _without(holders: tuple[str, ...], holder: str | None) -> tuple[str, ...]:
+    if holder is None or holder not in holders:
+        return holders
+    at = holders.index(holder)
+    return holders[:at] + holders[at + 1 :]
+
+
+def acquire(
+    settings: BreakerSettings, record: BreakerRecord, now: float, holder: str | None = None
+) -> Step:
+    """Admit a caller (closed), give it a probe (half-open), or reject it (open). A probe
+    given to a named ``holder`` is listed in the record's ``probe_holders``."""
     state = record.state
     if state is _CLOSED:
         return Step(record, Admission.ADMIT)
@@ -131,16 +151,19 @@ def acquire(settings: BreakerSettings, record: BreakerRecord, now: float) -> Ste
             return Step(record, Admission.REJECT, wait)
         reason = TransitionReason.OPEN_DURATION_ELAPSED
         change = Transition(from_state=_OPEN, to_state=_HALF_OPEN, reason=reason)
-        return Step(_half_open(record, now), Admission.PROBE, None, change)
+        return Step(_half_open(record, now, holder), Admission.PROBE, None, change)
     if record.probes < settings.half_open_max_probes:
-        return Step(record._replace(probes=record.probes + 1), Admission.PROBE)
+        taken = record._replace(
+            probes=record.probes + 1, probe_holders=_with(record.probe_holders, holder)
+        )
+        return Step(taken, Admission.PROBE)
     since = now if record.half_opened_at is None else record.half_opened_at
     if now < since:
         return Step(record._replace(half_opened_at=now), Admission.REJECT)
     if now - since >= settings.probe_timeout_s:
         reason = TransitionReason.PROBES_EXPIRED
         change = Transition(from_state=_HALF_OPEN, to_state=_HALF_OPEN, reason=reason)
-        return Step(_half_open(record, now), Admission.PROBE, None, change)
+        return Step(_half_open(record, now, holder), Admission.PROBE, None, change)
     return Step(record, Admission.REJECT)
 
 
@@ -188,13 +211,20 @@ def _record_call(
         record.half_opened_at,
         record.probes,
         record.probe_successes,
+        record.probe_holders,
     )
 
 
 def succeed(
-    settings: BreakerSettings, record: BreakerRecord, *, epoch: int, probe: bool, now: float
+    settings: BreakerSettings,
+    record: BreakerRecord,
+    *,
+    epoch: int,
+    probe: bool,
+    now: float,
+    holder: str | None = None,
 ) -> Step:
-    """A call admitted in ``epoch`` succeeded."""
+    """A call admitted in ``epoch`` succeeded (a probe's, taken by ``holder``)."""
     if record.epoch != epoch or quiet_success(settings, record, epoch):
         return Step(record)
     if record.state is _CLOSED:
@@ -203,7 +233,8 @@ def succeed(
         return Step(record)
     successes = record.probe_successes + 1
     if successes < settings.success_threshold:
-        return Step(record._replace(probe_successes=successes))
+        holders = _without(record.probe_holders, holder)
+        return Step(record._replace(probe_successes=successes, probe_holders=holders))
     change = Transition(
         from_state=_HALF_OPEN,
         to_state=_CLOSED,
@@ -253,11 +284,25 @@ def fail(
     return Step(_open(record, now), transition=change)
 
 
-def release(record: BreakerRecord, *, epoch: int, probe: bool) -> Step:
-    """A call admitted in ``epoch`` ended in neither success nor a counted failure."""
+def release(record: BreakerRecord, *, epoch: int, probe: bool, holder: str | None = None) -> Step:
+    """A call admitted in ``epoch`` (a probe's, taken by ``holder``) ended in neither
+    success nor a counted failure."""
     if probe and record.state is _HALF_OPEN and record.epoch == epoch and record.probes > 0:
-        return Step(record._replace(probes=record.probes - 1))
+        holders = _without(record.probe_holders, holder)
+        return Step(record._replace(probes=record.probes - 1, probe_holders=holders))
     return Step(record)
+
+
+def reclaim(record: BreakerRecord, holders: Collection[str]) -> Step:
+    """Give back the probes of the half-open round that ``holders`` took and never
+    reported (their holders are gone); a record none of them holds a probe of is kept."""
+    if record.state is not _HALF_OPEN:
+        return Step(record)
+    kept = tuple(h for h in record.probe_holders if h not in holders)
+    gone = len(record.probe_holders) - len(kept)
+    if not gone:
+        return Step(record)
+    return Step(record._replace(probes=max(record.probes - gone, 0), probe_holders=kept))
 
 
 def reset(record: BreakerRecord) -> Step:

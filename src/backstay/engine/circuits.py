@@ -18,6 +18,14 @@ directory sees the same circuits and a resumed batch finds an open circuit still
 Which task caused a change is known because the breaker calls back synchronously inside
 ``acquire()`` and the permit's report: the gate names the task in a context variable
 around exactly those calls.
+
+A half-open probe is taken in the name ``"<owner> <operation_id>"`` (``probe_holder``:
+the runner's lease owner and the task). When every probe is out, the gate gives back
+(``CircuitBreaker.reclaim``) those whose holder is surely gone before it refuses: a probe
+of this very task (the task's lease is this runner's now, so its earlier attempt is
+over: the runner that took the probe was killed, or stopped when the store went away),
+or one whose owner is a process of this host that no longer exists. Other probes are
+left to end, or to lapse after ``probe_timeout_s``.
 """
 
 from __future__ import annotations
@@ -42,9 +50,10 @@ from backstay.engine.task import TaskSpec
 from backstay.errors import CircuitOpen
 from backstay.events import BUS
 from backstay.failure import Failure
+from backstay.idempotency.owners import default_owner, holder_is_dead
 from backstay.policy.protocols import Permit
 
-__all__ = ["PROBES_OUT_WAIT_S", "BreakerKeyFn", "CircuitGate", "breaker_key"]
+__all__ = ["PROBES_OUT_WAIT_S", "BreakerKeyFn", "CircuitGate", "breaker_key", "probe_holder"]
 
 BreakerKeyFn = Callable[[TaskSpec], BreakerKey]
 
@@ -68,6 +77,18 @@ _acting: contextvars.ContextVar[str | None] = contextvars.ContextVar(
 def breaker_key(spec: TaskSpec) -> BreakerKey:
     """``(adapter, model)``: what fails together when a provider's model is down."""
     return (spec.adapter, spec.model)
+
+
+def probe_holder(owner: str, operation_id: str) -> str:
+    """The name a half-open probe of ``operation_id``'s attempt is taken in by the runner
+    ``owner`` (an owner name has no space)."""
+    return f"{owner} {operation_id}"
+
+
+def _gone(holder: str, operation_id: str) -> bool:
+    """Whether the probe ``holder`` took is surely over, asked for ``operation_id``."""
+    owner, _, holder_operation = holder.partition(" ")
+    return holder_operation == operation_id or holder_is_dead(owner)
 
 
 @contextlib.contextmanager
@@ -126,8 +147,11 @@ class CircuitGate:
         store: BreakerStore,
         clock: Clock,
         key: BreakerKeyFn = breaker_key,
+        owner: str | None = None,
     ) -> None:
         self.settings = settings
+        # Names this runner in its probes: a lease owner's name (``default_owner()``).
+        self.owner = default_owner() if owner is None else owner
         self.log = log
         self._clock = clock
         self._key = key
@@ -149,8 +173,18 @@ class CircuitGate:
         return self._acquire(self.registry.breaker_for(name), operation_id)
 
     def _acquire(self, breaker: CircuitBreaker, operation_id: str) -> Permit:
+        holder = probe_holder(self.owner, operation_id)
         with _acting_for(operation_id):
-            permit = breaker.acquire()
+            try:
+                permit = breaker.acquire(holder=holder)
+            except CircuitOpen as refused:
+                if refused.retry_after_s is not None:
+                    raise
+                gone = [h for h in breaker.probe_holders() if _gone(h, operation_id)]
+                if not gone:
+                    raise
+                breaker.reclaim(gone)
+                permit = breaker.acquire(holder=holder)
         return _TaskPermit(permit, operation_id)
 
     async def admit(

@@ -212,6 +212,7 @@ class Engine:
                     store=stores.breakers,
                     clock=clock,
                     key=breaker_key,
+                    owner=owner,
                 )
             )
         except BaseException:
