@@ -93,3 +93,14 @@ def test_buffered_a_stream_failing_every_time_returns_the_last_one(tmp_path: Pat
     ):
         chat(s.url, stream=True)
     assert s.fake.stats().requests == 2
+
+
+def test_buffered_a_stream_larger_than_the_buffer_is_a_502_and_not_retried(
+    tmp_path: Path,
+) -> None:
+    with served(tmp_path, buffer_streams=True, max_buffer_bytes=64) as s:
+        answer = _stream(s.url)
+        stats = s.fake.stats()
+    assert answer.status_code == 502
+    assert "larger than the buffer" in answer.json()["error"]["message"]
+    assert stats.requests == 1

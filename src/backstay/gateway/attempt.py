@@ -78,7 +78,13 @@ class UpstreamFailed(Exception):
 
 
 class StreamTooLarge(Exception):
-    """A buffered stream outgrew ``max_buffer_bytes`` (never retried: it would again)."""
+    """A buffered stream outgrew ``max_buffer_bytes``: ``failure`` is one of our own limits,
+    never retried (the same answer would outgrow it again)."""
+
+    def __init__(self, limit: int) -> None:
+        message = f"the stream is larger than the buffer's {limit} bytes"
+        super().__init__(message)
+        self.failure = Failure(code="ERR_LIMIT_EXCEEDED", message=message)
 
 
 def failure_of(status: int, headers: Any, body: bytes, provider: str) -> Failure | None:
@@ -112,7 +118,7 @@ async def _read_capped(response: aiohttp.ClientResponse, limit: int) -> bytes:
     async for chunk in response.content.iter_any():
         size += len(chunk)
         if size > limit:
-            raise StreamTooLarge(f"the stream is larger than {limit} bytes")
+            raise StreamTooLarge(limit)
         parts.append(chunk)
     return b"".join(parts)
 

@@ -88,7 +88,7 @@ class Gateway:
             auto_decompress=True,
         )
         proxy = Proxy(settings, session, self.breakers)
-        app = web.Application(client_max_size=settings.max_buffer_bytes)
+        app = web.Application(client_max_size=settings.max_request_bytes)
         app.router.add_route("*", "/{tail:.*}", proxy.handle)
         runner = web.AppRunner(
             app, access_log=None, handle_signals=False, shutdown_timeout=_SHUTDOWN_GRACE_S

@@ -39,6 +39,8 @@ DEFAULT_CONNECT_TIMEOUT_S: Final = 10.0
 DEFAULT_READ_TIMEOUT_S: Final = 600.0
 # A buffered stream larger than this is an error rather than memory without bound.
 DEFAULT_MAX_BUFFER_BYTES: Final = 64 * 1024 * 1024
+# A request body larger than this gets a 413 (a long conversation is a few MB).
+DEFAULT_MAX_REQUEST_BYTES: Final = 64 * 1024 * 1024
 # The first SSE event of a stream is checked before anything is forwarded; one this long
 # without its end is forwarded unchecked.
 DEFAULT_PEEK_BYTES: Final = 64 * 1024
@@ -126,6 +128,7 @@ class GatewaySettings:
     connect_timeout_s: float = DEFAULT_CONNECT_TIMEOUT_S
     read_timeout_s: float = DEFAULT_READ_TIMEOUT_S
     max_buffer_bytes: int = DEFAULT_MAX_BUFFER_BYTES
+    max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES
     peek_bytes: int = DEFAULT_PEEK_BYTES
 
     def __post_init__(self) -> None:
@@ -156,4 +159,5 @@ class GatewaySettings:
         check_number(self.connect_timeout_s, where="connect_timeout_s", minimum=0.001)
         check_number(self.read_timeout_s, where="read_timeout_s", minimum=0.001)
         check_number(self.max_buffer_bytes, where="max_buffer_bytes", minimum=1, integer=True)
+        check_number(self.max_request_bytes, where="max_request_bytes", minimum=1, integer=True)
         check_number(self.peek_bytes, where="peek_bytes", minimum=1, integer=True)
