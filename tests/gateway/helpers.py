@@ -59,9 +59,8 @@ def served(tmp_path: Path, *faults: Fault, **settings: Any) -> Iterator[Served]:
 
 
 def anthropic_client(url: str, **options: Any) -> anthropic.Anthropic:
-    return anthropic.Anthropic(
-        base_url=url, api_key=CANARY_KEY, max_retries=0, timeout=TIMEOUT_S, **options
-    )
+    options.setdefault("timeout", TIMEOUT_S)
+    return anthropic.Anthropic(base_url=url, api_key=CANARY_KEY, max_retries=0, **options)
 
 
 def openai_client(url: str) -> openai.OpenAI:

@@ -76,8 +76,18 @@ class Proxy:
         self._session = session
         self._breakers = breakers
         self._registered: set[str] = set()
+        self.active = 0
 
     async def handle(self, request: web.Request) -> web.StreamResponse:
+        """Answer one client request. A client that disconnects cancels it (the server runs
+        with handler cancellation): no attempt or wait outlives the client."""
+        self.active += 1
+        try:
+            return await self._handle(request)
+        finally:
+            self.active -= 1
+
+    async def _handle(self, request: web.Request) -> web.StreamResponse:
         body = await request.read()
         found = route(request.method, request.path, request.headers, body)
         if not self._admitted(request):

@@ -21,6 +21,8 @@ if TYPE_CHECKING:
     import aiohttp
     from aiohttp import web
 
+    from backstay.gateway.proxy import Proxy
+
 __all__ = ["Gateway"]
 
 _START_TIMEOUT_S: Final = 30.0
@@ -45,6 +47,7 @@ class Gateway:
         )
         self._port = self.settings.port
         self._runner: web.AppRunner | None = None
+        self._proxy: Proxy | None = None
         self._session: aiohttp.ClientSession | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
@@ -66,6 +69,11 @@ class Gateway:
     @property
     def running(self) -> bool:
         return self._runner is not None
+
+    @property
+    def active_requests(self) -> int:
+        """Client requests being answered now (retries and waits included)."""
+        return 0 if self._proxy is None else self._proxy.active
 
     # ---- in the running loop ---------------------------------------------------------
 
@@ -90,8 +98,13 @@ class Gateway:
         proxy = Proxy(settings, session, self.breakers)
         app = web.Application(client_max_size=settings.max_request_bytes)
         app.router.add_route("*", "/{tail:.*}", proxy.handle)
+        # Handler cancellation: a client that hangs up ends its request's retries at once.
         runner = web.AppRunner(
-            app, access_log=None, handle_signals=False, shutdown_timeout=_SHUTDOWN_GRACE_S
+            app,
+            access_log=None,
+            handle_signals=False,
+            shutdown_timeout=_SHUTDOWN_GRACE_S,
+            handler_cancellation=True,
         )
         await runner.setup()
         site = web.TCPSite(runner, settings.host, self._port)
@@ -105,7 +118,7 @@ class Gateway:
                 where="port",
             ) from None
         self._port = int(runner.addresses[0][1])
-        self._runner, self._session = runner, session
+        self._runner, self._session, self._proxy = runner, session, proxy
         return self
 
     async def astop(self) -> None:
@@ -118,7 +131,7 @@ class Gateway:
             await runner.cleanup()
         finally:
             await session.close()
-            self._runner = self._session = None
+            self._runner = self._session = self._proxy = None
 
     async def __aenter__(self) -> Gateway:
         return await self.astart()
