@@ -12,7 +12,7 @@ import signal
 import subprocess
 import sys
 import textwrap
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Final
 
@@ -60,7 +60,7 @@ _HOLDER: Final = textwrap.dedent(
 )
 
 
-def gate_over(kind: str, where: str) -> tuple[CircuitGate, object]:
+def gate_over(kind: str, where: str) -> tuple[CircuitGate, Callable[[], None]]:
     """A gate over the breakers of a Redis URL or of a state directory; and its closer."""
     if kind == "redis":
         conn = RedisConnection(parse_store(where))
@@ -134,7 +134,7 @@ def test_a_probe_held_by_a_killed_runner_is_given_to_the_next_task_at_once(
         permit.success()
         assert gate.registry.breaker_for(BREAKER).state is CircuitState.CLOSED
     finally:
-        close()  # type: ignore[operator]
+        close()
 
 
 def test_a_task_taken_up_again_gets_back_the_probe_its_dead_runner_took(
@@ -158,5 +158,5 @@ def test_a_task_taken_up_again_gets_back_the_probe_its_dead_runner_took(
         permit.failure(SERVER)
         assert gate.registry.breaker_for(BREAKER).state is CircuitState.OPEN
     finally:
-        close_elsewhere()  # type: ignore[operator]
-        close()  # type: ignore[operator]
+        close_elsewhere()
+        close()
