@@ -27,6 +27,7 @@ MODULES = (
     "backstay.fallback",
     "backstay.fakeprovider",
     "backstay.frameworks",
+    "backstay.gateway",
     "backstay.idempotency",
     "backstay.integrations",
     "backstay.observe",
