@@ -1,17 +1,30 @@
-"""What the agent CLI adapters share: the prompt, which reaches the CLI on its stdin (never
-on the command line, where ``ps`` shows it to every local user), and a run's environment
-(the request's, with a private home and a fallback search path)."""
+"""What the agent CLI adapters share: ``CliAdapter``, the template of their ``execute`` (as
+``backstay.adapters.api.base.ApiAdapter`` is for the API adapters); the prompt, which
+reaches the CLI on its stdin (never on the command line, where ``ps`` shows it to every
+local user); and a run's environment (the request's, with a private home and a fallback
+search path)."""
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
+import abc
+import asyncio
+import dataclasses
+import tempfile
+from collections.abc import Callable, Collection, Mapping
 from pathlib import Path
-from typing import Final
+from typing import Any, ClassVar, Final, Generic, Protocol, TypeVar
 
-from backstay.adapters.contract import AgentRequest
+from backstay.adapters.base import BaseAdapter
+from backstay.adapters.capture import Capture
+from backstay.adapters.cli._pump import LineCallback
+from backstay.adapters.cli.process import ProcessOutcome, run_process
+from backstay.adapters.contract import AgentRequest, AgentResult, AgentStatus
+from backstay.adapters.usage import Usage
 from backstay.agents.home import private_home
+from backstay.agents.locate import Located, locate
+from backstay.failure import Failure
 
-__all__ = ["DEFAULT_PATH", "home_run_env", "prompt_stdin"]
+__all__ = ["DEFAULT_PATH", "CliAdapter", "Listeners", "home_run_env", "prompt_stdin"]
 
 # A run's PATH when the request's environment has none: tools run shell commands.
 DEFAULT_PATH: Final = "/usr/local/bin:/usr/bin:/bin"
@@ -40,3 +53,203 @@ def home_run_env(
     }
     env.setdefault("PATH", DEFAULT_PATH)
     return env | private_home(home)
+
+
+class _Located(Protocol):
+    """Settings that name the program to run (``config.binary``)."""
+
+    @property
+    def binary(self) -> str | None: ...
+
+
+S = TypeVar("S", bound=_Located)
+R = TypeVar("R")
+
+
+def _nothing() -> None:
+    return None
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class Listeners:
+    """What ``run_process`` calls while the CLI runs, and what runs once it has ended
+    (``ended``, whatever happened)."""
+
+    stdout: LineCallback | None = None
+    stderr: LineCallback | None = None
+    stop: asyncio.Event | None = None
+    ended: Callable[[], None] = _nothing
+
+
+class CliAdapter(BaseAdapter, Generic[S, R]):
+    """The template of an agent-CLI adapter's ``execute``, written once:
+
+    settings (``settings_for``) → the program at a supported version (``locate``) → ready
+    to run (``check_ready``) → the attempt's state (``start``: the reader of its output) →
+    in a temporary folder removed afterwards, the private home and the environment
+    (``prepare_home``), the command line (``command``) with the prompt on stdin
+    (``stdin``), one ``run_process`` under the request's deadline and stall limit (and
+    ``listeners``) → what the run left behind (``collect``) → usage and its cost
+    (``usage``) → the failure, classified at one boundary (``failure``, from
+    ``evidence``) → ``AgentResult`` with ``output`` and ``artefacts``.
+
+    An agent's module sets ``name``, ``agent``, ``program`` (its ``locate`` name) and
+    ``config_keys``, and writes only the hooks that differ: ``parse``, ``start``,
+    ``prepare_home``, ``command`` (or ``argv``), ``listeners``, ``usage`` and ``output``
+    always; the others when its CLI needs them.
+    """
+
+    program: ClassVar[str] = ""
+    # Whether a private folder that cannot be removed afterwards is let be.
+    ignore_cleanup_errors: ClassVar[bool] = False
+    # A command prefix for every run whose request names none (``run_launcher``).
+    launcher: tuple[str, ...] = ()
+
+    # -- settings and readiness ------------------------------------------------------
+
+    @abc.abstractmethod
+    def parse(self, config: Mapping[str, Any]) -> S:
+        """The adapter's settings in ``config``, checked (``ConfigError``)."""
+
+    def settings_for(self, request: AgentRequest) -> S:
+        """The settings of one attempt: by default those of ``request.config``."""
+        return self.parse(request.config)
+
+    def validate_config(self, config: Mapping[str, Any]) -> bool:
+        """The keys and values of the settings, and a supported program installed
+        (``ConfigError`` saying how to install one)."""
+        super().validate_config(config)
+        self.locate(self.parse(config))
+        return True
+
+    def locate(self, settings: S) -> Located:
+        """The program the settings lead to, at a supported version."""
+        return locate(self.program, settings.binary, where="config.binary")
+
+    def check_ready(self, request: AgentRequest, settings: S) -> Failure | None:
+        """Why the attempt cannot run at all (the attempt then fails with it, running
+        nothing), else ``None``; may raise ``ConfigError``."""
+        return None
+
+    # -- the run ---------------------------------------------------------------------
+
+    @abc.abstractmethod
+    async def start(self, request: AgentRequest, settings: S, cli: Located, capture: Capture) -> R:
+        """The attempt's state: what reads the CLI's output, and what it finds."""
+
+    @abc.abstractmethod
+    async def prepare_home(
+        self,
+        request: AgentRequest,
+        settings: S,
+        cli: Located,
+        run: R,
+        *,
+        folder: Path,
+        capture: Capture,
+    ) -> dict[str, str]:
+        """Write the private home in ``folder``; the run's whole environment."""
+
+    def command(self, request: AgentRequest, settings: S, binary: Path) -> list[str]:
+        """The command line of one attempt (the prompt is not on it: ``stdin``). Every
+        agent writes it, or ``argv`` instead when its command line names files of the
+        private home (Aider)."""
+        raise NotImplementedError(f"{type(self).__name__} writes command or argv")
+
+    def argv(self, request: AgentRequest, settings: S, cli: Located, run: R) -> list[str]:
+        """The command line, once the private home is written: ``command`` by default."""
+        return self.command(request, settings, cli.path)
+
+    def stdin(self, request: AgentRequest, run: R) -> str | None:
+        """What the CLI reads on its stdin: the prompt (``prompt_stdin``)."""
+        return prompt_stdin(request)
+
+    def run_launcher(self, request: AgentRequest, settings: S) -> tuple[str, ...]:
+        """The command prefix of the run: the request's, else the adapter's."""
+        return tuple(request.launcher or self.launcher)
+
+    @abc.abstractmethod
+    def listeners(self, run: R) -> Listeners:
+        """What ``run_process`` calls with the CLI's output."""
+
+    async def collect(self, request: AgentRequest, run: R, folder: Path, capture: Capture) -> None:
+        """Read what the run left in its private ``folder`` before it is removed."""
+
+    # -- the outcome -----------------------------------------------------------------
+
+    @abc.abstractmethod
+    async def usage(self, request: AgentRequest, settings: S, run: R, capture: Capture) -> Usage:
+        """The attempt's usage, with its cost."""
+
+    def evidence(self, outcome: ProcessOutcome, run: R) -> str:
+        """What the failure is classified from: all the CLI printed, by default."""
+        return f"{outcome.stdout_tail}\n{outcome.stderr_tail}".strip()
+
+    def failure(self, outcome: ProcessOutcome, request: AgentRequest, run: R) -> Failure | None:
+        """The attempt's failure: ``process_failure`` on ``evidence``, by default."""
+        return self.process_failure(outcome, request, evidence=self.evidence(outcome, run))
+
+    @abc.abstractmethod
+    def output(self, run: R, outcome: ProcessOutcome, *, failed: bool) -> str:
+        """The attempt's output (``failed``: the attempt failed)."""
+
+    def artefacts(self, request: AgentRequest, run: R) -> tuple[Path, ...]:
+        """The files the attempt made: none reported, by default."""
+        return ()
+
+    async def execute(
+        self, request: AgentRequest, *, operation_id: str, attempt_id: str, capture: Capture
+    ) -> AgentResult:
+        settings = self.settings_for(request)
+        cli = self.locate(settings)
+        not_ready = self.check_ready(request, settings)
+        if not_ready is not None:
+            return AgentResult.failed(not_ready)
+        run = await self.start(request, settings, cli, capture)
+        with tempfile.TemporaryDirectory(
+            prefix=f"backstay-{self.name}-", ignore_cleanup_errors=self.ignore_cleanup_errors
+        ) as name:
+            folder = Path(name)
+            env = await self.prepare_home(
+                request, settings, cli, run, folder=folder, capture=capture
+            )
+            argv = self.argv(request, settings, cli, run)
+            listen = self.listeners(run)
+            try:
+                outcome = await run_process(
+                    argv,
+                    cwd=request.workspace,
+                    env=env,
+                    timeout_s=request.timeout_s,
+                    stall_timeout_s=request.stall_timeout_s,
+                    capture=capture,
+                    on_stdout_line=listen.stdout,
+                    on_stderr_line=listen.stderr,
+                    stop=listen.stop,
+                    launcher=self.run_launcher(request, settings),
+                    stdin_text=self.stdin(request, run),
+                )
+            finally:
+                listen.ended()
+            await self.collect(request, run, folder, capture)
+        usage = await self.usage(request, settings, run, capture)
+        failure = self.failure(outcome, request, run)
+        output = self.output(run, outcome, failed=failure is not None)
+        artefacts = self.artefacts(request, run)
+        if failure is not None:
+            return AgentResult.failed(
+                failure,
+                output=output,
+                usage=usage,
+                exit_code=outcome.exit_code,
+                duration_s=outcome.duration_s,
+                artefacts=artefacts,
+            )
+        return AgentResult(
+            status=AgentStatus.SUCCEEDED,
+            output=output,
+            usage=usage,
+            exit_code=outcome.exit_code,
+            duration_s=outcome.duration_s,
+            artefacts=artefacts,
+        )

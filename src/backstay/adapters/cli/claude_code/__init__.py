@@ -29,14 +29,12 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, ClassVar, Final
 
-from backstay.adapters.base import BaseAdapter
 from backstay.adapters.capture import Capture
-from backstay.adapters.cli.base import DEFAULT_PATH, prompt_stdin
+from backstay.adapters.cli.base import DEFAULT_PATH, CliAdapter, Listeners
 from backstay.adapters.cli.claude_code._json import answer_of, usage_of
 from backstay.adapters.cli.claude_code.settings import (
     CONFIG_KEYS,
@@ -44,13 +42,13 @@ from backstay.adapters.cli.claude_code.settings import (
     parse_settings,
 )
 from backstay.adapters.cli.claude_code.stream import ClaudeStream
-from backstay.adapters.cli.process import run_process
-from backstay.adapters.contract import AgentRequest, AgentResult, AgentStatus, TierConfig
+from backstay.adapters.cli.process import ProcessOutcome
+from backstay.adapters.contract import AgentRequest, TierConfig
 from backstay.adapters.pricing import Cost, price_usage
 from backstay.adapters.provider_env import ANTHROPIC_ENV, ProviderEnv
 from backstay.adapters.usage import Usage
 from backstay.agents.home import private_home
-from backstay.agents.locate import Located, locate
+from backstay.agents.locate import Located
 
 __all__ = ["BASE_ENV", "ClaudeCodeAdapter"]
 
@@ -87,26 +85,20 @@ def _tier_args(tier: TierConfig | None, settings: ClaudeCodeSettings) -> list[st
     return args
 
 
-class ClaudeCodeAdapter(BaseAdapter):
+class ClaudeCodeAdapter(CliAdapter[ClaudeCodeSettings, ClaudeStream]):
     """Runs Claude Code once per attempt; see the module docstring."""
 
     name: ClassVar[str] = "claude-code"
     agent: ClassVar[str | None] = "claude-code"
+    program: ClassVar[str] = "claude-code"
     config_keys: ClassVar[frozenset[str]] = CONFIG_KEYS
     task_limits: ClassVar[Mapping[str, str]] = {"max_turns": "max_turns"}
     provider_env: ClassVar[ProviderEnv] = ANTHROPIC_ENV
+    ignore_cleanup_errors: ClassVar[bool] = True
 
-    def validate_config(self, config: Mapping[str, Any]) -> bool:
-        """The keys and values of the settings, and a supported ``claude`` installed
-        (``ConfigError`` saying how to install one)."""
-        super().validate_config(config)
-        self.locate(parse_settings(config))
-        return True
-
-    @staticmethod
-    def locate(settings: ClaudeCodeSettings) -> Located:
-        """The ``claude`` binary the settings lead to, at a supported version."""
-        return locate("claude-code", settings.binary, where="config.binary")
+    def parse(self, config: Mapping[str, Any]) -> ClaudeCodeSettings:
+        """The settings in ``config`` (``claude_code.settings``)."""
+        return parse_settings(config)
 
     def command(
         self, request: AgentRequest, settings: ClaudeCodeSettings, binary: Path
@@ -154,54 +146,54 @@ class ClaudeCodeAdapter(BaseAdapter):
             env |= dict.fromkeys(_MODEL_PINS, request.model)
         return env
 
-    async def execute(
-        self, request: AgentRequest, *, operation_id: str, attempt_id: str, capture: Capture
-    ) -> AgentResult:
-        settings = parse_settings(request.config)
-        cli = self.locate(settings)
+    async def start(
+        self, request: AgentRequest, settings: ClaudeCodeSettings, cli: Located, capture: Capture
+    ) -> ClaudeStream:
         await capture.alog(f"claude-code: {cli.path} {cli.version} ({cli.source})")
-        argv = self.command(request, settings, cli.path)
-        prompt = prompt_stdin(request)
-        stream = ClaudeStream(capture)
-        with tempfile.TemporaryDirectory(
-            prefix="backstay-claude-code-", ignore_cleanup_errors=True
-        ) as folder:
-            outcome = await run_process(
-                argv,
-                cwd=request.workspace,
-                env=self.environment(request, settings, cli, Path(folder) / "home"),
-                timeout_s=request.timeout_s,
-                stall_timeout_s=request.stall_timeout_s,
-                capture=capture,
-                on_stdout_line=stream.line,
-                launcher=(*request.launcher, *settings.launcher),
-                stdin_text=prompt,
-            )
-        final = stream.result
-        evidence = (
-            json.dumps(final)
-            if final is not None
-            else f"{outcome.stdout_tail}\n{outcome.stderr_tail}".strip()
-        )
-        failure = self.process_failure(outcome, request, evidence=evidence)
-        usage = (
-            await self._priced(usage_of(final), request, settings, capture) if final else Usage()
-        )
-        if failure is not None:
-            return AgentResult.failed(
-                failure,
-                output=answer_of(final) if final is not None else outcome.stdout_tail,
-                usage=usage,
-                exit_code=outcome.exit_code,
-                duration_s=outcome.duration_s,
-            )
-        return AgentResult(
-            status=AgentStatus.SUCCEEDED,
-            output=answer_of(final) if final is not None else "",
-            usage=usage,
-            exit_code=outcome.exit_code,
-            duration_s=outcome.duration_s,
-        )
+        return ClaudeStream(capture)
+
+    async def prepare_home(
+        self,
+        request: AgentRequest,
+        settings: ClaudeCodeSettings,
+        cli: Located,
+        run: ClaudeStream,
+        *,
+        folder: Path,
+        capture: Capture,
+    ) -> dict[str, str]:
+        """Nothing written: the run's ``HOME`` is ``folder/home`` (``environment``)."""
+        return self.environment(request, settings, cli, folder / "home")
+
+    def run_launcher(self, request: AgentRequest, settings: ClaudeCodeSettings) -> tuple[str, ...]:
+        """The request's launcher, then the settings' own."""
+        return (*request.launcher, *settings.launcher)
+
+    def listeners(self, run: ClaudeStream) -> Listeners:
+        return Listeners(stdout=run.line)
+
+    def evidence(self, outcome: ProcessOutcome, run: ClaudeStream) -> str:
+        """The final ``result`` object, else all the CLI printed."""
+        if run.result is not None:
+            return json.dumps(run.result)
+        return super().evidence(outcome, run)
+
+    async def usage(
+        self,
+        request: AgentRequest,
+        settings: ClaudeCodeSettings,
+        run: ClaudeStream,
+        capture: Capture,
+    ) -> Usage:
+        """The final ``result`` object's usage and cost (``_priced``); none without one."""
+        if not run.result:
+            return Usage()
+        return await self._priced(usage_of(run.result), request, settings, capture)
+
+    def output(self, run: ClaudeStream, outcome: ProcessOutcome, *, failed: bool) -> str:
+        if run.result is not None:
+            return answer_of(run.result)
+        return outcome.stdout_tail if failed else ""
 
     @staticmethod
     async def _priced(
