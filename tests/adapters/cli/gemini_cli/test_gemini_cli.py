@@ -13,7 +13,7 @@ from tests.adapters.support import CANARY_KEY
 
 from backstay.adapters.capture import Capture
 from backstay.adapters.cli.gemini_cli import GeminiCliAdapter, run_settings
-from backstay.adapters.cli.gemini_cli.settings import parse_settings
+from backstay.adapters.cli.gemini_cli.settings import GeminiCliSettings, parse_settings
 from backstay.adapters.cli.gemini_cli.stream import GeminiStream, result_usage, session_usage
 from backstay.adapters.contract import AgentRequest, TierConfig
 from backstay.adapters.usage import Usage
@@ -38,7 +38,9 @@ def _request(tmp_path: Path, **changes: Any) -> AgentRequest:
 
 
 def test_the_command_line_is_headless_with_a_json_stream_and_no_prompts(tmp_path: Path) -> None:
-    argv = GeminiCliAdapter().command(_request(tmp_path, prompt="-h"), CLI.path)
+    argv = GeminiCliAdapter().command(
+        _request(tmp_path, prompt="-h"), GeminiCliSettings(), CLI.path
+    )
     # The prompt reaches the CLI on stdin, never on the command line.
     assert argv == [
         "/opt/gemini",
@@ -79,9 +81,7 @@ def test_the_tier_max_turns_and_retries_go_into_the_settings(tmp_path: Path) -> 
 def test_the_system_prompt_goes_into_the_run_home(tmp_path: Path, mode: str) -> None:
     request = _request(tmp_path, tier=TierConfig(tier_id="T1", system_prompt="Be brief."))
     home = tmp_path / "home"
-    env = GeminiCliAdapter().prepare_home(
-        request, parse_settings({"system_prompt_mode": mode}), home
-    )
+    env = GeminiCliAdapter().write_home(request, parse_settings({"system_prompt_mode": mode}), home)
     settings = json.loads((home / ".gemini" / "settings.json").read_text())
     assert settings["security"]["auth"]["selectedType"] == "gemini-api-key"
     if mode == "append":
@@ -97,7 +97,7 @@ def test_the_environment_holds_only_what_the_run_needs(tmp_path: Path) -> None:
     settings = parse_settings(request.config)
     home = tmp_path / "home"
     adapter = GeminiCliAdapter()
-    env = adapter.environment(request, settings, CLI, adapter.prepare_home(request, settings, home))
+    env = adapter.environment(request, settings, CLI, adapter.write_home(request, settings, home))
     assert env == {
         "PATH": "/bin",
         "HOME": str(home),

@@ -32,23 +32,21 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, ClassVar, Final
 
-from backstay.adapters.base import BaseAdapter
 from backstay.adapters.capture import Capture
-from backstay.adapters.cli.base import DEFAULT_PATH, prompt_stdin
+from backstay.adapters.cli.base import DEFAULT_PATH, CliAdapter, Listeners
 from backstay.adapters.cli.gemini_cli.settings import CONFIG_KEYS, GeminiCliSettings, parse_settings
 from backstay.adapters.cli.gemini_cli.stream import GeminiStream, result_usage, session_usage
-from backstay.adapters.cli.process import run_process
-from backstay.adapters.contract import AgentRequest, AgentResult, AgentStatus
+from backstay.adapters.cli.process import ProcessOutcome
+from backstay.adapters.contract import AgentRequest
 from backstay.adapters.pricing import price_usage
 from backstay.adapters.provider_env import GEMINI_ENV, ProviderEnv
 from backstay.adapters.usage import Usage
 from backstay.agents.home import private_home
-from backstay.agents.locate import Located, locate
+from backstay.agents.locate import Located
 
 __all__ = ["GeminiCliAdapter", "run_settings"]
 
@@ -80,28 +78,32 @@ def run_settings(request: AgentRequest, settings: GeminiCliSettings) -> dict[str
     return written
 
 
-class GeminiCliAdapter(BaseAdapter):
+@dataclasses.dataclass(slots=True)
+class _Run:
+    """One attempt's stream, and the usage its session transcript holds."""
+
+    stream: GeminiStream
+    session: Usage | None = None
+
+
+class GeminiCliAdapter(CliAdapter[GeminiCliSettings, _Run]):
     """Runs Gemini CLI once per attempt; see the module docstring."""
 
     name: ClassVar[str] = "gemini-cli"
     agent: ClassVar[str | None] = "gemini-cli"
+    program: ClassVar[str] = "gemini-cli"
     config_keys: ClassVar[frozenset[str]] = CONFIG_KEYS
     task_limits: ClassVar[Mapping[str, str]] = {"max_turns": "max_turns"}
     provider_env: ClassVar[ProviderEnv] = GEMINI_ENV
+    ignore_cleanup_errors: ClassVar[bool] = True
 
-    def validate_config(self, config: Mapping[str, Any]) -> bool:
-        """The keys and values of the settings, and a supported ``gemini`` installed
-        (``ConfigError`` saying how to install one)."""
-        super().validate_config(config)
-        self.locate(parse_settings(config))
-        return True
+    def parse(self, config: Mapping[str, Any]) -> GeminiCliSettings:
+        """The settings in ``config`` (``gemini_cli.settings``)."""
+        return parse_settings(config)
 
-    @staticmethod
-    def locate(settings: GeminiCliSettings) -> Located:
-        """The ``gemini`` binary the settings lead to, at a supported version."""
-        return locate("gemini-cli", settings.binary, where="config.binary")
-
-    def command(self, request: AgentRequest, binary: Path) -> list[str]:
+    def command(
+        self, request: AgentRequest, settings: GeminiCliSettings, binary: Path
+    ) -> list[str]:
         """The command line of one attempt (the prompt is not on it: ``prompt_stdin``)."""
         return [
             str(binary),
@@ -113,7 +115,7 @@ class GeminiCliAdapter(BaseAdapter):
             "yolo",
         ]
 
-    def prepare_home(
+    def write_home(
         self, request: AgentRequest, settings: GeminiCliSettings, home: Path
     ) -> dict[str, str]:
         """Write the run's ``HOME`` (settings, system prompt); the variables it needs."""
@@ -140,7 +142,7 @@ class GeminiCliAdapter(BaseAdapter):
         cli: Located,
         home_env: Mapping[str, str],
     ) -> dict[str, str]:
-        """The whole environment of one attempt (``home_env`` from ``prepare_home``)."""
+        """The whole environment of one attempt (``home_env`` from ``write_home``)."""
         given = request.env
         env = {name: given[name] for name in (*BASE_ENV, *settings.pass_env) if name in given}
         env.setdefault("PATH", DEFAULT_PATH)
@@ -156,63 +158,63 @@ class GeminiCliAdapter(BaseAdapter):
             env[BASE_URL_ENV] = base_url
         return env
 
-    async def execute(
-        self, request: AgentRequest, *, operation_id: str, attempt_id: str, capture: Capture
-    ) -> AgentResult:
-        settings = parse_settings(request.config)
-        cli = self.locate(settings)
+    async def start(
+        self, request: AgentRequest, settings: GeminiCliSettings, cli: Located, capture: Capture
+    ) -> _Run:
         await capture.alog(f"gemini-cli: {cli.path} {cli.version} ({cli.source})")
-        argv = self.command(request, cli.path)
-        prompt = prompt_stdin(request)
-        stream = GeminiStream(capture)
-        with tempfile.TemporaryDirectory(
-            prefix="backstay-gemini-cli-", ignore_cleanup_errors=True
-        ) as folder:
-            home = Path(folder) / "home"
-            env = self.environment(
-                request, settings, cli, self.prepare_home(request, settings, home)
-            )
-            await capture.alog(
-                f"settings.json: {json.dumps(run_settings(request, settings), sort_keys=True)}"
-            )
-            outcome = await run_process(
-                argv,
-                cwd=request.workspace,
-                env=env,
-                timeout_s=request.timeout_s,
-                stall_timeout_s=request.stall_timeout_s,
-                capture=capture,
-                on_stdout_line=stream.line,
-                launcher=(*request.launcher, *settings.launcher),
-                stdin_text=prompt,
-            )
-            stream.flush()
-            usage = session_usage(home)
-        if usage is None and stream.result is not None:
-            usage = result_usage(stream.result)
-        usage = await self._priced(usage or Usage(), request, settings, capture)
-        # With a result event, stdout is the evidence; stderr holds the CLI's own retry
-        # chatter and stack traces. Without one, what it printed anywhere.
-        evidence = outcome.stdout_tail
-        if stream.result is None:
-            evidence = f"{outcome.stdout_tail}\n{outcome.stderr_tail}".strip()
-        failure = self.process_failure(outcome, request, evidence=evidence)
-        answer = stream.answer
-        if failure is not None:
-            return AgentResult.failed(
-                failure,
-                output=answer,
-                usage=usage,
-                exit_code=outcome.exit_code,
-                duration_s=outcome.duration_s,
-            )
-        return AgentResult(
-            status=AgentStatus.SUCCEEDED,
-            output=answer,
-            usage=usage,
-            exit_code=outcome.exit_code,
-            duration_s=outcome.duration_s,
+        return _Run(GeminiStream(capture))
+
+    async def prepare_home(
+        self,
+        request: AgentRequest,
+        settings: GeminiCliSettings,
+        cli: Located,
+        run: _Run,
+        *,
+        folder: Path,
+        capture: Capture,
+    ) -> dict[str, str]:
+        """The run's ``HOME`` is ``folder/home`` (``write_home``)."""
+        env = self.environment(
+            request, settings, cli, self.write_home(request, settings, folder / "home")
         )
+        await capture.alog(
+            f"settings.json: {json.dumps(run_settings(request, settings), sort_keys=True)}"
+        )
+        return env
+
+    def run_launcher(self, request: AgentRequest, settings: GeminiCliSettings) -> tuple[str, ...]:
+        """The request's launcher, then the settings' own."""
+        return (*request.launcher, *settings.launcher)
+
+    def listeners(self, run: _Run) -> Listeners:
+        return Listeners(stdout=run.stream.line)
+
+    async def collect(
+        self, request: AgentRequest, run: _Run, folder: Path, capture: Capture
+    ) -> None:
+        """The stream's last line, and the usage in the session transcript."""
+        run.stream.flush()
+        run.session = session_usage(folder / "home")
+
+    async def usage(
+        self, request: AgentRequest, settings: GeminiCliSettings, run: _Run, capture: Capture
+    ) -> Usage:
+        """The session transcript's usage, else the result's ``stats``; priced."""
+        usage = run.session
+        if usage is None and run.stream.result is not None:
+            usage = result_usage(run.stream.result)
+        return await self._priced(usage or Usage(), request, settings, capture)
+
+    def evidence(self, outcome: ProcessOutcome, run: _Run) -> str:
+        """With a result event, stdout; stderr holds the CLI's own retry chatter and stack
+        traces. Without one, what it printed anywhere."""
+        if run.stream.result is None:
+            return super().evidence(outcome, run)
+        return outcome.stdout_tail
+
+    def output(self, run: _Run, outcome: ProcessOutcome, *, failed: bool) -> str:
+        return run.stream.answer
 
     @staticmethod
     async def _priced(
