@@ -21,15 +21,13 @@ Codex reports none. See docs/agents/codex.md.
 from __future__ import annotations
 
 import dataclasses
-import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar, Final
 
 from backstay._checks import check_launcher
-from backstay.adapters.base import BaseAdapter
 from backstay.adapters.capture import Capture
-from backstay.adapters.cli.base import home_run_env, prompt_stdin
+from backstay.adapters.cli.base import CliAdapter, Listeners, home_run_env
 from backstay.adapters.cli.codex.events import EventReader, rollout_calls
 from backstay.adapters.cli.codex.settings import (
     ACCOUNT_HEADERS,
@@ -38,11 +36,12 @@ from backstay.adapters.cli.codex.settings import (
     config_toml,
     tool_switches,
 )
-from backstay.adapters.cli.process import run_process
-from backstay.adapters.contract import AgentRequest, AgentResult, AgentStatus
+from backstay.adapters.cli.process import ProcessOutcome
+from backstay.adapters.contract import AgentRequest
 from backstay.adapters.pricing import price_usage
 from backstay.adapters.provider_env import OPENAI_ENV, ProviderEnv
-from backstay.agents.locate import Located, locate
+from backstay.adapters.usage import Usage
+from backstay.agents.locate import Located
 from backstay.failure import Failure
 
 __all__ = ["CodexAdapter"]
@@ -67,11 +66,20 @@ def child_env(request_env: Mapping[str, str], home: Path) -> dict[str, str]:
     return env
 
 
-class CodexAdapter(BaseAdapter):
+@dataclasses.dataclass(slots=True)
+class _Run:
+    """One attempt's event reader, and the model calls its rollout counts."""
+
+    reader: EventReader
+    calls: int | None = None
+
+
+class CodexAdapter(CliAdapter[CodexSettings, _Run]):
     """Runs the Codex CLI; see the module docstring."""
 
     name: ClassVar[str] = "codex"
     agent: ClassVar[str | None] = "codex"
+    program: ClassVar[str] = "codex"
     config_keys: ClassVar[frozenset[str]] = CONFIG_KEYS
     provider_env: ClassVar[ProviderEnv] = PROVIDER_ENV
 
@@ -80,20 +88,27 @@ class CodexAdapter(BaseAdapter):
         ``NetworkNamespace.launcher``); see ``backstay.adapters.cli.process``."""
         self.launcher = check_launcher(launcher, where="launcher")
 
-    def validate_config(self, config: Mapping[str, Any]) -> bool:
-        """Unknown keys, bad values, and a missing or unsupported ``codex`` binary (the
-        error says how to install one) are ``ConfigError``."""
-        super().validate_config(config)
-        self.locate(CodexSettings.from_config(config))
-        return True
+    def parse(self, config: Mapping[str, Any]) -> CodexSettings:
+        """The settings in ``config`` (``codex.settings``)."""
+        return CodexSettings.from_config(config)
 
-    @staticmethod
-    def locate(settings: CodexSettings) -> Located:
-        """The ``codex`` binary the settings name, at a supported version."""
-        return locate("codex", settings.binary, where="config.binary")
+    def settings_for(self, request: AgentRequest) -> CodexSettings:
+        """The settings, with the base URL of the request's environment when they name none."""
+        return self.parse(request.config).with_endpoint(request.env)
 
-    @staticmethod
-    def command(binary: Path, request: AgentRequest) -> list[str]:
+    def check_ready(self, request: AgentRequest, settings: CodexSettings) -> Failure | None:
+        """A tier naming tools codex lacks is a ``ConfigError``; no key in the request's
+        environment is ``ERR_AUTH_MISSING_CREDENTIALS``."""
+        tool_switches(request.tier)
+        if request.env.get(settings.api_key_env):
+            return None
+        return Failure(
+            code="ERR_AUTH_MISSING_CREDENTIALS",
+            message=f"the request's env has no {settings.api_key_env} for codex",
+            details={"agent": self.name, "source": "config"},
+        )
+
+    def command(self, request: AgentRequest, settings: CodexSettings, binary: Path) -> list[str]:
         """The command line of one attempt: ``-`` in place of the prompt, which Codex then
         reads on stdin (``prompt_stdin``)."""
         return [
@@ -108,63 +123,54 @@ class CodexAdapter(BaseAdapter):
             "-",
         ]
 
-    async def execute(
-        self, request: AgentRequest, *, operation_id: str, attempt_id: str, capture: Capture
-    ) -> AgentResult:
-        settings = CodexSettings.from_config(request.config).with_endpoint(request.env)
-        cli = self.locate(settings)
-        tool_switches(request.tier)  # a tier naming tools codex lacks fails before running
-        if not request.env.get(settings.api_key_env):
-            missing = Failure(
-                code="ERR_AUTH_MISSING_CREDENTIALS",
-                message=f"the request's env has no {settings.api_key_env} for codex",
-                details={"agent": self.name, "source": "config"},
-            )
-            return AgentResult.failed(missing)
-        argv = self.command(cli.path, request)
-        prompt = prompt_stdin(request)
-        with tempfile.TemporaryDirectory(prefix="backstay-codex-") as folder:
-            home = Path(folder)
-            env = child_env(request.env, home)
-            codex_home = Path(env["CODEX_HOME"])
-            codex_home.mkdir()
-            (codex_home / "config.toml").write_text(
-                config_toml(settings, request.tier), encoding="utf-8"
-            )
-            await capture.alog(f"codex {cli.version} ({cli.source}) in a private home {home}")
-            reader = EventReader(capture.log)
-            outcome = await run_process(
-                argv,
-                cwd=request.workspace,
-                env=env,
-                timeout_s=request.timeout_s,
-                stall_timeout_s=request.stall_timeout_s,
-                capture=capture,
-                on_stdout_line=reader.line,
-                launcher=request.launcher or self.launcher,
-                stdin_text=prompt,
-            )
-            calls = rollout_calls(codex_home)
+    async def start(
+        self, request: AgentRequest, settings: CodexSettings, cli: Located, capture: Capture
+    ) -> _Run:
+        return _Run(EventReader(capture.log))
+
+    async def prepare_home(
+        self,
+        request: AgentRequest,
+        settings: CodexSettings,
+        cli: Located,
+        run: _Run,
+        *,
+        folder: Path,
+        capture: Capture,
+    ) -> dict[str, str]:
+        """The run's ``HOME`` is ``folder``, its ``CODEX_HOME`` holds ``config.toml``."""
+        env = child_env(request.env, folder)
+        codex_home = Path(env["CODEX_HOME"])
+        codex_home.mkdir()
+        (codex_home / "config.toml").write_text(
+            config_toml(settings, request.tier), encoding="utf-8"
+        )
+        await capture.alog(f"codex {cli.version} ({cli.source}) in a private home {folder}")
+        return env
+
+    def listeners(self, run: _Run) -> Listeners:
+        return Listeners(stdout=run.reader.line)
+
+    async def collect(
+        self, request: AgentRequest, run: _Run, folder: Path, capture: Capture
+    ) -> None:
+        """The model calls the run's rollout counts."""
+        run.calls = rollout_calls(folder / ".codex")
+
+    async def usage(
+        self, request: AgentRequest, settings: CodexSettings, run: _Run, capture: Capture
+    ) -> Usage:
+        """Tokens from ``turn.completed``, model calls from the rollout (else the turns),
+        priced from ``prices`` or genai-prices."""
+        reader = run.reader
         usage = reader.usage
         cost = price_usage(usage, model=request.model, provider="openai", prices=settings.prices)
         await capture.alog(f"codex cost: {cost.usd} ({cost.source})")
-        usage = dataclasses.replace(
-            usage, cost_usd=cost.usd, api_calls=calls if calls is not None else reader.turns
+        return dataclasses.replace(
+            usage,
+            cost_usd=cost.usd,
+            api_calls=run.calls if run.calls is not None else reader.turns,
         )
-        evidence = f"{outcome.stdout_tail}\n{outcome.stderr_tail}".strip()
-        failure = self.process_failure(outcome, request, evidence=evidence)
-        if failure is not None:
-            return AgentResult.failed(
-                failure,
-                output=reader.answer,
-                usage=usage,
-                exit_code=outcome.exit_code,
-                duration_s=outcome.duration_s,
-            )
-        return AgentResult(
-            status=AgentStatus.SUCCEEDED,
-            output=reader.answer,
-            usage=usage,
-            exit_code=outcome.exit_code,
-            duration_s=outcome.duration_s,
-        )
+
+    def output(self, run: _Run, outcome: ProcessOutcome, *, failed: bool) -> str:
+        return run.reader.answer
