@@ -24,15 +24,13 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar, Final
 
 from backstay._checks import check_launcher
-from backstay.adapters.base import BaseAdapter
 from backstay.adapters.capture import Capture
-from backstay.adapters.cli.base import home_run_env, prompt_stdin
+from backstay.adapters.cli.base import CliAdapter, Listeners, home_run_env
 from backstay.adapters.cli.opencode.events import ErrorWatch, EventReader
 from backstay.adapters.cli.opencode.settings import (
     CONFIG_KEYS,
@@ -40,12 +38,12 @@ from backstay.adapters.cli.opencode.settings import (
     OpencodeSettings,
     config_content,
 )
-from backstay.adapters.cli.process import ProcessOutcome, run_process
-from backstay.adapters.contract import AgentRequest, AgentResult, AgentStatus
+from backstay.adapters.cli.process import ProcessOutcome
+from backstay.adapters.contract import AgentRequest
 from backstay.adapters.pricing import price_usage
 from backstay.adapters.provider_env import OPENAI_ENV, ProviderEnv
 from backstay.adapters.usage import Usage
-from backstay.agents.locate import Located, locate
+from backstay.agents.locate import Located
 from backstay.failure import Failure
 
 __all__ = ["OpencodeAdapter"]
@@ -73,11 +71,20 @@ def child_env(
     return env
 
 
-class OpencodeAdapter(BaseAdapter):
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Run:
+    """One attempt's watch on opencode's log, and its event reader."""
+
+    watch: ErrorWatch
+    reader: EventReader
+
+
+class OpencodeAdapter(CliAdapter[OpencodeSettings, _Run]):
     """Runs opencode; see the module docstring."""
 
     name: ClassVar[str] = "opencode"
     agent: ClassVar[str | None] = "opencode"
+    program: ClassVar[str] = "opencode"
     config_keys: ClassVar[frozenset[str]] = CONFIG_KEYS
     task_limits: ClassVar[Mapping[str, str]] = {"max_turns": "max_turns"}
     provider_env: ClassVar[ProviderEnv] = PROVIDER_ENV
@@ -87,20 +94,25 @@ class OpencodeAdapter(BaseAdapter):
         ``NetworkNamespace.launcher``); see ``backstay.adapters.cli.process``."""
         self.launcher = check_launcher(launcher, where="launcher")
 
-    def validate_config(self, config: Mapping[str, Any]) -> bool:
-        """Unknown keys, bad values, and a missing or unsupported ``opencode`` binary (the
-        error says how to install one) are ``ConfigError``."""
-        super().validate_config(config)
-        self.locate(OpencodeSettings.from_config(config))
-        return True
+    def parse(self, config: Mapping[str, Any]) -> OpencodeSettings:
+        """The settings in ``config`` (``opencode.settings``)."""
+        return OpencodeSettings.from_config(config)
 
-    @staticmethod
-    def locate(settings: OpencodeSettings) -> Located:
-        """The ``opencode`` binary the settings name, at a supported version."""
-        return locate("opencode", settings.binary, where="config.binary")
+    def settings_for(self, request: AgentRequest) -> OpencodeSettings:
+        """The settings, with the base URL of the request's environment when they name none."""
+        return self.parse(request.config).with_endpoint(request.env)
 
-    @staticmethod
-    def command(binary: Path, request: AgentRequest) -> list[str]:
+    def check_ready(self, request: AgentRequest, settings: OpencodeSettings) -> Failure | None:
+        """No key in the request's environment is ``ERR_AUTH_MISSING_CREDENTIALS``."""
+        if request.env.get(settings.api_key_env):
+            return None
+        return Failure(
+            code="ERR_AUTH_MISSING_CREDENTIALS",
+            message=f"the request's env has no {settings.api_key_env} for opencode",
+            details={"agent": self.name, "source": "config"},
+        )
+
+    def command(self, request: AgentRequest, settings: OpencodeSettings, binary: Path) -> list[str]:
         """The command line of one attempt (the prompt is not on it: ``prompt_stdin``)."""
         return [
             str(binary),
@@ -117,79 +129,56 @@ class OpencodeAdapter(BaseAdapter):
             f"{PROVIDER_ID}/{request.model}",
         ]
 
-    def _failure(
-        self, outcome: ProcessOutcome, request: AgentRequest, reader: EventReader, watch: ErrorWatch
-    ) -> Failure | None:
-        evidence = f"{outcome.stdout_tail}\n{outcome.stderr_tail}".strip()
-        if outcome.stopped and not reader.errors and watch.error is not None:
-            # opencode was retrying on its own: its logged error is the evidence.
+    async def start(
+        self, request: AgentRequest, settings: OpencodeSettings, cli: Located, capture: Capture
+    ) -> _Run:
+        watch = ErrorWatch(settings.error_grace_s, capture.log)
+        return _Run(watch, EventReader(capture.log, watch.now))
+
+    async def prepare_home(
+        self,
+        request: AgentRequest,
+        settings: OpencodeSettings,
+        cli: Located,
+        run: _Run,
+        *,
+        folder: Path,
+        capture: Capture,
+    ) -> dict[str, str]:
+        """The run's ``HOME`` is ``folder``; its configuration goes in the environment."""
+        content = config_content(settings, request.model, request.tier)
+        env = child_env(request.env, folder, cli.offline_env, content)
+        await capture.alog(f"opencode {cli.version} ({cli.source}) in a private home {folder}")
+        return env
+
+    def listeners(self, run: _Run) -> Listeners:
+        return Listeners(
+            stdout=run.reader.line,
+            stderr=run.watch.line,
+            stop=run.watch.stop,
+            ended=run.watch.cancel,
+        )
+
+    def evidence(self, outcome: ProcessOutcome, run: _Run) -> str:
+        """All opencode printed; when it was stopped while retrying on its own, its
+        logged error."""
+        if outcome.stopped and not run.reader.errors and run.watch.error is not None:
             logged = {
                 "type": "error",
-                "error": {"name": "APIError", "data": {"message": watch.error}},
+                "error": {"name": "APIError", "data": {"message": run.watch.error}},
             }
-            evidence = json.dumps(logged)
-        return self.process_failure(outcome, request, evidence=evidence)
+            return json.dumps(logged)
+        return super().evidence(outcome, run)
 
-    def _usage(
-        self, reader: EventReader, request: AgentRequest, settings: OpencodeSettings
+    async def usage(
+        self, request: AgentRequest, settings: OpencodeSettings, run: _Run, capture: Capture
     ) -> Usage:
-        usage = reader.usage
+        """The ``step_finish`` events' usage and cost; priced here when they have none."""
+        usage = run.reader.usage
         if usage.cost_usd or not usage.tokens_total:
             return usage
         cost = price_usage(usage, model=request.model, provider="openai", prices=settings.prices)
         return dataclasses.replace(usage, cost_usd=cost.usd)
 
-    async def execute(
-        self, request: AgentRequest, *, operation_id: str, attempt_id: str, capture: Capture
-    ) -> AgentResult:
-        settings = OpencodeSettings.from_config(request.config).with_endpoint(request.env)
-        cli = self.locate(settings)
-        if not request.env.get(settings.api_key_env):
-            missing = Failure(
-                code="ERR_AUTH_MISSING_CREDENTIALS",
-                message=f"the request's env has no {settings.api_key_env} for opencode",
-                details={"agent": self.name, "source": "config"},
-            )
-            return AgentResult.failed(missing)
-        argv = self.command(cli.path, request)
-        prompt = prompt_stdin(request)
-        content = config_content(settings, request.model, request.tier)
-        watch = ErrorWatch(settings.error_grace_s, capture.log)
-        reader = EventReader(capture.log, watch.now)
-        with tempfile.TemporaryDirectory(prefix="backstay-opencode-") as folder:
-            home = Path(folder)
-            env = child_env(request.env, home, cli.offline_env, content)
-            await capture.alog(f"opencode {cli.version} ({cli.source}) in a private home {home}")
-            try:
-                outcome = await run_process(
-                    argv,
-                    cwd=request.workspace,
-                    env=env,
-                    timeout_s=request.timeout_s,
-                    stall_timeout_s=request.stall_timeout_s,
-                    capture=capture,
-                    on_stdout_line=reader.line,
-                    on_stderr_line=watch.line,
-                    stop=watch.stop,
-                    launcher=request.launcher or self.launcher,
-                    stdin_text=prompt,
-                )
-            finally:
-                watch.cancel()
-        usage = self._usage(reader, request, settings)
-        failure = self._failure(outcome, request, reader, watch)
-        if failure is not None:
-            return AgentResult.failed(
-                failure,
-                output=reader.answer,
-                usage=usage,
-                exit_code=outcome.exit_code,
-                duration_s=outcome.duration_s,
-            )
-        return AgentResult(
-            status=AgentStatus.SUCCEEDED,
-            output=reader.answer,
-            usage=usage,
-            exit_code=outcome.exit_code,
-            duration_s=outcome.duration_s,
-        )
+    def output(self, run: _Run, outcome: ProcessOutcome, *, failed: bool) -> str:
+        return run.reader.answer
