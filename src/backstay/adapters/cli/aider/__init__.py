@@ -23,13 +23,12 @@ and environment: ``backstay.adapters.cli.aider.command``; docs: ``docs/agents/ai
 from __future__ import annotations
 
 import asyncio
-import tempfile
+import dataclasses
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar, Final
 
 from backstay._checks import check_launcher
-from backstay.adapters.base import BaseAdapter
 from backstay.adapters.capture import Capture, Stream
 from backstay.adapters.cli.aider.command import (
     AiderFiles,
@@ -40,12 +39,13 @@ from backstay.adapters.cli.aider.command import (
 )
 from backstay.adapters.cli.aider.output import AiderReport, LineWatch, read_report
 from backstay.adapters.cli.aider.settings import CONFIG_KEYS, AiderSettings, parse_settings
-from backstay.adapters.cli.process import ProcessOutcome, run_process
-from backstay.adapters.contract import AgentRequest, AgentResult, AgentStatus
+from backstay.adapters.cli.base import CliAdapter, Listeners
+from backstay.adapters.cli.process import ProcessOutcome
+from backstay.adapters.contract import AgentRequest
 from backstay.adapters.pricing import price_usage
 from backstay.adapters.provider_env import ANTHROPIC_ENV, GEMINI_ENV, OPENAI_ENV, ProviderEnv
 from backstay.adapters.usage import Usage
-from backstay.agents import Located, locate
+from backstay.agents import Located
 from backstay.failure import Failure
 
 __all__ = ["AiderAdapter"]
@@ -91,7 +91,30 @@ def _edited(workspace: Path, names: Sequence[str]) -> tuple[Path, ...]:
     return tuple(found)
 
 
-class AiderAdapter(BaseAdapter):
+@dataclasses.dataclass(slots=True)
+class _Run:
+    """One attempt: its prompt, the watch on Aider's output, the run's files once written
+    and the report read from them once it has ended."""
+
+    prompt: str
+    watch: LineWatch
+    files: AiderFiles | None = None
+    report: AiderReport | None = None
+
+    @property
+    def written(self) -> AiderFiles:
+        if self.files is None:
+            raise RuntimeError("the private home is written first")
+        return self.files
+
+    @property
+    def read(self) -> AiderReport:
+        if self.report is None:
+            raise RuntimeError("the report is read once the run has ended")
+        return self.report
+
+
+class AiderAdapter(CliAdapter[AiderSettings, _Run]):
     """Runs Aider once per attempt; see the module docstring.
 
     ``launcher`` is a command prefix used when a request carries none of its own
@@ -101,74 +124,82 @@ class AiderAdapter(BaseAdapter):
 
     name: ClassVar[str] = "aider"
     agent: ClassVar[str | None] = "aider"
+    program: ClassVar[str] = CLI_NAME
     config_keys: ClassVar[frozenset[str]] = CONFIG_KEYS
     provider_env: ClassVar[ProviderEnv] = PROVIDER_ENV
 
     def __init__(self, *, launcher: Sequence[str] = ()) -> None:
         self.launcher = check_launcher(launcher, where="launcher")
 
-    def validate_config(self, config: Mapping[str, Any]) -> bool:
-        """Reject unknown or malformed settings, and an Aider that is not installed at a
-        supported version (the error says how to install one)."""
-        super().validate_config(config)
-        self._locate(parse_settings(config))
-        return True
+    def parse(self, config: Mapping[str, Any]) -> AiderSettings:
+        """The settings in ``config`` (``aider.settings``)."""
+        return parse_settings(config)
 
-    @staticmethod
-    def _locate(settings: AiderSettings) -> Located:
-        return locate(CLI_NAME, settings.binary, where="config.binary")
-
-    async def execute(
-        self, request: AgentRequest, *, operation_id: str, attempt_id: str, capture: Capture
-    ) -> AgentResult:
-        settings = parse_settings(request.config)
-        located = self._locate(settings)
+    async def start(
+        self, request: AgentRequest, settings: AiderSettings, cli: Located, capture: Capture
+    ) -> _Run:
         prompt = request.read_prompt()
         await self._note_tier(request, capture)
-        with tempfile.TemporaryDirectory(prefix="backstay-aider-") as root:
-            files = AiderFiles(Path(root))
-            prepare(files, located, request, prompt)
-            await capture.alog(
-                f"aider {located.version} ({located.source}: {located.path}); "
-                f"private HOME {files.home}; internal retries allowed: "
-                f"{settings.internal_retries}"
-            )
-            stop = asyncio.Event()
-            watch = LineWatch(allowed_retries=settings.internal_retries, stop=stop)
-            outcome = await run_process(
-                command(located.path, files, request, settings),
-                cwd=request.workspace,
-                env=environment(files, located, request),
-                timeout_s=request.timeout_s,
-                stall_timeout_s=request.stall_timeout_s,
-                capture=capture,
-                on_stdout_line=watch.line,
-                launcher=request.launcher or self.launcher,
-                stop=stop,
-            )
-            report = read_report(files, watch)
-            await self._log_transcript(files, capture)
-        await self._log_calls(report, watch, capture)
-        usage = self._usage(report, request, settings, capture)
-        failure = self._failure(outcome, request, report)
-        artefacts = _edited(request.workspace, watch.edited)
-        if failure is not None:
-            return AgentResult.failed(
-                failure,
-                output=report.reply or outcome.stdout_tail,
-                usage=usage,
-                exit_code=outcome.exit_code,
-                duration_s=outcome.duration_s,
-                artefacts=artefacts,
-            )
-        return AgentResult(
-            status=AgentStatus.SUCCEEDED,
-            output=report.reply,
-            usage=usage,
-            exit_code=outcome.exit_code,
-            duration_s=outcome.duration_s,
-            artefacts=artefacts,
+        watch = LineWatch(allowed_retries=settings.internal_retries, stop=asyncio.Event())
+        return _Run(prompt, watch)
+
+    async def prepare_home(
+        self,
+        request: AgentRequest,
+        settings: AiderSettings,
+        cli: Located,
+        run: _Run,
+        *,
+        folder: Path,
+        capture: Capture,
+    ) -> dict[str, str]:
+        """The run's files in ``folder`` (``aider.command``), the prompt in its message file."""
+        files = run.files = AiderFiles(folder)
+        prepare(files, cli, request, run.prompt)
+        await capture.alog(
+            f"aider {cli.version} ({cli.source}: {cli.path}); "
+            f"private HOME {files.home}; internal retries allowed: "
+            f"{settings.internal_retries}"
         )
+        return environment(files, cli, request)
+
+    def argv(
+        self, request: AgentRequest, settings: AiderSettings, cli: Located, run: _Run
+    ) -> list[str]:
+        """The command line names the run's files: ``aider.command``."""
+        return command(cli.path, run.written, request, settings)
+
+    def stdin(self, request: AgentRequest, run: _Run) -> str | None:
+        """Nothing: Aider reads the prompt from its private message file."""
+        return None
+
+    def listeners(self, run: _Run) -> Listeners:
+        return Listeners(stdout=run.watch.line, stop=run.watch.stop)
+
+    async def collect(
+        self, request: AgentRequest, run: _Run, folder: Path, capture: Capture
+    ) -> None:
+        """What Aider logged, and its chat transcript into ``agent.log``."""
+        run.report = read_report(run.written, run.watch)
+        await self._log_transcript(run.written, capture)
+
+    async def usage(
+        self, request: AgentRequest, settings: AiderSettings, run: _Run, capture: Capture
+    ) -> Usage:
+        await self._log_calls(run.read, run.watch, capture)
+        return self._usage(run.read, request, settings, capture)
+
+    def failure(self, outcome: ProcessOutcome, request: AgentRequest, run: _Run) -> Failure | None:
+        return self._failure(outcome, request, run.read)
+
+    def output(self, run: _Run, outcome: ProcessOutcome, *, failed: bool) -> str:
+        if failed:
+            return run.read.reply or outcome.stdout_tail
+        return run.read.reply
+
+    def artefacts(self, request: AgentRequest, run: _Run) -> tuple[Path, ...]:
+        """The files Aider said it edited that exist inside the workspace."""
+        return _edited(request.workspace, run.watch.edited)
 
     def _failure(
         self, outcome: ProcessOutcome, request: AgentRequest, report: AiderReport
