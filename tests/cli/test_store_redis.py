@@ -176,3 +176,41 @@ def test_a_bad_set_on_status_exits_2_naming_the_key(tmp_path: Path) -> None:
     assert result.exit_code == 2, result.output
     assert "no_such_section" in result.output
     assert "Traceback" not in result.output
+
+
+def test_batch_never_starts_a_second_batch_in_a_namespace_that_holds_one(
+    tmp_path: Path, redis_location: StoreLocation
+) -> None:
+    suite = write_suite(tmp_path, ["a", "b"])
+    url = _url(redis_location)
+    first = invoke("batch", suite, "--state-dir", "machine-a", "--store", url)
+    assert first.exit_code == ALL_SUCCEEDED, first.output
+    starts = sorted(p.stat().st_size for p in (tmp_path / "mock").glob("*.attempts"))
+    (tmp_path / "machine-a" / "batch.json").unlink()
+    for state_dir in ("machine-a", "machine-b"):  # batch.json deleted; another directory
+        again = invoke("batch", suite, "--state-dir", state_dir, "--store", url)
+        assert again.exit_code == 2, again.output
+        assert "would start a second batch" in again.output
+        assert "backstay resume --store" in again.output
+        assert "Traceback" not in again.output
+    assert sorted(p.stat().st_size for p in (tmp_path / "mock").glob("*.attempts")) == starts
+    assert not (tmp_path / "machine-b" / "batch.json").exists()
+
+
+def test_batch_refuses_a_state_dir_whose_redis_records_are_gone(
+    tmp_path: Path, redis_location: StoreLocation
+) -> None:
+    suite = write_suite(tmp_path, ["a"])
+    url = _url(redis_location)
+    first = invoke("batch", suite, "--state-dir", "state", "--store", url)
+    assert first.exit_code == ALL_SUCCEEDED, first.output
+    conn = redis.Redis.from_url(url.split("?")[0])
+    try:
+        namespace = redis_location.namespace
+        for key in conn.scan_iter(match=f"*{namespace}*"):
+            conn.delete(key)
+    finally:
+        conn.close()
+    again = invoke("batch", suite, "--state-dir", "state", "--store", url)
+    assert again.exit_code == 2, again.output
+    assert "its records are gone" in again.output

@@ -16,7 +16,7 @@ from backstay._private import make_private_dirs
 from backstay.cli import _faults, _records
 from backstay.cli._errors import usage_error
 from backstay.config import BackstayConfig, load_config
-from backstay.engine import TERMINAL, Engine, Summary, TaskState
+from backstay.engine import BATCH_FILE, TERMINAL, Engine, Summary, TaskState, read_identity
 from backstay.errors import ConfigError
 from backstay.idempotency.settings import DEFAULT_LEASE_TTL_S, GuardSettings
 from backstay.policy.spend import BATCH_SCOPE, SpendBudget
@@ -182,6 +182,47 @@ def check_startable(state_dir: Path, location: StoreLocation) -> None:
     ``batch.json`` speaks of are gone (``_records.check_startable``)."""
     if location.kind is StoreKind.SQLITE and state_dir.is_dir():
         _records.check_startable(state_dir, location.path)
+    elif location.kind is StoreKind.REDIS:
+        _check_shared_startable(state_dir, location)
+
+
+def _check_shared_startable(state_dir: Path, location: StoreLocation) -> None:
+    """The Redis twin of ``_records.check_startable``: one batch per namespace, so a
+    namespace that holds a batch ``batch.json`` does not name is never given a second."""
+    identity = read_identity(state_dir) if state_dir.is_dir() else None
+    stores = open_stores(location, state_dir=state_dir, secrets=os.environ)
+    try:
+        held: dict[str, int] = {}
+        for record in stores.tasks.tasks():
+            held[record.spec.workflow_id] = held.get(record.spec.workflow_id, 0) + 1
+    finally:
+        stores.close()
+    where = f"{location.display}"
+    if held and (identity is None or identity.workflow_id not in held):
+        batches = ", ".join(f"{name} ({n} tasks)" for name, n in sorted(held.items()))
+        named = (
+            f"{state_dir / BATCH_FILE} is missing"
+            if identity is None
+            else f"{state_dir / BATCH_FILE} names batch {identity.workflow_id}"
+        )
+        raise ConfigError(
+            f"the store {where} holds batch {batches}, but {named}: running the suite "
+            "here would start a second batch beside it. Nothing was changed: backstay "
+            f"resume --store URL --state-dir DIR continues the batch there, or give this "
+            "suite a namespace of its own (?namespace=NAME in the store URL)",
+            where="--store",
+        )
+    if not held and identity is not None:
+        trace = _records.trace_of_tasks(state_dir)
+        if trace is not None:
+            raise ConfigError(
+                f"the store {where} holds no task, but batch {identity.workflow_id} "
+                f"recorded tasks there ({trace}): its records are gone (the namespace "
+                "emptied, or Redis restarted without its append-only file). Nothing was "
+                "changed and nothing was run: restore Redis from a copy, or run the suite "
+                "again with a new --state-dir and namespace",
+                where="--store",
+            )
 
 
 def _open_shared(
