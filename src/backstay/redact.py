@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Final
 
 from backstay._secret_values import MIN_SECRET_LEN, SECRETS
@@ -172,26 +172,29 @@ def _looks_secret(key: object) -> bool:
     return isinstance(key, str) and bool(_SECRET_KEY.search(key))
 
 
-def redact_mapping(value: Any, *, _depth: int = 0) -> Any:
-    """A copy of ``value`` (mapping, list, tuple, scalar) with every secret redacted."""
-    if _depth > 20:
+def _walk(value: Any, text: Callable[[object], str], depth: int) -> Any:
+    """A copy of a JSON-like ``value`` with ``text`` applied to every string (and to any
+    other object, which it reads as its ``str``) and the value of any key whose name looks secret
+    blanked; nesting deeper than 20 levels is cut to ``…``."""
+    if depth > 20:
         return "…"
     if isinstance(value, Mapping):
         return {
             str(k): (
-                REDACTED
-                if _looks_secret(k) and v not in (None, "")
-                else redact_mapping(v, _depth=_depth + 1)
+                REDACTED if _looks_secret(k) and v not in (None, "") else _walk(v, text, depth + 1)
             )
             for k, v in value.items()
         }
     if isinstance(value, (list, tuple)):
-        return [redact_mapping(v, _depth=_depth + 1) for v in value]
-    if isinstance(value, str):
-        return redact(value)
+        return [_walk(v, text, depth + 1) for v in value]
     if value is None or isinstance(value, (bool, int, float)):
         return value
-    return redact(value)
+    return text(value)
+
+
+def redact_mapping(value: Any) -> Any:
+    """A copy of ``value`` (mapping, list, tuple, scalar) with every secret redacted."""
+    return _walk(value, redact, 0)
 
 
 # -- personal and payment data -------------------------------------------------------------
@@ -273,24 +276,7 @@ def redact_personal(text: object) -> str:
     return personal_data(redact(out))
 
 
-def redact_personal_mapping(value: Any, *, _depth: int = 0) -> Any:
+def redact_personal_mapping(value: Any) -> Any:
     """A copy of a JSON value (mapping, list, tuple, scalar) with every string passed
     through ``redact_personal`` and the value of any key whose name looks secret blanked."""
-    if _depth > 20:
-        return "…"
-    if isinstance(value, Mapping):
-        return {
-            str(k): (
-                REDACTED
-                if _looks_secret(k) and v not in (None, "")
-                else redact_personal_mapping(v, _depth=_depth + 1)
-            )
-            for k, v in value.items()
-        }
-    if isinstance(value, (list, tuple)):
-        return [redact_personal_mapping(v, _depth=_depth + 1) for v in value]
-    if isinstance(value, str):
-        return redact_personal(value)
-    if value is None or isinstance(value, (bool, int, float)):
-        return value
-    return redact_personal(value)
+    return _walk(value, redact_personal, 0)
