@@ -48,6 +48,26 @@ def gone_within(pid: int, seconds: float = 3.0) -> bool:
     return True
 
 
+def descendants(pid: int) -> list[int]:
+    """The pids of every process below ``pid`` now (children, their children, ...), read
+    from ``/proc``."""
+    parents: dict[int, int] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            parents[int(entry.name)] = int(stat.rpartition(")")[2].split()[1])
+    found, frontier = [], [pid]
+    while frontier:
+        parent = frontier.pop()
+        kids = [child for child, ppid in parents.items() if ppid == parent]
+        found += kids
+        frontier += kids
+    return found
+
+
 def spawned_pids(stdout_log: Path) -> list[int]:
     """The pids a child announced with a ``spawned <pid>`` line."""
     return [

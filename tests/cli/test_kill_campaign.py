@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Final
 
 import pytest
+from tests.adapters.support import descendants
 from tests.cli.support import write_suite
 from tests.redis_server import RedisServer, start_redis
 
@@ -46,24 +47,6 @@ NO_TRACE: Final = ("Traceback", "Task exception was never retrieved", "Event loo
 
 def _command(*args: str) -> list[str]:
     return [sys.executable, "-c", "from backstay.cli import main; main()", *args]
-
-
-def _descendants(pid: int) -> list[int]:
-    parents: dict[int, int] = {}
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                stat = (entry / "stat").read_text()
-            except OSError:
-                continue
-            parents[int(entry.name)] = int(stat.rpartition(")")[2].split()[1])
-    found, frontier = [], [pid]
-    while frontier:
-        parent = frontier.pop()
-        kids = [child for child, ppid in parents.items() if ppid == parent]
-        found += kids
-        frontier += kids
-    return found
 
 
 def _stop(pids: list[int]) -> None:
@@ -181,7 +164,7 @@ class Campaign:
             self.finish(proc, log, 1.0)
             return False
         os.kill(proc.pid, signal.SIGSTOP)
-        self.left += _descendants(proc.pid)
+        self.left += descendants(proc.pid)
         os.kill(proc.pid, signal.SIGKILL)
         self.finish(proc, log, 10.0)
         return True

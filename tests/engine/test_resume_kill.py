@@ -14,7 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from tests.adapters.support import gone_within
+from tests.adapters.support import descendants, gone_within
 from tests.engine import batch_child
 
 from backstay.engine import AttemptOutcome, TaskState
@@ -49,28 +49,10 @@ def _count(state_dir: Path, query: str) -> int:
         return 0
 
 
-def _descendants(pid: int) -> list[int]:
-    parents: dict[int, int] = {}
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                stat = (entry / "stat").read_text()
-            except OSError:
-                continue
-            parents[int(entry.name)] = int(stat.rpartition(")")[2].split()[1])
-    found, frontier = [], [pid]
-    while frontier:
-        parent = frontier.pop()
-        kids = [child for child, ppid in parents.items() if ppid == parent]
-        found += kids
-        frontier += kids
-    return found
-
-
 def _kill_9(proc: subprocess.Popen[bytes]) -> list[int]:
     """SIGKILL the runner; the pids of its agents, which the kill leaves running."""
     os.kill(proc.pid, signal.SIGSTOP)  # frozen: it starts no agent while we look
-    agents = _descendants(proc.pid)
+    agents = descendants(proc.pid)
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait(timeout=5)
     return agents
