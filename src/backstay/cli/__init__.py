@@ -2,6 +2,32 @@
 
 from __future__ import annotations
 
-from backstay.cli._app import app, main
+import sys
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from backstay.cli._app import app
+
+
+def main() -> None:
+    """The entry point (``backstay = backstay.cli:main``)."""
+    if sys.argv[1:] == ["--version"]:  # answered before the command line is built
+        from backstay._version import __version__  # noqa: PLC0415
+
+        print(f"backstay {__version__}")
+        return
+    from backstay.cli._app import main as run  # noqa: PLC0415 - typer loads here
+
+    run()
+
+
+def __getattr__(name: str) -> Any:
+    if name == "app":  # the typer application, built on first use
+        from backstay.cli._app import app  # noqa: PLC0415
+
+        globals()[name] = app
+        return app
+    raise AttributeError(f"module 'backstay.cli' has no attribute {name!r}")
+
 
 __all__ = ["app", "main"]

@@ -5,30 +5,13 @@ from __future__ import annotations
 import typer
 
 from backstay import __version__
-from backstay.cli import (
-    agents,
-    batch,
-    config,
-    demo,
-    escalations,
-    events,
-    explain,
-    fake_provider,
-    gateway,
-    health,
-    report,
-    resume,
-    run,
-    serve,
-    status,
-    suite,
-)
-from backstay.cli._faults import FaultGuard
-from backstay.cli._provider_env import ProviderHelpCommand
+from backstay.cli._lazy import LazyCommands
 
+# The commands (backstay.cli._lazy.COMMANDS) load on first use: ``backstay --version`` and
+# ``backstay --help`` import none of them.
 app = typer.Typer(
     name="backstay",
-    cls=FaultGuard,
+    cls=LazyCommands,
     help="Keep AI agents standing when their providers fail.",
     no_args_is_help=True,
     add_completion=False,
@@ -49,24 +32,6 @@ def _root(
     ),
 ) -> None:
     """Keep AI agents standing when their providers fail."""
-
-
-app.command("explain")(explain.explain)
-app.add_typer(config.app, name="config")
-app.add_typer(suite.app, name="suite")
-app.command("run", cls=ProviderHelpCommand)(run.run)
-app.command("batch", cls=ProviderHelpCommand)(batch.batch)
-app.command("resume")(resume.resume)
-app.command("status")(status.status)
-app.command("events")(events.events)
-app.command("serve")(serve.serve)
-app.command("health")(health.health)
-app.command("report")(report.report)
-app.add_typer(escalations.app, name="escalations")
-app.add_typer(fake_provider.app, name="fake-provider")
-app.command("gateway")(gateway.gateway)
-app.add_typer(agents.app, name="agents")
-app.command("demo")(demo.demo)
 
 
 def main() -> None:

@@ -24,16 +24,15 @@ import errno
 import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import typer
-from rich.console import Console
-from rich.markup import escape
 from typer.core import TyperGroup
 
 from backstay.cli._errors import USAGE_ERROR
-from backstay.observe.health import file_system_fault
-from backstay.store.location import StoreUnreachable
+
+if TYPE_CHECKING:
+    from backstay.store.location import StoreUnreachable
 
 __all__ = ["FILE_SYSTEM_FAULT", "STORE_UNREACHABLE", "FaultGuard", "describe", "using"]
 
@@ -128,6 +127,8 @@ def _sqlite_fault(
             "on it?); try again when it has finished",
         )
     if name.startswith(_REFUSED):
+        from backstay.observe.health import file_system_fault  # noqa: PLC0415 - on a fault only
+
         found = None if state_dir is None else file_system_fault(Path(store).parent)
         cause = str(exc) if found is None else f"{exc}: {found}"
         if name == "SQLITE_FULL" or (found is not None and "space" in found):
@@ -169,6 +170,8 @@ def store_lost_message(err: StoreUnreachable, state_dir: Path | str) -> str:
 def describe(exc: BaseException, *, command: str | None = None) -> Fault | None:
     """The fault ``exc`` stands for (the first of a group that is one), or ``None`` when
     it is not a fault of the machine (a bug: it keeps its traceback)."""
+    from backstay.store.location import StoreUnreachable  # noqa: PLC0415 - on a fault only
+
     in_use = _IN_USE.get()
     for leaf in _leaves(exc):
         found: Fault | None = None
@@ -198,6 +201,9 @@ class FaultGuard(TyperGroup):
             fault = describe(exc, command=ctx.invoked_subcommand)
             if fault is None:
                 raise
+            from rich.console import Console  # noqa: PLC0415 - on a fault only
+            from rich.markup import escape  # noqa: PLC0415
+
             Console(stderr=True, soft_wrap=True).print(
                 f"[bold red]error:[/] {escape(fault.message)}", highlight=False
             )
