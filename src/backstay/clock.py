@@ -7,7 +7,6 @@ gives reproducible jitter: the same seed, key and attempt give the same draw.
 
 from __future__ import annotations
 
-import asyncio
 import datetime as _dt
 import hashlib
 import random
@@ -46,7 +45,10 @@ class SystemClock:
         time.sleep(seconds)
 
     def asleep(self, seconds: float) -> Coroutine[Any, Any, None]:
-        # ``asyncio.sleep``'s own coroutine, awaited by the caller: no frame of ours.
+        # ``asyncio.sleep``'s own coroutine, awaited by the caller: no frame of ours. asyncio
+        # is imported here, where a running loop has loaded it already: import backstay is not.
+        import asyncio  # noqa: PLC0415
+
         return asyncio.sleep(seconds)
 
 

@@ -19,7 +19,6 @@ names resolve in ``backstay.policy.registry``, whose ``use_registry`` and
 
 from __future__ import annotations
 
-import asyncio
 import functools
 import inspect
 from collections.abc import Awaitable, Callable
@@ -234,6 +233,8 @@ async def _arun(  # noqa: PLR0917 - the hot path: positional is the cheapest cal
             if deadline is None:
                 result = await (fn(*args, **kwargs) if kwargs else fn(*args))
             else:
+                import asyncio  # noqa: PLC0415 - loaded by the running loop; import backstay is not
+
                 async with asyncio.timeout(max(0.0, deadline - (clk.monotonic() - started))):
                     result = await fn(*args, **kwargs)
         except Exception as exc:
@@ -286,6 +287,8 @@ async def _arun_state(  # noqa: PLR0917 - positional, as ``_arun``
                 result = await fn(*args, **kwargs)
             else:
                 remaining = max(0.0, deadline - state.elapsed())
+                import asyncio  # noqa: PLC0415 - loaded by the running loop; import backstay is not
+
                 async with asyncio.timeout(remaining):
                     result = await fn(*args, **kwargs)
         except Exception as exc:
