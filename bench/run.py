@@ -33,6 +33,9 @@ Last, shared state on Redis (``shared_state.py``): the cost per decision of the 
 breaker, limiter and lease against the in-memory and SQLite ones (same run), and the
 goodput of N processes sharing one Redis limiter against each with its own.
 
+And start-up (``startup.py``): the CPU time of ``import backstay``, ``backstay --version``
+and the help of the command line in a fresh process, beside ``import tenacity``.
+
 Run with ``make bench``. Prints one table per section; ratios are backstay / peer.
 """
 
@@ -65,6 +68,7 @@ import otel_overhead
 import ray_executor
 import retry
 import shared_state
+import startup
 from corpus import CASES
 
 REPEAT = 5
@@ -263,6 +267,7 @@ def main() -> None:
     fallback.report()
     agent_runtime.report()
     shared_state.report()
+    startup.report()
 
 
 if __name__ == "__main__":
