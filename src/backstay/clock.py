@@ -30,6 +30,18 @@ class Clock(Protocol):
     async def asleep(self, seconds: float) -> None: ...
 
 
+# asyncio.sleep, looked up once on the first asleep (a running loop has loaded asyncio by
+# then): import backstay does not load asyncio, and a retry pays no import statement.
+_ASYNC_SLEEP: list[Callable[[float], Coroutine[Any, Any, None]]] = []
+
+
+def _async_sleep() -> Callable[[float], Coroutine[Any, Any, None]]:
+    import asyncio  # noqa: PLC0415 - see _ASYNC_SLEEP
+
+    _ASYNC_SLEEP.append(asyncio.sleep)
+    return asyncio.sleep
+
+
 class SystemClock:
     """The real clock. Sleeps are cancellable (asyncio) and interruptible (threads)."""
 
@@ -45,11 +57,9 @@ class SystemClock:
         time.sleep(seconds)
 
     def asleep(self, seconds: float) -> Coroutine[Any, Any, None]:
-        # ``asyncio.sleep``'s own coroutine, awaited by the caller: no frame of ours. asyncio
-        # is imported here, where a running loop has loaded it already: import backstay is not.
-        import asyncio  # noqa: PLC0415
-
-        return asyncio.sleep(seconds)
+        # ``asyncio.sleep``'s own coroutine, awaited by the caller: no frame of ours.
+        sleep = _ASYNC_SLEEP[0] if _ASYNC_SLEEP else _async_sleep()
+        return sleep(seconds)
 
 
 SYSTEM_CLOCK: Final = SystemClock()
