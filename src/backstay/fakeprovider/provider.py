@@ -15,6 +15,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Final
 
 from backstay._checks import check_name, check_number
+from backstay._served import ServedOnAThread
 from backstay.errors import ConfigError
 from backstay.fakeprovider._aiohttp import require
 from backstay.fakeprovider.scenario import Scenario
@@ -27,19 +28,19 @@ if TYPE_CHECKING:
 
 __all__ = ["FakeProvider"]
 
-_START_TIMEOUT_S: Final = 30.0
-_STOP_TIMEOUT_S: Final = 30.0
 # How long stopping waits for answers still being written before cutting them.
 _SHUTDOWN_GRACE_S: Final = 1.0
 
 
-class FakeProvider:
+class FakeProvider(ServedOnAThread):
     """A fake Anthropic / OpenAI / Gemini server on ``host``:``port`` (0: a free port).
 
     ``scenario`` says what it answers and which faults it injects (``None``: plain
     answers); ``log_path`` names a JSON Lines request log to append to. Bad arguments, an
     unusable port or log file raise ``ConfigError``.
     """
+
+    _label = "the fake provider"
 
     def __init__(
         self,
@@ -153,55 +154,10 @@ class FakeProvider:
     ) -> None:
         await self.astop()
 
-    # ---- on a thread of its own ------------------------------------------------------
-
-    def start(self) -> FakeProvider:
-        """Start serving from a background thread with its own event loop."""
-        if self._server is not None:
-            raise RuntimeError("the fake provider is already running")
-        loop = asyncio.new_event_loop()
-        thread = threading.Thread(
-            target=loop.run_forever, name="backstay-fake-provider", daemon=True
-        )
-        thread.start()
-        try:
-            asyncio.run_coroutine_threadsafe(self.astart(), loop).result(_START_TIMEOUT_S)
-        except BaseException:
-            _end_loop(loop, thread)
-            raise
-        self._loop, self._thread = loop, thread
-        return self
-
-    def stop(self) -> None:
-        """Stop serving and end the background thread (or, if started with ``astart``,
-        nothing: use ``astop``)."""
-        loop, thread = self._loop, self._thread
-        if loop is None or thread is None:
-            return
-        try:
-            asyncio.run_coroutine_threadsafe(self.astop(), loop).result(_STOP_TIMEOUT_S)
-        finally:
-            self._loop = self._thread = None
-            _end_loop(loop, thread)
-
-    def __enter__(self) -> FakeProvider:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
+    @property
+    def _serving(self) -> bool:
+        return self._server is not None
 
     def __repr__(self) -> str:
         where = self.url if self._server is not None else "stopped"
         return f"FakeProvider({where})"
-
-
-def _end_loop(loop: asyncio.AbstractEventLoop, thread: threading.Thread) -> None:
-    loop.call_soon_threadsafe(loop.stop)
-    thread.join(_STOP_TIMEOUT_S)
-    if not thread.is_alive():
-        loop.close()

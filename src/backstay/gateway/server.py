@@ -12,6 +12,7 @@ import threading
 from types import TracebackType
 from typing import TYPE_CHECKING, Final
 
+from backstay._served import ServedOnAThread
 from backstay.breaker import BreakerRegistry
 from backstay.errors import ConfigError
 from backstay.gateway._aiohttp import require
@@ -25,16 +26,16 @@ if TYPE_CHECKING:
 
 __all__ = ["Gateway"]
 
-_START_TIMEOUT_S: Final = 30.0
-_STOP_TIMEOUT_S: Final = 30.0
 # How long stopping waits for answers still being written before cutting them.
 _SHUTDOWN_GRACE_S: Final = 1.0
 
 
-class Gateway:
+class Gateway(ServedOnAThread):
     """A gateway serving ``settings`` (port 0 picks a free port). ``breakers`` holds the
     circuit breaker of every (provider, model) it has seen (a fresh in-memory registry from
     the settings' ``breaker`` when not given)."""
+
+    _label = "the gateway"
 
     def __init__(
         self, settings: GatewaySettings | None = None, *, breakers: BreakerRegistry | None = None
@@ -144,53 +145,10 @@ class Gateway:
     ) -> None:
         await self.astop()
 
-    # ---- on a thread of its own ------------------------------------------------------
-
-    def start(self) -> Gateway:
-        """Start serving from a background thread with its own event loop."""
-        if self._runner is not None:
-            raise RuntimeError("the gateway is already running")
-        loop = asyncio.new_event_loop()
-        thread = threading.Thread(target=loop.run_forever, name="backstay-gateway", daemon=True)
-        thread.start()
-        try:
-            asyncio.run_coroutine_threadsafe(self.astart(), loop).result(_START_TIMEOUT_S)
-        except BaseException:
-            _end_loop(loop, thread)
-            raise
-        self._loop, self._thread = loop, thread
-        return self
-
-    def stop(self) -> None:
-        """Stop serving and end the background thread (or, if started with ``astart``,
-        nothing: use ``astop``)."""
-        loop, thread = self._loop, self._thread
-        if loop is None or thread is None:
-            return
-        try:
-            asyncio.run_coroutine_threadsafe(self.astop(), loop).result(_STOP_TIMEOUT_S)
-        finally:
-            self._loop = self._thread = None
-            _end_loop(loop, thread)
-
-    def __enter__(self) -> Gateway:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
+    @property
+    def _serving(self) -> bool:
+        return self._runner is not None
 
     def __repr__(self) -> str:
         where = self.url if self._runner is not None else "stopped"
         return f"Gateway({where})"
-
-
-def _end_loop(loop: asyncio.AbstractEventLoop, thread: threading.Thread) -> None:
-    loop.call_soon_threadsafe(loop.stop)
-    thread.join(_STOP_TIMEOUT_S)
-    if not thread.is_alive():
-        loop.close()
