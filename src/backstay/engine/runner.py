@@ -1,5 +1,8 @@
 """``Engine``: runs a batch of tasks durably, and resumes it after a crash.
 
+(Just over 500 lines: the file is the ``Engine`` class alone, whose wiring of stores,
+gates and guards and whose run and resume loops read as one; its rules live elsewhere.)
+
 ::
 
     engine = Engine("state/", adapters={"mock": MockAdapter()}, concurrency=4)
