@@ -64,7 +64,12 @@ def _started(args: list[str]) -> Iterator[tuple[str, list[str]]]:
     finally:
         watchdog.cancel()
         proc.terminate()
-        proc.wait(timeout=10)
+        try:  # the bound every serve test gives a stop (a loaded machine is slow to stop)
+            proc.wait(timeout=LIMIT_S)
+        finally:
+            if proc.poll() is None:  # never left running into another test
+                proc.kill()
+                proc.wait()
         if proc.stderr is not None:
             lines.extend(proc.stderr)
             proc.stderr.close()
