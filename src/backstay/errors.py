@@ -5,6 +5,7 @@
     BackstayError
     ├── ConfigError (also a ValueError)   bad settings or arguments, named with where they are
     ├── AdapterError                      an adapter's attempt failed; carries its Failure
+    ├── WorkspaceSnapshotError            a workspace could not be snapshotted or restored
     └── Rejected                          backstay refused to run the call at all
         ├── CircuitOpen                   the circuit is open; retry_after_s says until when
         ├── RetryBudgetExhausted          retries would exceed the operation's retry budget
@@ -30,6 +31,7 @@ __all__ = [
     "DeadlineExceeded",
     "Rejected",
     "RetryBudgetExhausted",
+    "WorkspaceSnapshotError",
 ]
 
 
@@ -58,6 +60,11 @@ class AdapterError(BackstayError):
         self.partial_output = partial_output
         detail = f": {failure.message}" if failure.message else ""
         super().__init__(f"{failure.kind}/{failure.code}{detail}")
+
+
+class WorkspaceSnapshotError(BackstayError):
+    """A workspace could not be snapshotted (too large, unreadable) or restored; the
+    message names the workspace and why."""
 
 
 class Rejected(BackstayError):
