@@ -8,7 +8,8 @@ rounds is kept. The baselines are measured in the same rounds: a bare ``python -
 ``import tenacity``.
 
 Targets: ``import backstay`` ≤ 2× ``import tenacity``; ``backstay --version`` ≤ 0.2 s;
-``backstay --help`` and ``backstay run --help`` ≤ 0.3 s.
+every ``--help`` ≤ 0.3 s; ``backstay suite check`` (a suite of Anthropic, OpenAI and
+Gemini API tasks, ``SUITE``) ≤ 0.5 s, with no SDK imported.
 
 Run alone with ``python bench/startup.py``; ``make bench`` runs it with the rest.
 """
@@ -19,6 +20,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 from typing import Final
 
@@ -26,6 +28,22 @@ ROUNDS: Final = 15
 
 _SCRIPT = Path(sys.executable).with_name("backstay")
 BACKSTAY: Final = str(_SCRIPT) if _SCRIPT.exists() else (shutil.which("backstay") or "backstay")
+
+# The suite ``suite check`` checks: one task of each API adapter (no SDK is needed to check it).
+SUITE: Final = """\
+suite: three-apis
+defaults: {timeout_s: 60}
+adapters:
+  anthropic-api: {base_url: "http://127.0.0.1:9"}
+  openai-api: {base_url: "http://127.0.0.1:9/v1"}
+  gemini-api: {base_url: "http://127.0.0.1:9"}
+tasks:
+  - {id: a, adapter: anthropic-api, model: claude-sonnet-4-5, prompt: hi}
+  - {id: o, adapter: openai-api, model: gpt-4o, prompt: hi}
+  - {id: g, adapter: gemini-api, model: gemini-2.5-flash, prompt: hi}
+"""
+_SUITE_FILE = Path(tempfile.mkdtemp(prefix="backstay-startup-")) / "suite.yaml"
+_SUITE_FILE.write_text(SUITE, encoding="utf-8")
 
 CONTENDERS: Final[dict[str, list[str]]] = {
     "python -c pass": [sys.executable, "-c", "pass"],
@@ -35,12 +53,18 @@ CONTENDERS: Final[dict[str, list[str]]] = {
     "backstay --version": [BACKSTAY, "--version"],
     "backstay --help": [BACKSTAY, "--help"],
     "backstay run --help": [BACKSTAY, "run", "--help"],
+    "backstay batch --help": [BACKSTAY, "batch", "--help"],
+    "backstay resume --help": [BACKSTAY, "resume", "--help"],
+    "backstay suite check": [BACKSTAY, "suite", "check", str(_SUITE_FILE)],
 }
 # Seconds of CPU each contender may take; import backstay is held to 2× tenacity instead.
 LIMITS: Final[dict[str, float]] = {
     "backstay --version": 0.2,
     "backstay --help": 0.3,
     "backstay run --help": 0.3,
+    "backstay batch --help": 0.3,
+    "backstay resume --help": 0.3,
+    "backstay suite check": 0.5,
 }
 
 

@@ -20,6 +20,7 @@ from backstay.adapters.cli.codex.settings import CodexSettings, config_toml
 from backstay.adapters.cli.opencode.settings import OpencodeSettings, config_content
 from backstay.adapters.provider_env import (
     ANTHROPIC_ENV,
+    BUILTIN_PROVIDER_ENV,
     NO_PROVIDER_ENV,
     agent_env,
     declared_env,
@@ -213,3 +214,12 @@ def test_openai_org_and_project_are_sent_as_the_account_headers(
     assert code == 0
     assert request.headers["openai-organization"] == "org-canary"
     assert request.headers["openai-project"] == "proj_canary"
+
+
+@pytest.mark.parametrize("name", sorted(BUILTIN_ADAPTERS))
+def test_the_table_of_builtin_variables_is_what_each_adapter_declares(name: str) -> None:
+    assert BUILTIN_PROVIDER_ENV[name] == declared_env(adapter_class(name))
+
+
+def test_the_table_names_every_builtin_adapter_and_nothing_else() -> None:
+    assert set(BUILTIN_PROVIDER_ENV) == set(BUILTIN_ADAPTERS)

@@ -1,6 +1,8 @@
 """Start-up of the command line: ``backstay --version`` and ``backstay --help`` import no
 command's module, each command loads only its own, and the one-liners ``backstay --help``
-lists without loading them are the commands' own."""
+lists without loading them are the commands' own. ``run --help`` lists the variables of
+every adapter without importing one, and ``suite check`` checks API tasks without
+importing their SDKs."""
 
 from __future__ import annotations
 
@@ -8,6 +10,7 @@ import inspect
 import json
 import subprocess
 import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -29,8 +32,38 @@ HEAVY = (
 )
 
 
-def _loaded_after(args: list[str]) -> list[str]:
-    """The ``backstay.*`` modules loaded by ``backstay ARGS`` run in a fresh interpreter."""
+SDKS = ("anthropic", "openai", "google", "httpx", "httpx2", "aiohttp")
+# The modules of the adapters themselves (their SDK glue), as against their shared base.
+ADAPTER_MODULES = (
+    "backstay.adapters.api.anthropic",
+    "backstay.adapters.api.openai",
+    "backstay.adapters.api.gemini",
+    "backstay.adapters.mock",
+    "backstay.adapters.cli.claude_code",
+    "backstay.adapters.cli.codex",
+    "backstay.adapters.cli.gemini_cli",
+    "backstay.adapters.cli.opencode",
+    "backstay.adapters.cli.aider",
+    "backstay.frameworks",
+    "backstay.runtime",
+)
+SUITE = """\
+suite: three-apis
+defaults: {timeout_s: 60}
+adapters:
+  anthropic-api: {base_url: "http://127.0.0.1:9"}
+  openai-api: {base_url: "http://127.0.0.1:9/v1", api: responses}
+  gemini-api: {base_url: "http://127.0.0.1:9", stream: false}
+tasks:
+  - {id: a, adapter: anthropic-api, model: claude-sonnet-4-5, prompt: hi}
+  - {id: o, adapter: openai-api, model: gpt-4o, prompt: hi}
+  - {id: g, adapter: gemini-api, model: gemini-2.5-flash, prompt: hi}
+"""
+
+
+def _loaded_after(args: list[str], prefix: str = "backstay") -> list[str]:
+    """The modules (those under ``prefix``) loaded by ``backstay ARGS`` run in a fresh
+    interpreter."""
     script = (
         "import json, sys\n"
         f"sys.argv = ['backstay', *{args!r}]\n"
@@ -39,7 +72,8 @@ def _loaded_after(args: list[str]) -> list[str]:
         "    main()\n"
         "except SystemExit:\n"
         "    pass\n"
-        "sys.stderr.write(json.dumps(sorted(m for m in sys.modules if m.startswith('backstay'))))\n"
+        f"loaded = sorted(m for m in sys.modules if m.startswith({prefix!r}))\n"
+        "sys.stderr.write(json.dumps(loaded))\n"
     )
     done = subprocess.run(
         [sys.executable, "-c", script], capture_output=True, text=True, check=True, timeout=60
@@ -77,3 +111,34 @@ def test_a_command_loads_its_own_module_only() -> None:
     loaded = set(_loaded_after(["explain", "--help"]))
     assert "backstay.cli.explain" in loaded
     assert not ({listed.module for listed in COMMANDS} - {"backstay.cli.explain"}) & loaded
+
+
+@pytest.mark.parametrize("command", ["run", "batch"])
+def test_the_variables_in_a_commands_help_import_no_adapter(command: str) -> None:
+    loaded = _loaded_after([command, "--help"], prefix="")
+    assert not [name for name in loaded if name.startswith(ADAPTER_MODULES)]
+    assert not [name for name in loaded if name.split(".")[0] in SDKS]
+
+
+def test_suite_check_checks_api_tasks_without_their_sdks(tmp_path: Path) -> None:
+    suite = tmp_path / "suite.yaml"
+    suite.write_text(SUITE, encoding="utf-8")
+    loaded = _loaded_after(["suite", "check", str(suite)], prefix="")
+    assert "backstay.cli.suite" in loaded
+    assert not [name for name in loaded if name.split(".")[0] in SDKS]
+    assert not [name for name in loaded if name.startswith(("backstay.engine", "backstay.store"))]
+
+
+def test_suite_check_still_says_a_key_is_wrong_without_the_sdk(tmp_path: Path) -> None:
+    suite = tmp_path / "suite.yaml"
+    suite.write_text(SUITE.replace("stream: false", "stream: maybe"), encoding="utf-8")
+    done = subprocess.run(
+        [str(Path(sys.executable).with_name("backstay")), "suite", "check", str(suite)],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=60,
+    )
+    assert done.returncode == 2
+    assert "stream" in done.stderr
+    assert "Traceback" not in done.stderr

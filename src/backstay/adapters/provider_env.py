@@ -19,12 +19,14 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
+from types import MappingProxyType
 from typing import Final
 
 from backstay._checks import check_env_names
 
 __all__ = [
     "ANTHROPIC_ENV",
+    "BUILTIN_PROVIDER_ENV",
     "GEMINI_ENV",
     "NO_PROVIDER_ENV",
     "OPENAI_ENV",
@@ -87,6 +89,45 @@ OPENAI_ENV: Final = ProviderEnv(
 )
 GEMINI_ENV: Final = ProviderEnv(
     credentials=("GEMINI_API_KEY", "GOOGLE_API_KEY"), endpoint=("GOOGLE_GEMINI_BASE_URL",)
+)
+
+# What each built-in adapter declares, by name, as data: ``backstay run --help`` and
+# ``backstay suite check`` show it without importing an adapter (and its SDK glue).
+# ``tests/adapters/test_provider_env.py`` holds it equal to each class's ``provider_env``.
+BUILTIN_PROVIDER_ENV: Final[Mapping[str, ProviderEnv]] = MappingProxyType(
+    {
+        "mock": NO_PROVIDER_ENV,
+        "anthropic-api": ANTHROPIC_ENV,
+        "openai-api": OPENAI_ENV,
+        "gemini-api": GEMINI_ENV,
+        "claude-code": ANTHROPIC_ENV,
+        "gemini-cli": GEMINI_ENV,
+        "codex": ProviderEnv(
+            credentials=OPENAI_ENV.credentials,
+            endpoint=OPENAI_ENV.endpoint,
+            account=("OPENAI_ORGANIZATION", "OPENAI_PROJECT"),
+            translated=OPENAI_ENV.endpoint,
+        ),
+        "opencode": ProviderEnv(
+            credentials=OPENAI_ENV.credentials,
+            endpoint=OPENAI_ENV.endpoint,
+            translated=OPENAI_ENV.endpoint,
+        ),
+        "aider": ProviderEnv(
+            credentials=(
+                *OPENAI_ENV.credentials,
+                ANTHROPIC_ENV.credentials[0],
+                GEMINI_ENV.credentials[0],
+            ),
+            endpoint=("OPENAI_API_BASE", *OPENAI_ENV.endpoint, *ANTHROPIC_ENV.endpoint),
+            account=("OPENAI_ORGANIZATION",),
+        ),
+        "agent-runtime": NO_PROVIDER_ENV,
+        "langgraph": OPENAI_ENV,
+        "pydantic-ai": OPENAI_ENV,
+        "llamaindex": OPENAI_ENV,
+        "autogen": OPENAI_ENV,
+    }
 )
 
 

@@ -66,6 +66,19 @@ COMMANDS: Final[tuple[Listed, ...]] = (
         help="Continue the batch in --state-dir: every task that can run now runs.",
     ),
     Listed(
+        name="retry",
+        module="backstay.cli.retry",
+        attr="retry",
+        help="Re-open failed or cancelled tasks of the batch in --state-dir: the next backstay\n"
+        "resume runs them.",
+    ),
+    Listed(
+        name="cancel",
+        module="backstay.cli.cancel",
+        attr="cancel",
+        help="Cancel tasks of the batch in --state-dir that have not finished: they never run.",
+    ),
+    Listed(
         name="status",
         module="backstay.cli.status",
         attr="status",
@@ -160,7 +173,7 @@ def load(listed: Listed) -> Any:
         return group
     one = typer.Typer(add_completion=False)
     if listed.provider_help:
-        from backstay.cli._provider_env import ProviderHelpCommand  # noqa: PLC0415 - it loads every adapter
+        from backstay.cli._provider_env import ProviderHelpCommand  # noqa: PLC0415 - run, batch only
 
         one.command(listed.name, cls=ProviderHelpCommand)(found)
     else:

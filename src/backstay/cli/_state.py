@@ -13,7 +13,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from backstay._private import make_private_dirs
-from backstay.cli import _faults, _records
+from backstay.cli import _faults, _options, _records
 from backstay.cli._errors import usage_error
 from backstay.config import BackstayConfig, load_config
 from backstay.engine import BATCH_FILE, TERMINAL, Engine, Summary, TaskState, read_identity
@@ -98,14 +98,7 @@ INTERRUPTED: Final = 130
 
 
 # ``--set KEY=VALUE`` on every command that loads the configuration.
-SetOption = Annotated[
-    list[str] | None,
-    typer.Option(
-        "--set",
-        help="Override one configuration key, e.g. retry.policies.standard.max_attempts=5 "
-        "(repeatable; the retry policy framework's camelCase keys work too).",
-    ),
-]
+SetOption = _options.SetOption
 
 
 def check_not_a_file(state_dir: Path) -> None:
@@ -263,6 +256,19 @@ def store_lost(err: StoreUnreachable, state_dir: Path) -> typer.Exit:
     """Say what happened when the shared store stopped answering mid-batch; the exit."""
     _say(_faults.store_lost_message(err, state_dir))
     return typer.Exit(STORE_UNREACHABLE)
+
+
+def batch_flags(state_dir: Path, location: StoreLocation | None = None) -> str:
+    """The flags that name the batch again in a hint: ``--state-dir DIR``, and ``--store``
+    when the batch's store is not found from the state directory alone (a Redis URL with
+    a password is shown with ``***``: give it whole, or in $BACKSTAY_STORE)."""
+    flags = f"--state-dir {state_dir}"
+    if location is None or location.kind is StoreKind.SQLITE:
+        if location is not None and location.path is not None:
+            if Path(location.path).absolute() != Path(state_dir).absolute():
+                flags += f" --store {location.path}"
+        return flags
+    return f"{flags} --store '{location.display}'"
 
 
 def guard_settings(lease_ttl_s: float) -> GuardSettings:

@@ -11,7 +11,7 @@ from typing import Annotated
 import typer
 
 from backstay.adapters.registry import adapter_names
-from backstay.cli import _state
+from backstay.cli import _options
 from backstay.cli._errors import usage_error
 from backstay.cli._provider_env import env_line
 from backstay.config import Suite, SuiteTask, load_config, load_suite, suite_schema, task_run_id
@@ -70,7 +70,7 @@ def summary(suite: Suite, file: Path) -> list[str]:
 def check(
     file: Annotated[Path, typer.Argument(help="The suite file to check.")],
     config_file: Annotated[Path | None, typer.Option("--config", help=CONFIG_HELP)] = None,
-    sets: _state.SetOption = None,
+    sets: _options.SetOption = None,
     list_runs: Annotated[
         bool, typer.Option("--runs", help="Also list every run, as task/tier-run_NN.")
     ] = False,

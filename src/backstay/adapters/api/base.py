@@ -31,6 +31,9 @@ import abc
 import asyncio
 import dataclasses
 import importlib
+import importlib.machinery
+import importlib.util
+import sys
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from types import ModuleType
@@ -63,6 +66,7 @@ __all__ = [
     "Transcript",
     "cut_short",
     "import_sdk",
+    "require_sdk",
 ]
 
 IDEMPOTENCY_HEADER: Final = "Idempotency-Key"
@@ -82,6 +86,30 @@ def import_sdk(module: str, *, adapter: str, extra: str) -> ModuleType:
             f"not installed: pip install 'backstay[{extra}]'",
             where="adapter",
         ) from exc
+
+
+def require_sdk(module: str, *, adapter: str, extra: str) -> None:
+    """``ConfigError`` naming the extra that installs ``module`` when it is not installed;
+    ``module`` itself is found, not imported (checking settings costs no SDK import)."""
+    if not _installed(module):
+        import_sdk(module, adapter=adapter, extra=extra)
+
+
+def _installed(module: str) -> bool:
+    """Whether ``module`` can be imported, found part by part without importing even its
+    parent packages (``google`` for ``google.genai``)."""
+    if module in sys.modules:
+        return sys.modules[module] is not None  # None: its import is blocked
+    first, *rest = module.split(".")
+    try:
+        spec = importlib.util.find_spec(first)
+    except (ImportError, ValueError):
+        return False
+    for part in rest:
+        if spec is None or spec.submodule_search_locations is None:
+            return False
+        spec = importlib.machinery.PathFinder.find_spec(part, list(spec.submodule_search_locations))
+    return spec is not None
 
 
 class Transcript:
@@ -218,10 +246,11 @@ class ApiAdapter(BaseAdapter):
 
     def validate_config(self, config: Mapping[str, Any]) -> bool:
         """Unknown keys and wrong values name the adapter and the key; a missing SDK
-        names the extra to install."""
+        names the extra to install (the SDK is found, not imported: that waits for the
+        first attempt)."""
         super().validate_config(config)
         self.settings(config)
-        import_sdk(self.sdk_module, adapter=self.name, extra=self.extra)
+        require_sdk(self.sdk_module, adapter=self.name, extra=self.extra)
         return True
 
     @abc.abstractmethod
