@@ -110,7 +110,7 @@ def test_the_request_log_has_one_line_per_request_and_no_secret(tmp_path: Path) 
     ]
     assert set(lines[0]) == {
         "time", "path", "api", "model", "stream", "idempotency_key", "fault", "status",
-        "input_tokens", "output_tokens", "replay", "traceparent",
+        "input_tokens", "output_tokens", "replay", "traceparent", "turn",
     }  # fmt: skip
     assert lines[2]["idempotency_key"] == "k-1"
     assert lines[0]["input_tokens"] > 0

@@ -107,7 +107,10 @@ seed: many
 @pytest.mark.parametrize(
     ("text", "expected"),
     [
-        ("[1, 2]", "must be a mapping of seed, reply, rate_limit, sequence, faults, got a list"),
+        (
+            "[1, 2]",
+            "must be a mapping of seed, reply, session, rate_limit, sequence, faults, got a list",
+        ),
         ("faults: {a: 1}", "faults: must be a list of faults, got a mapping"),
         ("faults: [{first: 2}]", "faults[0].fault: is required"),
         ("faults: [{fault: hang, outage: {start_s: 1}}]", "faults[0].outage: needs duration_s"),

@@ -20,8 +20,9 @@ from backstay.config._source import Source, SourceKind
 from backstay.errors import ConfigError
 from backstay.fakeprovider.faults import Fault, FaultKind, Outage
 from backstay.fakeprovider.scenario import RateLimit, Reply, Scenario, ToolCall
+from backstay.fakeprovider.session import Session, Turn
 
-TOP_LEVEL: Final = ("seed", "reply", "rate_limit", "sequence", "faults")
+TOP_LEVEL: Final = ("seed", "reply", "session", "rate_limit", "sequence", "faults")
 FAULT_KEYS: Final = (
     "fault",
     "api",
@@ -30,6 +31,8 @@ FAULT_KEYS: Final = (
     "requests",
     "probability",
     "outage",
+    "turn",
+    "times",
     "retry_after_s",
     "after_events",
     "delay_s",
@@ -76,7 +79,7 @@ def fault(
     fields: dict[str, Any] = {}
     for key, value in body.items():
         if key not in FAULT_KEYS or (
-            requests and key in {"first", "requests", "probability", "outage"}
+            requests and key in {"first", "requests", "probability", "outage", "turn", "times"}
         ):
             unknown_key(doc, path, key, [k for k in FAULT_KEYS if not requests or k != "requests"])
         else:
@@ -146,6 +149,40 @@ def _reply(doc: Document, raw: object) -> Reply:
     return Reply(text=text, tool_call=tool)
 
 
+def _session(doc: Document, raw: object) -> Session | None:
+    """``session: {turns: [{shell: …}, …], final: …}``."""
+    body = mapping(doc, ("session",), raw, "turns and final")
+    if body is None:
+        return None
+    for key in body:
+        if key not in ("turns", "final"):
+            unknown_key(doc, ("session",), key, ("turns", "final"))
+    raw_turns = body.get("turns")
+    if not isinstance(raw_turns, list) or not raw_turns:
+        doc.problem(
+            ("session", "turns"),
+            f"must be a non-empty list of {{shell: COMMAND}}, got {describe_value(raw_turns)}",
+        )
+        return None
+    turns = []
+    for index, item in enumerate(raw_turns):
+        path: Path = ("session", "turns", f"[{index}]")
+        turn = mapping(doc, path, item, "shell")
+        if turn is None:
+            continue
+        for key in turn:
+            if key != "shell":
+                unknown_key(doc, path, key, ("shell",))
+        built = _build(doc, path, Turn, shell=turn.get("shell"))
+        if built is not None:
+            turns.append(built)
+    if len(turns) != len(raw_turns):
+        return None
+    fields = {"final": body["final"]} if "final" in body else {}
+    session: Session | None = _build(doc, ("session",), Session, turns=tuple(turns), **fields)
+    return session
+
+
 def _rate_limit(doc: Document, raw: object) -> RateLimit | None:
     keys = ("requests_per_minute", "tokens_per_minute")
     body = mapping(doc, ("rate_limit",), raw, "requests_per_minute and tokens_per_minute")
@@ -180,6 +217,7 @@ def scenario_from(doc: Document, data: object) -> Scenario | None:
         if built is not None:
             faults.append(built)
     reply = _reply(doc, data.get("reply"))
+    session = _session(doc, data["session"]) if data.get("session") is not None else None
     limit = _rate_limit(doc, data.get("rate_limit"))
     seed = data.get("seed", 0)
     if isinstance(seed, bool) or not isinstance(seed, int):
@@ -187,7 +225,7 @@ def scenario_from(doc: Document, data: object) -> Scenario | None:
         seed = 0
     if doc.problems:
         return None
-    return Scenario(faults=tuple(faults), reply=reply, rate_limit=limit, seed=seed)
+    return Scenario(faults=tuple(faults), reply=reply, session=session, rate_limit=limit, seed=seed)
 
 
 def load_scenario(path: str | os.PathLike[str]) -> Scenario:

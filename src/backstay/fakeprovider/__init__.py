@@ -2,7 +2,8 @@
 scripted faults: the provider backstay's own tests, benchmarks and demo fail against.
 
 ``FakeProvider(scenario)`` serves on 127.0.0.1 (a sync or async context manager);
-``Scenario`` holds the ``Fault`` list, the ``Reply`` and an enforced ``RateLimit``;
+``Scenario`` holds the ``Fault`` list, the ``Reply``, a scripted multi-turn ``Session``
+(``Scenario.shell_session``) and an enforced ``RateLimit``;
 ``load_scenario(path)`` reads one from YAML. Needs aiohttp (``backstay[fake]``), imported
 only when a server starts. See docs/fake-provider.md.
 """
@@ -14,11 +15,13 @@ import os
 from backstay.fakeprovider.faults import API_NAMES, Fault, FaultKind, Outage
 from backstay.fakeprovider.provider import FakeProvider
 from backstay.fakeprovider.scenario import RateLimit, Reply, Scenario, ToolCall
+from backstay.fakeprovider.session import SHELL_TOOLS, Session, Turn
 from backstay.fakeprovider.stats import Stats
 from backstay.fakeprovider.tokens import count_tokens
 
 __all__ = [
     "API_NAMES",
+    "SHELL_TOOLS",
     "FakeProvider",
     "Fault",
     "FaultKind",
@@ -26,8 +29,10 @@ __all__ = [
     "RateLimit",
     "Reply",
     "Scenario",
+    "Session",
     "Stats",
     "ToolCall",
+    "Turn",
     "count_tokens",
     "load_scenario",
     "parse_fault",

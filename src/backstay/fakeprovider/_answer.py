@@ -1,5 +1,7 @@
 """What the model answers to a ``Prompt``: text or a tool call, and the token counts, all
-decided before a byte is written so that streamed and JSON answers agree."""
+decided before a byte is written so that streamed and JSON answers agree. A request of a
+scripted session (``turn`` given) gets that turn's shell call, or the session's final
+text; any other request gets the scenario's ``Reply``."""
 
 from __future__ import annotations
 
@@ -9,6 +11,7 @@ from typing import Final
 
 from backstay.fakeprovider._prompt import Prompt
 from backstay.fakeprovider.scenario import Reply
+from backstay.fakeprovider.session import Session, shell_arguments, shell_tool
 from backstay.fakeprovider.tokens import count_tokens, split_pieces
 
 _ECHO_WORDS: Final = 12
@@ -55,33 +58,54 @@ def _truncate(pieces: list[str], limit: int | None) -> tuple[list[str], bool]:
     return kept, False
 
 
-def answer(prompt: Prompt, reply: Reply, *, number: int) -> Answer:
-    """The answer to the ``number``-th request (the number makes ids unique)."""
-    call_id = f"{number:024x}"
-    tool = reply.tool_call
-    if tool is not None and tool.name in prompt.tools and not prompt.has_tool_result:
-        arguments = json.dumps(dict(tool.arguments), separators=(",", ":"))
-        return Answer(
-            text="",
-            pieces=(),
-            tool_name=tool.name,
-            tool_arguments=arguments,
-            call_id=call_id,
-            input_tokens=prompt.input_tokens,
-            output_tokens=count_tokens(tool.name) + count_tokens(arguments),
-        )
-    pieces, truncated = _truncate(
-        split_pieces(reply.text if reply.text is not None else default_text(prompt.user_text)),
-        prompt.max_tokens,
-    )
-    text = "".join(pieces)
+def _tool_call(prompt: Prompt, name: str, arguments: object, call_id: str) -> Answer:
+    text = json.dumps(arguments, separators=(",", ":"))
     return Answer(
-        text=text,
+        text="",
+        pieces=(),
+        tool_name=name,
+        tool_arguments=text,
+        call_id=call_id,
+        input_tokens=prompt.input_tokens,
+        output_tokens=count_tokens(name) + count_tokens(text),
+    )
+
+
+def answer(
+    prompt: Prompt,
+    reply: Reply,
+    *,
+    number: int,
+    session: Session | None = None,
+    turn: int | None = None,
+) -> Answer:
+    """The answer to the ``number``-th request (the number makes ids unique), at ``turn``
+    of ``session`` when the request belongs to it."""
+    call_id = f"{number:024x}"
+    if session is not None and turn is not None:
+        command = session.command(turn)
+        tool = shell_tool(prompt.tools)
+        if command is not None and tool is not None:
+            return _tool_call(prompt, tool, shell_arguments(tool, command), call_id)
+        return _text(prompt, session.final, call_id)
+    call = reply.tool_call
+    if call is not None and call.name in prompt.tools and not prompt.has_tool_result:
+        return _tool_call(prompt, call.name, dict(call.arguments), call_id)
+    return _text(
+        prompt, reply.text if reply.text is not None else default_text(prompt.user_text), call_id
+    )
+
+
+def _text(prompt: Prompt, text: str, call_id: str) -> Answer:
+    pieces, truncated = _truncate(split_pieces(text), prompt.max_tokens)
+    kept = "".join(pieces)
+    return Answer(
+        text=kept,
         pieces=tuple(pieces),
         tool_name=None,
         tool_arguments="",
         call_id=call_id,
         input_tokens=prompt.input_tokens,
-        output_tokens=count_tokens(text),
+        output_tokens=count_tokens(kept),
         truncated=truncated,
     )

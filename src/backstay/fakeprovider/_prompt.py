@@ -28,9 +28,13 @@ class Prompt:
     input_tokens: int
     user_text: str
     tools: frozenset[str]
-    has_tool_result: bool
+    tool_results: int
     include_usage: bool = False
     max_tokens: int | None = None
+
+    @property
+    def has_tool_result(self) -> bool:
+        return self.tool_results > 0
 
 
 def json_object(raw: bytes) -> Mapping[str, Any]:
@@ -127,8 +131,8 @@ def anthropic(body: Mapping[str, Any]) -> Prompt:
         input_tokens=_tokens(body.get("system"), messages, body.get("tools")),
         user_text=_text_of(user.get("content") if user else "", text_types=frozenset({"text"})),
         tools=_names(body.get("tools")),
-        has_tool_result=any(
-            isinstance(b, Mapping) and b.get("type") == "tool_result" for b in blocks
+        tool_results=sum(
+            1 for b in blocks if isinstance(b, Mapping) and b.get("type") == "tool_result"
         ),
         max_tokens=max_tokens,
     )
@@ -146,7 +150,7 @@ def openai_chat(body: Mapping[str, Any]) -> Prompt:
         input_tokens=_tokens(messages, body.get("tools")),
         user_text=_text_of(user.get("content") if user else "", text_types=frozenset({"text"})),
         tools=_names(body.get("tools"), nested="function"),
-        has_tool_result=any(isinstance(m, Mapping) and m.get("role") == "tool" for m in messages),
+        tool_results=sum(1 for m in messages if isinstance(m, Mapping) and m.get("role") == "tool"),
         include_usage=isinstance(options, Mapping) and options.get("include_usage") is True,
         max_tokens=limit if isinstance(limit, int) and limit > 0 else None,
     )
@@ -171,8 +175,8 @@ def openai_responses(body: Mapping[str, Any]) -> Prompt:
             user.get("content") if user else "", text_types=frozenset({"input_text", "text"})
         ),
         tools=_names(body.get("tools")),
-        has_tool_result=any(
-            isinstance(i, Mapping) and i.get("type") in _RESULT_ITEMS for i in items
+        tool_results=sum(
+            1 for i in items if isinstance(i, Mapping) and i.get("type") in _RESULT_ITEMS
         ),
         max_tokens=limit if isinstance(limit, int) and limit > 0 else None,
     )
@@ -209,6 +213,6 @@ def gemini(body: Mapping[str, Any], *, model: str, stream: bool) -> Prompt:
             if isinstance(p, Mapping) and "text" in p
         ),
         tools=_names(declared),
-        has_tool_result=any(isinstance(p, Mapping) and "functionResponse" in p for p in parts),
+        tool_results=sum(1 for p in parts if isinstance(p, Mapping) and "functionResponse" in p),
         max_tokens=limit if isinstance(limit, int) and limit > 0 else None,
     )

@@ -238,11 +238,21 @@ class FakeServer:
                 )
                 return await self._send(request, api, stored, None)
         keep: Reply | None = None
+        session = self.scenario.session
+        turn = None if session is None else session.turn_of(prompt.tools, prompt.tool_results)
         try:
             now = time.monotonic()
-            fault = self._picker.pick(api.name, prompt.model, stream=prompt.stream, now=now)
+            fault = self._picker.pick(
+                api.name, prompt.model, stream=prompt.stream, now=now, turn=turn
+            )
             reply, label, tokens = self._plan(
-                api, prompt=prompt, fault=fault, number=number, request_id=request_id, now=now
+                api,
+                prompt=prompt,
+                fault=fault,
+                number=number,
+                request_id=request_id,
+                now=now,
+                turn=turn,
             )
             status = _NO_RESPONSE if reply is None else reply.status
             self._record(
@@ -254,6 +264,7 @@ class FakeServer:
                 fault=label,
                 status=status,
                 tokens=tokens,
+                turn=turn,
             )
             if fault is None or fault.kind is FaultKind.SLOW:
                 keep = reply
@@ -271,6 +282,7 @@ class FakeServer:
         number: int,
         request_id: str,
         now: float,
+        turn: int | None,
     ) -> tuple[Reply | None, str | None, tuple[int, int]]:
         """The answer (``None``: no response at all), the fault's label, and the tokens
         worked on (input, output)."""
@@ -283,7 +295,9 @@ class FakeServer:
         blocked = kind is FaultKind.CONTENT_POLICY and api.blocked is not None
         if fault is not None and kind not in _NOT_ERRORS and not blocked:
             return self._fault_reply(api, prompt, fault, request_id), label, (0, 0)
-        result = _answer(prompt, self.scenario.reply, number=number)
+        result = _answer(
+            prompt, self.scenario.reply, number=number, session=self.scenario.session, turn=turn
+        )
         extra: dict[str, str] = {}
         if self._limiter is not None:
             denied = self._limiter.admit(result.input_tokens + result.output_tokens, now=now)
@@ -415,6 +429,7 @@ class FakeServer:
         status: int,
         tokens: tuple[int, int] = (0, 0),
         replay: bool = False,
+        turn: int | None = None,
     ) -> None:
         self.recorder.record(
             Entry(
@@ -430,6 +445,7 @@ class FakeServer:
                 output_tokens=tokens[1],
                 replay=replay,
                 traceparent=request.headers.get("traceparent"),
+                turn=turn,
             )
         )
 

@@ -2,8 +2,10 @@
 
 A fault applies to the generation requests its ``api`` and ``model`` filters let through,
 numbered from 1 in arrival order, and to those of them its one selector picks: ``first``
-(the first N), ``requests`` (those numbers), ``probability`` (a seeded draw per request)
-or ``outage`` (every request inside a time window). Without a selector it applies to all.
+(the first N), ``requests`` (those numbers), ``probability`` (a seeded draw per request),
+``outage`` (every request inside a time window) or ``turn`` (the first ``times`` requests
+at that turn of a scripted session, see ``session.py``). Without a selector it applies to
+all.
 """
 
 from __future__ import annotations
@@ -84,7 +86,9 @@ class Fault:
     """One scripted failure. ``kind`` says what, the filters and selector say when.
 
     * ``api``: one of ``API_NAMES`` (``None``: every API); ``model``: an exact model name.
-    * selectors, at most one: ``first``, ``requests``, ``probability``, ``outage``.
+    * selectors, at most one: ``first``, ``requests``, ``probability``, ``outage``,
+      ``turn`` (with ``times``, default 1: how many requests at that turn it applies to;
+      only requests of a scripted session have a turn).
     * ``retry_after_s``: the wait a ``rate_limit`` (default 1 s), ``overloaded`` or
       ``unavailable`` answer asks for.
     * ``after_events``: stream events sent before a ``stream_error``, ``stall`` or ``reset``
@@ -99,6 +103,8 @@ class Fault:
     requests: tuple[int, ...] = ()
     probability: float | None = None
     outage: Outage | None = None
+    turn: int | None = None
+    times: int | None = None
     retry_after_s: float | None = None
     after_events: int | None = None
     delay_s: float | None = None
@@ -125,6 +131,7 @@ class Fault:
                 ("requests", self.requests or None),
                 ("probability", self.probability),
                 ("outage", self.outage),
+                ("turn", self.turn),
             )
             if value is not None
         ]
@@ -140,6 +147,12 @@ class Fault:
             check_number(self.probability, where="probability", maximum=1.0)
         if self.outage is not None and not isinstance(self.outage, Outage):
             raise ConfigError(f"must be an Outage, got {self.outage!r}", where="outage")
+        if self.turn is not None:
+            check_number(self.turn, where="turn", minimum=1, integer=True)
+        if self.times is not None:
+            if self.turn is None:
+                raise ConfigError("applies only with the turn selector", where="times")
+            check_number(self.times, where="times", minimum=1, integer=True)
 
     def _check_options(self) -> None:
         for name, value, kinds in (
@@ -160,6 +173,11 @@ class Fault:
         if self.retry_after_s is None and self.kind is FaultKind.RATE_LIMIT:
             return DEFAULT_RETRY_AFTER_S
         return self.retry_after_s
+
+    @property
+    def turn_times(self) -> int:
+        """How many requests at ``turn`` the fault applies to."""
+        return 1 if self.times is None else self.times
 
     @property
     def events_before(self) -> int:

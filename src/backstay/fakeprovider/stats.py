@@ -25,23 +25,27 @@ class Stats:
     """Counters since the server started. ``requests`` counts every request answered
     (``GET`` ones included, the stats endpoint excluded); ``by_fault`` counts injected
     faults by name and enforced rate limits as ``rate_limit_enforced``; ``replays`` counts
-    answers repeated for an ``Idempotency-Key``; tokens count work done (not replays)."""
+    answers repeated for an ``Idempotency-Key``; tokens count work done (not replays);
+    ``by_turn`` counts the requests of a scripted session by their turn, answered or
+    failed."""
 
     requests: int = 0
     by_status: Mapping[int, int] = dataclasses.field(default_factory=dict)
     by_fault: Mapping[str, int] = dataclasses.field(default_factory=dict)
     by_api: Mapping[str, int] = dataclasses.field(default_factory=dict)
+    by_turn: Mapping[int, int] = dataclasses.field(default_factory=dict)
     replays: int = 0
     input_tokens: int = 0
     output_tokens: int = 0
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready (status codes as text keys)."""
+        """JSON-ready (status codes and turns as text keys)."""
         return {
             "requests": self.requests,
             "by_status": {str(k): v for k, v in sorted(self.by_status.items())},
             "by_fault": dict(sorted(self.by_fault.items())),
             "by_api": dict(sorted(self.by_api.items())),
+            "by_turn": {str(k): v for k, v in sorted(self.by_turn.items())},
             "replays": self.replays,
             "input_tokens": self.input_tokens,
             "output_tokens": self.output_tokens,
@@ -64,6 +68,7 @@ class Entry:
     output_tokens: int = 0
     replay: bool = False
     traceparent: str | None = None
+    turn: int | None = None
 
 
 _FIELDS: Final = tuple(field.name for field in dataclasses.fields(Entry))
@@ -79,6 +84,7 @@ class Recorder:
         self._status: Counter[int] = Counter()
         self._fault: Counter[str] = Counter()
         self._api: Counter[str] = Counter()
+        self._turn: Counter[int] = Counter()
         self._replays = 0
         self._input = 0
         self._output = 0
@@ -95,6 +101,8 @@ class Recorder:
                 self._fault[entry.fault] += 1
             if entry.api is not None:
                 self._api[entry.api] += 1
+            if entry.turn is not None:
+                self._turn[entry.turn] += 1
             self._replays += entry.replay
             self._input += entry.input_tokens
             self._output += entry.output_tokens
@@ -125,6 +133,7 @@ class Recorder:
                 by_status=MappingProxyType(dict(self._status)),
                 by_fault=MappingProxyType(dict(self._fault)),
                 by_api=MappingProxyType(dict(self._api)),
+                by_turn=MappingProxyType(dict(self._turn)),
                 replays=self._replays,
                 input_tokens=self._input,
                 output_tokens=self._output,
