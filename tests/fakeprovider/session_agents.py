@@ -100,8 +100,7 @@ def chat_session(agent: Agent, url: str, *, stream: bool) -> str:
                 choice = client.chat.completions.create(**kw).choices[0].message
                 calls = choice.tool_calls or []
                 return choice.content or "", [
-                    (c.id, c.function.name, c.function.arguments)  # type: ignore[union-attr]
-                    for c in calls
+                    (c.id, c.function.name, c.function.arguments) for c in calls
                 ]
             text, found = "", []
             for chunk in client.chat.completions.create(stream=True, **kw):

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import httpx
 import pytest
 from tests.fakeprovider import sdk
 from tests.fakeprovider.session_agents import SESSIONS, Agent
@@ -120,9 +121,7 @@ def test_the_request_log_and_the_stats_endpoint_carry_the_turn(tmp_path: Path) -
     scenario = Scenario.shell_session(1, faults={2: "unavailable"})
     with FakeProvider(scenario, log_path=log) as fake:
         SESSIONS["openai-responses"](Agent(tmp_path, retries=1), fake.url, stream=True)
-        served = json.loads(
-            sdk.httpx.get(fake.url + "/_backstay/stats", timeout=sdk.TIMEOUT_S).text
-        )
+        served = json.loads(httpx.get(fake.url + "/_backstay/stats", timeout=sdk.TIMEOUT_S).text)
     entries = [json.loads(line) for line in log.read_text().splitlines()]
     assert [(e["turn"], e["status"]) for e in entries] == [(1, 200), (2, 503), (2, 200)]
     assert served["by_turn"] == {"1": 1, "2": 2}
