@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-test
 DEMO_STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-all lint pytest pytest-all agents sandbox system-deps bench clean
+.PHONY: demo test test-all lint pytest pytest-all agents node-sdks sandbox system-deps bench clean
 
 $(VENV)/bin/python:
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "backstay needs Python >= 3.11")'
@@ -46,6 +46,11 @@ pytest-all: $(STAMP)
 agents: $(STAMP)
 	@$(BIN)/backstay agents install || echo "make agents: some agent CLIs could not be installed (above); the tests that need them will be skipped"
 
+# The official Node SDKs (@anthropic-ai/sdk, openai) at their pinned versions, for the gateway's
+# any-language tests. Quick when installed; without npm or the registry those tests are skipped.
+node-sdks:
+	@scripts/install-node-sdks
+
 # bubblewrap sandboxes the agent runtime's shell tool (docs/frameworks.md); without it the
 # tool refuses to run (unless allow_weak_sandbox), and the tests that need it are skipped.
 sandbox:
@@ -61,7 +66,7 @@ system-deps: sandbox
 	@scripts/install-test-deps
 
 # The checks and the installs run side by side (their output kept whole per step), then pytest.
-SETUP := lint agents sandbox system-deps
+SETUP := lint agents node-sdks sandbox system-deps
 
 test:
 	@$(MAKE) --no-print-directory -j4 --output-sync=target $(SETUP)
