@@ -11,11 +11,13 @@ import pytest
 from tests.engine.support import OK, ScriptedAdapter, clock, engine, spec
 
 from backstay.engine import TaskFailed, TaskState
-from backstay.engine.pacing import Pacing, limit_key
+from backstay.engine.pacing import Pacing, engine_pacing, limit_key
 from backstay.errors import ConfigError
 from backstay.failure import Failure
 from backstay.policy.budget import BudgetSettings
 from backstay.policy.ratelimit import RateLimiter, RateLimitSettings
+from backstay.store.location import StoreLocation
+from backstay.store.open import open_stores
 from backstay.testing import FakeClock, capture_events
 
 DOWN: Final = Failure(code="ERR_HTTP_503_UNAVAILABLE")
@@ -29,17 +31,39 @@ def _dispatch_times(adapter: ScriptedAdapter, fake: FakeClock) -> list[float]:
     return times
 
 
-def test_the_most_specific_key_names_the_limiter() -> None:
-    keys = {"anthropic", "anthropic-api", "anthropic-api/opus", "openai/gpt"}
+def test_the_most_specific_provider_key_names_the_limiter() -> None:
+    keys = {"anthropic", "anthropic/opus", "openai/gpt"}
     found = limit_key(keys, adapter="anthropic-api", provider="anthropic", model="opus")
-    assert found == ("anthropic-api", "opus")
+    assert found == ("anthropic", "opus")
     found = limit_key(keys, adapter="anthropic-api", provider="anthropic", model="haiku")
-    assert found == ("anthropic-api", "haiku")
+    assert found == ("anthropic", "haiku")
     assert limit_key(keys, adapter="openai-api", provider="openai", model="gpt") == (
         "openai",
         "gpt",
     )
-    assert limit_key(keys, adapter="codex", provider="", model="gpt") is None
+    assert limit_key(keys, adapter="gemini-api", provider="gemini", model="flash") is None
+
+
+def test_an_api_task_and_a_cli_session_of_one_provider_get_one_limiter() -> None:
+    keys = {"anthropic"}
+    api = limit_key(keys, adapter="anthropic-api", provider="anthropic", model="sonnet")
+    cli = limit_key(keys, adapter="claude-code", provider="", model="sonnet")
+    prefixed = limit_key(keys, adapter="opencode", provider="", model="anthropic/sonnet")
+    assert api == cli == prefixed == ("anthropic", "sonnet")
+
+
+def test_an_adapter_named_limit_paces_its_providers_limiter(tmp_path: Path) -> None:
+    stores = open_stores(StoreLocation.sqlite(tmp_path), state_dir=tmp_path)
+    try:
+        pacing = engine_pacing(
+            stores, rate_limits={"claude-code": ONE_PER_S}, retry_budget=None, clock=clock()
+        )
+    finally:
+        stores.close()
+    assert pacing is not None
+    assert pacing.keys == {"anthropic"}
+    found = limit_key(pacing.keys, adapter="anthropic-api", provider="anthropic", model="m")
+    assert found == ("anthropic", "m")
 
 
 def test_tasks_whose_adapter_has_a_rate_limit_start_at_its_rate(tmp_path: Path) -> None:

@@ -18,6 +18,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Final, Protocol, runtime_checkable
 
 from backstay._checks import check_launcher, check_name, check_number
+from backstay.adapters.session import SessionPlan
 from backstay.adapters.usage import Usage
 from backstay.errors import ConfigError
 from backstay.failure import Failure
@@ -107,7 +108,9 @@ class AgentRequest:
     attempt belongs to keeps its records (the engine sets it; ``None`` outside an
     engine): an adapter that records state of its own, such as the agent runtime's
     checkpoints, keeps it there and nowhere else. It may hold a Redis password, so it is
-    left out of ``repr``.
+    left out of ``repr``. ``session`` (a CLI adapter's) gives the attempt a private home
+    kept across the task's attempts and, with ``resume_id``, the CLI session to continue
+    (``backstay.adapters.session``); ``None``: a fresh home removed afterwards.
     """
 
     model: str
@@ -123,9 +126,14 @@ class AgentRequest:
     launcher: tuple[str, ...] = ()
     tenant: str | None = None
     store: StoreLocation | None = dataclasses.field(default=None, repr=False)
+    session: SessionPlan | None = None
 
     def __post_init__(self) -> None:
         check_name(self.model, where="model")
+        if self.session is not None and not isinstance(self.session, SessionPlan):
+            raise ConfigError(
+                f"must be a SessionPlan, got {type(self.session).__name__}", where="session"
+            )
         if self.tenant is not None:
             check_name(self.tenant, where="tenant")
         if (self.prompt is None) == (self.prompt_file is None):

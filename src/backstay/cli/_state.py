@@ -264,9 +264,9 @@ def batch_flags(state_dir: Path, location: StoreLocation | None = None) -> str:
     a password is shown with ``***``: give it whole, or in $BACKSTAY_STORE)."""
     flags = f"--state-dir {state_dir}"
     if location is None or location.kind is StoreKind.SQLITE:
-        if location is not None and location.path is not None:
-            if Path(location.path).absolute() != Path(state_dir).absolute():
-                flags += f" --store {location.path}"
+        path = None if location is None else location.path
+        if path is not None and Path(path).absolute() != Path(state_dir).absolute():
+            flags += f" --store {path}"
         return flags
     return f"{flags} --store '{location.display}'"
 

@@ -1,5 +1,11 @@
 """``backstay gateway``: serve the provider reverse proxy (docs/gateway.md) until Ctrl-C or
-SIGTERM, printing its base URL first."""
+SIGTERM, printing its base URL first.
+
+``--store`` keeps its rate limiters and breakers where batches keep theirs: a Redis store
+is shared by every gateway (and batch) on it, so a fleet holds one provider limit
+together; a state directory keeps breakers in its SQLite file. ``retry.rate_limits`` of
+the configuration (``--config``, else the ``backstay.yaml`` found as for every command)
+caps each provider's limiter; every other one learns its limit from the headers."""
 
 from __future__ import annotations
 
@@ -9,13 +15,17 @@ import os
 import signal
 import sys
 from collections.abc import Mapping
-from typing import Annotated, Final
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Final
 
 import typer
 
 from backstay.cli._errors import usage_error
 from backstay.errors import ConfigError
 from backstay.gateway import GATEWAY_POLICY, Gateway, GatewaySettings, Upstreams
+
+if TYPE_CHECKING:
+    from backstay.engine.stores import StoreBundle
 
 TOKEN_ENV_VAR: Final = "BACKSTAY_GATEWAY_TOKEN"  # noqa: S105 - a variable name
 # What GatewaySettings calls its fields → the flags that give them.
@@ -27,6 +37,10 @@ _FLAGS: Final = {
     "upstream openai": "--openai-upstream",
     "upstream gemini": "--gemini-upstream",
 }
+_STORE_HELP: Final = (
+    "Keep rate limiters and breakers in this store: redis://host:port/db (?namespace=NAME), "
+    "shared by every gateway and batch on it, or a state directory (SQLite: breakers only)."
+)
 
 
 class Buffer(enum.StrEnum):
@@ -51,6 +65,43 @@ def gateway_token(token_env: str | None, environ: Mapping[str, str]) -> str | No
     if not value:
         raise ConfigError(f"${token_env} is not set or empty", where="--token-env")
     return value
+
+
+def _open_store(text: str) -> StoreBundle:
+    """The stores at ``--store`` (``ConfigError`` naming the flag when they cannot be opened)."""
+    from backstay.store.location import parse_store  # noqa: PLC0415 - only with --store
+    from backstay.store.open import open_stores  # noqa: PLC0415
+
+    location = parse_store(text, where="--store")
+    return open_stores(location, state_dir=location.path or Path.cwd())
+
+
+def _gateway(
+    settings: GatewaySettings, store: str | None, config_file: Path | None
+) -> tuple[Gateway, StoreBundle | None]:
+    """The gateway of ``settings``: its limiters capped by the configuration's
+    ``retry.rate_limits``, they and its breakers in the store at ``store`` (else in this
+    process); and the stores, which the caller closes."""
+    from backstay.breaker import BreakerRegistry  # noqa: PLC0415 - loaded when it serves
+    from backstay.config import load_config  # noqa: PLC0415
+    from backstay.policy.limit_keys import provider_limits  # noqa: PLC0415
+    from backstay.policy.limiters import RateLimiterRegistry  # noqa: PLC0415
+
+    limits = provider_limits(load_config(config_file).engine_rate_limits())
+    if store is None:
+        return Gateway(settings, limiters=RateLimiterRegistry(limits)), None
+    bundle = _open_store(store)
+    for warning in bundle.warnings:
+        sys.stderr.write(f"warning: {warning}\n")
+    try:
+        breakers = BreakerRegistry(settings=settings.breaker, store=bundle.breakers)
+        gateway = Gateway(
+            settings, breakers=breakers, limiters=bundle.rate_limiter_registry(limits)
+        )
+    except BaseException:
+        bundle.close()
+        raise
+    return gateway, bundle
 
 
 async def _serve(gateway: Gateway) -> None:
@@ -115,10 +166,20 @@ def gateway(
             f"x-backstay-gateway-token. Default: ${TOKEN_ENV_VAR} if set, else none.",
         ),
     ] = None,
+    store: Annotated[str | None, typer.Option("--store", metavar="URL", help=_STORE_HELP)] = None,
+    config_file: Annotated[
+        Path | None,
+        typer.Option(
+            "--config",
+            help="backstay.yaml whose retry.rate_limits cap the providers' limits "
+            "(default: the one found as for every command).",
+        ),
+    ] = None,
 ) -> None:
     """Serve a reverse proxy for the Anthropic, OpenAI and Gemini APIs that retries what
     fails (classified, Retry-After honoured, a breaker per provider and model, one
-    Idempotency-Key per request), until Ctrl-C or SIGTERM.
+    Idempotency-Key per request) and paces every request at its provider's rate limit,
+    until Ctrl-C or SIGTERM.
 
     Point a client's base URL at the printed URL; its API key passes through unchanged.
     Exit code 0 after a clean stop, 2 for a bad flag, address or port.
@@ -142,7 +203,12 @@ def gateway(
             allow_remote=allow_remote,
             token=gateway_token(token_env, os.environ),
         )
-        asyncio.run(_serve(Gateway(settings)))
+        served, bundle = _gateway(settings, store, config_file)
+        try:
+            asyncio.run(_serve(served))
+        finally:
+            if bundle is not None:
+                bundle.close()
     except ConfigError as err:
         flag = _FLAGS.get(err.where or "")
         raise usage_error(err if flag is None else ConfigError(err.reason, where=flag)) from None

@@ -15,6 +15,7 @@ from backstay.config._frameworks import FrameworkConfig
 from backstay.config._otel import OtelSettings
 from backstay.config._source import Source
 from backstay.policy.budget import BudgetSettings
+from backstay.policy.limit_keys import provider_limits
 from backstay.policy.limiters import RateLimiterRegistry
 from backstay.policy.ratelimit import RateLimitSettings
 from backstay.policy.registry import PolicyRegistry
@@ -106,9 +107,9 @@ class BackstayConfig:
         return BudgetSettings(**self.budget)
 
     def rate_limiters(self, *, clock: Clock | None = None) -> RateLimiterRegistry:
-        """A limiter registry with one entry per ``rate_limits`` key."""
-        limits = {key: RateLimitSettings(**dict(v)) for key, v in self.rate_limits.items()}
-        return RateLimiterRegistry(limits, clock=clock)
+        """A limiter registry with one entry per ``rate_limits`` key (an adapter's name read
+        as its provider's: ``backstay.policy.limit_keys``)."""
+        return RateLimiterRegistry(provider_limits(self.engine_rate_limits()), clock=clock)
 
     def engine_rate_limits(self) -> dict[str, RateLimitSettings]:
         """The ``rate_limits`` section as settings by key: what ``backstay batch`` and

@@ -14,6 +14,8 @@ human escalation queue and batch summaries. See ``docs/design/engine.md``.
   ``circuit_log``: ``CircuitLog``, what they did (trips, waits);
 * ``budgets``: ``BudgetGate``, the spending budgets asked before each attempt;
   ``spend_ledger``: ``SpendLedger``, what attempts spent and reserved;
+* ``controls``: ``TaskControls``, an operator's retry and cancel; ``suite_diff``: what
+  an edited suite would change in the stored tasks;
 * ``escalations``: ``EscalationQueue``; ``summary``: ``Summary``; ``events``: its events;
 * ``suite_batch``: ``SuiteBatch``, a suite run as one batch in a state directory.
 
@@ -29,6 +31,7 @@ from typing import TYPE_CHECKING, Any, Final
 from backstay.engine.budgets import BudgetExceeded, BudgetGate
 from backstay.engine.circuit_log import CircuitChange, CircuitEntry
 from backstay.engine.circuits import BreakerKeyFn, CircuitGate, breaker_key
+from backstay.engine.controls import Moved, TaskControls
 from backstay.engine.escalations import ACTION_STATES, EscalationQueue
 from backstay.engine.events import (
     AttemptEnded,
@@ -40,6 +43,7 @@ from backstay.engine.events import (
     TaskFailed,
     TaskFellBack,
     TaskPaused,
+    TaskReopened,
     TaskResumed,
     TaskStarted,
     TaskSucceeded,
@@ -56,6 +60,7 @@ from backstay.engine.records import (
 from backstay.engine.resume import StartPlan, StartStep, plan_start
 from backstay.engine.runner import DEFAULT_BREAKER, DEFAULT_CONCURRENCY, Engine
 from backstay.engine.states import (
+    REOPENABLE,
     TERMINAL,
     TRANSITIONS,
     InvalidTransition,
@@ -74,6 +79,7 @@ from backstay.engine.suite_batch import (
     read_identity,
     suite_adapters,
 )
+from backstay.engine.suite_diff import SpecChange, SuiteDiff, suite_diff
 from backstay.engine.summary import Summary, TaskReport
 from backstay.engine.task import TaskSpec, task_run_id
 from backstay.engine.taskstore import TaskStore
@@ -89,6 +95,7 @@ __all__ = [
     "BATCH_FILE",
     "DEFAULT_BREAKER",
     "DEFAULT_CONCURRENCY",
+    "REOPENABLE",
     "TERMINAL",
     "TRANSITIONS",
     "WORKSPACE_DIR",
@@ -111,20 +118,25 @@ __all__ = [
     "EscalationStatus",
     "Executor",
     "InvalidTransition",
+    "Moved",
     "Outcome",
     "ResolveAction",
+    "SpecChange",
     "StartPlan",
     "StartStep",
     "StoreBundle",
     "SuiteBatch",
+    "SuiteDiff",
     "Summary",
     "TaskCancelled",
+    "TaskControls",
     "TaskDeferred",
     "TaskEscalated",
     "TaskFailed",
     "TaskFellBack",
     "TaskPaused",
     "TaskRecord",
+    "TaskReopened",
     "TaskReport",
     "TaskResumed",
     "TaskSpec",
@@ -137,6 +149,7 @@ __all__ = [
     "plan_start",
     "read_identity",
     "suite_adapters",
+    "suite_diff",
     "task_run_id",
     "transition",
 ]

@@ -53,6 +53,7 @@ from backstay.adapters.contract import Adapter, AgentRequest
 from backstay.clock import Clock
 from backstay.engine import _notify as notify
 from backstay.engine._attempt_done import AttemptDone, dispatch, escalation_context, result_data
+from backstay.engine.attempt_start import AttemptStarts
 from backstay.engine.budgets import BudgetGate, estimate_attempt, paused_by_budget
 from backstay.engine.circuits import CircuitGate
 from backstay.engine.decision import draw_for, retry_refused
@@ -118,6 +119,8 @@ class TaskDriver:
         self.fallback = fallback  # the task's chain, when it has fallbacks
         self.pacing = pacing
         self.operation_id = spec.operation_id
+        # An agent CLI's workspace snapshot and session home (attempt_start).
+        self.starts = AttemptStarts(spec, state_dir=state_dir, policy=policy.name)
         # Whether this driver found or made the task succeeded in the store.
         self.succeeded = False
 
@@ -288,6 +291,9 @@ class TaskDriver:
         if self.fallback is not None:
             adapter, request = self.fallback.target(adapter, output_dir)
         request = dataclasses.replace(request, store=self.location)
+        request, start = self.starts.prepare(
+            adapter, request, number=number, attempts=self.store.attempts(self.operation_id)
+        )
         done = await dispatch(
             adapter,
             request,
@@ -295,7 +301,7 @@ class TaskDriver:
             attempt_id=attempt_id,
             clock=self.clock,
             started_at=started_at,
-            metrics=keys,
+            metrics=keys if start is None else {**keys, "attempt_start": str(start)},
         )
         ended_at = self.clock.now()
         if paced is not None:
@@ -323,6 +329,8 @@ class TaskDriver:
                 result=result_data(done.result, done.usage, keys),
             )
             record, _ = self.store.end_attempt(self.operation_id, end, change)
+            if start is not None:
+                self.starts.finished()
             notify.attempt_ended(record, end, attempt_id, started_at, keys, policy=self.policy.name)
             notify.succeeded(record, policy=self.policy.name)
             return record, 0.0

@@ -16,6 +16,7 @@ the call drivers use as well.
 | ``TaskEscalated`` | ``task.escalated`` | an escalation was recorded for a human |
 | ``TaskCancelled`` | ``task.cancelled`` | the attempt was cancelled (or a human skipped the task) |
 | ``TaskResumed`` | ``task.resumed`` | an interrupted or paused task was taken up again |
+| ``TaskReopened`` | ``task.reopened`` | an operator re-opened a failed or cancelled task |
 | ``EscalationResolved`` | ``escalation.resolved`` | a human resolved an escalation |
 """
 
@@ -40,6 +41,7 @@ __all__ = [
     "TaskFailed",
     "TaskFellBack",
     "TaskPaused",
+    "TaskReopened",
     "TaskResumed",
     "TaskStarted",
     "TaskSucceeded",
@@ -155,8 +157,13 @@ class TaskEscalated(_TaskEvent):
 
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
 class TaskCancelled(_TaskEvent):
+    """The task was cancelled: its attempt, a human's ``skip``, or an operator (``by``,
+    from ``previous_state``: ``backstay cancel``)."""
+
     name: ClassVar[str] = "task.cancelled"
     reason: str
+    previous_state: str = ""
+    by: str = ""
 
 
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
@@ -164,6 +171,19 @@ class TaskResumed(_TaskEvent):
     name: ClassVar[str] = "task.resumed"
     previous_state: str
     reason: str
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class TaskReopened(_TaskEvent):
+    """An operator moved the task from ``previous_state`` (failed, cancelled) back to
+    pending with a new retry budget; ``spec`` says which spec it runs with next:
+    ``stored`` (as recorded) or ``suite`` (the suite file's current one)."""
+
+    name: ClassVar[str] = "task.reopened"
+    previous_state: str
+    reason: str
+    spec: str
+    by: str
 
 
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)

@@ -1,15 +1,15 @@
 """``Pacing``: the client-side rate limiters and the retry budget the engine's attempts
 run under (``retry.rate_limits`` and ``retry.budget`` of ``backstay.yaml``).
 
-Rate limits. A task's attempt is paced when a key of ``rate_limits`` names its adapter or
-its adapter's provider, alone or with the task's model, most specific first:
-
-    <adapter>/<model>, <adapter>, <provider>/<model>, <provider>
-
-(``anthropic-api/claude-sonnet-4-5``, ``anthropic-api``, ``anthropic/claude-sonnet-4-5``,
-``anthropic``; the provider is the name ``backstay.classify`` knows it by, an API
-adapter's ``provider``). As for every ``RateLimiterRegistry``, a key without a model is the
-limit *each* model gets. Before each attempt the engine reserves one request (and the
+Rate limits. A limit belongs to the provider account (``backstay.policy.limit_keys``): a
+task's attempt is paced when a key of ``rate_limits`` names its provider, alone or with
+the task's model, most specific first — ``<provider>/<model>``, then ``<provider>``
+(``anthropic/claude-sonnet-4-5``, ``anthropic``). The provider is an API adapter's
+``provider``, an agent CLI's (``claude-code`` → ``anthropic``), or the ``provider/``
+prefix of the model of a CLI that talks to any; so API tasks, CLI sessions and the gateway
+of one provider share one limiter. A key naming an adapter (``claude-code``) is read as its
+provider's. As for every ``RateLimiterRegistry``, a key without a model is the limit
+*each* model gets. Before each attempt the engine reserves one request (and the
 attempt's estimated tokens) and sleeps the reservation's wait; a rate limit the attempt
 meets (a 429 with a wait) is fed back (``observe``), which blocks every caller of that
 limiter until then. The provider's rate-limit headers of the attempt's last answer (the
@@ -38,6 +38,7 @@ from backstay.engine.task import TaskSpec
 from backstay.errors import ConfigError
 from backstay.failure import Failure
 from backstay.policy.budget import BudgetSettings
+from backstay.policy.limit_keys import limit_key, provider_limits
 from backstay.policy.protocols import (
     LimiterRegistryLike,
     RateLimiterLike,
@@ -64,22 +65,6 @@ ENGINE_BUDGET: Final = "engine"
 # A held reservation is rechecked at most this many times before it is taken as placed:
 # the limiter's probe ends within its probe_timeout_s, so this is never reached in practice.
 _MAX_RECHECKS: Final = 1000
-
-
-def limit_key(
-    keys: Collection[str], *, adapter: str, provider: str, model: str
-) -> tuple[str, str | None] | None:
-    """The ``(name, model)`` whose limiter paces an attempt on ``adapter`` (of
-    ``provider``) with ``model``, given the configured ``keys``; ``None`` when no key
-    matches (see the module docstring)."""
-    for name in (adapter, provider):
-        if not name:
-            continue
-        if model and f"{name}/{model}" in keys:
-            return name, model
-        if name in keys:
-            return name, model or None
-    return None
 
 
 class Pacing:
@@ -196,7 +181,7 @@ def engine_pacing(
             f"must be a BudgetSettings or None, got {type(retry_budget).__name__}",
             where="retry_budget",
         )
-    limits = dict(rate_limits or {})
+    limits = provider_limits(dict(rate_limits or {}))
     if not limits and retry_budget is None:
         return None
     return Pacing(

@@ -70,6 +70,7 @@ from backstay.engine.budgets import BudgetGate
 from backstay.engine.circuit_log import CircuitLog
 from backstay.engine.circuits import BreakerKeyFn, CircuitGate
 from backstay.engine.circuits import breaker_key as default_breaker_key
+from backstay.engine.controls import Revoker, TaskControls
 from backstay.engine.driver import TaskDriver, TaskStopped
 from backstay.engine.escalations import EscalationQueue
 from backstay.engine.executor import Executor
@@ -226,6 +227,8 @@ class Engine:
             self.operations, settings=guard_settings, owner=owner, clock=clock
         )
         self.escalations = EscalationQueue(self.store, clock=clock)
+        revoker = self.operations if isinstance(self.operations, Revoker) else None
+        self.controls = TaskControls(self.store, leases=revoker, clock=clock)
         self._sources: dict[str, AdapterSource] = dict(adapters or {})
         self._adapters: dict[str, Adapter] = {}
         self._policies = policies

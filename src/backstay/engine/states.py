@@ -15,6 +15,10 @@ them, and what a failure moves a task to.
 
 ``succeeded``, ``failed`` and ``cancelled`` are terminal. Every change goes through
 ``transition()``, which refuses anything else with ``InvalidTransition``.
+
+Terminal is the engine's word: only an operator re-opens a ``failed`` or ``cancelled``
+task (``backstay retry``), back to ``pending`` with a new retry budget;
+``check_reopen()`` is that rule (``REOPENABLE``). ``succeeded`` stays final.
 """
 
 from __future__ import annotations
@@ -29,11 +33,13 @@ from backstay.failure import Failure
 from backstay.taxonomy import Action, FailureKind
 
 __all__ = [
+    "REOPENABLE",
     "TERMINAL",
     "TRANSITIONS",
     "InvalidTransition",
     "Outcome",
     "TaskState",
+    "check_reopen",
     "outcome_for",
     "transition",
 ]
@@ -66,6 +72,8 @@ TRANSITIONS: Final[Mapping[TaskState, frozenset[TaskState]]] = {
 }
 
 TERMINAL: Final = frozenset(s for s, nexts in TRANSITIONS.items() if not nexts)
+# The states an operator's retry re-opens (to pending); the engine never leaves them.
+REOPENABLE: Final = frozenset({_S.FAILED, _S.CANCELLED})
 
 
 class InvalidTransition(BackstayError):
@@ -83,6 +91,13 @@ def transition(current: TaskState, wanted: TaskState) -> TaskState:
     if wanted not in TRANSITIONS[current]:
         raise InvalidTransition(current, wanted)
     return wanted
+
+
+def check_reopen(current: TaskState) -> None:
+    """Nothing when an operator may re-open a task in ``current`` (``REOPENABLE``);
+    ``InvalidTransition`` (to ``pending``) otherwise."""
+    if current not in REOPENABLE:
+        raise InvalidTransition(current, _S.PENDING)
 
 
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)

@@ -19,6 +19,12 @@ engine sleeps), so after a crash the store never claims less than what happened.
 * ``change_state``: any other allowed move; ``close_escalations`` also resolves the
   task's open escalations (a paused task whose quota reset passed).
 * ``resolve``: a human's decision on an open escalation and the task's move, together.
+* ``reopen``: an operator's retry (``backstay retry``): a ``failed`` or ``cancelled`` task
+  back to ``pending`` with a new retry budget (``check_reopen``), its spec replaced when
+  one is given (the same ``operation_id``: the suite's current form of the task).
+* ``cancel``: an operator's cancel (``backstay cancel``): a task not yet terminal moves to
+  ``cancelled``; an attempt recorded ``running`` ends ``interrupted`` and the task's open
+  escalations are resolved ``skip``, in the same transaction.
 """
 
 from __future__ import annotations
@@ -103,5 +109,16 @@ class TaskStore(Protocol):
         by: str,
         change: StateChange,
     ) -> tuple[Escalation, TaskRecord]: ...
+
+    def reopen(
+        self, operation_id: str, change: StateChange, *, spec: TaskSpec | None = None
+    ) -> TaskRecord:
+        """See the module docstring; ``InvalidTransition`` (nothing recorded) unless the
+        task is ``failed`` or ``cancelled``."""
+        ...
+
+    def cancel(self, operation_id: str, change: StateChange) -> TaskRecord:
+        """See the module docstring; ``InvalidTransition`` for a terminal task."""
+        ...
 
     def close(self) -> None: ...

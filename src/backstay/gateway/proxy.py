@@ -4,7 +4,8 @@ under the gateway's ``RetryPolicy`` and the circuit breaker of its (provider, mo
 client gets the first answer that did not fail, else the last upstream answer unchanged,
 else (no upstream answer at all) an error in its provider's format.
 
-One ``Idempotency-Key`` per client request is sent on every attempt (``headers``).
+One ``Idempotency-Key`` per client request is sent on every attempt (``headers``); each
+attempt first waits its turn at the rate limiter of its provider and model (``limits``).
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ from backstay.gateway.headers import (
     idempotency_key,
     upstream_headers,
 )
+from backstay.gateway.limits import GatewayLimits, paced_attempt
 from backstay.gateway.routes import Route, route
 from backstay.gateway.settings import TOKEN_HEADER, GatewaySettings
 from backstay.gateway.wire_errors import GatewayError, gateway_error
@@ -71,10 +73,13 @@ class Proxy:
         settings: GatewaySettings,
         session: aiohttp.ClientSession,
         breakers: BreakerRegistry,
+        *,
+        limits: GatewayLimits | None = None,
     ) -> None:
         self.settings = settings
         self._session = session
         self._breakers = breakers
+        self._limits = limits if limits is not None else GatewayLimits()
         self._registered: set[str] = set()
         self.active = 0
 
@@ -145,12 +150,17 @@ class Proxy:
         failure: Failure | None = None
         outcome = "succeeded"
         try:
+            # Each attempt waits its turn at the provider's rate limiter (``limits``).
+            pacer = self._limits.pacer(found, upstream.method, upstream.body)
             result: Answer | OpenStream | GatewayError = await acall(
+                paced_attempt,
+                pacer,
                 self._one,
                 upstream,
                 tally,
                 policy=self.settings.policy,
                 breaker=breaker,
+                limiter=pacer,
                 operation=f"gateway:{found.provider}/{found.model}",
             )
         except UpstreamFailed as failed:

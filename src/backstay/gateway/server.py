@@ -2,7 +2,9 @@
 
 Synchronously (``with Gateway(settings) as gw:``) it serves from a background thread with
 its own event loop; asynchronously (``async with Gateway(settings) as gw:``) in the running
-loop. Either way ``url`` is the base URL clients are pointed at.
+loop. Either way ``url`` is the base URL clients are pointed at. ``limiters``: the rate
+limiters its requests are paced at (``backstay.gateway.limits``), e.g. a store's, shared
+with other processes.
 """
 
 from __future__ import annotations
@@ -16,7 +18,9 @@ from backstay._served import ServedOnAThread
 from backstay.breaker import BreakerRegistry
 from backstay.errors import ConfigError
 from backstay.gateway._aiohttp import require
+from backstay.gateway.limits import GatewayLimits
 from backstay.gateway.settings import GatewaySettings
+from backstay.policy.protocols import LimiterRegistryLike
 
 if TYPE_CHECKING:
     import aiohttp
@@ -38,7 +42,11 @@ class Gateway(ServedOnAThread):
     _label = "the gateway"
 
     def __init__(
-        self, settings: GatewaySettings | None = None, *, breakers: BreakerRegistry | None = None
+        self,
+        settings: GatewaySettings | None = None,
+        *,
+        breakers: BreakerRegistry | None = None,
+        limiters: LimiterRegistryLike | None = None,
     ) -> None:
         if settings is not None and not isinstance(settings, GatewaySettings):
             raise ConfigError(f"must be GatewaySettings, got {settings!r}", where="settings")
@@ -46,6 +54,8 @@ class Gateway(ServedOnAThread):
         self.breakers = (
             breakers if breakers is not None else BreakerRegistry(settings=self.settings.breaker)
         )
+        # The rate limiters it paces requests at (an in-process registry when not given).
+        self.limits = GatewayLimits(limiters)
         self._port = self.settings.port
         self._runner: web.AppRunner | None = None
         self._proxy: Proxy | None = None
@@ -96,7 +106,7 @@ class Gateway(ServedOnAThread):
             connector=aiohttp.TCPConnector(limit=0),
             auto_decompress=True,
         )
-        proxy = Proxy(settings, session, self.breakers)
+        proxy = Proxy(settings, session, self.breakers, limits=self.limits)
         app = web.Application(client_max_size=settings.max_request_bytes)
         app.router.add_route("*", "/{tail:.*}", proxy.handle)
         # Handler cancellation: a client that hangs up ends its request's retries at once.

@@ -35,7 +35,7 @@ TransactionFn = Callable[[OperationRecord | None, float], tuple[OperationRecord 
 
 
 class StoreBase:
-    """``claim``/``renew``/``complete``/``release``/``get`` over ``_transaction``."""
+    """``claim``/``renew``/``complete``/``release``/``revoke``/``get`` over ``_transaction``."""
 
     def __init__(self, *, clock: Clock, result_ttl_s: float) -> None:
         check_number(result_ttl_s, where="result_ttl_s", above=True)
@@ -102,6 +102,17 @@ class StoreBase:
             return new, new is not None
 
         return self._transaction(lease.operation_id, fn)
+
+    def revoke(self, operation_id: str) -> bool:
+        """End the current lease of ``operation_id`` whoever holds it (its holder's next
+        renewal is refused, and it stops); ``False`` when no lease was held."""
+        check_name(operation_id, where="operation_id")
+
+        def fn(record: OperationRecord | None, now: float) -> tuple[OperationRecord | None, bool]:
+            new = leases.revoke(record)
+            return new, new is not None
+
+        return self._transaction(operation_id, fn)
 
     def get(self, operation_id: str) -> CachedResult | None:
         return leases.cached(self._load(operation_id), self._now())

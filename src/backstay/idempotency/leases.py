@@ -10,6 +10,8 @@ I/O and read no clock; ``now`` is wall-clock UTC seconds.
 * ``renew``, ``complete``, ``release``: accepted only from the lease of the current
   generation that is still ``leased`` (the fence). A lease that expired but was not taken
   over is still current: nobody else can have started the operation.
+* ``revoke``: an operator ends whatever lease is current, without holding it (``backstay
+  cancel`` of a running task): its holder's next renewal is refused, so it stops.
 
 ``None`` as the new record means "refused, nothing to write".
 """
@@ -29,7 +31,7 @@ from backstay.idempotency.records import (
     OperationState,
 )
 
-__all__ = ["cached", "claim", "complete", "holds", "release", "renew"]
+__all__ = ["cached", "claim", "complete", "holds", "release", "renew", "revoke"]
 
 
 def cached(record: OperationRecord | None, now: float) -> CachedResult | None:
@@ -124,6 +126,14 @@ def renew(record: OperationRecord | None, lease: Lease, now: float) -> Operation
 def release(record: OperationRecord | None, lease: Lease) -> OperationRecord | None:
     """The record with the lease given up and nothing recorded as done, or ``None``."""
     if record is None or not holds(record, lease):
+        return None
+    return OperationRecord(operation_id=record.operation_id, generation=record.generation)
+
+
+def revoke(record: OperationRecord | None) -> OperationRecord | None:
+    """The record with its current lease ended, whoever holds it, or ``None`` when no
+    lease is held (a result, or nothing, stays as it is)."""
+    if record is None or record.state is not OperationState.LEASED:
         return None
     return OperationRecord(operation_id=record.operation_id, generation=record.generation)
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import abc
 import asyncio
+import contextlib
 import dataclasses
 import tempfile
 from collections.abc import Callable, Collection, Mapping
@@ -19,6 +20,12 @@ from backstay.adapters.capture import Capture
 from backstay.adapters.cli._pump import LineCallback
 from backstay.adapters.cli.process import ProcessOutcome, run_process
 from backstay.adapters.contract import AgentRequest, AgentResult, AgentStatus
+from backstay.adapters.session import (
+    SESSION_KEYS,
+    SessionRecord,
+    parse_session_options,
+    write_session_record,
+)
 from backstay.adapters.usage import Usage
 from backstay.agents.home import private_home
 from backstay.agents.locate import Located, locate
@@ -97,6 +104,13 @@ class CliAdapter(BaseAdapter, Generic[S, R]):
     ``config_keys``, and writes only the hooks that differ: ``parse``, ``start``,
     ``prepare_home``, ``command`` (or ``argv``), ``listeners``, ``usage`` and ``output``
     always; the others when its CLI needs them.
+
+    Sessions (``backstay.adapters.session``): a request with a ``session`` runs in that
+    plan's home, kept across the task's attempts, and writes ``session.json`` (the
+    ``session_id`` its CLI reported) when the run ends. An agent whose CLI can continue a
+    session sets ``resumes_sessions`` and writes ``resume_command`` (the command line that
+    continues ``resume_id``; the plan's short prompt goes on stdin), ``session_id``,
+    ``session_turns``, ``has_session`` and ``resume_refused``.
     """
 
     program: ClassVar[str] = ""
@@ -104,6 +118,8 @@ class CliAdapter(BaseAdapter, Generic[S, R]):
     ignore_cleanup_errors: ClassVar[bool] = False
     # A command prefix for every run whose request names none (``run_launcher``).
     launcher: tuple[str, ...] = ()
+    # Whether the CLI can continue a session of an earlier attempt (``resume_command``).
+    resumes_sessions: ClassVar[bool] = False
 
     # -- settings and readiness ------------------------------------------------------
 
@@ -118,7 +134,8 @@ class CliAdapter(BaseAdapter, Generic[S, R]):
     def validate_config(self, config: Mapping[str, Any]) -> bool:
         """The keys and values of the settings, and a supported program installed
         (``ConfigError`` saying how to install one)."""
-        super().validate_config(config)
+        super().validate_config({k: v for k, v in config.items() if k not in SESSION_KEYS})
+        parse_session_options(config)
         self.locate(self.parse(config))
         return True
 
@@ -168,6 +185,35 @@ class CliAdapter(BaseAdapter, Generic[S, R]):
         """The command prefix of the run: the request's, else the adapter's."""
         return tuple(request.launcher or self.launcher)
 
+    def resume_command(
+        self, request: AgentRequest, settings: S, binary: Path, session_id: str
+    ) -> list[str]:
+        """The command line that continues the CLI's session ``session_id`` (the plan's
+        prompt on stdin); only called when ``resumes_sessions``."""
+        raise NotImplementedError(f"{type(self).__name__} cannot continue a session")
+
+    def session_id(self, run: R) -> str | None:
+        """The id of the session the run's CLI reported; ``None`` when it said none."""
+        return None
+
+    def session_turns(self, run: R) -> int:
+        """How many answers of the model the run's CLI reported (0: none, or unknown)."""
+        return 0
+
+    def has_session(self, home: Path, session_id: str) -> bool:
+        """Whether the CLI's session ``session_id`` is kept in the session home ``home``."""
+        return False
+
+    def resume_refused(self, outcome: ProcessOutcome, run: R) -> bool:
+        """Whether a run that was to continue a session failed because the CLI would not
+        (the session was not found)."""
+        return False
+
+    def _resume_id(self, request: AgentRequest) -> str | None:
+        if request.session is None or not self.resumes_sessions:
+            return None
+        return request.session.resume_id
+
     @abc.abstractmethod
     def listeners(self, run: R) -> Listeners:
         """What ``run_process`` calls with the CLI's output."""
@@ -206,14 +252,30 @@ class CliAdapter(BaseAdapter, Generic[S, R]):
         if not_ready is not None:
             return AgentResult.failed(not_ready)
         run = await self.start(request, settings, cli, capture)
-        with tempfile.TemporaryDirectory(
-            prefix=f"backstay-{self.name}-", ignore_cleanup_errors=self.ignore_cleanup_errors
-        ) as name:
-            folder = Path(name)
+        resume_id = self._resume_id(request)
+        with contextlib.ExitStack() as stack:
+            if request.session is None:
+                folder = Path(
+                    stack.enter_context(
+                        tempfile.TemporaryDirectory(
+                            prefix=f"backstay-{self.name}-",
+                            ignore_cleanup_errors=self.ignore_cleanup_errors,
+                        )
+                    )
+                )
+            else:  # kept across the task's attempts: the CLI's sessions live there
+                folder = request.session.home
+                folder.mkdir(mode=0o700, parents=True, exist_ok=True)
             env = await self.prepare_home(
                 request, settings, cli, run, folder=folder, capture=capture
             )
-            argv = self.argv(request, settings, cli, run)
+            if resume_id is None:
+                argv = self.argv(request, settings, cli, run)
+                stdin = self.stdin(request, run)
+            else:
+                argv = self.resume_command(request, settings, cli.path, resume_id)
+                stdin = None if request.session is None else request.session.prompt
+                await capture.alog(f"{self.name}: continuing session {resume_id}")
             listen = self.listeners(run)
             try:
                 outcome = await run_process(
@@ -227,11 +289,23 @@ class CliAdapter(BaseAdapter, Generic[S, R]):
                     on_stderr_line=listen.stderr,
                     stop=listen.stop,
                     launcher=self.run_launcher(request, settings),
-                    stdin_text=self.stdin(request, run),
+                    stdin_text=stdin,
                 )
             finally:
                 listen.ended()
             await self.collect(request, run, folder, capture)
+        if request.session is not None:
+            refused = resume_id is not None and self.resume_refused(outcome, run)
+            write_session_record(
+                request.output_dir,
+                SessionRecord(
+                    agent=self.name,
+                    session_id=self.session_id(run) or (None if refused else resume_id),
+                    turns=self.session_turns(run),
+                    resumed=resume_id is not None and not refused,
+                    resume_refused=refused,
+                ),
+            )
         usage = await self.usage(request, settings, run, capture)
         failure = self.failure(outcome, request, run)
         output = self.output(run, outcome, failed=failure is not None)

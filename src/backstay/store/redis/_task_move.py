@@ -45,6 +45,7 @@ class TaskMove:
         if spec is None or row is None:
             raise ConfigError(f"no task {operation_id!r} in the store", where="operation_id")
         self.spec = text(spec)
+        self.spec_changed = False
         self.row: list[Any] = json.loads(row)
         found = pipe.hgetall(store._attempt_key(operation_id))
         self.attempts: dict[int, list[Any]] = {int(k): json.loads(v) for k, v in found.items()}
@@ -125,6 +126,8 @@ class TaskMove:
         store, pipe, op = self.store, self.pipe, self.operation_id
         pipe.multi()
         pipe.hset(store._task_key(op), "row", json.dumps(self.row))
+        if self.spec_changed:
+            pipe.hset(store._task_key(op), "spec", self.spec)
         akey = store._attempt_key(op)
         for number in sorted(self.changed_attempts | set(self.new_attempts)):
             pipe.hset(akey, str(number), json.dumps(self.attempts[number]))

@@ -34,6 +34,7 @@ from redis.client import Pipeline
 
 from backstay.clock import SYSTEM_CLOCK
 from backstay.engine._spec_codec import encode_spec
+from backstay.engine.controls import replacing
 from backstay.engine.records import (
     AttemptEnd,
     AttemptOutcome,
@@ -45,7 +46,7 @@ from backstay.engine.records import (
     StateChange,
     TaskRecord,
 )
-from backstay.engine.states import TaskState, transition
+from backstay.engine.states import TaskState, check_reopen, transition
 from backstay.engine.task import TaskSpec
 from backstay.errors import ConfigError
 from backstay.store import _task_rows as rows
@@ -327,6 +328,39 @@ class RedisTaskStore:
             return resolved, move.record()
 
         return self._tx(found.operation_id, decide, escalations=True)
+
+    def reopen(
+        self, operation_id: str, change: StateChange, *, spec: TaskSpec | None = None
+    ) -> TaskRecord:
+        encoded = None if spec is None else encode_spec(replacing(spec, operation_id))
+
+        def decide(move: TaskMove) -> TaskRecord:
+            if move.applied(change.state, change.at, reason=change.reason):
+                return move.record()  # already applied: a replay after a lost reply
+            check_reopen(move.current()[0])
+            if encoded is not None:
+                move.spec, move.spec_changed = encoded, True
+            move.apply(change)
+            return move.record()
+
+        return self._tx(operation_id, decide)
+
+    def cancel(self, operation_id: str, change: StateChange) -> TaskRecord:
+        def decide(move: TaskMove) -> TaskRecord:
+            if move.applied(change.state, change.at, reason=change.reason):
+                return move.record()  # already applied: a replay after a lost reply
+            move.move(change)
+            for number, attempt in move.attempts.items():
+                if attempt[6] == AttemptOutcome.RUNNING.value:
+                    attempt[6] = AttemptOutcome.INTERRUPTED.value
+                    attempt[5] = change.at.timestamp()
+                    move.changed_attempts.add(number)
+            for item in move.open_escalations():
+                move.resolve_escalation(item, ResolveAction.SKIP, change.reason, change.at,
+                                        "operator")  # fmt: skip
+            return move.record()
+
+        return self._tx(operation_id, decide, escalations=True)
 
     def close(self) -> None:
         """The connection belongs to the bundle; nothing to close here."""

@@ -47,3 +47,4 @@ RESOLVE_OPEN_ESCALATIONS: Final = (
     "UPDATE backstay_escalations SET status = 'resolved', action = ?, note = ?, "
     "resolved_at = ?, resolved_by = ? WHERE operation_id = ? AND status = 'open'"
 )
+UPDATE_SPEC: Final = "UPDATE backstay_tasks SET spec_json = ? WHERE operation_id = ?"

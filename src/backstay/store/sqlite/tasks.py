@@ -23,6 +23,7 @@ from typing import Any, Final, TypeVar
 from backstay._checks import check_number
 from backstay._private import make_private_dirs
 from backstay.engine._spec_codec import encode_spec
+from backstay.engine.controls import replacing
 from backstay.engine.records import (
     AttemptEnd,
     AttemptRecord,
@@ -33,7 +34,7 @@ from backstay.engine.records import (
     StateChange,
     TaskRecord,
 )
-from backstay.engine.states import TaskState, transition
+from backstay.engine.states import TaskState, check_reopen, transition
 from backstay.engine.task import TaskSpec
 from backstay.errors import ConfigError
 from backstay.redact import redact_mapping
@@ -300,6 +301,34 @@ class SQLiteTaskStore(SQLiteFile):
             )
             resolved = rows.decode_escalation(conn.execute(query, (escalation_id,)).fetchone())
             return resolved, self._task_in(conn, found.operation_id)
+
+        return self._tx(fn)
+
+    def reopen(
+        self, operation_id: str, change: StateChange, *, spec: TaskSpec | None = None
+    ) -> TaskRecord:
+        encoded = None if spec is None else encode_spec(replacing(spec, operation_id))
+
+        def fn(conn: sqlite3.Connection) -> TaskRecord:
+            current, _ = self._current(conn, operation_id)
+            check_reopen(current)
+            if encoded is not None:
+                conn.execute(sql.UPDATE_SPEC, (encoded, operation_id))
+            self._apply(conn, operation_id, change)
+            return self._task_in(conn, operation_id)
+
+        return self._tx(fn)
+
+    def cancel(self, operation_id: str, change: StateChange) -> TaskRecord:
+        def fn(conn: sqlite3.Connection) -> TaskRecord:
+            self._move(conn, operation_id, change)
+            conn.execute(sql.INTERRUPT_ATTEMPTS, (change.at.timestamp(), operation_id))
+            conn.execute(
+                sql.RESOLVE_OPEN_ESCALATIONS,
+                (ResolveAction.SKIP.value, change.reason, change.at.timestamp(), "operator",
+                 operation_id),
+            )  # fmt: skip
+            return self._task_in(conn, operation_id)
 
         return self._tx(fn)
 

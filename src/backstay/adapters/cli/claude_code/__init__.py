@@ -27,6 +27,7 @@ estimate, unless ``prices`` names the model).
 from __future__ import annotations
 
 import dataclasses
+import glob
 import json
 import os
 from collections.abc import Mapping
@@ -59,6 +60,8 @@ KEY_ENV: Final = ANTHROPIC_ENV.credentials
 BASE_URL_ENV: Final = ANTHROPIC_ENV.endpoint[0]
 # Claude Code's tool that starts sub-agents: left out when a tier disables delegation.
 DELEGATION_TOOL: Final = "Task"
+# What Claude Code prints when the session to resume is not in its home.
+RESUME_REFUSED: Final = "No conversation found with session ID"
 _MODEL_PINS: Final = (
     "ANTHROPIC_DEFAULT_SONNET_MODEL",
     "ANTHROPIC_DEFAULT_OPUS_MODEL",
@@ -95,6 +98,7 @@ class ClaudeCodeAdapter(CliAdapter[ClaudeCodeSettings, ClaudeStream]):
     task_limits: ClassVar[Mapping[str, str]] = {"max_turns": "max_turns"}
     provider_env: ClassVar[ProviderEnv] = ANTHROPIC_ENV
     ignore_cleanup_errors: ClassVar[bool] = True
+    resumes_sessions: ClassVar[bool] = True
 
     def parse(self, config: Mapping[str, Any]) -> ClaudeCodeSettings:
         """The settings in ``config`` (``claude_code.settings``)."""
@@ -115,11 +119,35 @@ class ClaudeCodeAdapter(CliAdapter[ClaudeCodeSettings, ClaudeStream]):
             request.model,
             "--permission-mode",
             "bypassPermissions",
-            "--no-session-persistence",
         ]
+        if request.session is None:  # a session kept across attempts is saved in its home
+            argv.append("--no-session-persistence")
         if settings.max_turns is not None:
             argv += ["--max-turns", str(settings.max_turns)]
         return argv + _tier_args(request.tier, settings)
+
+    def resume_command(
+        self, request: AgentRequest, settings: ClaudeCodeSettings, binary: Path, session_id: str
+    ) -> list[str]:
+        """``command`` continuing the saved session ``session_id`` (``--resume``)."""
+        return [*self.command(request, settings, binary), "--resume", session_id]
+
+    def session_id(self, run: ClaudeStream) -> str | None:
+        return run.session_id
+
+    def session_turns(self, run: ClaudeStream) -> int:
+        return len(run.answers)
+
+    def has_session(self, home: Path, session_id: str) -> bool:
+        """Whether the session's transcript is in ``home``: Claude Code keeps it at
+        ``$CLAUDE_CONFIG_DIR/projects/<workspace slug>/<session id>.jsonl``."""
+        projects = home / "home" / ".claude" / "projects"
+        return any(projects.glob(f"*/{glob.escape(session_id)}.jsonl"))
+
+    def resume_refused(self, outcome: ProcessOutcome, run: ClaudeStream) -> bool:
+        """The CLI found no such session: it says so and ends before the model answers."""
+        said = f"{outcome.stdout_tail}\n{outcome.stderr_tail}"
+        return not run.answers and RESUME_REFUSED in said
 
     def environment(
         self, request: AgentRequest, settings: ClaudeCodeSettings, cli: Located, home: Path

@@ -22,6 +22,8 @@ __all__ = ["LOG_TEXT_CHARS", "ClaudeStream", "one_line"]
 
 # The longest text of one agent.log entry (a message, a tool call's input, a tool result).
 LOG_TEXT_CHARS: Final = 400
+# The model Claude Code names on the messages it writes itself (an API error's text).
+SYNTHETIC_MODEL: Final = "<synthetic>"
 
 
 def one_line(value: object, limit: int = LOG_TEXT_CHARS) -> str:
@@ -47,6 +49,10 @@ class ClaudeStream:
         self._capture = capture
         self._reader = ResultReader()
         self.retries = 0
+        # The session's id, from the first event that names one (``system`` ``init``).
+        self.session_id: str | None = None
+        # The ids of the model's answers seen (one per turn; a message streams in parts).
+        self.answers: set[str] = set()
 
     @property
     def result(self) -> dict[str, Any] | None:
@@ -64,6 +70,8 @@ class ClaudeStream:
         if not isinstance(event, dict):
             return
         kind = event.get("type")
+        if self.session_id is None and isinstance(event.get("session_id"), str):
+            self.session_id = event["session_id"] or None
         if kind == "result":
             self._reader.line(stripped)
             self._result(event)
@@ -96,6 +104,13 @@ class ClaudeStream:
             )
 
     def _assistant(self, event: Mapping[str, Any]) -> None:
+        message = event.get("message")
+        if (
+            isinstance(message, Mapping)
+            and isinstance(message.get("id"), str)
+            and message.get("model") != SYNTHETIC_MODEL
+        ):
+            self.answers.add(message["id"])
         for block in _blocks(event.get("message")):
             kind = block.get("type")
             if kind == "text" and str(block.get("text", "")).strip():

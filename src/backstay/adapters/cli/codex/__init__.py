@@ -21,6 +21,7 @@ Codex reports none. See docs/agents/codex.md.
 from __future__ import annotations
 
 import dataclasses
+import glob
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar, Final
@@ -68,10 +69,12 @@ def child_env(request_env: Mapping[str, str], home: Path) -> dict[str, str]:
 
 @dataclasses.dataclass(slots=True)
 class _Run:
-    """One attempt's event reader, and the model calls its rollout counts."""
+    """One attempt's event reader, and the model calls its rollout counts (less those
+    the rollouts of earlier attempts in a kept session home held: ``calls_before``)."""
 
     reader: EventReader
     calls: int | None = None
+    calls_before: int = 0
 
 
 class CodexAdapter(CliAdapter[CodexSettings, _Run]):
@@ -82,6 +85,7 @@ class CodexAdapter(CliAdapter[CodexSettings, _Run]):
     program: ClassVar[str] = "codex"
     config_keys: ClassVar[frozenset[str]] = CONFIG_KEYS
     provider_env: ClassVar[ProviderEnv] = PROVIDER_ENV
+    resumes_sessions: ClassVar[bool] = True
 
     def __init__(self, *, launcher: Sequence[str] = ()) -> None:
         """``launcher``: a command prefix for every run whose request names none (such as
@@ -123,6 +127,30 @@ class CodexAdapter(CliAdapter[CodexSettings, _Run]):
             "-",
         ]
 
+    def resume_command(
+        self, request: AgentRequest, settings: CodexSettings, binary: Path, session_id: str
+    ) -> list[str]:
+        """``codex exec resume … SESSION_ID -``: the session continued, the plan's prompt
+        on stdin."""
+        first = self.command(request, settings, binary)
+        return [first[0], "exec", "resume", *first[2:-1], session_id, "-"]
+
+    def session_id(self, run: _Run) -> str | None:
+        return run.reader.thread_id
+
+    def session_turns(self, run: _Run) -> int:
+        return run.reader.answers
+
+    def has_session(self, home: Path, session_id: str) -> bool:
+        """Whether the session's rollout is in ``home``:
+        ``$CODEX_HOME/sessions/YYYY/MM/DD/rollout-<time>-<session id>.jsonl``."""
+        sessions = home / ".codex" / "sessions"
+        return any(sessions.glob(f"**/rollout-*{glob.escape(session_id)}.jsonl"))
+
+    def resume_refused(self, outcome: ProcessOutcome, run: _Run) -> bool:
+        """Codex found no such session: it ends before a thread starts."""
+        return run.reader.thread_id is None and outcome.exit_code != 0
+
     async def start(
         self, request: AgentRequest, settings: CodexSettings, cli: Located, capture: Capture
     ) -> _Run:
@@ -141,7 +169,8 @@ class CodexAdapter(CliAdapter[CodexSettings, _Run]):
         """The run's ``HOME`` is ``folder``, its ``CODEX_HOME`` holds ``config.toml``."""
         env = child_env(request.env, folder)
         codex_home = Path(env["CODEX_HOME"])
-        codex_home.mkdir()
+        codex_home.mkdir(exist_ok=True)  # a session home is kept across attempts
+        run.calls_before = rollout_calls(codex_home) or 0
         (codex_home / "config.toml").write_text(
             config_toml(settings, request.tier), encoding="utf-8"
         )
@@ -155,7 +184,8 @@ class CodexAdapter(CliAdapter[CodexSettings, _Run]):
         self, request: AgentRequest, run: _Run, folder: Path, capture: Capture
     ) -> None:
         """The model calls the run's rollout counts."""
-        run.calls = rollout_calls(folder / ".codex")
+        calls = rollout_calls(folder / ".codex")
+        run.calls = None if calls is None else calls - run.calls_before
 
     async def usage(
         self, request: AgentRequest, settings: CodexSettings, run: _Run, capture: Capture

@@ -73,7 +73,7 @@ class EventReader:
     """Fed stdout line by line; logs each event readably through ``log`` and keeps the
     answer (the last agent message) and the usage of the completed turns."""
 
-    __slots__ = ("_log", "answer", "failed", "turns", "usage")
+    __slots__ = ("_log", "answer", "answers", "failed", "thread_id", "turns", "usage")
 
     def __init__(self, log: Callable[[str], None]) -> None:
         self._log = log
@@ -81,6 +81,9 @@ class EventReader:
         self.usage = Usage()
         self.turns = 0
         self.failed = False
+        # The session (``thread.started``) and the items the model produced in it.
+        self.thread_id: str | None = None
+        self.answers = 0
 
     def line(self, text: str) -> None:
         text = text.strip()
@@ -95,8 +98,12 @@ class EventReader:
 
     def _event(self, event: Mapping[str, Any]) -> None:
         kind = event.get("type")
+        if kind == "thread.started" and isinstance(event.get("thread_id"), str):
+            self.thread_id = event["thread_id"] or None
         if kind == "item.completed" and isinstance(event.get("item"), Mapping):
             item = event["item"]
+            if item.get("type") != "error":
+                self.answers += 1
             if item.get("type") == "agent_message" and isinstance(item.get("text"), str):
                 self.answer = item["text"]
             described = _describe(item)

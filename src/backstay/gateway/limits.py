@@ -1,0 +1,147 @@
+"""The gateway's rate limits: every request it forwards waits its turn at the limiter of
+its provider and model, the limiter API tasks and CLI sessions of that provider use too
+(``backstay.policy.limit_keys``).
+
+``GatewayLimits`` hands out one ``RequestPacer`` per client request over the limiter
+``provider/model`` of a ``LimiterRegistryLike``: an in-process ``RateLimiterRegistry`` by
+default, or the one of a store (``backstay gateway --store redis://…``: one limit held by
+every gateway process on that Redis). The pacer is the retry driver's limiter for the
+request (``backstay.policy._paced.PacedRequest``): before each attempt it reserves one
+request and the body's estimated tokens and the driver sleeps the wait; each upstream
+answer's rate-limit headers (``anthropic-ratelimit-*``, ``x-ratelimit-*``) are read against
+that reservation, so the limiter learns the provider's limit and what is left of it; a 429
+blocks the limiter for its ``Retry-After``. An attempt that had to wait is reported with
+``RequestPaced`` (``request.paced``, INFO) as it starts.
+
+Model listings and token counts are not paced: providers limit them apart, if at all.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import time
+from collections.abc import Awaitable, Callable, Iterable
+from typing import ClassVar, Final, ParamSpec
+
+from backstay.events import BUS, Event
+from backstay.gateway.attempt import Answer, OpenStream, UpstreamFailed
+from backstay.gateway.routes import ANY_MODEL, Route
+from backstay.policy._paced import PacedRequest, estimate_tokens
+from backstay.policy.limiters import RateLimiterRegistry
+from backstay.policy.protocols import LimiterRegistryLike, RateLimiterLike, ReservationLike
+
+__all__ = ["GatewayLimits", "RequestPaced", "RequestPacer", "paced_attempt"]
+
+_UNPACED_SUFFIXES: Final = ("/count_tokens", ":countTokens")
+
+P = ParamSpec("P")
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class RequestPaced(Event):
+    """An upstream attempt of a request waited ``wait_s`` seconds at the rate limiter
+    ``limiter`` (``provider/model``) before it was sent. No header, key or body."""
+
+    name: ClassVar[str] = "request.paced"
+    level: ClassVar[int] = logging.INFO
+    provider: str
+    model: str
+    endpoint: str
+    limiter: str
+    attempt: int
+    wait_s: float
+
+
+class RequestPacer(PacedRequest):
+    """One client request's view of its provider's limiter (a ``ReservingLimiterLike`` for
+    the retry driver); it remembers when a wait began, to report it."""
+
+    __slots__ = ("_attempts", "_waiting_since", "route")
+
+    def __init__(self, limiter: RateLimiterLike, tokens: float, route: Route) -> None:
+        super().__init__(limiter, tokens)
+        self.route = route
+        self._waiting_since: float | None = None
+        self._attempts = 0
+
+    def _asked(self, wait_s: float) -> None:
+        if wait_s > 0.0 and self._waiting_since is None:
+            self._waiting_since = time.monotonic()
+
+    def reserve(self, tokens: float = 1.0) -> float:
+        wait = super().reserve(tokens)
+        self._asked(wait)
+        return wait
+
+    def reservation(self, tokens: float = 1.0) -> ReservationLike:
+        reservation = super().reservation(tokens)
+        self._asked(reservation.wait_s)
+        return reservation
+
+    def attempt_starts(self) -> None:
+        """Called as an attempt is sent: report the wait before it, if it waited."""
+        self._attempts += 1
+        since, self._waiting_since = self._waiting_since, None
+        if since is None or not BUS.wants(RequestPaced.level):
+            return
+        found = self.route
+        BUS.emit(
+            RequestPaced(
+                operation=f"gateway:{found.provider}/{found.model}",
+                provider=found.provider,
+                model=found.model,
+                endpoint=found.endpoint,
+                limiter=self.name,
+                attempt=self._attempts,
+                wait_s=time.monotonic() - since,
+            )
+        )
+
+    def answered(self, headers: Iterable[tuple[str, str]], *, refused: bool) -> None:
+        """The upstream answer's headers, read against this attempt's reservation;
+        ``refused``: the answer is a failure (its tokens taken as not charged)."""
+        self.update_from_headers(dict(headers), refused=refused)
+
+
+class GatewayLimits:
+    """The limiters a gateway paces with: ``registry`` (default: a fresh in-process
+    ``RateLimiterRegistry`` that learns every provider's limits from its headers)."""
+
+    __slots__ = ("registry",)
+
+    def __init__(self, registry: LimiterRegistryLike | None = None) -> None:
+        self.registry: LimiterRegistryLike = (
+            registry if registry is not None else RateLimiterRegistry()
+        )
+
+    def pacer(self, found: Route, method: str, body: bytes) -> RequestPacer | None:
+        """The pacer of one request on ``found``; ``None`` for one not paced (a listing,
+        a token count)."""
+        if method != "POST" or found.model == ANY_MODEL:
+            return None
+        if found.endpoint.endswith(_UNPACED_SUFFIXES):
+            return None
+        limiter = self.registry.limiter_for(found.provider, found.model)
+        return RequestPacer(limiter, estimate_tokens(body), found)
+
+
+async def paced_attempt(
+    pacer: RequestPacer | None,
+    one: Callable[P, Awaitable[Answer | OpenStream]],
+    *args: P.args,
+    **kwargs: P.kwargs,
+) -> Answer | OpenStream:
+    """One upstream attempt ``one(*args)``, told to ``pacer`` (if any): its start, then the
+    rate-limit headers of its answer, failed or not. The retry driver has already slept the
+    pacer's wait before calling this."""
+    if pacer is None:
+        return await one(*args, **kwargs)
+    pacer.attempt_starts()
+    try:
+        result = await one(*args, **kwargs)
+    except UpstreamFailed as failed:
+        pacer.answered(failed.answer.headers, refused=True)
+        raise
+    pacer.answered(result.headers, refused=False)
+    return result

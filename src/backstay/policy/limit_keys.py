@@ -1,0 +1,114 @@
+"""Rate limits belong to the provider account: the key of a limit names a provider.
+
+A provider enforces its limits per account (and per model), whoever sends the requests: an
+API task, an agent CLI session and the gateway spend one limit. So every limiter is named
+``provider`` or ``provider/model`` (``anthropic``, ``anthropic/claude-sonnet-4-6``), and
+every caller of one provider finds the same limiter:
+
+* an API adapter by the provider it calls (``anthropic-api`` → ``anthropic``);
+* an agent CLI by the provider its requests go to (``claude-code`` → ``anthropic``,
+  ``codex`` → ``openai``, ``gemini-cli`` → ``gemini``); one that can talk to any provider
+  (``aider``, ``opencode``) by its model's ``provider/`` prefix (``anthropic/claude-…``);
+* the gateway by the provider of the request's route.
+
+A limit keyed by an adapter's name (``claude-code``, ``claude-code/<model>``), as older
+configurations have it, still works: ``provider_limits`` reads it as its provider's key. An
+explicit provider key wins over it. An adapter backstay does not know (a test's scripted
+one) keeps its own name.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping
+from typing import Final, TypeVar
+
+__all__ = [
+    "ADAPTER_PROVIDERS",
+    "PROVIDERS",
+    "adapter_keys",
+    "limit_key",
+    "provider_limits",
+    "provider_of",
+]
+
+# The providers backstay classifies and the gateway routes.
+PROVIDERS: Final = frozenset({"anthropic", "openai", "gemini"})
+# Adapters whose requests go to one provider, by adapter name.
+ADAPTER_PROVIDERS: Final[Mapping[str, str]] = {
+    "anthropic-api": "anthropic",
+    "openai-api": "openai",
+    "gemini-api": "gemini",
+    "claude-code": "anthropic",
+    "codex": "openai",
+    "gemini-cli": "gemini",
+}
+# Model prefixes that name a provider (``gemini/…`` and ``google/…`` alike).
+_PREFIXES: Final[Mapping[str, str]] = {
+    "anthropic": "anthropic",
+    "openai": "openai",
+    "gemini": "gemini",
+    "google": "gemini",
+}
+
+V = TypeVar("V")
+
+
+def provider_of(adapter: str, model: str = "", *, provider: str = "") -> tuple[str, str]:
+    """The ``(provider, model)`` an attempt of ``adapter`` on ``model`` spends the limit
+    of; ``provider``: what the adapter itself says (an API adapter's ``provider``).
+    ``("", model)`` when no provider is known. A model's ``provider/`` prefix is dropped
+    where it named the provider."""
+    found = provider or ADAPTER_PROVIDERS.get(adapter, "")
+    head, slash, rest = model.partition("/")
+    prefixed = _PREFIXES.get(head) if slash and rest else None
+    if prefixed is not None and (not found or found == prefixed):
+        return prefixed, rest
+    return found, model
+
+
+def _adapter_key(key: str) -> str | None:
+    """The provider key an adapter-named ``key`` stands for, or ``None``."""
+    name, slash, model = key.partition("/")
+    provider = ADAPTER_PROVIDERS.get(name)
+    if provider is None:
+        return None
+    return f"{provider}/{model}" if slash else provider
+
+
+def provider_limits(limits: Mapping[str, V]) -> dict[str, V]:
+    """``limits`` with every adapter-named key read as its provider's (``claude-code`` →
+    ``anthropic``, ``codex/gpt-5`` → ``openai/gpt-5``). A provider key given as such wins;
+    of two adapter keys for one provider key, the first given wins."""
+    out: dict[str, V] = {k: v for k, v in limits.items() if _adapter_key(k) is None}
+    for key, value in limits.items():
+        mapped = _adapter_key(key)
+        if mapped is not None and mapped not in out:
+            out[mapped] = value
+    return out
+
+
+def adapter_keys(limits: Collection[str]) -> list[str]:
+    """The keys of ``limits`` that name an adapter rather than a provider (deprecated)."""
+    return [key for key in limits if _adapter_key(key) is not None]
+
+
+def limit_key(
+    keys: Collection[str], *, adapter: str, provider: str, model: str
+) -> tuple[str, str | None] | None:
+    """The ``(name, model)`` of the limiter that paces an attempt of ``adapter`` (whose own
+    provider is ``provider``, ``""`` if it has none) on ``model``, given the configured
+    ``keys`` (read by ``provider_limits`` first); ``None`` when no key matches.
+
+    The name is the attempt's provider (``provider_of``), most specific key first
+    (``provider/model``, then ``provider``); an adapter of no known provider is looked up
+    under its own name the same way."""
+    name, bare = provider_of(adapter, model, provider=provider)
+    if not name:
+        name, bare = adapter, model
+    if not name:
+        return None
+    if bare and f"{name}/{bare}" in keys:
+        return name, bare
+    if name in keys:
+        return name, bare or None
+    return None
