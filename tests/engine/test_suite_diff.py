@@ -34,7 +34,11 @@ def test_the_changed_fields_are_named_per_task(tmp_path: Path) -> None:
     edited = spec(tmp_path, prompt="do it better", model="m2")
     diff = suite_diff([_record(spec(tmp_path))], [edited])
     (change,) = diff.changed
-    assert (change.task_id, change.state, change.fields) == ("t1", TaskState.FAILED, ("model", "prompt"))
+    assert (change.task_id, change.state, change.fields) == (
+        "t1",
+        TaskState.FAILED,
+        ("model", "prompt"),
+    )
 
 
 def test_a_redacted_prompt_changed_is_one_field(tmp_path: Path) -> None:
