@@ -28,12 +28,9 @@ from backstay.errors import (
 )
 from backstay.failure import Failure
 from backstay.outcome import ErrorInfo, StructuredOutcome
-from backstay.policy import Backoff, JitterMode, KindOverride, RetryPolicy
-from backstay.policy.budget import BudgetSettings, RetryBudget
-from backstay.policy.limiters import RateLimiterRegistry
-from backstay.policy.ratelimit import RateLimiter, RateLimitSettings
+from backstay.policy.backoff import Backoff, JitterMode
 from backstay.policy.registry import OperationType, PolicyRegistry, use_registry
-from backstay.policy.spend import SpendBudget
+from backstay.policy.retry import KindOverride, RetryPolicy
 from backstay.redact import redact, redact_mapping, register_secret
 from backstay.taxonomy import (
     CODE_ALIASES,
@@ -78,10 +75,15 @@ if TYPE_CHECKING:
         operation_id,
     )
     from backstay.observe.health import HealthReport, health_check
+    from backstay.policy.budget import BudgetSettings, RetryBudget
+    from backstay.policy.limiters import RateLimiterRegistry
+    from backstay.policy.ratelimit import RateLimiter, RateLimitSettings
+    from backstay.policy.spend import SpendBudget
     from backstay.store import SQLiteBreakerStore
 
-# The engine, adapters, breakers, idempotency and configuration load on first use: a
-# program that only classifies or retries does not pay for them at import.
+# The engine, adapters, breakers, idempotency, configuration, retry budgets, rate limiters
+# and spending budgets load on first use: a program that only classifies or retries does
+# not pay for them at import.
 _LAZY: dict[str, str] = {
     "Adapter": "backstay.adapters",
     "AgentRequest": "backstay.adapters",
@@ -114,6 +116,12 @@ _LAZY: dict[str, str] = {
     "operation_id": "backstay.idempotency",
     "HealthReport": "backstay.observe.health",
     "health_check": "backstay.observe.health",
+    "BudgetSettings": "backstay.policy.budget",
+    "RetryBudget": "backstay.policy.budget",
+    "RateLimiterRegistry": "backstay.policy.limiters",
+    "RateLimiter": "backstay.policy.ratelimit",
+    "RateLimitSettings": "backstay.policy.ratelimit",
+    "SpendBudget": "backstay.policy.spend",
 }
 
 

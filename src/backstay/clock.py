@@ -8,7 +8,6 @@ gives reproducible jitter: the same seed, key and attempt give the same draw.
 from __future__ import annotations
 
 import datetime as _dt
-import hashlib
 import random
 import time
 from collections.abc import Callable, Coroutine
@@ -69,6 +68,8 @@ _SCALE: Final = float(1 << 53)
 
 def seeded_unit(seed: int | str, key: str, attempt: int) -> float:
     """A uniform draw in [0, 1) fixed by ``(seed, key, attempt)``: reproducible jitter."""
+    import hashlib  # noqa: PLC0415 - seeded jitter only; not paid at import
+
     digest = hashlib.blake2b(f"{seed}\x1f{key}\x1f{attempt}".encode(), digest_size=8).digest()
     return (int.from_bytes(digest, "big") >> 11) / _SCALE
 

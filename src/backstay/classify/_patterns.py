@@ -44,12 +44,22 @@ def _not_4xx_request(status: int | None) -> bool:
     return status is None or status < 300 or status in (408, 429) or status >= 500
 
 
+@functools.cache
+def _compiled(source: str) -> re.Pattern[str]:
+    """``source`` compiled on first use: importing classification compiles nothing."""
+    return re.compile(source, re.IGNORECASE)
+
+
 @dataclasses.dataclass(frozen=True, slots=True)
 class Pattern:
     code: str
-    regex: re.Pattern[str]
+    source: str
     gate: StatusGate
     families: frozenset[str] | None = None  # None: every provider
+
+    @property
+    def regex(self) -> re.Pattern[str]:
+        return _compiled(self.source)
 
     def search(self, message: str, status: int | None, family: str | None) -> str | None:
         """The words of ``message`` this pattern matches under ``status``, or ``None``."""
@@ -63,7 +73,7 @@ class Pattern:
 
 def _p(code: str, pattern: str, gate: StatusGate = _any, families: str | None = None) -> Pattern:
     fams = frozenset(families.split(",")) if families else None
-    return Pattern(code, re.compile(pattern, re.IGNORECASE), gate, fams)
+    return Pattern(code, pattern, gate, fams)
 
 
 # Order matters: the first match wins. Specific conditions before generic ones.
@@ -293,8 +303,8 @@ _match_cached = functools.lru_cache(maxsize=_CACHE_ENTRIES)(_match)
 
 
 # Transport words: used for exception text and agent output, never for HTTP bodies.
-TRANSPORT_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
-    (code, re.compile(rx, re.IGNORECASE))
+TRANSPORT_PATTERNS: tuple[tuple[str, str], ...] = tuple(
+    (code, rx)
     for code, rx in (
         (
             "ERR_SSL_CERTIFICATE",
@@ -341,8 +351,8 @@ def match_transport(text: str) -> str | None:
 
 
 def _transport(text: str) -> str | None:
-    for code, regex in TRANSPORT_PATTERNS:
-        if regex.search(text):
+    for code, source in TRANSPORT_PATTERNS:
+        if _compiled(source).search(text):
             return code
     return None
 

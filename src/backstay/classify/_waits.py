@@ -10,11 +10,9 @@ it cannot read.
 from __future__ import annotations
 
 import datetime as _dt
-import email.utils
 import math
 import re
 from collections.abc import Mapping
-from zoneinfo import ZoneInfo
 
 _UTC = _dt.UTC
 # Waits beyond this are not waits but nonsense (the anthropic SDK clamps at ~49.7 days).
@@ -68,6 +66,8 @@ def parse_datetime(value: str | None) -> _dt.datetime | None:
         parsed = _dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
     except ValueError:
         try:
+            import email.utils  # noqa: PLC0415 - an HTTP date is rare; not paid at import
+
             parsed = email.utils.parsedate_to_datetime(text)
         except (TypeError, ValueError, IndexError):
             return None
@@ -179,6 +179,8 @@ def _next_wall_clock(
     """The next time after ``now`` that the wall clock in ``tz_name`` shows ``hour:minute``
     (on ``month_day`` if given)."""
     try:
+        from zoneinfo import ZoneInfo  # noqa: PLC0415 - a named zone is rare; not paid at import
+
         zone = ZoneInfo(tz_name)
     except Exception:
         return None

@@ -3,39 +3,95 @@ breakers, budgets and rate limiters. Nothing here does I/O or reads a clock."""
 
 from __future__ import annotations
 
-from backstay.policy.backoff import Backoff, JitterMode, next_delay
-from backstay.policy.bucket import TokenBucket
-from backstay.policy.budget import BudgetSettings, RetryBudget
-from backstay.policy.builtin import (
-    AGENT_DISPATCH,
-    AGGRESSIVE,
-    BUILTIN_POLICIES,
-    ERROR_CONTRACT,
-    NO_RETRY,
-    STANDARD,
-)
-from backstay.policy.limiters import RateLimiterRegistry
-from backstay.policy.protocols import (
-    CircuitBreakerLike,
-    Permit,
-    RateLimiterLike,
-    ReservationLike,
-    ReservingLimiterLike,
-    RetryBudgetLike,
-)
-from backstay.policy.ratelimit import RateLimiter, RateLimitSettings, Reservation
-from backstay.policy.registry import OperationType, PolicyRegistry
-from backstay.policy.retry import GiveUpReason, KindOverride, RetryDecision, RetryPolicy, decide
-from backstay.policy.spend import (
-    ScopeKind,
-    ScopeTotals,
-    Spend,
-    SpendBudget,
-    SpendLedger,
-    SpendRefusal,
-    SpendScope,
-    check_spend,
-)
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from backstay.policy.backoff import Backoff, JitterMode, next_delay
+    from backstay.policy.bucket import TokenBucket
+    from backstay.policy.budget import BudgetSettings, RetryBudget
+    from backstay.policy.builtin import (
+        AGENT_DISPATCH,
+        AGGRESSIVE,
+        BUILTIN_POLICIES,
+        ERROR_CONTRACT,
+        NO_RETRY,
+        STANDARD,
+    )
+    from backstay.policy.limiters import RateLimiterRegistry
+    from backstay.policy.protocols import (
+        CircuitBreakerLike,
+        Permit,
+        RateLimiterLike,
+        ReservationLike,
+        ReservingLimiterLike,
+        RetryBudgetLike,
+    )
+    from backstay.policy.ratelimit import RateLimiter, RateLimitSettings, Reservation
+    from backstay.policy.registry import OperationType, PolicyRegistry
+    from backstay.policy.retry import GiveUpReason, KindOverride, RetryDecision, RetryPolicy, decide
+    from backstay.policy.spend import (
+        ScopeKind,
+        ScopeTotals,
+        Spend,
+        SpendBudget,
+        SpendLedger,
+        SpendRefusal,
+        SpendScope,
+        check_spend,
+    )
+
+# Each name loads its own module on first use: the retry drivers import ``policy.retry``
+# and ``policy.protocols`` without paying for spending budgets or rate limiters.
+_LAZY: dict[str, str] = {
+    "Backoff": "backstay.policy.backoff",
+    "JitterMode": "backstay.policy.backoff",
+    "next_delay": "backstay.policy.backoff",
+    "TokenBucket": "backstay.policy.bucket",
+    "BudgetSettings": "backstay.policy.budget",
+    "RetryBudget": "backstay.policy.budget",
+    "AGENT_DISPATCH": "backstay.policy.builtin",
+    "AGGRESSIVE": "backstay.policy.builtin",
+    "BUILTIN_POLICIES": "backstay.policy.builtin",
+    "ERROR_CONTRACT": "backstay.policy.builtin",
+    "NO_RETRY": "backstay.policy.builtin",
+    "STANDARD": "backstay.policy.builtin",
+    "RateLimiterRegistry": "backstay.policy.limiters",
+    "CircuitBreakerLike": "backstay.policy.protocols",
+    "Permit": "backstay.policy.protocols",
+    "RateLimiterLike": "backstay.policy.protocols",
+    "ReservationLike": "backstay.policy.protocols",
+    "ReservingLimiterLike": "backstay.policy.protocols",
+    "RetryBudgetLike": "backstay.policy.protocols",
+    "RateLimiter": "backstay.policy.ratelimit",
+    "RateLimitSettings": "backstay.policy.ratelimit",
+    "Reservation": "backstay.policy.ratelimit",
+    "OperationType": "backstay.policy.registry",
+    "PolicyRegistry": "backstay.policy.registry",
+    "GiveUpReason": "backstay.policy.retry",
+    "KindOverride": "backstay.policy.retry",
+    "RetryDecision": "backstay.policy.retry",
+    "RetryPolicy": "backstay.policy.retry",
+    "decide": "backstay.policy.retry",
+    "ScopeKind": "backstay.policy.spend",
+    "ScopeTotals": "backstay.policy.spend",
+    "Spend": "backstay.policy.spend",
+    "SpendBudget": "backstay.policy.spend",
+    "SpendLedger": "backstay.policy.spend",
+    "SpendRefusal": "backstay.policy.spend",
+    "SpendScope": "backstay.policy.spend",
+    "check_spend": "backstay.policy.spend",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'backstay.policy' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "AGENT_DISPATCH",

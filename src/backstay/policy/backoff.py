@@ -24,7 +24,6 @@ and capped again. ``u`` is a uniform draw in [0, 1) supplied by the caller (seed
 from __future__ import annotations
 
 import enum
-import hashlib
 import math
 from typing import Final
 
@@ -77,6 +76,8 @@ def base_delay(
 
 def sha256_draw(seed: int, attempt: int) -> float:
     """The error contract's deterministic draw in [0, 1) for retry ``attempt`` (from 0)."""
+    import hashlib  # noqa: PLC0415 - seeded draws only; not paid at import
+
     digest = hashlib.sha256(f"{seed}:{attempt}".encode()).digest()
     return int.from_bytes(digest[:4], "big") / 2**32
 
