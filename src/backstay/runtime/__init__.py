@@ -10,11 +10,15 @@ agent CLIs.)
 * ``modelgate`` / ``toolgate``: the gates every model and tool call passes;
 * ``runtime``: ``Runtime`` (``run`` / ``resume``); ``records``, ``store``: checkpoints,
   approvals, the tool cache; ``hooks``, ``events``: what a run tells the world;
-* ``sensitive``: ``SensitiveRedactor``; ``errors``: what the gates raise.
+* ``sensitive``: ``SensitiveRedactor``; ``errors``: what the gates raise;
+* ``interface``, ``adapter_hooks``: the agent adapter interface's own names (``PlanStep``,
+  ``TokenUsage``, ``SecurityConfig``, ``RetryConfig``, ``AdapterHooks``, ``TraceEvent``,
+  ``ErrorCategory``, ``AdapterError``, ``BaseAgentAdapter`` …), aliases of the above.
 """
 
 from __future__ import annotations
 
+from backstay.runtime.adapter_hooks import AdapterHooks, LogEntry, TraceEvent
 from backstay.runtime.context import ExecutionContext, ToolCache
 from backstay.runtime.errors import ApprovalRequired, LimitExceeded, RunHalted, SecurityViolation
 from backstay.runtime.events import (
@@ -30,10 +34,20 @@ from backstay.runtime.events import (
 from backstay.runtime.gated import current_tool_gate, gated
 from backstay.runtime.health import HealthReport, health_check
 from backstay.runtime.hooks import Hooks
+from backstay.runtime.interface import (
+    AdapterError,
+    BaseAgentAdapter,
+    ErrorCategory,
+    RetryConfig,
+    SecurityConfig,
+    TokenUsage,
+    ValidationError,
+    ValidationSeverity,
+)
 from backstay.runtime.limits import ExecutionLimits, LimitBreach, LimitName
 from backstay.runtime.memory import InMemoryMemory, MemoryManager, Message, SessionMemory
 from backstay.runtime.modelgate import ModelGate
-from backstay.runtime.plan import Plan, Step
+from backstay.runtime.plan import Plan, PlanStep, Step
 from backstay.runtime.protocol import AgentFactory, FrameworkAdapter
 from backstay.runtime.records import (
     Approval,
@@ -59,11 +73,15 @@ from backstay.runtime.trace import TRACE_HEADER, current_trace_id
 
 __all__ = [
     "TRACE_HEADER",
+    "AdapterError",
+    "AdapterHooks",
     "AgentFactory",
     "Approval",
     "ApprovalRequested",
     "ApprovalRequired",
     "ApprovalStatus",
+    "BaseAgentAdapter",
+    "ErrorCategory",
     "ExecutionContext",
     "ExecutionLimits",
     "FrameworkAdapter",
@@ -74,12 +92,15 @@ __all__ = [
     "LimitBreach",
     "LimitExceeded",
     "LimitName",
+    "LogEntry",
     "MemoryManager",
     "MemoryRunStore",
     "Message",
     "ModelGate",
     "Plan",
     "PlanCreated",
+    "PlanStep",
+    "RetryConfig",
     "RunAborted",
     "RunFinished",
     "RunHalted",
@@ -89,6 +110,7 @@ __all__ = [
     "Runtime",
     "RuntimeEvent",
     "RuntimeSettings",
+    "SecurityConfig",
     "SecurityViolation",
     "SensitiveRedactor",
     "SessionMemory",
@@ -98,13 +120,17 @@ __all__ = [
     "StepResult",
     "StepStarted",
     "StepStatus",
+    "TokenUsage",
     "Tool",
     "ToolCache",
     "ToolCalled",
     "ToolGate",
     "ToolPolicy",
+    "TraceEvent",
+    "ValidationError",
     "ValidationIssue",
     "ValidationResult",
+    "ValidationSeverity",
     "current_tool_gate",
     "current_trace_id",
     "gated",

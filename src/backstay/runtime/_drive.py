@@ -7,11 +7,14 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-from typing import TYPE_CHECKING, Any
+import inspect
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from backstay.classify import classify
 from backstay.events import BUS
 from backstay.failure import Failure
+from backstay.runtime.adapter_hooks import RunView
 from backstay.runtime.context import ExecutionContext
 from backstay.runtime.errors import (
     ApprovalRequired,
@@ -28,6 +31,8 @@ from backstay.runtime.events import (
     StepStarted,
 )
 from backstay.runtime.gated import reset_tool_gate, set_tool_gate
+from backstay.runtime.interface import AdapterError as InterfaceAdapterError
+from backstay.runtime.interface import ErrorCategory
 from backstay.runtime.limits import LimitBreach, LimitName
 from backstay.runtime.plan import Plan, Step, redacted_plan
 from backstay.runtime.protocol import FrameworkAdapter
@@ -41,6 +46,8 @@ if TYPE_CHECKING:
 
 __all__ = ["RunDriver"]
 
+T = TypeVar("T")
+
 
 def _framework_failure(exc: Exception, adapter: str) -> Failure:
     """What a framework's exception is recorded as: its classification (code, provider,
@@ -53,6 +60,23 @@ def _framework_failure(exc: Exception, adapter: str) -> Failure:
         provider=found.provider,
         status=found.status,
     )
+
+
+async def _called(fn: Callable[..., Any], expected: type[T], *args: Any) -> T:
+    """``fn(*args)`` awaited: a coroutine function in the loop, a plain function (the
+    agent adapter interface's synchronous ``plan`` / ``execute``) in a worker thread, so
+    the step's timeout and the run's wall time still bound it. A ``TypeError`` when it
+    returns something else than an ``expected``."""
+    if inspect.iscoroutinefunction(fn):
+        result = await fn(*args)
+    else:
+        result = await asyncio.to_thread(fn, *args)
+        if inspect.isawaitable(result):
+            result = await result
+    if not isinstance(result, expected):
+        name = getattr(fn, "__name__", "the adapter")
+        raise TypeError(f"{name}() returned {type(result).__name__}, not a {expected.__name__}")
+    return result
 
 
 def _failed(step_id: str, failure: Failure, trace_id: str) -> StepResult:
@@ -88,6 +112,8 @@ class RunDriver:
         self.results: dict[str, StepResult] = {r.step_id: r for r in record.results}
         self._last_step: str | None = None
         self._step_repeats = 0
+        # The plan, step and result of the moment, for ``AdapterHooks``.
+        self.view = RunView()
 
     def emit(self, cls: type[RuntimeEvent], fields: dict[str, Any]) -> None:
         if BUS.wants(cls.level):
@@ -154,8 +180,10 @@ class RunDriver:
                 return self._finish(RunStatus.FAILED, made)
             plan = made
             self.record = dataclasses.replace(self.record, plan=plan)
+            self.view.plan = plan
             self.emit(PlanCreated, {"plan_id": plan.id, "steps": len(plan.steps)})
             self._save(RunStatus.RUNNING)
+        self.view.plan = plan
         for step in plan.order():
             done = self.results.get(step.id)
             if done is not None and done.ok:
@@ -185,7 +213,7 @@ class RunDriver:
         failure = Failure(code="ERR_UNKNOWN", message="no adapter planned")
         for adapter in adapters:
             try:
-                return await adapter.plan(self.record.input, self.ctx)
+                return await _called(adapter.plan, Plan, self.record.input, self.ctx)
             except RunHalted:
                 raise
             except Exception as exc:  # noqa: BLE001 - a framework error: classified, fallback
@@ -212,6 +240,7 @@ class RunDriver:
         self._loop_check(step)
         ctx.tracker.record_step()
         ctx.feedback = None
+        self.view.step, self.view.result = step, None
         attempt = 0
         while True:
             attempt += 1
@@ -230,6 +259,7 @@ class RunDriver:
             ctx.tracker.record_retry()
             ctx.feedback = feedback
         ctx.feedback = None
+        self.view.result = result
         error = result.error.code if result.error else None
         self.emit(
             StepCompleted,
@@ -271,6 +301,13 @@ class RunDriver:
                     Failure(code="ERR_TIMEOUT", message=f"step {step.id!r} timed out"),
                     ctx.trace_id,
                 )
+            except InterfaceAdapterError as exc:
+                ctx.check_halted()
+                recovered = self._recover(step, exc)
+                if recovered is not None:
+                    return recovered
+                failure = exc.failure
+                continue
             except Exception as exc:  # noqa: BLE001 - a framework error: classified, fallback
                 ctx.check_halted()
                 failure = _framework_failure(exc, adapter.name)
@@ -278,6 +315,22 @@ class RunDriver:
             ctx.check_halted()
             return dataclasses.replace(result, step_id=step.id, trace_id=ctx.trace_id)
         return _failed(step.id, failure, ctx.trace_id)
+
+    def _recover(self, step: Step, exc: InterfaceAdapterError) -> StepResult | None:
+        """The recovery the agent adapter interface gives ``exc``'s category: a result,
+        a halt raised, or ``None`` to try the fallback adapter (a framework error)."""
+        category, trace_id = exc.category, self.ctx.trace_id
+        if category is ErrorCategory.SECURITY_VIOLATION:
+            raise self.ctx.halt(SecurityViolation(exc.failure.message))
+        if category is ErrorCategory.LIMIT_EXCEEDED:
+            raise self.ctx.halt(RunHalted(exc.failure))
+        if category is ErrorCategory.VALIDATION_ERROR and exc.retryable:
+            return StepResult(
+                step_id=step.id, status=StepStatus.RETRY, error=exc.failure, trace_id=trace_id
+            )
+        if category is ErrorCategory.FRAMEWORK_ERROR:
+            return None
+        return _failed(step.id, exc.failure, trace_id)
 
     async def _bounded(self, adapter: FrameworkAdapter, step: Step) -> StepResult:
         """``execute`` within the step's timeout and the run's remaining wall time."""
@@ -287,7 +340,7 @@ class RunDriver:
         timeout = wall_left if step.timeout_s is None else min(step.timeout_s, wall_left)
         try:
             async with asyncio.timeout(timeout):
-                return await adapter.execute(step, self.tools, self.ctx)
+                return await _called(adapter.execute, StepResult, step, self.tools, self.ctx)
         except TimeoutError:
             if step.timeout_s is None or wall_left <= step.timeout_s:
                 breach = LimitBreach(
@@ -301,7 +354,7 @@ class RunDriver:
             status = RunStatus.PAUSED
         elif isinstance(exc, SecurityViolation):
             status = RunStatus.ESCALATED
-        elif isinstance(exc, LimitExceeded):
+        elif isinstance(exc, LimitExceeded) or exc.failure.code.startswith("ERR_LIMIT_"):
             status = RunStatus.LIMIT_EXCEEDED
         else:
             status = RunStatus.FAILED

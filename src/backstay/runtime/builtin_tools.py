@@ -15,11 +15,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import shutil
 import signal
 from pathlib import Path
 from typing import Any, Final
 
 from backstay.runtime.errors import SecurityViolation
+from backstay.runtime.gated import current_tool_gate
 from backstay.runtime.sandbox import sandbox_kind, shell_prefix
 from backstay.runtime.tools import Tool
 from backstay.runtime.workspace import Workspace
@@ -98,12 +100,30 @@ async def _read_bounded(stream: asyncio.StreamReader, limit: int) -> bytes:
     return bytes(kept)
 
 
+def _resource_limits() -> list[str]:
+    """``prlimit`` bounding the command's address space and CPU time by the run's
+    ``memory_limit_mb`` and ``cpu_time_limit_s`` (nothing outside a run, or without
+    ``prlimit``)."""
+    gate = current_tool_gate()
+    prlimit = shutil.which("prlimit")
+    if gate is None or prlimit is None:
+        return []
+    limits = gate.limits
+    args = [prlimit]
+    if limits.memory_limit_mb is not None:
+        args.append(f"--as={limits.memory_limit_mb * 1024 * 1024}")
+    if limits.cpu_time_limit_s is not None:
+        args.append(f"--cpu={limits.cpu_time_limit_s}")
+    return [*args, "--"] if len(args) > 1 else []
+
+
 async def _shell(root: Path, command: str, *, allow_weak_sandbox: bool) -> dict[str, Any]:
     kind = sandbox_kind()
     prefix = shell_prefix(root)
     if prefix is None or (kind != "bubblewrap" and not allow_weak_sandbox):
         raise _refusal(kind)
     proc = await asyncio.create_subprocess_exec(
+        *_resource_limits(),
         *prefix,
         "/bin/sh",
         "-c",

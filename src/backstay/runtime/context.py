@@ -91,6 +91,35 @@ class ExecutionContext:
         self.halted: RunHalted | None = None
         self.model: ModelGate  # set by the runtime right after construction
 
+    # The agent adapter interface's names for the same fields.
+    @property
+    def tenant_id(self) -> str:
+        return self.tenant
+
+    @property
+    def user_id(self) -> str | None:
+        return self.user
+
+    @property
+    def persistent_state(self) -> dict[str, Any]:
+        return self.state
+
+    @property
+    def session_memory(self) -> SessionMemory:
+        return self.memory
+
+    @property
+    def tool_results_cache(self) -> ToolCache:
+        return self.cache
+
+    @property
+    def token_usage(self) -> Usage:
+        return self.usage
+
+    @property
+    def start_time(self) -> _dt.datetime:
+        return self.started_at
+
     @property
     def step_count(self) -> int:
         return self.tracker.steps

@@ -44,21 +44,31 @@ class HealthReport:
         return not self.problems
 
     def to_dict(self) -> dict[str, Any]:
+        """The report; ``status``, ``sandbox_available`` and ``trace_collector`` are the
+        agent adapter interface's names (``healthy`` / ``unhealthy``, whether a sandbox
+        that holds is here, whether the trace exporter is reachable)."""
         return {
+            "status": "healthy" if self.ok else "unhealthy",
             "ok": self.ok,
             "adapters": dict(self.adapters),
             "limits_enforced": self.limits_enforced,
             "sandbox": self.sandbox,
             "sandbox_holds": self.sandbox_holds,
             "trace_exporter_reachable": self.trace_exporter_reachable,
+            "sandbox_available": self.sandbox_holds,
+            "trace_collector": self.trace_exporter_reachable,
             "problems": list(self.problems),
         }
+
+    def __getitem__(self, key: str) -> Any:
+        """``report["status"]`` …: the report read as the dictionary the interface prints."""
+        return self.to_dict()[key]
 
 
 def _available(adapter: object) -> bool:
     if not isinstance(adapter, FrameworkAdapter):
         return False
-    probe = getattr(adapter, "available", None)
+    probe = getattr(adapter, "available", None) or getattr(adapter, "is_available", None)
     if probe is None:
         return True
     try:
@@ -83,7 +93,8 @@ def health_check(
     needs_sandbox: bool | None = None,
 ) -> HealthReport:
     """The report (see the module). ``needs_sandbox`` (default: whether a ``shell`` tool
-    is registered) makes a missing sandbox, or one that does not hold, a problem."""
+    is registered, or a ``SecurityConfig`` asks for the sandbox) makes a missing
+    sandbox, or one that does not hold, a problem."""
     adapters = {runtime.adapter.name: _available(runtime.adapter)}
     if runtime.fallback is not None:
         adapters[f"fallback:{runtime.fallback.name}"] = _available(runtime.fallback)
@@ -100,7 +111,10 @@ def health_check(
     problems = [f"adapter {name} is not available" for name, ok in adapters.items() if ok is False]
     if not enforced:
         problems.append("the limits are not enforced")
-    if (needs_sandbox if needs_sandbox is not None else "shell" in runtime.tools) and not holds:
+    security = runtime.settings.security
+    if needs_sandbox is None:
+        needs_sandbox = "shell" in runtime.tools or (security is not None and security.sandbox)
+    if needs_sandbox and not holds:
         problems.append(
             "no sandbox for the shell tool (install bubblewrap)"
             if kind is None

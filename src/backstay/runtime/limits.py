@@ -24,11 +24,14 @@ __all__ = [
     "LimitTracker",
 ]
 
-DEFAULT_MAX_STEPS: Final = 25
-DEFAULT_MAX_TOKENS: Final = 200_000
-DEFAULT_WALL_TIME_S: Final = 600.0
-DEFAULT_MAX_TOOL_CALLS: Final = 50
-DEFAULT_MAX_RETRIES: Final = 5
+# The agent adapter interface's printed defaults (docs/conformance.md).
+DEFAULT_MAX_STEPS: Final = 50
+DEFAULT_MAX_TOKENS: Final = 100_000
+DEFAULT_WALL_TIME_S: Final = 300.0
+DEFAULT_MAX_TOOL_CALLS: Final = 20
+DEFAULT_MAX_RETRIES: Final = 3
+DEFAULT_MEMORY_LIMIT_MB: Final = 1024
+DEFAULT_CPU_TIME_LIMIT_S: Final = 60
 DEFAULT_LOOP_REPEATS: Final = 3
 
 
@@ -46,7 +49,9 @@ class LimitName(enum.StrEnum):
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
 class ExecutionLimits:
     """Hard limits of one run. ``max_cost_usd`` and ``max_model_calls`` are off when
-    ``None``; ``loop_repeats`` is how many identical calls in a row make a loop."""
+    ``None``; ``loop_repeats`` is how many identical calls in a row make a loop.
+    ``memory_limit_mb`` (address space) and ``cpu_time_limit_s`` bound each process the
+    shell tool starts (``None``: unbounded)."""
 
     max_steps: int = DEFAULT_MAX_STEPS
     max_tokens: int = DEFAULT_MAX_TOKENS
@@ -56,10 +61,15 @@ class ExecutionLimits:
     max_retries: int = DEFAULT_MAX_RETRIES
     max_cost_usd: float | None = None
     loop_repeats: int = DEFAULT_LOOP_REPEATS
+    memory_limit_mb: int | None = DEFAULT_MEMORY_LIMIT_MB
+    cpu_time_limit_s: int | None = DEFAULT_CPU_TIME_LIMIT_S
 
     def __post_init__(self) -> None:
         for name in ("max_steps", "max_tokens", "max_tool_calls", "loop_repeats"):
             check_number(getattr(self, name), where=f"limits.{name}", minimum=1, integer=True)
+        for name in ("memory_limit_mb", "cpu_time_limit_s"):
+            if getattr(self, name) is not None:
+                check_number(getattr(self, name), where=f"limits.{name}", minimum=1, integer=True)
         check_number(self.max_retries, where="limits.max_retries", integer=True)
         check_number(self.wall_time_s, where="limits.wall_time_s", above=True)
         if self.max_model_calls is not None:

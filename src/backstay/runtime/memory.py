@@ -13,8 +13,8 @@ from __future__ import annotations
 import dataclasses
 import math
 import threading
-from collections.abc import Callable, Sequence
-from typing import Protocol, runtime_checkable
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import Any, Protocol, runtime_checkable
 
 from backstay._checks import check_name, check_number
 
@@ -37,11 +37,14 @@ def estimate_tokens(text: str) -> int:
 
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
 class Message:
-    """One message: ``role`` (user, assistant, tool, system, summary) and its text."""
+    """One message: ``role`` (user, assistant, tool, system, summary), its text and its
+    JSON ``metadata`` (kept by ``InMemoryMemory``; the SQLite and Redis memories keep
+    role and text only)."""
 
     role: str
     content: str
     tokens: int = -1
+    metadata: Mapping[str, Any] = dataclasses.field(default_factory=dict, compare=False)
 
     def __post_init__(self) -> None:
         check_name(self.role, where="message.role")
@@ -138,7 +141,11 @@ class InMemoryMemory:
 @dataclasses.dataclass(frozen=True, slots=True)
 class SessionMemory:
     """A ``MemoryManager`` bound to one tenant and session (what an adapter is given);
-    contents pass ``redact`` before they are stored."""
+    contents pass ``redact`` before they are stored.
+
+    It also reads as the session's list of messages (``len``, iteration, indexing) and
+    has the agent adapter interface's four ``MemoryManager`` methods: ``store_message``,
+    ``get_context_window``, ``summarize_history`` and ``clear_session``."""
 
     manager: MemoryManager
     tenant: str
@@ -161,3 +168,41 @@ class SessionMemory:
 
     def clear(self) -> None:
         self.manager.clear(self.tenant, self.session)
+
+    def __len__(self) -> int:
+        return len(self.history())
+
+    def __iter__(self) -> Iterator[Message]:
+        return iter(self.history())
+
+    def __getitem__(self, index: int) -> Message:
+        return self.history()[index]
+
+    def store_message(self, role: str, content: str, metadata: Mapping[str, Any]) -> None:
+        """Store a message with its metadata (string values redacted like the content)."""
+        if not isinstance(metadata, Mapping):
+            raise TypeError(f"message metadata must be a mapping, got {metadata!r}")
+        kept = {str(k): self.redact(v) if isinstance(v, str) else v for k, v in metadata.items()}
+        self.manager.store(
+            self.tenant,
+            self.session,
+            Message(role=role, content=self.redact(content), metadata=kept),
+        )
+
+    def get_context_window(self, max_tokens: int) -> list[Message]:
+        """The newest messages within ``max_tokens`` (a summary first when it fits)."""
+        return list(self.window(max_tokens))
+
+    def summarize_history(self, target_tokens: int) -> str:
+        """Replace the messages that do not fit ``target_tokens`` by one summary; its text
+        (``""`` when the whole history fits)."""
+        history = self.history()
+        fits = fit_window(history, target_tokens)
+        if len(fits) == len(history):
+            return ""
+        summary = self.summarize(keep_last=max(0, len(fits) - 1))
+        return "" if summary is None else summary.content
+
+    def clear_session(self, session_id: str) -> None:
+        """Forget session ``session_id`` of this tenant."""
+        self.manager.clear(self.tenant, session_id)

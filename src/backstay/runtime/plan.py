@@ -10,14 +10,14 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from types import MappingProxyType
 from typing import Any
 
 from backstay._checks import check_name, check_number
 from backstay.errors import ConfigError
 
-__all__ = ["Plan", "Step", "redacted_plan"]
+__all__ = ["Plan", "PlanStep", "Step", "redacted_plan"]
 
 
 def _frozen_json(value: Mapping[str, Any], *, where: str) -> Mapping[str, Any]:
@@ -55,6 +55,16 @@ class Step:
         if self.timeout_s is not None:
             check_number(self.timeout_s, where=f"step {self.id}.timeout_s", above=True)
 
+    @property
+    def dependencies(self) -> tuple[str, ...]:
+        """``depends_on`` under the agent adapter interface's name."""
+        return self.depends_on
+
+    @property
+    def timeout_seconds(self) -> float | None:
+        """``timeout_s`` under the agent adapter interface's name."""
+        return self.timeout_s
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "id": self.id,
@@ -72,6 +82,41 @@ class Step:
             parameters=data.get("parameters", {}),
             depends_on=tuple(data.get("depends_on", ())),
             timeout_s=data.get("timeout_s"),
+        )
+
+
+class PlanStep(Step):
+    """A ``Step`` built as the agent adapter interface prints it:
+    ``PlanStep(action, parameters, dependencies, timeout_seconds)``, positionally or by
+    keyword. Its ``id`` is its ``action`` unless ``id=`` names it (two steps with one
+    action need ids); ``dependencies`` name the ids of other steps. Backstay's own
+    keywords (``depends_on``, ``timeout_s``) are accepted too, so ``dataclasses.replace``
+    works on it."""
+
+    __slots__ = ()
+
+    def __init__(
+        self,
+        action: str,
+        parameters: Mapping[str, Any] | None = None,
+        dependencies: Iterable[str] = (),
+        timeout_seconds: float | None = None,
+        *,
+        id: str | None = None,
+        depends_on: Iterable[str] | None = None,
+        timeout_s: float | None = None,
+    ) -> None:
+        if depends_on is not None and dependencies:
+            raise ConfigError("give dependencies or depends_on, not both", where="plan_step")
+        if timeout_s is not None and timeout_seconds is not None:
+            raise ConfigError("give timeout_seconds or timeout_s, not both", where="plan_step")
+        Step.__init__(
+            self,
+            id=action if id is None else id,
+            action=action,
+            parameters={} if parameters is None else parameters,
+            depends_on=tuple(dependencies if depends_on is None else depends_on),
+            timeout_s=timeout_seconds if timeout_s is None else timeout_s,
         )
 
 

@@ -8,6 +8,9 @@
                                                          through ``tools`` (the ToolGate)
     validate(output, schema)        -> ValidationResult  whether a step's output holds
 
+``plan`` and ``execute`` are ``async`` or, as the agent adapter interface prints them,
+plain methods (the runtime runs those in a worker thread, within the same timeouts).
+
 An adapter never retries a model call itself and never calls a tool directly: its
 framework's own retries are turned off, its model calls are wrapped in
 ``context.model.acall`` (classification, rate limiter, breaker, retry policy, hard limits)
@@ -16,7 +19,7 @@ and its tool calls in ``tools.invoke`` (allowlist, approvals, limits, cache, san
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Awaitable, Mapping
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from backstay.runtime.plan import Plan, Step
@@ -36,11 +39,11 @@ class FrameworkAdapter(Protocol):
 
     name: str
 
-    async def plan(self, input: Any, context: ExecutionContext) -> Plan: ...
+    def plan(self, input: Any, context: ExecutionContext) -> Plan | Awaitable[Plan]: ...
 
-    async def execute(
+    def execute(
         self, step: Step, tools: ToolGate, context: ExecutionContext
-    ) -> StepResult: ...
+    ) -> StepResult | Awaitable[StepResult]: ...
 
     def validate(self, output: Any, schema: Mapping[str, Any] | None) -> ValidationResult: ...
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 import enum
 import json
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from backstay._checks import check_name
@@ -61,27 +61,98 @@ def usage_from_dict(data: Mapping[str, Any]) -> Usage:
     return Usage(**{f.name: data[f.name] for f in dataclasses.fields(Usage) if f.name in data})
 
 
-@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+@dataclasses.dataclass(frozen=True, slots=True, init=False)
 class StepResult:
     """The result of executing one step: its ``status``, JSON ``output``, the ``usage`` of
     its model calls, the run's ``trace_id``, an ``error`` when it did not succeed, and
-    optional ``suggestions`` for next steps."""
+    optional ``suggestions`` for next steps. ``step_id`` may be left out: the runtime sets
+    it (and ``trace_id``) to the step's.
+
+    The agent adapter interface's names are accepted as keywords and read as properties:
+    ``output_json`` (``output``), ``tokens`` (``usage``, a ``TokenUsage``),
+    ``error_message`` (the error's message; given alone, the error is an ``ERR_UNKNOWN``
+    failure with that message) and ``next_step_suggestions`` (``suggestions``)."""
 
     step_id: str
     status: StepStatus
-    output: Any = None
-    usage: Usage = dataclasses.field(default_factory=Usage)
-    trace_id: str = ""
-    error: Failure | None = None
-    suggestions: tuple[str, ...] = ()
+    output: Any
+    usage: Usage
+    trace_id: str
+    error: Failure | None
+    suggestions: tuple[str, ...]
 
-    def __post_init__(self) -> None:
-        check_name(self.step_id, where="step_result.step_id")
-        object.__setattr__(self, "status", StepStatus(self.status))
-        object.__setattr__(self, "output", _json(self.output, where="step_result.output"))
-        object.__setattr__(self, "suggestions", tuple(str(s) for s in self.suggestions))
-        if self.status is not StepStatus.SUCCESS and self.error is None:
-            raise ConfigError(f"a {self.status} step needs an error", where="step_result.error")
+    def __init__(
+        self,
+        *,
+        status: StepStatus | str,
+        step_id: str = "",
+        output: Any = None,
+        usage: Usage | None = None,
+        trace_id: str = "",
+        error: Failure | None = None,
+        suggestions: Iterable[str] = (),
+        output_json: Any = None,
+        tokens: Usage | None = None,
+        error_message: str | None = None,
+        next_step_suggestions: Iterable[str] | None = None,
+    ) -> None:
+        for printed, own, given in (
+            ("output_json", "output", output is not None and output_json is not None),
+            ("tokens", "usage", usage is not None and tokens is not None),
+            ("error_message", "error", error is not None and error_message is not None),
+            (
+                "next_step_suggestions",
+                "suggestions",
+                bool(suggestions) and bool(next_step_suggestions),
+            ),
+        ):
+            if given:
+                raise ConfigError(f"give {own} or {printed}, not both", where="step_result")
+        if error is None and error_message is not None:
+            if not isinstance(error_message, str):
+                raise ConfigError(
+                    f"must be a string, got {error_message!r}", where="step_result.error_message"
+                )
+            error = Failure(code="ERR_UNKNOWN", message=error_message)
+        if step_id:
+            check_name(step_id, where="step_result.step_id")
+        status = StepStatus(status)
+        chosen = usage if usage is not None else tokens
+        if chosen is not None and not isinstance(chosen, Usage):
+            raise ConfigError(f"must be a TokenUsage, got {chosen!r}", where="step_result.tokens")
+        setter = object.__setattr__
+        setter(self, "step_id", step_id)
+        setter(self, "status", status)
+        setter(
+            self,
+            "output",
+            _json(output if output is not None else output_json, where="step_result.output"),
+        )
+        setter(self, "usage", chosen if chosen is not None else Usage())
+        setter(self, "trace_id", trace_id)
+        setter(self, "error", error)
+        more = suggestions if suggestions else (next_step_suggestions or ())
+        setter(self, "suggestions", tuple(str(s) for s in more))
+        if status is not StepStatus.SUCCESS and error is None:
+            raise ConfigError(
+                f"a {status} step needs an error (or error_message)", where="step_result.error"
+            )
+
+    @property
+    def output_json(self) -> Any:
+        return self.output
+
+    @property
+    def tokens(self) -> Usage:
+        return self.usage
+
+    @property
+    def error_message(self) -> str | None:
+        return None if self.error is None else self.error.message
+
+    @property
+    def next_step_suggestions(self) -> tuple[str, ...]:
+        return self.suggestions
 
     @property
     def ok(self) -> bool:
@@ -136,26 +207,53 @@ class ValidationIssue:
         }
 
 
-@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+@dataclasses.dataclass(frozen=True, slots=True, init=False)
 class ValidationResult:
     """``ok`` when there is no error; ``errors`` and ``warnings`` as issues; ``corrected``
-    holds an output the validator repaired (``None``: nothing repaired)."""
+    holds an output the validator repaired (``None``: nothing repaired).
+
+    The agent adapter interface's spelling is accepted: ``corrected_output`` for
+    ``corrected`` (also read as a property), and warnings given as plain strings (each
+    becomes a warning issue on the whole output)."""
 
     ok: bool
-    errors: tuple[ValidationIssue, ...] = ()
-    warnings: tuple[ValidationIssue, ...] = ()
-    corrected: Any = None
+    errors: tuple[ValidationIssue, ...]
+    warnings: tuple[ValidationIssue, ...]
+    corrected: Any
 
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "errors", tuple(self.errors))
-        object.__setattr__(self, "warnings", tuple(self.warnings))
-        if self.ok and self.errors:
-            raise ConfigError("an ok result has no errors", where="validation_result")
-        if not self.ok and not self.errors:
-            raise ConfigError("a failed result names its errors", where="validation_result")
-        object.__setattr__(
-            self, "corrected", _json(self.corrected, where="validation_result.corrected")
+    def __init__(
+        self,
+        *,
+        ok: bool,
+        errors: Iterable[ValidationIssue] = (),
+        warnings: Iterable[ValidationIssue | str] = (),
+        corrected: Any = None,
+        corrected_output: Any = None,
+    ) -> None:
+        if corrected is not None and corrected_output is not None:
+            raise ConfigError(
+                "give corrected or corrected_output, not both", where="validation_result"
+            )
+        errors = tuple(errors)
+        kept = tuple(
+            ValidationIssue(field="", message=w, code="warning", severity=Severity.WARNING)
+            if isinstance(w, str)
+            else w
+            for w in warnings
         )
+        if ok and errors:
+            raise ConfigError("an ok result has no errors", where="validation_result")
+        if not ok and not errors:
+            raise ConfigError("a failed result names its errors", where="validation_result")
+        fixed = corrected if corrected is not None else corrected_output
+        object.__setattr__(self, "ok", ok)
+        object.__setattr__(self, "errors", errors)
+        object.__setattr__(self, "warnings", kept)
+        object.__setattr__(self, "corrected", _json(fixed, where="validation_result.corrected"))
+
+    @property
+    def corrected_output(self) -> Any:
+        return self.corrected
 
     def feedback(self) -> str:
         """The errors as text a model can correct its output from."""

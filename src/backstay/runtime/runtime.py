@@ -30,6 +30,7 @@ from backstay.clock import SYSTEM_CLOCK, Clock
 from backstay.errors import ConfigError
 from backstay.policy.protocols import CircuitBreakerLike, RateLimiterLike, RetryBudgetLike
 from backstay.runtime._drive import RunDriver
+from backstay.runtime.adapter_hooks import AdapterHooks, bridge
 from backstay.runtime.context import ExecutionContext, ToolCache
 from backstay.runtime.health import HealthReport, health_check
 from backstay.runtime.hooks import Hooks, router
@@ -65,7 +66,7 @@ class Runtime:
         breaker: CircuitBreakerLike | None = None,
         limiter: RateLimiterLike | None = None,
         budget: RetryBudgetLike | None = None,
-        hooks: Hooks | None = None,
+        hooks: Hooks | AdapterHooks | None = None,
         clock: Clock = SYSTEM_CLOCK,
     ) -> None:
         if not isinstance(adapter, FrameworkAdapter):
@@ -84,6 +85,20 @@ class Runtime:
         self.hooks = hooks
         self.clock = clock
         self.redactor = SensitiveRedactor(self.settings.redact_patterns)
+
+    def _tenant(self, given: str | None) -> str:
+        """The run's tenant: ``given``, which a ``SecurityConfig`` must name (tenant
+        isolation), else the security's tenant, else ``"default"``."""
+        security = self.settings.security
+        if given is None:
+            return "default" if security is None else security.tenant_id
+        check_name(given, where="tenant")
+        if security is not None and given != security.tenant_id:
+            raise ConfigError(
+                f"this runtime serves tenant {security.tenant_id!r}, not {given!r}",
+                where="tenant",
+            )
+        return given
 
     def _context(self, record: RunRecord, user: str | None) -> ExecutionContext:
         tracker = LimitTracker(self.settings.limits, started=self.clock.monotonic())
@@ -113,10 +128,20 @@ class Runtime:
         return ctx
 
     async def _drive(
-        self, record: RunRecord, user: str | None, hooks: Hooks | None, clear_input: Any = None
+        self,
+        record: RunRecord,
+        user: str | None,
+        hooks: Hooks | AdapterHooks | None,
+        clear_input: Any = None,
     ) -> RunRecord:
-        driver = RunDriver(self, record, self._context(record, user), clear_input=clear_input)
-        chosen = hooks or self.hooks
+        ctx = self._context(record, user)
+        driver = RunDriver(self, record, ctx, clear_input=clear_input)
+        given = hooks or self.hooks
+        chosen = (
+            bridge(given, ctx, driver.view, self.clock)
+            if isinstance(given, AdapterHooks)
+            else given
+        )
         if chosen is not None:
             router().register(record.trace_id, chosen)
         try:
@@ -129,15 +154,16 @@ class Runtime:
         self,
         input: Any,
         *,
-        tenant: str = "default",
+        tenant: str | None = None,
         session_id: str | None = None,
         user: str | None = None,
         run_id: str | None = None,
         trace_id: str | None = None,
-        hooks: Hooks | None = None,
+        hooks: Hooks | AdapterHooks | None = None,
     ) -> RunRecord:
-        """Run the adapter on ``input`` (JSON) for ``tenant``; the finished checkpoint."""
-        check_name(tenant, where="tenant")
+        """Run the adapter on ``input`` (JSON) for ``tenant`` (default: the settings'
+        ``security.tenant_id``, else ``"default"``); the finished checkpoint."""
+        tenant = self._tenant(tenant)
         run_id = run_id or _new_id()
         if self.store.load_run(tenant, run_id) is not None:
             raise ConfigError(f"run {run_id!r} exists already: resume it", where="run_id")
@@ -157,9 +183,9 @@ class Runtime:
         self,
         run_id: str,
         *,
-        tenant: str = "default",
+        tenant: str | None = None,
         user: str | None = None,
-        hooks: Hooks | None = None,
+        hooks: Hooks | AdapterHooks | None = None,
         clear_input: Any = None,
     ) -> RunRecord:
         """Continue a paused or interrupted run from its checkpoint (its successful steps
@@ -167,6 +193,7 @@ class Runtime:
         input and the plan redacted; ``clear_input``, the run's input as first given, lets
         the steps still to run have their parameters in the clear again (when the plan made
         from it redacts to the stored one)."""
+        tenant = self._tenant(tenant)
         record = self.store.load_run(tenant, run_id)
         if record is None:
             raise ConfigError(f"no run {run_id!r} for tenant {tenant!r}", where="run_id")

@@ -43,6 +43,7 @@ from backstay.clock import SYSTEM_CLOCK, Clock
 from backstay.runtime.context import ExecutionContext
 from backstay.runtime.errors import ApprovalRequired, LimitExceeded, SecurityViolation
 from backstay.runtime.events import ApprovalRequested, RuntimeEvent, ToolCalled
+from backstay.runtime.limits import ExecutionLimits
 from backstay.runtime.records import ApprovalStatus, HumanDecision
 from backstay.runtime.store import RunStore
 from backstay.runtime.tools import Tool, ToolPolicy
@@ -83,6 +84,11 @@ class ToolGate:
         self._clock = clock
         self._last: str | None = None
         self._repeats = 0
+
+    @property
+    def limits(self) -> ExecutionLimits:
+        """The run's hard limits (the shell tool bounds its processes by them)."""
+        return self._ctx.tracker.limits
 
     def names(self) -> tuple[str, ...]:
         """Every registered tool (the allowlist decides which of them may run)."""
