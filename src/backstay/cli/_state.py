@@ -248,8 +248,12 @@ def _open_shared(
         raise
 
 
-def _say(message: str) -> None:
+def say(message: str) -> None:
+    """Print ``message`` on stderr as it is (no markup)."""
     Console(stderr=True, soft_wrap=True).print(escape(message), highlight=False)
+
+
+_say = say
 
 
 def store_lost(err: StoreUnreachable, state_dir: Path) -> typer.Exit:

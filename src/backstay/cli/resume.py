@@ -22,6 +22,7 @@ from backstay.cli._executor import (
 from backstay.cli._observe import observed
 from backstay.cli._progress import showing_progress
 from backstay.cli._report import report_run
+from backstay.cli._suite_changes import suite_changes
 from backstay.cli.batch import CONFIG_HELP
 from backstay.cli.serve import ServePortOption
 from backstay.config import load_config
@@ -72,7 +73,13 @@ def resume(
         raise usage_error(err) from None
     with engine:
         _state.keep_budget(engine, None, budget_usd, budget_tokens)
-        states = {record.operation_id: record.state for record in engine.store.tasks()}
+        records = engine.store.tasks()
+        flags = _state.batch_flags(state_dir, location)
+        for line in suite_changes(
+            records, identity, state_dir=state_dir, config=config, flags=flags
+        ):
+            _state.say(line)
+        states = {record.operation_id: record.state for record in records}
         try:
             with (
                 observed(state_dir, serve_port, config.otel_settings(), location),
