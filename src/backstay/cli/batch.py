@@ -19,7 +19,6 @@ from backstay.cli._executor import (
     executor_for,
     left_for_resume,
 )
-from backstay.cli._logging import apply_log_level
 from backstay.cli._observe import observed
 from backstay.cli._progress import showing_progress
 from backstay.cli._report import report_run
@@ -92,7 +91,6 @@ def batch(
     try:
         executor = executor_for(executor_kind, ray_address)
         config = load_config(config_file, overrides=sets or [])
-        apply_log_level(config.log_level)
         suite = with_frameworks(load_suite(file, registry=config.registry), config.frameworks)
         adapters = suite_adapters(suite)
         _state.check_not_a_file(state_dir)
@@ -122,8 +120,7 @@ def batch(
         except OSError as err:
             raise _state.run_failed(err, state_dir) from None
         try:
-            port = serve_port if serve_port is not None else config.metrics_port
-            with observed(state_dir, port, config.otel_settings(), location):
+            with observed(state_dir, serve_port, config.otel_settings(), location):
                 code = run_batch(engine, opened)
         except ConfigError as err:
             raise usage_error(err) from None

@@ -9,7 +9,10 @@ handling, circuit breakers and Idempotency-Key on every request. See docs/gatewa
 * ``attempt``: one upstream attempt and what decides it failed;
 * ``proxy``: the handler, over ``backstay.call.acall``;
 * ``wire_errors``: the errors the gateway answers itself, in each provider's format;
-* ``events``: ``RequestRetried``;
+* ``events``: ``RequestRetried``, ``RequestFellBack``;
+* ``runs``: run tokens (``RunTokens``, ``RunTicket``, ``RunTally``): each agent attempt's
+  own API key, mapped to its run and to the real key; ``run_requests``, ``usage`` and
+  ``spans``: what the proxy does with a run's requests;
 * ``server``: ``Gateway``, started and stopped like the fake provider.
 
 Needs aiohttp (``backstay[gateway]``), imported only when a gateway starts.
@@ -17,8 +20,9 @@ Needs aiohttp (``backstay[gateway]``), imported only when a gateway starts.
 
 from __future__ import annotations
 
-from backstay.gateway.events import RequestRetried
+from backstay.gateway.events import RequestFellBack, RequestRetried
 from backstay.gateway.routes import Route, route
+from backstay.gateway.runs import RunTally, RunTicket, RunTokens
 from backstay.gateway.server import Gateway
 from backstay.gateway.settings import (
     DEFAULT_UPSTREAMS,
@@ -34,8 +38,12 @@ __all__ = [
     "TOKEN_HEADER",
     "Gateway",
     "GatewaySettings",
+    "RequestFellBack",
     "RequestRetried",
     "Route",
+    "RunTally",
+    "RunTicket",
+    "RunTokens",
     "Upstreams",
     "route",
 ]

@@ -1,5 +1,6 @@
 """The gateway's events: one ``RequestRetried`` per client request that took more than one
-upstream attempt (or was refused by an open circuit), emitted when its answer is decided.
+upstream attempt (or was refused by an open circuit), emitted when its answer is decided;
+one ``RequestFellBack`` per request of a run moved to the run's fallback model.
 The per-attempt events (``retry.attempt_failed``, ``task.retrying`` …) come from the retry
 driver, under the operation ``gateway:{provider}/{model}``."""
 
@@ -12,7 +13,7 @@ from typing import ClassVar
 from backstay.events import Event
 from backstay.failure import Failure
 
-__all__ = ["RequestRetried"]
+__all__ = ["RequestFellBack", "RequestRetried"]
 
 
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
@@ -32,3 +33,22 @@ class RequestRetried(Event):
     failure: Failure | None
     idempotency_key: str | None
     elapsed_s: float
+    # The run the request came from (its run token's task and attempt), if any.
+    task: str | None = None
+    attempt: str | None = None
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class RequestFellBack(Event):
+    """A request of a run moved from ``model`` to the run's ``fallback_model`` (same
+    ``provider``) because the circuit of ``model`` was open."""
+
+    name: ClassVar[str] = "request.fell_back"
+    level: ClassVar[int] = logging.WARNING
+    provider: str
+    model: str
+    fallback_model: str
+    endpoint: str
+    reason: str
+    task: str | None = None
+    attempt: str | None = None

@@ -6,6 +6,12 @@ else (no upstream answer at all) an error in its provider's format.
 
 One ``Idempotency-Key`` per client request is sent on every attempt (``headers``); each
 attempt first waits its turn at the rate limiter of its provider and model (``limits``).
+
+With a run-token table (``runs``), only requests carrying a live run token are served:
+the token is swapped for the run's real key and the request sent to the run's upstream
+(``run_requests``); each upstream attempt and the tokens of each answer are counted for
+the token (``usage``); a request whose circuit is open moves to the run's fallback model
+(``RequestFellBack``); and each request is a span under the run's trace (``spans``).
 """
 
 from __future__ import annotations
@@ -13,9 +19,9 @@ from __future__ import annotations
 import hmac
 import time
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Any, Final
 
-from backstay.breaker import BreakerRegistry
+from backstay.breaker import BreakerRegistry, CircuitState
 from backstay.call import acall
 from backstay.classify import classify
 from backstay.errors import CircuitOpen
@@ -29,7 +35,7 @@ from backstay.gateway.attempt import (
     UpstreamFailed,
     attempt,
 )
-from backstay.gateway.events import RequestRetried
+from backstay.gateway.events import RequestFellBack, RequestRetried
 from backstay.gateway.headers import (
     client_keys,
     downstream_headers,
@@ -38,7 +44,11 @@ from backstay.gateway.headers import (
 )
 from backstay.gateway.limits import GatewayLimits, paced_attempt
 from backstay.gateway.routes import Route, route
+from backstay.gateway.run_requests import real_key_headers, real_key_path, with_model
+from backstay.gateway.runs import RunTicket, RunTokens
 from backstay.gateway.settings import TOKEN_HEADER, GatewaySettings
+from backstay.gateway.spans import RequestSpan, request_span
+from backstay.gateway.usage import UsageScan, usage_of
 from backstay.gateway.wire_errors import GatewayError, gateway_error
 from backstay.redact import redact, register_secret
 from backstay.taxonomy import FailureKind
@@ -56,13 +66,15 @@ _MAX_REGISTERED_KEYS: Final = 1024
 
 
 class _Tally:
-    """One client request's attempts so far, and the last upstream answer that failed."""
+    """One client request's attempts so far, and the last upstream answer that failed;
+    ``token``: the run token it came with, whose attempts are counted."""
 
-    __slots__ = ("attempts", "last")
+    __slots__ = ("attempts", "last", "token")
 
-    def __init__(self) -> None:
+    def __init__(self, token: str | None = None) -> None:
         self.attempts = 0
         self.last: UpstreamFailed | None = None
+        self.token = token
 
 
 class Proxy:
@@ -74,12 +86,16 @@ class Proxy:
         session: aiohttp.ClientSession,
         breakers: BreakerRegistry,
         *,
+        runs: RunTokens | None = None,
+        tracer_provider: Any = None,
         limits: GatewayLimits | None = None,
     ) -> None:
         self.settings = settings
         self._session = session
         self._breakers = breakers
         self._limits = limits if limits is not None else GatewayLimits()
+        self._runs = runs
+        self._tracer_provider = tracer_provider
         self._registered: set[str] = set()
         self.active = 0
 
@@ -98,20 +114,66 @@ class Proxy:
         if not self._admitted(request):
             provider = None if found is None else found.provider
             return _error(gateway_error(provider, 401, f"missing or wrong {TOKEN_HEADER}"))
+        keys = client_keys(request.headers, request.query_string)
+        run = None if self._runs is None else self._runs.find(keys)
+        if self._runs is not None and run is None:
+            provider = None if found is None else found.provider
+            return _error(gateway_error(provider, 401, "no live backstay run token as API key"))
         # Only an admitted request's keys: a stranger cannot fill the redaction table.
-        self._register(client_keys(request.headers, request.query_string))
+        self._register([run[1].key] if run is not None else keys)
         if found is None:
             message = f"{request.method} {request.path} is not a provider endpoint it serves"
             return _error(gateway_error(None, 404, message))
         key = idempotency_key(request.method, found.provider, request.headers)
+        headers = upstream_headers(request.headers.items(), key)
+        raw_path, base = request.raw_path, self.settings.upstreams.url_for(found.provider)
+        token, ticket = run if run is not None else (None, None)
+        if token is not None and ticket is not None:
+            if ticket.provider != found.provider:
+                message = f"this run token is for {ticket.provider}, not {found.provider}"
+                return _error(gateway_error(found.provider, 401, message))
+            headers = real_key_headers(headers, token, ticket.key)
+            raw_path = real_key_path(raw_path, token, ticket.key)
+            base = ticket.upstream or base
+            found, raw_path, body = self._fallen_back(found, ticket, raw_path, body)
         upstream = Request(
             method=request.method,
-            url=self.settings.upstreams.url_for(found.provider) + request.raw_path,
-            headers=tuple(upstream_headers(request.headers.items(), key)),
+            url=base + raw_path,
+            headers=tuple(headers),
             body=body,
             provider=found.provider,
         )
-        return await self._forward(request, found, upstream, key)
+        with request_span(found, ticket, self._tracer_provider) as span:
+            return await self._forward(request, found, upstream, key, _Tally(token), ticket, span)
+
+    def _fallen_back(
+        self, found: Route, ticket: RunTicket, raw_path: str, body: bytes
+    ) -> tuple[Route, str, bytes]:
+        """The route, path and body of a run's request: moved to the run's fallback model
+        while the circuit of its own model is open."""
+        fallback = ticket.fallback_model
+        if not fallback or fallback == found.model:
+            return found, raw_path, body
+        if self._breakers.breaker_for((found.provider, found.model)).state is not (
+            CircuitState.OPEN
+        ):
+            return found, raw_path, body
+        raw_path, body = with_model(found.provider, raw_path, body, fallback)
+        if BUS.wants(RequestFellBack.level):
+            BUS.emit(
+                RequestFellBack(
+                    operation=f"gateway:{found.provider}/{found.model}",
+                    provider=found.provider,
+                    model=found.model,
+                    fallback_model=fallback,
+                    endpoint=found.endpoint,
+                    reason="circuit_open",
+                    task=ticket.task,
+                    attempt=ticket.attempt,
+                )
+            )
+        endpoint = found.endpoint.replace(found.model, fallback, 1)
+        return Route(provider=found.provider, model=fallback, endpoint=endpoint), raw_path, body
 
     def _admitted(self, request: web.Request) -> bool:
         token = self.settings.token
@@ -130,7 +192,7 @@ class Proxy:
         tally.attempts += 1
         settings = self.settings
         try:
-            return await attempt(
+            result = await attempt(
                 self._session,
                 upstream,
                 buffer_streams=settings.buffer_streams,
@@ -139,12 +201,38 @@ class Proxy:
             )
         except UpstreamFailed as failed:
             tally.last = failed
+            self._count(tally, failed.answer.status, failed.answer)
             raise
+        except Exception:
+            self._count(tally, None, None)
+            raise
+        self._count(tally, result.status, result if isinstance(result, Answer) else None)
+        return result
 
-    async def _forward(
-        self, request: web.Request, found: Route, upstream: Request, key: str | None
+    def _count(self, tally: _Tally, status: int | None, answer: Answer | None) -> None:
+        """Count an upstream attempt (and the tokens of an answer read whole) for the run."""
+        if self._runs is None or tally.token is None:
+            return
+        self._runs.answered(tally.token, status)
+        if answer is not None:
+            streamed = any(
+                name.lower() == "content-type" and value.startswith("text/event-stream")
+                for name, value in answer.headers
+            )
+            used = usage_of(answer.body, stream=streamed)
+            if used is not None:
+                self._runs.used(tally.token, used)
+
+    async def _forward(  # noqa: PLR0917 - one request's parts
+        self,
+        request: web.Request,
+        found: Route,
+        upstream: Request,
+        key: str | None,
+        tally: _Tally,
+        ticket: RunTicket | None = None,
+        span: RequestSpan | None = None,
     ) -> web.StreamResponse:
-        tally = _Tally()
         started = time.monotonic()
         breaker = self._breakers.breaker_for((found.provider, found.model))
         failure: Failure | None = None
@@ -181,13 +269,23 @@ class Proxy:
             message = f"the upstream failed: {failure.kind}: {failure.message}"
             result = gateway_error(found.provider, status, message)
         status = result.status
+        if span is not None:
+            span.set_attribute("http.response.status_code", status)
+            span.set_attribute("backstay.gateway.attempts", tally.attempts)
+            span.set_attribute("backstay.gateway.outcome", outcome)
         if tally.attempts > 1 or outcome == "circuit_open":
             elapsed = time.monotonic() - started
-            _report(found, self.settings.policy.name, tally, status, outcome, failure, key, elapsed)
+            policy = self.settings.policy.name
+            _report(found, policy, tally, status, outcome, failure, key, elapsed, ticket)
         if isinstance(result, GatewayError):
             return _error(result)
         if isinstance(result, OpenStream):
-            return await _pipe(request, result, tally.attempts)
+            scan = None if tally.token is None else UsageScan()
+            piped = await _pipe(request, result, tally.attempts, scan)
+            used = None if scan is None else scan.usage()
+            if used is not None and self._runs is not None and tally.token is not None:
+                self._runs.used(tally.token, used)
+            return piped
         return _answer(result, tally.attempts)
 
 
@@ -200,6 +298,7 @@ def _report(  # noqa: PLR0917 - one event's fields
     failure: Failure | None,
     key: str | None,
     elapsed_s: float,
+    ticket: RunTicket | None = None,
 ) -> None:
     if tally.last is not None and failure is None:
         failure = tally.last.failure
@@ -217,6 +316,8 @@ def _report(  # noqa: PLR0917 - one event's fields
                 failure=failure,
                 idempotency_key=key,
                 elapsed_s=elapsed_s,
+                task=None if ticket is None else ticket.task,
+                attempt=None if ticket is None else ticket.attempt,
             )
         )
 
@@ -234,9 +335,12 @@ def _answer(answer: Answer, attempts: int) -> web.Response:
     return web.Response(status=answer.status, body=answer.body, headers=headers)
 
 
-async def _pipe(request: web.Request, stream: OpenStream, attempts: int) -> web.StreamResponse:
-    """Forward an opened stream: its first bytes, then the rest as it comes. A failure
-    after the first byte ends the client's connection (it cannot be retried any more)."""
+async def _pipe(
+    request: web.Request, stream: OpenStream, attempts: int, scan: UsageScan | None = None
+) -> web.StreamResponse:
+    """Forward an opened stream: its first bytes, then the rest as it comes (each piece
+    read by ``scan`` too, for its usage). A failure after the first byte ends the client's
+    connection (it cannot be retried any more)."""
     import aiohttp  # noqa: PLC0415
     from aiohttp import web  # noqa: PLC0415
 
@@ -247,8 +351,12 @@ async def _pipe(request: web.Request, stream: OpenStream, attempts: int) -> web.
         )
         await out.prepare(request)
         await out.write(stream.first)
+        if scan is not None:
+            scan.feed(stream.first)
         try:
             async for chunk in upstream.content.iter_any():
+                if scan is not None:
+                    scan.feed(chunk)
                 await out.write(chunk)
         except (TimeoutError, aiohttp.ClientError, OSError):
             # Cut, not ended: the client must see the stream fail, as it did upstream.

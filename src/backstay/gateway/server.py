@@ -19,6 +19,7 @@ from backstay.breaker import BreakerRegistry
 from backstay.errors import ConfigError
 from backstay.gateway._aiohttp import require
 from backstay.gateway.limits import GatewayLimits
+from backstay.gateway.runs import RunTokens
 from backstay.gateway.settings import GatewaySettings
 from backstay.policy.protocols import LimiterRegistryLike
 
@@ -37,7 +38,9 @@ _SHUTDOWN_GRACE_S: Final = 1.0
 class Gateway(ServedOnAThread):
     """A gateway serving ``settings`` (port 0 picks a free port). ``breakers`` holds the
     circuit breaker of every (provider, model) it has seen (a fresh in-memory registry from
-    the settings' ``breaker`` when not given)."""
+    the settings' ``breaker`` when not given). With ``runs`` (``backstay.gateway.runs``)
+    it serves only requests whose API key is a live run token; ``tracer_provider``: where
+    each request's span goes (default: OpenTelemetry's global provider)."""
 
     _label = "the gateway"
 
@@ -47,6 +50,8 @@ class Gateway(ServedOnAThread):
         *,
         breakers: BreakerRegistry | None = None,
         limiters: LimiterRegistryLike | None = None,
+        runs: RunTokens | None = None,
+        tracer_provider: object = None,
     ) -> None:
         if settings is not None and not isinstance(settings, GatewaySettings):
             raise ConfigError(f"must be GatewaySettings, got {settings!r}", where="settings")
@@ -56,6 +61,8 @@ class Gateway(ServedOnAThread):
         )
         # The rate limiters it paces requests at (an in-process registry when not given).
         self.limits = GatewayLimits(limiters)
+        self.runs = runs
+        self._tracer_provider = tracer_provider
         self._port = self.settings.port
         self._runner: web.AppRunner | None = None
         self._proxy: Proxy | None = None
@@ -106,7 +113,14 @@ class Gateway(ServedOnAThread):
             connector=aiohttp.TCPConnector(limit=0),
             auto_decompress=True,
         )
-        proxy = Proxy(settings, session, self.breakers, limits=self.limits)
+        proxy = Proxy(
+            settings,
+            session,
+            self.breakers,
+            runs=self.runs,
+            tracer_provider=self._tracer_provider,
+            limits=self.limits,
+        )
         app = web.Application(client_max_size=settings.max_request_bytes)
         app.router.add_route("*", "/{tail:.*}", proxy.handle)
         # Handler cancellation: a client that hangs up ends its request's retries at once.

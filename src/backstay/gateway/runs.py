@@ -1,0 +1,144 @@
+"""Run tokens: each agent-CLI attempt sent through the gateway gets a token of its own as
+its API key. The gateway maps the token to the run (``RunTicket``: task, attempt, trace
+context, the model its fallback names) and to the real key and upstream, so that the agent
+process never holds the real key; it counts what the provider answered per token
+(``RunTally``); and the token is revoked when the attempt ends.
+
+``RunTokens`` is the table, shared by the gateway's thread and the threads that open and
+close runs (a lock guards it). A gateway given one (``Gateway(runs=...)``) admits only
+requests carrying a live token: any other key is answered 401 in its provider's format.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import secrets
+import threading
+from collections.abc import Iterable
+from typing import Final
+
+from backstay.errors import ConfigError
+from backstay.gateway.usage import TokenUsage
+
+__all__ = ["TOKEN_PREFIX", "RunTally", "RunTicket", "RunTokens"]
+
+# A run token says what it is; a provider shown one answers 401 (it is no key of theirs).
+TOKEN_PREFIX: Final = "bsgw-run-"  # noqa: S105 - a prefix, not a secret
+PROVIDERS: Final = frozenset({"anthropic", "openai", "gemini"})
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class RunTicket:
+    """What one token stands for: the ``provider`` it may call, its real ``key`` (never
+    shown: not in ``repr``), the ``upstream`` base URL (``None``: the gateway's own for
+    the provider), the ``task`` and ``attempt`` its requests are attributed to, the
+    attempt's ``traceparent`` (each request's span is a child of it), the ``model`` the
+    run asked for and ``fallback_model``, another model of the same provider a request
+    moves to while the circuit of its own is open."""
+
+    provider: str
+    key: str = dataclasses.field(repr=False)
+    upstream: str | None = None
+    task: str | None = None
+    attempt: str | None = None
+    traceparent: str | None = None
+    model: str | None = None
+    fallback_model: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.provider not in PROVIDERS:
+            raise ConfigError(
+                f"must be one of {', '.join(sorted(PROVIDERS))}, got {self.provider!r}",
+                where="provider",
+            )
+        if not isinstance(self.key, str) or not self.key:
+            raise ConfigError("must be the provider's API key, got nothing", where="key")
+
+
+@dataclasses.dataclass(slots=True)
+class RunTally:
+    """What the provider answered one token's requests: ``requests`` it answered (refused
+    ones included: any HTTP status), ``refused`` those with a status of 400 or more, the
+    tokens its answers reported, and ``unanswered`` requests that got no answer at all
+    (refused connections, timeouts)."""
+
+    requests: int = 0
+    refused: int = 0
+    unanswered: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+
+    def copy(self) -> RunTally:
+        return dataclasses.replace(self)
+
+
+class RunTokens:
+    """The live tokens: ``open`` one per attempt, ``close`` it when the attempt ends (its
+    tally is returned), ``find`` the ticket of any of a request's keys."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._tickets: dict[str, RunTicket] = {}
+        self._tallies: dict[str, RunTally] = {}
+
+    def open(self, ticket: RunTicket) -> str:
+        """A new token for ``ticket``, live until ``close``."""
+        if not isinstance(ticket, RunTicket):
+            raise ConfigError(f"must be a RunTicket, got {ticket!r}", where="ticket")
+        token = TOKEN_PREFIX + secrets.token_urlsafe(24)
+        with self._lock:
+            self._tickets[token] = ticket
+            self._tallies[token] = RunTally()
+        return token
+
+    def close(self, token: str) -> RunTally | None:
+        """Revoke ``token``; what its requests were answered (``None``: not live)."""
+        with self._lock:
+            self._tickets.pop(token, None)
+            return self._tallies.pop(token, None)
+
+    def find(self, keys: Iterable[str]) -> tuple[str, RunTicket] | None:
+        """The live token among ``keys`` (a request's credentials) and its ticket."""
+        for key in keys:
+            if key.startswith(TOKEN_PREFIX):
+                with self._lock:
+                    ticket = self._tickets.get(key)
+                if ticket is not None:
+                    return key, ticket
+        return None
+
+    def tally(self, token: str) -> RunTally | None:
+        """A copy of ``token``'s tally so far (``None``: not live)."""
+        with self._lock:
+            found = self._tallies.get(token)
+            return None if found is None else found.copy()
+
+    def answered(self, token: str, status: int | None) -> None:
+        """Count one upstream attempt of ``token``'s: answered with ``status``, or not
+        answered at all (``None``)."""
+        with self._lock:
+            tally = self._tallies.get(token)
+            if tally is None:
+                return
+            if status is None:
+                tally.unanswered += 1
+            else:
+                tally.requests += 1
+                tally.refused += status >= 400
+
+    def used(self, token: str, usage: TokenUsage) -> None:
+        """Add the tokens an answer to ``token`` reported."""
+        with self._lock:
+            tally = self._tallies.get(token)
+            if tally is None:
+                return
+            tally.input_tokens += usage.input_tokens
+            tally.output_tokens += usage.output_tokens
+            tally.cache_read_tokens += usage.cache_read_tokens
+            tally.cache_write_tokens += usage.cache_write_tokens
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._tickets)
