@@ -182,6 +182,16 @@ def test_shell_session_builds_the_steps_and_the_turn_faults() -> None:
             "shell_session.faults[1]",
             "without a selector",
         ),
+        (
+            lambda: Scenario.shell_session(2, faults={"2": "overloaded"}),
+            "shell_session.faults['2']",
+            "must be a turn from 1 to 3",
+        ),
+        (
+            lambda: Scenario.shell_session(2, faults=["overloaded"]),  # type: ignore[arg-type]
+            "shell_session.faults",
+            "must be a mapping of turn to fault",
+        ),
         (lambda: Fault(kind=FaultKind.OVERLOADED, times=2), "times", "only with the turn"),
         (lambda: Fault(kind=FaultKind.OVERLOADED, turn=0), "turn", "must be >= 1"),
         (

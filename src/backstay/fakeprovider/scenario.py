@@ -136,10 +136,15 @@ class Scenario:
             Turn(shell=f"echo step-{i} >> {shlex.quote(file)}")  # noqa: S604
             for i in range(1, n_turns + 1)
         )
-        scripted = tuple(
-            _turn_fault(turn, spec, n_turns) for turn, spec in sorted((faults or {}).items())
+        if faults is not None and not isinstance(faults, Mapping):
+            raise ConfigError(
+                f"must be a mapping of turn to fault, got {faults!r}", where="shell_session.faults"
+            )
+        scripted = sorted(
+            (_turn_fault(turn, spec, n_turns) for turn, spec in (faults or {}).items()),
+            key=lambda fault: fault.turn or 0,
         )
-        return cls(faults=scripted, session=Session(turns=turns, final=final), seed=seed)
+        return cls(faults=tuple(scripted), session=Session(turns=turns, final=final), seed=seed)
 
 
 def _turn_fault(turn: object, spec: Fault | FaultKind | str, n_turns: int) -> Fault:
