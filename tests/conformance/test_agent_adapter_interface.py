@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import datetime as dt
+import subprocess
 import sys
 import tomllib
 from pathlib import Path
@@ -720,3 +721,66 @@ def test_a_rate_limited_attempt_is_classified_as_a_rate_limit(tmp_path: Path) ->
 def test_step_is_replaceable_under_both_spellings() -> None:
     step = PlanStep("a", {"x": 1}, [], 5)
     assert dataclasses.replace(step, timeout_s=9).timeout_seconds == 9
+
+
+# -- Configuration Schema --------------------------------------------------------------
+
+AGENT_ADAPTERS_YAML = """\
+# /srv/primarch/config/agent_adapters.yaml
+adapters:
+  langgraph:
+    enabled: true
+    default_limits:
+      max_steps: 50
+      wall_time_s: 300
+    safety:
+      sandbox: true
+      tool_allowlist: ["web_search", "file_read", "calculator"]
+
+  autogen:
+    enabled: true
+    human_in_loop: true
+    conversation_limits:
+      max_rounds: 20
+
+monitoring:
+  tracing_enabled: true
+  metrics_port: 9090
+  log_level: INFO
+"""
+
+
+def test_the_printed_agent_adapters_yaml_is_accepted(tmp_path: Path) -> None:
+    # "### Configuration Schema": agent_adapters.yaml with adapters: and monitoring:
+    from backstay.config import load_config  # noqa: PLC0415
+
+    file = tmp_path / "agent_adapters.yaml"
+    file.write_text(AGENT_ADAPTERS_YAML)
+    config = load_config(file, environ={})
+    langgraph = config.frameworks["langgraph"].runtime_settings()
+    assert (langgraph.limits.max_steps, langgraph.limits.wall_time_s) == (50, 300)
+    assert langgraph.tools.allowed == {"web_search", "file_read", "calculator"}
+    autogen = config.frameworks["autogen"]
+    assert autogen.enabled
+    assert autogen.runtime_settings().limits.max_model_calls == 20
+    assert config.otel["enabled"] is True
+    assert (config.metrics_port, config.log_level) == (9090, "INFO")
+    checked = subprocess.run(
+        [str(Path(sys.executable).with_name("backstay")), "config", "check", str(file)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert checked.returncode == 0, checked.stderr
+
+
+def test_human_in_loop_false_is_refused_at_its_line(tmp_path: Path) -> None:
+    # "human_in_loop: true": backstay always routes a framework's request for a human
+    # to an approval, so false is refused (docs/conformance.md)
+    from backstay.config import load_config  # noqa: PLC0415
+
+    file = tmp_path / "agent_adapters.yaml"
+    file.write_text(AGENT_ADAPTERS_YAML.replace("human_in_loop: true", "human_in_loop: false"))
+    with pytest.raises(ConfigError, match=r"agent_adapters.yaml:14.*cannot be turned off"):
+        load_config(file, environ={})

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from backstay.adapters.api.anthropic import AnthropicApiAdapter
+from backstay.adapters.cli.aider import AiderAdapter
 from backstay.adapters.cli.claude_code import ClaudeCodeAdapter
 from backstay.adapters.contract import AgentRequest
 from backstay.adapters.session import (
@@ -243,3 +244,27 @@ def test_a_finished_task_leaves_neither_snapshot_nor_home(tmp_path: Path) -> Non
     starts.finished()
     assert not (spec.run_dir(state) / SNAPSHOT_DIR).exists()
     assert not (spec.run_dir(state) / SESSION_HOME_DIR).exists()
+
+
+def test_a_cli_that_cannot_resume_keeps_a_fresh_home_and_gets_its_workspace_restored(
+    tmp_path: Path,
+) -> None:
+    spec, state = _spec(tmp_path), tmp_path / "state"
+    starts = AttemptStarts(spec, state_dir=state, policy="p")
+    aider = AiderAdapter()
+    request = spec.request(spec.attempt_dir(state, 1))
+    first_request, path = starts.prepare(aider, request, number=1, attempts=())
+    assert (path, first_request.session) == (StartPath.FRESH, None)
+    (spec.workspace / "notes.txt").write_text("start\nstep-1\n")
+    first = _attempt(spec, state, 1, Failure(code="ERR_HTTP_500_INTERNAL"))
+    request = spec.request(spec.attempt_dir(state, 2))
+    second_request, path = starts.prepare(aider, request, number=2, attempts=(first,))
+    assert (path, second_request.session) == (StartPath.WORKSPACE_RESTORED, None)
+    assert (spec.workspace / "notes.txt").read_text() == "start\n"
+
+
+def test_with_resume_off_the_cli_keeps_a_fresh_home(tmp_path: Path) -> None:
+    spec, state = _spec(tmp_path, resume_session=False), tmp_path / "state"
+    starts = AttemptStarts(spec, state_dir=state, policy="p")
+    request, path = _prepare(starts, spec, state, 1)
+    assert (path, request.session) == (StartPath.FRESH, None)

@@ -19,7 +19,7 @@ from typing import Final
 
 from backstay.events.bus import EVENT_NAME_ATTR
 
-__all__ = ["failures_on_stderr"]
+__all__ = ["apply_log_level", "failures_on_stderr"]
 
 _LOGGER: Final = logging.getLogger("backstay")
 _FORMAT: Final = "backstay: %(levelname)s: %(message)s"
@@ -55,3 +55,10 @@ def failures_on_stderr(*, printed: frozenset[str] = frozenset()) -> Iterator[Non
         yield
     finally:
         _LOGGER.removeHandler(handler)
+
+
+def apply_log_level(level: str | None) -> None:
+    """The configuration's ``observe.log_level`` as the ``backstay`` logger's level (for
+    the process the command runs in); nothing when it is not given."""
+    if level is not None:
+        _LOGGER.setLevel(level)

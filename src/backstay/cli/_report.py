@@ -12,6 +12,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from backstay.cli._state import batch_flags
 from backstay.engine import BatchIdentity, Engine, Summary, TaskRecord, TaskReport, TaskState
 from backstay.errors import ConfigError
 from backstay.idempotency.ids import parse_operation_id
@@ -46,7 +47,9 @@ def _states(summary: Summary) -> str:
 
 
 def summary_lines(summary: Summary, *, state_dir: Path) -> list[str]:
-    """A few lines: the counts by state, the work done, and what to do next."""
+    """A few lines: the counts by state, the work done, and what to do next (each command
+    with the flags that name this batch: ``batch_flags``)."""
+    flags = batch_flags(state_dir)
     usage = summary.usage
     cost = "" if usage.cost_usd is None else f", cost ${usage.cost_usd:.4f}"
     lines = [
@@ -65,20 +68,27 @@ def summary_lines(summary: Summary, *, state_dir: Path) -> list[str]:
         lines.append(
             f"  {summary.open_escalations} open escalation"
             f"{'' if summary.open_escalations == 1 else 's'}: "
-            f"backstay escalations list --state-dir {state_dir}"
+            f"backstay escalations list {flags}"
         )
     lines += [f"  budget: {spending_text(t)}" for t in summary.spending if not t.budget.unlimited]
     if summary.budget_paused:
         n = summary.budget_paused
         lines.append(
             f"  {n} task{'' if n == 1 else 's'} paused at a spending budget (budget_exceeded): "
-            f"backstay resume --state-dir {state_dir} --budget-usd AMOUNT (or a raised budget "
+            f"backstay resume {flags} --budget-usd AMOUNT (or a raised budget "
             "in the suite, then backstay batch) continues them"
         )
     if summary.next_resume_at is not None:
         lines.append(
             f"  paused until {summary.next_resume_at.isoformat(timespec='seconds')} at the "
-            f"earliest: backstay resume --state-dir {state_dir} continues after that"
+            f"earliest: backstay resume {flags} continues after that"
+        )
+    ended = [s for s in (TaskState.FAILED, TaskState.CANCELLED) if summary.count(s)]
+    if ended:
+        which = " or ".join(str(s) for s in ended)
+        lines.append(
+            f"  {which}: backstay retry TASK... {flags} (or --state {ended[0]}) re-opens "
+            "them for the next backstay resume"
         )
     return lines
 

@@ -3,6 +3,7 @@ a batch's summary comes to."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import sqlite3
 from pathlib import Path
@@ -24,7 +25,9 @@ from backstay.store.location import (
     STORE_ENV_VAR,
     StoreKind,
     StoreLocation,
+    StoreUnavailable,
     StoreUnreachable,
+    parse_store,
     resolve_store,
 )
 from backstay.store.open import open_stores
@@ -40,11 +43,16 @@ STORE_UNREACHABLE: Final = _faults.STORE_UNREACHABLE
 # The file system refused a read or write of the state directory (full, read-only, …).
 FILE_SYSTEM_FAULT: Final = _faults.FILE_SYSTEM_FAULT
 
+# Where --state-dir is read from when the flag is not given.
+STATE_DIR_ENV_VAR: Final = "BACKSTAY_STATE_DIR"
 StateDirOption = Annotated[
     Path,
     typer.Option(
         "--state-dir",
-        help="The batch's state directory (state.sqlite, batch.json and runs/).",
+        envvar=STATE_DIR_ENV_VAR,
+        show_envvar=False,
+        help="The batch's state directory (state.sqlite, batch.json and runs/); "
+        f"default: ${STATE_DIR_ENV_VAR}.",
     ),
 ]
 ConcurrencyOption = Annotated[
@@ -107,6 +115,36 @@ def check_not_a_file(state_dir: Path) -> None:
         raise ConfigError(f"{state_dir} is a file, not a state directory", where="--state-dir")
 
 
+# In a store recorded in batch.json, a password that was left out.
+_MASK: Final = ":***@"
+
+
+def recorded_store(location: StoreLocation, state_dir: Path) -> str | None:
+    """What ``batch.json`` keeps of ``location``: ``None`` for SQLite in ``state_dir``
+    itself, else the location without its password (``display``)."""
+    if location.kind is StoreKind.SQLITE:
+        path = location.path
+        same = path is None or Path(path).absolute() == Path(state_dir).absolute()
+        return None if same else str(Path(path or state_dir).absolute())
+    return location.display
+
+
+def _from_batch_file(state_dir: Path) -> StoreLocation | None:
+    """The store ``state_dir``'s ``batch.json`` names, if any; a ``ConfigError`` when it
+    needs the password that was left out of it."""
+    identity = read_identity(state_dir) if state_dir.is_dir() else None
+    if identity is None or not identity.store:
+        return None
+    where = f"{state_dir / BATCH_FILE}: store"
+    if _MASK in identity.store:
+        raise ConfigError(
+            f"the batch is recorded in {identity.store}, whose password is never kept: give "
+            f"the URL with it (--store URL, or ${STORE_ENV_VAR})",
+            where=where,
+        )
+    return parse_store(identity.store, where=where)
+
+
 def store_location(
     flag: str | None,
     state_dir: Path,
@@ -114,9 +152,15 @@ def store_location(
     config: BackstayConfig | None = None,
     sets: list[str] | None = None,
 ) -> StoreLocation:
-    """The store in force: ``--store``, ``$BACKSTAY_STORE``, ``store:`` of ``config`` (or
-    of the ``backstay.yaml`` found with the ``--set`` overrides ``sets``, read only when
-    neither of the first two is given), or SQLite in ``state_dir``."""
+    """The store in force: ``--store``, ``$BACKSTAY_STORE``, the store ``batch.json`` of
+    ``state_dir`` records, ``store:`` of ``config`` (or of the ``backstay.yaml`` found
+    with the ``--set`` overrides ``sets``, read only when none of those is given), or
+    SQLite in ``state_dir``."""
+    if not flag and not os.environ.get(STORE_ENV_VAR):
+        recorded = _from_batch_file(state_dir)
+        if recorded is not None:
+            unavailable = "stop" if config is None else config.store_unavailable
+            return dataclasses.replace(recorded, unavailable=StoreUnavailable(unavailable))
     if config is None and not flag and not os.environ.get(STORE_ENV_VAR):
         config = load_config(overrides=sets or [])
     return resolve_store(
@@ -264,15 +308,19 @@ def store_lost(err: StoreUnreachable, state_dir: Path) -> typer.Exit:
 
 def batch_flags(state_dir: Path, location: StoreLocation | None = None) -> str:
     """The flags that name the batch again in a hint: ``--state-dir DIR``, and ``--store``
-    when the batch's store is not found from the state directory alone (a Redis URL with
-    a password is shown with ``***``: give it whole, or in $BACKSTAY_STORE)."""
+    when the state directory alone does not find the batch's store (its ``batch.json``
+    names another, or none, or one whose password was left out: shown with ``***``, to
+    give whole or in $BACKSTAY_STORE)."""
     flags = f"--state-dir {state_dir}"
-    if location is None or location.kind is StoreKind.SQLITE:
-        path = None if location is None else location.path
-        if path is not None and Path(path).absolute() != Path(state_dir).absolute():
-            flags += f" --store {path}"
+    try:
+        identity = read_identity(state_dir) if state_dir.is_dir() else None
+    except ConfigError:
+        identity = None
+    kept = None if identity is None else identity.store
+    wanted = kept if location is None else recorded_store(location, state_dir)
+    if wanted is None or (wanted == kept and _MASK not in wanted):
         return flags
-    return f"{flags} --store '{location.display}'"
+    return f"{flags} --store '{wanted}'" if "://" in wanted else f"{flags} --store {wanted}"
 
 
 def guard_settings(lease_ttl_s: float) -> GuardSettings:
@@ -295,7 +343,7 @@ def interrupted(state_dir: Path) -> typer.Exit:
     """Say how to continue a batch stopped by Ctrl-C; the exit to raise."""
     Console(stderr=True, soft_wrap=True).print(
         escape(
-            f"interrupted: backstay resume --state-dir {state_dir} continues the batch "
+            f"interrupted: backstay resume {batch_flags(state_dir)} continues the batch "
             "(attempts cut short are tried again)"
         ),
         highlight=False,

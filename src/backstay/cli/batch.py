@@ -19,6 +19,7 @@ from backstay.cli._executor import (
     executor_for,
     left_for_resume,
 )
+from backstay.cli._logging import apply_log_level
 from backstay.cli._observe import observed
 from backstay.cli._progress import showing_progress
 from backstay.cli._report import report_run
@@ -91,13 +92,19 @@ def batch(
     try:
         executor = executor_for(executor_kind, ray_address)
         config = load_config(config_file, overrides=sets or [])
+        apply_log_level(config.log_level)
         suite = with_frameworks(load_suite(file, registry=config.registry), config.frameworks)
         adapters = suite_adapters(suite)
         _state.check_not_a_file(state_dir)
         location = _state.store_location(store, state_dir, config=config)
         _state.check_startable(state_dir, location)
         # Reads the agents' environment first: an unset key variable leaves nothing behind.
-        opened = SuiteBatch.open(suite, state_dir, inherit_env=not isolated_env)
+        opened = SuiteBatch.open(
+            suite,
+            state_dir,
+            inherit_env=not isolated_env,
+            store=_state.recorded_store(location, state_dir),
+        )
         engine = _state.open_engine(
             state_dir,
             create=True,
@@ -120,7 +127,8 @@ def batch(
         except OSError as err:
             raise _state.run_failed(err, state_dir) from None
         try:
-            with observed(state_dir, serve_port, config.otel_settings(), location):
+            port = serve_port if serve_port is not None else config.metrics_port
+            with observed(state_dir, port, config.otel_settings(), location):
                 code = run_batch(engine, opened)
         except ConfigError as err:
             raise usage_error(err) from None

@@ -16,7 +16,9 @@ from rich.markup import escape
 
 from backstay.cli import _state
 from backstay.cli._errors import usage_error
+from backstay.cli._operator import select
 from backstay.cli._report import task_label
+from backstay.engine import TaskState
 from backstay.errors import ConfigError
 from backstay.events import EVENTS_FILE
 from backstay.idempotency.ids import SEPARATOR
@@ -101,12 +103,15 @@ def events(
         typer.Option("--task", help="Only this task's events (a task id, task/run or id)."),
     ] = None,
     as_json: _state.JsonOption = False,
+    store: _state.StoreOption = None,
+    sets: _state.SetOption = None,
 ) -> None:
     """The events of the batch in --state-dir (events.jsonl), one line each, oldest first.
 
-    Every batch and resume appends its events there, redacted. With --follow, new events
-    are printed as the batch records them (Ctrl-C stops). Exit code 0, or 2 when the
-    directory holds no event log.
+    Every batch and resume appends its events there, redacted (with a Redis store, each
+    machine's state directory keeps the events of the runs it made). With --follow, new
+    events are printed as the batch records them (Ctrl-C stops). Exit code 0, or 2 when
+    the directory holds no event log or --task names no task of the batch.
     """
     path = state_dir / EVENTS_FILE
     if not path.is_file():
@@ -114,6 +119,8 @@ def events(
         raise usage_error(
             ConfigError(f"{state_dir} {what}: no batch ran there", where="--state-dir")
         )
+    if task is not None or store is not None:
+        _check_task(state_dir, task, store, sets)
     skipped = 0
     try:
         for line in read_lines(path, follow=follow, stop=_never):
@@ -132,6 +139,21 @@ def events(
     finally:
         if skipped:
             _warn(f"warning: skipped {skipped} line(s) of {path} that are not UTF-8 text")
+
+
+def _check_task(
+    state_dir: Path, task: str | None, store: str | None, sets: list[str] | None
+) -> None:
+    """A usage error when the batch cannot be opened, or ``task`` names none of its tasks."""
+    try:
+        location = _state.store_location(store, state_dir, sets=sets)
+        with _state.open_engine(state_dir, location=location) as engine:
+            records = engine.store.tasks()
+        if task is not None:
+            select(records, [task], None, movable=frozenset(TaskState), verb="show")
+    except ConfigError as err:
+        where = "--task" if err.where == "TASK" else err.where
+        raise usage_error(ConfigError(err.reason, where=where)) from None
 
 
 def _warn(message: str) -> None:

@@ -2,30 +2,44 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sys
+from pathlib import Path
 
 import typer
 
 from backstay.cli import _faults, _records, _state
 from backstay.cli._errors import usage_error
 from backstay.errors import ConfigError
-from backstay.observe.health import FAIL, health_check
+from backstay.observe.health import FAIL, PASS, HealthReport, health_check, health_of
+from backstay.observe.snapshot import StateReader
+from backstay.store.location import StoreKind, StoreLocation, StoreUnreachable
 from backstay.store.sqlite.tasks import STATE_FILE
 
 # Exit code when the check fails (the store takes no writes).
 UNHEALTHY = 1
 
 
-def health(state_dir: _state.StateDirOption, as_json: _state.JsonOption = False) -> None:
+def health(
+    state_dir: _state.StateDirOption,
+    as_json: _state.JsonOption = False,
+    store: _state.StoreOption = None,
+    sets: _state.SetOption = None,
+) -> None:
     """Whether the batch in --state-dir is ready: its state file takes writes, which
     circuits are open, how many escalations wait. Exit code 0 for pass or warn, 1 for
     fail, 2 when --state-dir holds no batch."""
     try:
-        _faults.using(state_dir, state_dir / STATE_FILE)
-        if state_dir.is_dir():
-            _records.check_recorded(state_dir)
-        report = health_check(state_dir)
+        location = _state.store_location(store, state_dir, sets=sets)
+        if location.kind is StoreKind.REDIS:
+            report = _shared_health(state_dir, location)
+        else:
+            store_dir = location.path or state_dir
+            _faults.using(state_dir, store_dir / STATE_FILE)
+            if state_dir.is_dir():
+                _records.check_recorded(state_dir, location.path)
+            report = health_check(store_dir)
     except ConfigError as err:
         raise usage_error(err) from None
     if as_json:
@@ -39,3 +53,17 @@ def health(state_dir: _state.StateDirOption, as_json: _state.JsonOption = False)
                 typer.echo(f"  {name:<18} {check['status']:<5} {what} {more}".rstrip())
     if report.status == FAIL:
         raise typer.Exit(UNHEALTHY)
+
+
+def _shared_health(state_dir: Path, location: StoreLocation) -> HealthReport:
+    """``/readyz`` of a batch in Redis: the store answers, then the batch's checks."""
+    where = location.display
+    with StateReader(state_dir, location=location) as reader:
+        try:
+            snap = reader.read()
+        except StoreUnreachable as err:
+            check = {"status": FAIL, "componentId": where, "output": err.reason}
+            return HealthReport(status=FAIL, checks={"store:reachable": (check,)})
+    report = health_of(snap)
+    store = {"status": PASS, "componentId": where, "time": snap.taken_at.isoformat()}
+    return dataclasses.replace(report, checks={"store:reachable": (store,), **report.checks})

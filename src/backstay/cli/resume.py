@@ -19,6 +19,7 @@ from backstay.cli._executor import (
     executor_for,
     left_for_resume,
 )
+from backstay.cli._logging import apply_log_level
 from backstay.cli._observe import observed
 from backstay.cli._progress import showing_progress
 from backstay.cli._report import report_run
@@ -57,6 +58,7 @@ def resume(
     try:
         executor = executor_for(executor_kind, ray_address)
         config = load_config(config_file, overrides=sets or [])
+        apply_log_level(config.log_level)
         location = _state.store_location(store, state_dir, config=config)
         engine = _state.open_engine(
             state_dir,
@@ -82,7 +84,12 @@ def resume(
         states = {record.operation_id: record.state for record in records}
         try:
             with (
-                observed(state_dir, serve_port, config.otel_settings(), location),
+                observed(
+                    state_dir,
+                    serve_port if serve_port is not None else config.metrics_port,
+                    config.otel_settings(),
+                    location,
+                ),
                 showing_progress(states),
             ):
                 summary = engine.resume_sync()

@@ -19,7 +19,7 @@ from backstay.adapters.harness.run_budget import BUDGET_CODE, BUDGET_EXIT_CODE
 from backstay.adapters.registry import get_adapter
 from backstay.cli import _state
 from backstay.cli._errors import usage_error
-from backstay.cli._logging import failures_on_stderr
+from backstay.cli._logging import apply_log_level, failures_on_stderr
 from backstay.config import (
     DEFAULT_TIMEOUT_S,
     HarnessRun,
@@ -231,6 +231,7 @@ def run(
     """
     try:
         config = load_config(config_file, overrides=sets or [])
+        apply_log_level(config.log_level)
         registry = None if no_retry or policy == NO_RETRY_POLICY else config.registry
         spec = harness_run(
             adapter=adapter,

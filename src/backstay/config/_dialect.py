@@ -33,6 +33,12 @@ becomes a policy named ``adapter`` that ``agent`` operations use unless
 ``multiplier``, ``max_backoff_seconds`` → ``max_delay_s``, ``retry_on`` / ``no_retry_on``
 (its error types) → ``retry_on`` / ``never_retry_on`` (failure kinds; its ``network`` type
 covers backstay's ``network`` and ``server_error``). It starts from ``agent_dispatch``.
+
+The agent adapter interface's ``agent_adapters.yaml`` is read as well: ``adapters.<name>``
+is ``frameworks.<name>`` (``default_limits`` → ``limits``, ``safety.tool_allowlist`` →
+``safety.allowed_tools``, ``conversation_limits.max_rounds`` → ``limits.max_model_calls``,
+``human_in_loop: true`` is what backstay always does), and ``monitoring`` is ``observe``
+(``tracing_enabled`` → ``otel.enabled``, ``metrics_port``, ``log_level``).
 """
 
 from __future__ import annotations
@@ -170,6 +176,99 @@ def _adapter_section(doc: Document) -> None:
         ops.setdefault("agent", ADAPTER_POLICY)
 
 
+# The agent adapter interface's agent_adapters.yaml: ``adapters:`` and ``monitoring:``.
+_MONITORING_KEYS: Final[dict[str, Path]] = {
+    "tracing_enabled": ("observe", "otel", "enabled"),
+    "metrics_port": ("observe", "metrics_port"),
+    "log_level": ("observe", "log_level"),
+}
+
+
+def _put(doc: Document, target: Path, value: Any, old: Path) -> None:
+    node = doc.data
+    for key in target[:-1]:
+        child = node.setdefault(key, {})
+        if not isinstance(child, dict):
+            doc.problem(old, f"{'.'.join(target)} is already given otherwise")
+            return
+        node = child
+    if target[-1] in node:
+        doc.problem(old, f"is {'.'.join(target)} under another name: give only one of them")
+        return
+    node[target[-1]] = value
+    _move_sources(doc, old, target)
+
+
+def _monitoring(doc: Document) -> None:
+    body = doc.data.pop("monitoring")
+    if not isinstance(body, dict):
+        doc.problem(("monitoring",), f"must be a mapping of monitoring settings, got {body!r}")
+        return
+    for key, value in body.items():
+        target = _MONITORING_KEYS.get(key)
+        if target is None:
+            doc.problem(("monitoring", key), f"unknown key; known: {', '.join(_MONITORING_KEYS)}")
+            continue
+        _put(doc, target, value, ("monitoring", key))
+
+
+def _one_adapter(doc: Document, name: str, body: dict[str, Any]) -> dict[str, Any]:
+    """One ``adapters.<name>`` section as ``frameworks.<name>``."""
+    old: Path = ("adapters", name)
+    new: Path = ("frameworks", name)
+    out: dict[str, Any] = {}
+    for key, value in body.items():
+        if key == "default_limits":
+            given = out.get("limits")
+            out["limits"] = {**given, **value} if isinstance(value, dict) and given else value
+            _move_sources(doc, (*old, key), (*new, "limits"))
+        elif key == "safety" and isinstance(value, dict):
+            safety = dict(value)
+            if "tool_allowlist" in safety:
+                safety["allowed_tools"] = safety.pop("tool_allowlist")
+                _move_sources(doc, (*old, key, "tool_allowlist"), (*new, "safety", "allowed_tools"))
+            out["safety"] = safety
+            _move_sources(doc, (*old, key), (*new, key))
+        elif key == "human_in_loop":
+            if value is not True:
+                doc.problem(
+                    (*old, key),
+                    "backstay always hands a framework's own requests for a human to an "
+                    "approval (a paused run); it cannot be turned off: give true or leave it out",
+                )
+        elif key == "conversation_limits" and isinstance(value, dict):
+            for sub, limit in value.items():
+                if sub != "max_rounds":
+                    doc.problem((*old, key, sub), "unknown key; known: max_rounds")
+                    continue
+                limits = out.setdefault("limits", {})
+                if isinstance(limits, dict):
+                    limits["max_model_calls"] = limit  # a round is one agent turn
+                _move_sources(doc, (*old, key, sub), (*new, "limits", "max_model_calls"))
+        else:
+            out[key] = value
+            _move_sources(doc, (*old, key), (*new, key))
+    return out
+
+
+def _adapters(doc: Document) -> None:
+    """The agent adapter interface's ``adapters:`` as backstay's ``frameworks:``."""
+    body = doc.data.pop("adapters")
+    if "frameworks" in doc.data:
+        doc.problem(("adapters",), "is frameworks under another name: give only one of them")
+        return
+    if not isinstance(body, dict):
+        doc.problem(("adapters",), f"must be a mapping of framework name → settings, got {body!r}")
+        return
+    frameworks: dict[str, Any] = {}
+    for name, section in body.items():
+        frameworks[name] = (
+            _one_adapter(doc, str(name), section) if isinstance(section, dict) else section
+        )
+        _move_sources(doc, ("adapters", name), ("frameworks", name))
+    doc.data["frameworks"] = frameworks
+
+
 def translate(doc: Document, *, agent_file: bool, newer: bool = False) -> None:
     """Rewrite the framework's ``retry:`` keys in ``doc`` as backstay's (see the table).
 
@@ -177,6 +276,10 @@ def translate(doc: Document, *, agent_file: bool, newer: bool = False) -> None:
     backstay key it names; otherwise giving both is a problem."""
     if agent_file:
         doc.data = {k: v for k, v in doc.data.items() if k == "retry"}
+    if "adapters" in doc.data and not newer:
+        _adapters(doc)
+    if "monitoring" in doc.data and not newer:
+        _monitoring(doc)
     if "adapter" in doc.data:
         _adapter_section(doc)
     retry = doc.data.get("retry")

@@ -27,6 +27,7 @@ from backstay.config._overrides import apply_env, apply_sets
 from backstay.config._paths import Path, format_path
 from backstay.config._policies import Policies, build_policies, flatten
 from backstay.config._sections import (
+    check_fields,
     mapping,
     operation_policies,
     policy_name,
@@ -38,6 +39,7 @@ from backstay.config._source import DEFAULT, Source, SourceKind
 from backstay.config._spec import (
     BUDGET_FIELDS,
     CIRCUIT_BREAKER_FIELDS,
+    OBSERVE_FIELDS,
     OBSERVE_SECTION,
     OTEL_FIELDS,
     RETRY_SECTION,
@@ -184,6 +186,7 @@ def _build(doc: Document, file: pathlib.Path | None) -> BackstayConfig:
     sections = {"circuit_breaker": breaker, "budget": budget, "rate_limits": limits}
     configured = frameworks(doc, doc.data.get("frameworks"))
     otel = _otel(doc)
+    observe = _observe_values(doc)
     store, unavailable = _store(doc)
     effective = _effective(doc, registry, policies, sections)
     for name, fw in configured.items():
@@ -196,6 +199,9 @@ def _build(doc: Document, file: pathlib.Path | None) -> BackstayConfig:
             full = ("frameworks", name, *path)
             key = format_path(full)
             effective[key] = EffectiveValue(key, value, doc.source_of(full) or DEFAULT)
+    for key_name, value in observe.items():
+        key = format_path(("observe", key_name))
+        effective[key] = EffectiveValue(key, value, doc.source_of(("observe", key_name)) or DEFAULT)
     for path, value in flatten(otel).items():
         full = ("observe", "otel", *path)
         key = format_path(full)
@@ -212,6 +218,8 @@ def _build(doc: Document, file: pathlib.Path | None) -> BackstayConfig:
         frameworks=configured,
         store=store,
         store_unavailable=unavailable,
+        metrics_port=observe.get("metrics_port"),
+        log_level=observe.get("log_level"),
     )
 
 
@@ -245,6 +253,15 @@ def _otel(doc: Document) -> Mapping[str, Any]:
         if key not in OBSERVE_SECTION:
             unknown_key(doc, ("observe",), key, list(OBSERVE_SECTION))
     return section(doc, ("observe", "otel"), observe.get("otel"), OTEL_FIELDS)
+
+
+def _observe_values(doc: Document) -> dict[str, Any]:
+    """``observe.metrics_port`` and ``observe.log_level``, checked (only those given)."""
+    observe = doc.data.get("observe")
+    if not isinstance(observe, dict):
+        return {}
+    given = {k: v for k, v in observe.items() if k in OBSERVE_FIELDS}
+    return check_fields(doc, ("observe",), given, OBSERVE_FIELDS, "settings")
 
 
 def load_config(

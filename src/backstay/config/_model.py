@@ -66,6 +66,9 @@ class BackstayConfig:
     frameworks: Mapping[str, FrameworkConfig] = dataclasses.field(default_factory=dict)
     store: str | None = None
     store_unavailable: str = "stop"
+    # ``observe.metrics_port`` and ``observe.log_level`` (``None``: not given).
+    metrics_port: int | None = None
+    log_level: str | None = None
 
     @property
     def default_policy(self) -> str:

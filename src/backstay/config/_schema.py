@@ -20,6 +20,7 @@ from backstay.config._spec import (
     CIRCUIT_BREAKER_FIELDS,
     KIND_NAMES,
     KIND_OVERRIDE_FIELDS,
+    OBSERVE_FIELDS,
     OBSERVE_SECTION,
     OPERATION_TYPES,
     OTEL_FIELDS,
@@ -127,7 +128,10 @@ def _observe() -> dict[str, Any]:
         "description": TOP_LEVEL["observe"],
         "type": _OBJECT_OR_NULL,
         "additionalProperties": False,
-        "properties": {"otel": _object(OTEL_FIELDS, OBSERVE_SECTION["otel"])},
+        "properties": {
+            "otel": _object(OTEL_FIELDS, OBSERVE_SECTION["otel"]),
+            **{key: json_schema(field) for key, field in OBSERVE_FIELDS.items()},
+        },
     }
 
 

@@ -33,6 +33,10 @@ TOP_LEVEL: Final[Mapping[str, str]] = {
 OBSERVE_SECTION: Final[Mapping[str, str]] = {
     "otel": "OpenTelemetry traces and metrics over OTLP/HTTP; the OTEL_* environment "
     "variables apply as well (OTEL_SDK_DISABLED=true turns export off).",
+    "metrics_port": "The port (127.0.0.1) batch and resume serve /metrics, /healthz and "
+    "/readyz on when --serve-port is not given.",
+    "log_level": "The level of backstay's logger in batch, resume and run (DEBUG, INFO, "
+    "WARNING, ERROR); unset: logging's own.",
 }
 
 RETRY_SECTION: Final[Mapping[str, str]] = {
@@ -239,6 +243,22 @@ RATE_LIMIT_FIELDS: Final[Mapping[str, Field]] = {
         minimum=0,
         help="With neither limit set: the longest the first request holds the others while "
         "the provider's limits are discovered (s; 0: no discovery).",
+    ),
+}
+
+OBSERVE_FIELDS: Final[Mapping[str, Field]] = {
+    "metrics_port": Field(
+        type="integer",
+        minimum=0,
+        maximum=65535,
+        nullable=True,
+        help=OBSERVE_SECTION["metrics_port"],
+    ),
+    "log_level": Field(
+        type="string",
+        choices=("DEBUG", "INFO", "WARNING", "ERROR"),
+        nullable=True,
+        help=OBSERVE_SECTION["log_level"],
     ),
 }
 

@@ -4,7 +4,9 @@ edited.
 Before the task's first attempt the workspace is snapshotted
 (``backstay.adapters.cli.snapshot``) into ``run_NN/workspace_snapshot/``, and every
 attempt runs its CLI in one private home kept in ``run_NN/session_home/`` (0700), so the
-CLI's own session store outlives an attempt. Before a later attempt, ``start_path``
+CLI's own session store outlives an attempt (only for a CLI that can continue a session,
+with ``resume_session`` on: the others keep a fresh home per attempt). Before a later
+attempt, ``start_path``
 decides (a pure function of what the previous attempt left):
 
 * ``resumed_session``: the previous attempt's CLI session died mid-way of a failure
@@ -209,8 +211,10 @@ class AttemptStarts:
             session_kept=session_id is not None and adapter.has_session(self.home, session_id),
             has_snapshot=snapshot is not None,
         )
-        plan = SessionPlan(home=self.home, prompt=options.continue_prompt)
+        keeps = options.resume_session and adapter.resumes_sessions
+        plan = SessionPlan(home=self.home, prompt=options.continue_prompt) if keeps else None
         if path is StartPath.RESUMED_SESSION:
+            assert plan is not None  # noqa: S101 - start_path resumes only a kept session
             assert session_id is not None  # noqa: S101 - start_path resumes only with one
             plan = dataclasses.replace(plan, resume_id=session_id)
             self._emit(AttemptResumedSession, number, agent=adapter.name, session_id=session_id)

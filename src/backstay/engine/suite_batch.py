@@ -9,7 +9,8 @@
         summary = engine.run_sync(batch.specs)
 
 * **Its name.** The workflow id is the suite's name and a run id. The run id is made when
-  the batch first runs and kept in ``<state_dir>/batch.json`` (``BatchIdentity``), so the
+  the batch first runs and kept in ``<state_dir>/batch.json`` (``BatchIdentity``, with
+  the store the batch is recorded in, credentials left out), so the
   same suite run again on the same state directory names the same operations, and the
   engine does not run again what finished. A state directory holds the batch of one
   suite: opening it for another is a ``ConfigError``.
@@ -66,12 +67,15 @@ _FORMAT: Final = 1
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
 class BatchIdentity:
     """Which batch a state directory holds: the suite's name and the run id made when it
-    first ran (``"20260301T120000Z-3f9a2c"``), and where the suite was read from."""
+    first ran (``"20260301T120000Z-3f9a2c"``), where the suite was read from, and
+    ``store``: where the batch's records are when not in the state directory itself (a
+    Redis URL with any password replaced by ``***``, or another directory)."""
 
     suite: str
     run_id: str
     created_at: _dt.datetime
     suite_file: str | None = None
+    store: str | None = None
 
     @property
     def workflow_id(self) -> str:
@@ -86,6 +90,7 @@ class BatchIdentity:
             "workflow_id": self.workflow_id,
             "created_at": self.created_at.isoformat(),
             "suite_file": self.suite_file,
+            "store": self.store,
         }
 
 
@@ -110,6 +115,7 @@ def read_identity(state_dir: str | os.PathLike[str]) -> BatchIdentity | None:
             run_id=str(data["run_id"]),
             created_at=_dt.datetime.fromisoformat(data["created_at"]),
             suite_file=data.get("suite_file"),
+            store=data.get("store"),
         )
     except (ValueError, KeyError, TypeError):
         raise ConfigError(
@@ -146,7 +152,9 @@ def _keep_identity(state_dir: Path, wanted: BatchIdentity) -> BatchIdentity:
     return kept
 
 
-def _identity_for(state_dir: Path, suite: Suite, *, clock: Clock = SYSTEM_CLOCK) -> BatchIdentity:
+def _identity_for(
+    state_dir: Path, suite: Suite, *, clock: Clock = SYSTEM_CLOCK, store: str | None = None
+) -> BatchIdentity:
     """The identity of ``suite``'s batch in ``state_dir``: the one kept there, or a new
     one (kept from now on). ``ConfigError`` when the directory holds another suite's."""
     if state_dir.exists() and not state_dir.is_dir():
@@ -160,6 +168,7 @@ def _identity_for(state_dir: Path, suite: Suite, *, clock: Clock = SYSTEM_CLOCK)
                 run_id=_new_run_id(clock),
                 created_at=clock.now(),
                 suite_file=None if suite.file is None else str(Path(suite.file).resolve()),
+                store=store,
             ),
         )
     if kept.suite != suite.name:
@@ -256,6 +265,7 @@ class SuiteBatch:
         environ: Mapping[str, str] | None = None,
         clock: Clock = SYSTEM_CLOCK,
         inherit_env: bool = True,
+        store: str | None = None,
     ) -> SuiteBatch:
         """The batch of ``suite`` in ``state_dir`` (its identity kept there from now on).
         Each agent's explicit environment (``api_key_env``, ``pass_env``) is read from
@@ -263,11 +273,13 @@ class SuiteBatch:
         ``ConfigError``, raised before anything is written. A task inherits its provider's
         variables when the engine runs it (each fallback candidate those of its own
         adapter's provider), unless the options of an adapter of its chain say
-        ``inherit_env: false`` or ``inherit_env`` is false here (``--isolated-env``)."""
+        ``inherit_env: false`` or ``inherit_env`` is false here (``--isolated-env``).
+        ``store``: where the batch is recorded, kept in a new ``batch.json`` (never with
+        a password: ``StoreLocation.display``); ``None``: in the state directory."""
         source = os.environ if environ is None else environ
         envs = {name: suite.options_for(name).child_env(source) for name in _adapter_names(suite)}
         root = Path(state_dir).resolve()
-        identity = _identity_for(root, suite, clock=clock)
+        identity = _identity_for(root, suite, clock=clock, store=store)
         runs = []
         for run in suite.expand():
             task = run.task

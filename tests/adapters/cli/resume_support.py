@@ -1,11 +1,11 @@
 """A session that dies mid-way, run by the engine through a real agent CLI inside the
 test module's network namespace (``tests.adapters.cli_provider``), for the resume tests.
 
-The session: the model's first answer is a shell command appending ``step-1`` to
-``notes.txt`` (``tool_call``, in the CLI's own shell tool); the next request — the one
-carrying the command's result — is answered 529, and the CLI's own retries are off, so
-the first attempt fails there. A second attempt that continued the session is answered
-with the final text; one that started afresh gets the command again.
+The session (the fake provider's scripted session): four turns, turn *i* a call of the
+CLI's own shell tool running ``echo step-i >> notes.txt``, then the final text. The first
+request at turn 3 is answered 529 (503 for OpenAI), and the CLI's own retries are off, so
+the first attempt fails there with steps 1 and 2 done. A second attempt that continues the
+session asks for turn 3 next; one that starts afresh asks for turn 1 again.
 """
 
 from __future__ import annotations
@@ -25,21 +25,19 @@ from backstay.testing.contract import CONTRACT_POLICY
 from backstay.testing.events import capture_events
 from backstay.testing.fakeclock import FakeClock
 
-__all__ = ["START", "Session", "dying_session", "run_session"]
+__all__ = ["RERUN_TURNS", "RESUMED_TURNS", "SESSION", "START", "STEPS", "Session", "run_session"]
 
 START: Final = "start\n"
-APPEND: Final = "echo step-1 >> notes.txt"
-
-
-def dying_session(tool: str, arguments: Mapping[str, Any]) -> dict[str, Any]:
-    """The fake provider's scenario: the shell call ``tool(arguments)``, then a 529."""
-    return {
-        "reply": {
-            "text": "Appended the line.",
-            "tool_call": {"name": tool, "arguments": arguments},
-        },
-        "sequence": ["ok", "overloaded"],
-    }
+STEPS: Final = "".join(f"step-{i}\n" for i in range(1, 5))
+SESSION: Final = {
+    "session": {"turns": [{"shell": f"echo step-{i} >> notes.txt"} for i in range(1, 5)]},
+    "faults": [{"fault": "overloaded", "turn": 3}],
+}
+# The requests by turn when the session was continued: turn 3 twice (the 529, then the
+# resumed attempt's), every other turn once; turn 5 is the final answer.
+RESUMED_TURNS: Final = {"1": 1, "2": 1, "3": 2, "4": 1, "5": 1}
+# ... and when it started afresh: turns 1 and 2 twice.
+RERUN_TURNS: Final = {"1": 2, "2": 2, "3": 2, "4": 1, "5": 1}
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -90,7 +88,7 @@ def run_session(
         model=model,
         workspace=workspace,
         timeout_s=timeout_s,
-        prompt="Append step-1 to notes.txt with your shell tool.",
+        prompt="Append the four steps to notes.txt with your shell tool.",
         env=env,
         config=config,
         policy=CONTRACT_POLICY,

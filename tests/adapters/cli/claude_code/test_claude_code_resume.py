@@ -1,17 +1,26 @@
 """The real Claude Code, run by the engine inside a private network namespace against the
-fake provider there, with its session dying mid-way (``resume_support``): the next attempt
-continues the session (``claude --resume``), or, with ``resume_session: false``, starts
-afresh in the workspace restored from its snapshot. Either way the work is done once.
+fake provider there, its four-turn session dying at turn 3 (``resume_support``): the next
+attempt continues the session (``claude --resume``), or, with ``resume_session: false``,
+starts afresh in the workspace restored from its snapshot. Either way each step lands in
+the workspace once.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Final
+from typing import Any, Final
 
 import pytest
-from tests.adapters.cli.resume_support import APPEND, START, dying_session, run_session
+from tests.adapters.cli.resume_support import (
+    RERUN_TURNS,
+    RESUMED_TURNS,
+    SESSION,
+    START,
+    STEPS,
+    Session,
+    run_session,
+)
 from tests.adapters.cli_provider import BASE_ENV, Providers, installed, namespace_providers
 from tests.adapters.support import CANARY_KEY
 
@@ -24,7 +33,6 @@ from backstay.testing.fakeclock import FakeClock
 
 MODEL: Final = "claude-sonnet-4-5"
 ENV: Final = {**BASE_ENV, "ANTHROPIC_API_KEY": CANARY_KEY}
-SESSION: Final = dying_session("Bash", {"command": APPEND})
 
 
 @pytest.fixture(scope="module")
@@ -37,31 +45,38 @@ def cli() -> None:
     installed("claude-code")
 
 
-def test_a_session_that_died_mid_way_is_continued_and_its_work_done_once(
-    providers: Providers, backstay_clock: FakeClock, tmp_path: Path
-) -> None:
+def _run(
+    providers: Providers, tmp_path: Path, clock: FakeClock, **config: Any
+) -> tuple[Session, dict[str, Any]]:
     served = providers.serve(SESSION)
     session = run_session(
         ClaudeCodeAdapter(),
         tmp_path=tmp_path,
-        clock=backstay_clock,
+        clock=clock,
         model=MODEL,
         env=ENV,
-        config={"base_url": served.url, "launcher": providers.launcher},
+        config={"base_url": served.url, "launcher": providers.launcher, **config},
     )
     assert session.state is TaskState.SUCCEEDED, session.log()
     assert [a.failure.kind if a.failure else None for a in session.attempts] == [
         FailureKind.SERVER_ERROR,
         None,
     ]
-    assert session.notes == START + "step-1\n"
-    # The command's turn was answered once: no second tool call, no fresh start.
-    assert served.stats()["by_status"] == {"200": 2, "529": 1}
+    return session, served.stats()
+
+
+def test_a_session_that_died_mid_way_is_continued_and_each_step_done_once(
+    providers: Providers, backstay_clock: FakeClock, tmp_path: Path
+) -> None:
+    session, stats = _run(providers, tmp_path, backstay_clock)
+    assert session.notes == START + STEPS
+    # The provider saw turns 1 and 2 once: the second attempt went on from turn 3.
+    assert stats["by_turn"] == RESUMED_TURNS
     first = read_session_record(Path(session.attempts[0].output_dir))
     second = read_session_record(Path(session.attempts[1].output_dir))
     assert first is not None
     assert first.session_id
-    assert first.turns == 1
+    assert first.turns == 2
     assert second is not None
     assert second.resumed
     assert second.session_id == first.session_id
@@ -80,20 +95,11 @@ def test_a_session_that_died_mid_way_is_continued_and_its_work_done_once(
 def test_without_resume_the_rerun_starts_in_the_restored_workspace(
     providers: Providers, backstay_clock: FakeClock, tmp_path: Path
 ) -> None:
-    served = providers.serve(SESSION)
-    session = run_session(
-        ClaudeCodeAdapter(),
-        tmp_path=tmp_path,
-        clock=backstay_clock,
-        model=MODEL,
-        env=ENV,
-        config={"base_url": served.url, "launcher": providers.launcher, "resume_session": False},
-    )
-    assert session.state is TaskState.SUCCEEDED, session.log()
-    assert len(session.attempts) == 2
-    # The first attempt's line was taken back with the snapshot; the rerun wrote it again.
-    assert session.notes == START + "step-1\n"
-    assert served.stats()["by_status"] == {"200": 3, "529": 1}
+    session, stats = _run(providers, tmp_path, backstay_clock, resume_session=False)
+    # Steps 1 and 2 of the first attempt were taken back with the snapshot; the rerun
+    # wrote every step again, once.
+    assert session.notes == START + STEPS
+    assert stats["by_turn"] == RERUN_TURNS
     assert "--resume" not in session.log()
     assert [session.metrics(i)["attempt_start"] for i in (0, 1)] == [
         "fresh",

@@ -1,6 +1,6 @@
 """The real Codex CLI, run by the engine inside a private network namespace against the
-fake provider there, with its session dying mid-way (``resume_support``): the next attempt
-continues the session (``codex exec resume``) and the work is done once. Slow: the
+fake provider there, its four-turn session dying at turn 3 (``resume_support``): the next
+attempt continues the session (``codex exec resume``) and each step lands once. Slow: the
 Claude Code tests carry the same check in the quick suite.
 """
 
@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Final
 
 import pytest
-from tests.adapters.cli.resume_support import APPEND, START, dying_session, run_session
+from tests.adapters.cli.resume_support import RESUMED_TURNS, SESSION, START, STEPS, run_session
 from tests.adapters.cli_provider import BASE_ENV, Providers, installed, namespace_providers
 from tests.adapters.support import CANARY_KEY
 
@@ -25,7 +25,6 @@ pytestmark = pytest.mark.slow
 
 MODEL: Final = "gpt-5.4"
 ENV: Final = {**BASE_ENV, "OPENAI_API_KEY": CANARY_KEY}
-SESSION: Final = dying_session("exec_command", {"cmd": APPEND})
 
 
 @pytest.fixture(scope="module")
@@ -38,7 +37,7 @@ def cli() -> None:
     installed("codex")
 
 
-def test_a_codex_session_that_died_mid_way_is_continued_and_its_work_done_once(
+def test_a_codex_session_that_died_mid_way_is_continued_and_each_step_done_once(
     providers: Providers, backstay_clock: FakeClock, tmp_path: Path
 ) -> None:
     served = providers.serve(SESSION)
@@ -55,8 +54,8 @@ def test_a_codex_session_that_died_mid_way_is_continued_and_its_work_done_once(
         FailureKind.SERVER_ERROR,
         None,
     ]
-    assert session.notes == START + "step-1\n"
-    assert served.stats()["by_status"] == {"200": 2, "503": 1}  # OpenAI's "overloaded"
+    assert session.notes == START + STEPS
+    assert served.stats()["by_turn"] == RESUMED_TURNS
     first = read_session_record(Path(session.attempts[0].output_dir))
     second = read_session_record(Path(session.attempts[1].output_dir))
     assert first is not None
@@ -67,5 +66,5 @@ def test_a_codex_session_that_died_mid_way_is_continued_and_its_work_done_once(
     assert f"-m {MODEL} {first.session_id} -" in session.log()
     assert " exec resume " in session.log()
     assert [session.metrics(i)["attempt_start"] for i in (0, 1)] == ["fresh", "resumed_session"]
-    # The resumed attempt counts its own model call, not the first attempt's again.
-    assert session.metrics(1)["api_calls"] == 1
+    # The resumed attempt counts its own model calls, not the first attempt's again.
+    assert session.metrics(1)["api_calls"] == 3
