@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from backstay.cli._errors import usage_error
+from backstay.cli._state import say
 from backstay.cli.serve import serving_while
 from backstay.config._otel import OtelSettings
 from backstay.errors import ConfigError
@@ -28,7 +29,7 @@ def observed(
     ``serve_port`` (if given) and export to OpenTelemetry (if ``otel`` or the environment
     asks for it) during the block; the spans are flushed when it ends."""
     try:
-        sink = otel_sink(otel)
+        sink = otel_sink(otel, warn=say)
     except ConfigError as err:
         raise usage_error(err) from None
     with serving_while(state_dir, serve_port, location):

@@ -55,6 +55,7 @@ from backstay.events import Event, RateLimited, RetryScheduled
 from backstay.events.tracecontext import TraceContext, set_current
 from backstay.failure import Failure
 from backstay.observe.genai import is_api_adapter, operation_name, provider_name
+from backstay.observe.otel_watch import ExportWatch, finish_within
 from backstay.observe.prometheus import STEP_BUCKETS_S
 from backstay.redact import redact
 
@@ -132,7 +133,9 @@ class OtelSink:
     ``tracer_provider`` / ``meter_provider``: where spans and metrics go (default: the
     global providers, which are the application's own when it set them).
     ``capture_content``: add failure messages to the spans. ``shutdown_providers``: shut
-    them down on ``close()`` (for providers made for backstay alone).
+    them down on ``close()`` (for providers made for backstay alone). ``watch``: the
+    ``ExportWatch`` of backstay's own exporters; ``close()`` waits for the last export at
+    most ``EXIT_WAIT_S`` once it saw the endpoint fail (``backstay.observe.otel_watch``).
     """
 
     min_level = logging.DEBUG
@@ -144,7 +147,9 @@ class OtelSink:
         meter_provider: MeterProvider | None = None,
         capture_content: bool = False,
         shutdown_providers: bool = False,
+        watch: ExportWatch | None = None,
     ) -> None:
+        self._watch = watch
         self.tracer_provider = tracer_provider or trace.get_tracer_provider()
         self.meter_provider = meter_provider or metrics.get_meter_provider()
         self.capture_content = capture_content
@@ -436,6 +441,14 @@ class OtelSink:
             for span in self._workflows.values():
                 span.end()
             self._workflows.clear()
+        try:
+            finish_within(self._finish, self._watch)
+        finally:
+            if self._watch is not None:
+                self._watch.remove()
+
+    def _finish(self) -> None:
+        """The last flush, and the providers' shutdown when they are backstay's own."""
         self._flusher.stop()
         _force_flush(self.tracer_provider)
         _force_flush(self.meter_provider)

@@ -17,12 +17,14 @@ variables and the ``observe.otel`` section of ``backstay.yaml``.
 
 from __future__ import annotations
 
+import logging
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Final
 
 from backstay.config._otel import OtelSettings
 from backstay.errors import ConfigError
+from backstay.observe.otel_watch import ExportWatch
 
 if TYPE_CHECKING:
     from opentelemetry.metrics import MeterProvider
@@ -33,6 +35,7 @@ if TYPE_CHECKING:
 __all__ = ["OtelSettings", "otel_sink"]
 
 DEFAULT_SERVICE_NAME: Final = "backstay"
+_LOGGER: Final = logging.getLogger("backstay")
 _ENDPOINT_VARIABLES: Final = ("OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
 _TRUE: Final = frozenset({"true", "1", "yes", "on"})
 
@@ -60,10 +63,17 @@ def _import_sdk() -> None:
 
 
 def otel_sink(
-    settings: OtelSettings | None = None, *, env: Mapping[str, str] | None = None
+    settings: OtelSettings | None = None,
+    *,
+    env: Mapping[str, str] | None = None,
+    warn: Callable[[str], None] | None = None,
 ) -> OtelSink | None:
     """The sink ``settings`` and ``env`` (default: this process's environment) ask for,
-    or None. ``ConfigError`` when it is asked for and the extra is not installed."""
+    or None. ``ConfigError`` when it is asked for and the extra is not installed. When
+    backstay makes its own exporters, their failures are one line through ``warn``
+    (default: a warning of the ``backstay`` logger), never their own retry records, and
+    an endpoint that fails costs at most ``EXIT_WAIT_S`` at ``close()``
+    (``backstay.observe.otel_watch``)."""
     settings = settings or OtelSettings()
     env = os.environ if env is None else env
     if _flag(env, "OTEL_SDK_DISABLED") or settings.enabled is False:
@@ -83,13 +93,24 @@ def otel_sink(
     )
     if own:
         return OtelSink(capture_content=capture)
+    watch = ExportWatch(_endpoint_text(settings, env), warn or _LOGGER.warning)
     tracer_provider, meter_provider = _own_providers(settings, env)
+    watch.install()
     return OtelSink(
         tracer_provider=tracer_provider,
         meter_provider=meter_provider,
         capture_content=capture,
         shutdown_providers=True,
+        watch=watch,
     )
+
+
+def _endpoint_text(settings: OtelSettings, env: Mapping[str, str]) -> str:
+    """Where the exporters send, for the warning line (the traces endpoint's base)."""
+    for name in _ENDPOINT_VARIABLES:
+        if env.get(name):
+            return env[name]
+    return settings.endpoint or "the OTLP endpoint (http://localhost:4318)"
 
 
 def _own_providers(
@@ -115,8 +136,12 @@ def _own_providers(
     base = None if any(env.get(n) for n in _ENDPOINT_VARIABLES) else settings.endpoint
     traces = None if base is None else base.rstrip("/") + "/v1/traces"
     metrics_url = None if base is None else base.rstrip("/") + "/v1/metrics"
-    tracer_provider = SdkTracerProvider(resource=resource)
+    # Shut down by OtelSink.close(), within its bound: never by the SDK's own exit hook,
+    # which would wait out the exporters' retries.
+    tracer_provider = SdkTracerProvider(resource=resource, shutdown_on_exit=False)
     tracer_provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter(endpoint=traces)))
     reader = PeriodicExportingMetricReader(OTLPMetricExporter(endpoint=metrics_url))
-    meter_provider = SdkMeterProvider(resource=resource, metric_readers=[reader])
+    meter_provider = SdkMeterProvider(
+        resource=resource, metric_readers=[reader], shutdown_on_exit=False
+    )
     return tracer_provider, meter_provider
