@@ -32,12 +32,13 @@ import os
 import uuid
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, Final
+from typing import Any, ClassVar, Final
 
 from backstay._secret_values import SECRET_ENV_NAME
 from backstay.adapters.capture import Capture
 from backstay.adapters.cli.process import ProcessOutcome
 from backstay.adapters.contract import AgentRequest, AgentResult, TierConfig
+from backstay.adapters.gateway_wiring import GatewayWiring, open_run
 from backstay.adapters.harness.attempt_capture import captured_attempt
 from backstay.adapters.harness.config import check_settings, split_harness_config
 from backstay.adapters.harness.run import CANCELLED_EXIT_CODE, run_captured
@@ -52,9 +53,6 @@ from backstay.policy.registry import OperationType, resolve_policy
 from backstay.policy.retry import RetryPolicy
 from backstay.policy.spend import SpendBudget
 from backstay.redact import register_secret
-
-if TYPE_CHECKING:
-    from backstay.adapters.cli.attempt_start import StartKeeper
 
 __all__ = ["CANCELLED_EXIT_CODE", "BaseAdapter"]
 
@@ -105,6 +103,8 @@ class BaseAdapter(abc.ABC):
     # Portable task limits this adapter enforces → its config key (``adapters.limits``).
     task_limits: ClassVar[Mapping[str, str]] = {}
     provider_env: ClassVar[ProviderEnv] = NO_PROVIDER_ENV
+    # How its agent CLI is pointed at a gateway (``backstay.adapters.gateway_wiring``).
+    gateway_wiring: ClassVar[GatewayWiring | None] = None
     # Whether running an attempt twice is harmless. Agent runs edit files and API calls
     # bill, so adapters are non-idempotent unless they say otherwise: the engine runs them
     # through ``IdempotencyGuard.run_non_idempotent`` (refused without an operation id).
@@ -113,12 +113,6 @@ class BaseAdapter(abc.ABC):
     def get_name(self) -> str:
         """The adapter's registered name (the evaluation harness interface's ``get_name``)."""
         return self.name
-
-    def start_keeper(self, request: AgentRequest, *, operation: str) -> StartKeeper | None:
-        """What keeps a harness run's workspace snapshot and agent session across its
-        attempts (``backstay.adapters.cli.attempt_start``); ``None``: nothing to keep
-        (every adapter but an agent CLI's)."""
-        return None
 
     def validate_config(self, config: Mapping[str, Any]) -> bool:
         """``True`` for a mapping whose keys are all in ``config_keys`` or are the
@@ -193,11 +187,21 @@ class BaseAdapter(abc.ABC):
         await capture.alog(
             f"{self.name}: attempt {attempt_id} of {operation_id}, model {request.model}"
         )
+        run = open_run(
+            self.gateway_wiring, request, operation_id=operation_id, attempt_id=attempt_id
+        )
         try:
             check_settings(request.config, adapter=self)
+            if run is not None:
+                await capture.alog(f"{self.name}: through the gateway at {run.gateway.url}")
             result = await self.execute(
-                request, operation_id=operation_id, attempt_id=attempt_id, capture=capture
+                request if run is None else run.request,
+                operation_id=operation_id,
+                attempt_id=attempt_id,
+                capture=capture,
             )
+            if run is not None:  # the gateway's counts of what the provider answered
+                result = dataclasses.replace(result, usage=run.counted(result.usage))
         except AdapterError as err:
             await capture.alog(f"attempt {attempt_id} failed: {err.failure}")
             raise
@@ -208,6 +212,9 @@ class BaseAdapter(abc.ABC):
             failure = self.classify_failure(error=exc) or classify(exc)
             await capture.alog(f"attempt {attempt_id} raised {type(exc).__name__}: {failure}")
             raise AdapterError(failure) from exc
+        finally:
+            if run is not None:
+                run.close()
         capture.add_usage(_answered_call_counted(result))
         if result.exit_code is not None:
             capture.record_exit(result.exit_code)
@@ -281,35 +288,18 @@ class BaseAdapter(abc.ABC):
         chosen = _retry_policy(policy)
         several = chosen is not None and chosen.max_attempts > 1
         operation = operation_id or uuid.uuid4().hex
-        # An agent CLI's workspace snapshot and kept session, when a retry may follow.
-        keeper = self.start_keeper(request, operation=operation) if several else None
-        failed: list[Failure] = []
 
         async def body(run: Capture) -> AgentResult:
             numbers = itertools.count(1)
 
             async def attempt() -> AgentResult:
                 number = next(numbers)
-                current = request
-                if keeper is not None:
-                    current, path = keeper.prepare(
-                        self,
-                        request,
-                        number=number,
-                        previous_failure=failed[-1] if failed else None,
-                        previous_output=request.output_dir if number > 1 else None,
-                    )
-                    await run.alog(f"{self.name}: attempt {number} starts: {path}")
 
                 async def dispatch(capture: Capture) -> AgentResult:
                     attempt_id = f"{operation}/{number}"
-                    try:
-                        return await self.dispatch(
-                            current, operation_id=operation, attempt_id=attempt_id, capture=capture
-                        )
-                    except AdapterError as err:
-                        failed.append(err.failure)
-                        raise
+                    return await self.dispatch(
+                        request, operation_id=operation, attempt_id=attempt_id, capture=capture
+                    )
 
                 return await gate.attempt(
                     run,
@@ -321,10 +311,7 @@ class BaseAdapter(abc.ABC):
 
             if chosen is None:
                 return await attempt()
-            result = await acall(attempt, policy=chosen, operation="agent")
-            if keeper is not None:
-                keeper.finished()
-            return result
+            return await acall(attempt, policy=chosen, operation="agent")
 
         return await run_captured(
             request.output_dir,

@@ -19,6 +19,7 @@ from backstay.cli._executor import (
     executor_for,
     left_for_resume,
 )
+from backstay.cli._gateway_runs import NoGatewayOption, agent_gateway
 from backstay.cli._logging import apply_log_level
 from backstay.cli._observe import observed
 from backstay.cli._progress import showing_progress
@@ -77,6 +78,7 @@ def batch(
     executor_kind: ExecutorOption = DEFAULT_EXECUTOR,
     ray_address: RayAddressOption = None,
     store: _state.StoreOption = None,
+    no_gateway: NoGatewayOption = False,
 ) -> None:
     """Run every run of the suite FILE (task × tier × run) in --state-dir.
 
@@ -128,7 +130,10 @@ def batch(
             raise _state.run_failed(err, state_dir) from None
         try:
             port = serve_port if serve_port is not None else config.metrics_port
-            with observed(state_dir, port, config.otel_settings(), location):
+            with (
+                observed(state_dir, port, config.otel_settings(), location),
+                agent_gateway(adapters, enabled=not no_gateway),
+            ):
                 code = run_batch(engine, opened)
         except ConfigError as err:
             raise usage_error(err) from None

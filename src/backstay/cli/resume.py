@@ -4,6 +4,7 @@ decision, a quota's reset or a raised spending budget; the same exit codes as
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Annotated
 
@@ -19,6 +20,7 @@ from backstay.cli._executor import (
     executor_for,
     left_for_resume,
 )
+from backstay.cli._gateway_runs import NoGatewayOption, agent_gateway
 from backstay.cli._logging import apply_log_level
 from backstay.cli._observe import observed
 from backstay.cli._progress import showing_progress
@@ -27,10 +29,19 @@ from backstay.cli._suite_changes import suite_changes
 from backstay.cli.batch import CONFIG_HELP
 from backstay.cli.serve import ServePortOption
 from backstay.config import load_config
-from backstay.engine import DEFAULT_CONCURRENCY, read_identity
+from backstay.engine import DEFAULT_CONCURRENCY, TaskRecord, read_identity
 from backstay.errors import ConfigError
 from backstay.executors import ClusterLost
 from backstay.store.location import StoreUnreachable
+
+
+def _adapters_of(records: Iterable[TaskRecord]) -> set[str]:
+    """Every adapter the tasks of ``records`` may run on: their own and their fallbacks'."""
+    names = set()
+    for record in records:
+        names.add(record.spec.adapter)
+        names.update(c.adapter for c in record.spec.fallbacks if c.adapter)
+    return names
 
 
 def resume(
@@ -45,6 +56,7 @@ def resume(
     executor_kind: ExecutorOption = DEFAULT_EXECUTOR,
     ray_address: RayAddressOption = None,
     store: _state.StoreOption = None,
+    no_gateway: NoGatewayOption = False,
 ) -> None:
     """Continue the batch in --state-dir: every task that can run now runs.
 
@@ -91,6 +103,7 @@ def resume(
                     location,
                 ),
                 showing_progress(states),
+                agent_gateway(_adapters_of(records), enabled=not no_gateway),
             ):
                 summary = engine.resume_sync()
         except ConfigError as err:

@@ -46,9 +46,9 @@ EXPECTED_ENDS: Final[Mapping[str, ExpectedEnd]] = MappingProxyType(
             why="its context overflows: retrying cannot help",
         ),
         "moderation-probe": ExpectedEnd(
-            state=TaskState.FAILED,
+            state=TaskState.ESCALATED,
             kind=FailureKind.CONTENT_POLICY,
-            why="the content policy refused it: failed, a human reviews it",
+            why="the content policy refused it: a human decides",
         ),
         "budget-report": ExpectedEnd(
             state=TaskState.PAUSED,

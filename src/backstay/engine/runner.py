@@ -57,7 +57,6 @@ from types import TracebackType
 from typing import Any, Final
 
 from backstay._checks import check_number
-from backstay.adapters.api._clients import shared_clients
 from backstay.adapters.contract import Adapter
 from backstay.adapters.harness.config import check_settings
 from backstay.adapters.provider_env import agent_env
@@ -428,9 +427,7 @@ class Engine:
             if self.event_log and work:
                 stack.enter_context(recording(self.state_dir / EVENTS_FILE, operations))
             try:
-                # One SDK client per API adapter, model, base URL and key for all the
-                # tasks, closed when they are done (backstay.adapters.api._clients).
-                async with shared_clients(), asyncio.TaskGroup() as group:
+                async with asyncio.TaskGroup() as group:
                     for driver, record in work:
                         group.create_task(one(driver, record))
             except BaseExceptionGroup as failed:

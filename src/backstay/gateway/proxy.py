@@ -280,12 +280,11 @@ class Proxy:
         if isinstance(result, GatewayError):
             return _error(result)
         if isinstance(result, OpenStream):
-            scan = None if tally.token is None else UsageScan()
-            piped = await _pipe(request, result, tally.attempts, scan)
-            used = None if scan is None else scan.usage()
-            if used is not None and self._runs is not None and tally.token is not None:
-                self._runs.used(tally.token, used)
-            return piped
+            scan = None
+            if self._runs is not None and tally.token is not None:
+                runs, token = self._runs, tally.token
+                scan = UsageScan(lambda used: runs.used(token, used))
+            return await _pipe(request, result, tally.attempts, scan)
         return _answer(result, tally.attempts)
 
 
@@ -350,14 +349,16 @@ async def _pipe(
             status=stream.status, headers=_multi(downstream_headers(stream.headers, attempts))
         )
         await out.prepare(request)
-        await out.write(stream.first)
-        if scan is not None:
+        if scan is not None:  # counted before the client has it
             scan.feed(stream.first)
+        await out.write(stream.first)
         try:
             async for chunk in upstream.content.iter_any():
                 if scan is not None:
                     scan.feed(chunk)
                 await out.write(chunk)
+            if scan is not None:
+                scan.usage()  # its last line, if it had no newline
         except (TimeoutError, aiohttp.ClientError, OSError):
             # Cut, not ended: the client must see the stream fail, as it did upstream.
             if request.transport is not None:

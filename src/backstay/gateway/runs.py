@@ -20,7 +20,7 @@ from typing import Final
 from backstay.errors import ConfigError
 from backstay.gateway.usage import TokenUsage
 
-__all__ = ["TOKEN_PREFIX", "RunTally", "RunTicket", "RunTokens"]
+__all__ = ["TOKEN_PREFIX", "LocalRunGateway", "RunTally", "RunTicket", "RunTokens"]
 
 # A run token says what it is; a provider shown one answers 401 (it is no key of theirs).
 TOKEN_PREFIX: Final = "bsgw-run-"  # noqa: S105 - a prefix, not a secret
@@ -142,3 +142,49 @@ class RunTokens:
     def __len__(self) -> int:
         with self._lock:
             return len(self._tickets)
+
+
+class LocalRunGateway:
+    """An in-process ``Gateway`` serving run tokens, as the agent adapters see a gateway
+    (``backstay.adapters.gateway_wiring.RunGateway``): ``url``, ``deadline_s``,
+    ``open_run`` and ``close_run``."""
+
+    def __init__(self, url: str, runs: RunTokens, deadline_s: float) -> None:
+        self._url = url
+        self.runs = runs
+        self._deadline_s = deadline_s
+
+    @property
+    def url(self) -> str:
+        return self._url
+
+    @property
+    def deadline_s(self) -> float:
+        return self._deadline_s
+
+    def open_run(
+        self,
+        *,
+        provider: str,
+        key: str,
+        upstream: str | None,
+        task: str | None,
+        attempt: str | None,
+        traceparent: str | None,
+        model: str | None,
+        fallback_model: str | None = None,
+    ) -> str:
+        ticket = RunTicket(
+            provider=provider,
+            key=key,
+            upstream=upstream,
+            task=task,
+            attempt=attempt,
+            traceparent=traceparent,
+            model=model,
+            fallback_model=fallback_model,
+        )
+        return self.runs.open(ticket)
+
+    def close_run(self, token: str) -> RunTally | None:
+        return self.runs.close(token)

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from collections.abc import Callable
 from typing import Any, Final
 
 __all__ = ["TokenUsage", "UsageScan", "usage_of"]
@@ -113,13 +114,17 @@ def _gemini(meta: dict[str, Any]) -> dict[str, int]:
 
 
 class UsageScan:
-    """Reads the usage of an answer fed in pieces (``feed``) — an SSE stream's ``data:``
-    lines, or a JSON body read whole at ``usage``."""
+    """Reads the usage of an SSE stream fed in pieces (``feed``). ``on_usage`` is called
+    with what each piece added to the stream's running totals, as soon as it is read: a
+    receiver counting it before the piece is forwarded has counted it before the client
+    has seen it."""
 
-    __slots__ = ("_fields", "_partial", "_skipping")
+    __slots__ = ("_counted", "_fields", "_on_usage", "_partial", "_skipping")
 
-    def __init__(self) -> None:
+    def __init__(self, on_usage: Callable[[TokenUsage], None] | None = None) -> None:
         self._fields: dict[str, int] = {}
+        self._counted: dict[str, int] = {}
+        self._on_usage = on_usage
         self._partial = b""
         self._skipping = False
 
@@ -135,6 +140,15 @@ class UsageScan:
                 self._skipping = False
                 continue
             self._line(line)
+        self._report()
+
+    def _report(self) -> None:
+        if self._on_usage is None or self._fields == self._counted:
+            return
+        added = {k: max(0, v - self._counted.get(k, 0)) for k, v in self._fields.items()}
+        self._counted = dict(self._fields)
+        if any(added.values()):
+            self._on_usage(TokenUsage(**added))
 
     def _line(self, line: bytes) -> None:
         line = line.rstrip(b"\r")
@@ -153,6 +167,7 @@ class UsageScan:
         if self._partial:
             self._line(self._partial)
             self._partial = b""
+            self._report()
         return TokenUsage(**self._fields) if self._fields else None
 
 

@@ -39,7 +39,6 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from types import ModuleType
 from typing import Any, ClassVar, Final, TypeVar
 
-from backstay.adapters.api._clients import attempt_capture
 from backstay.adapters.api.settings import (
     COMMON_KEYS,
     ApiSettings,
@@ -301,7 +300,6 @@ class ApiAdapter(BaseAdapter):
             capture=capture,
         )
         started = time.monotonic()
-        recording = attempt_capture.set(capture)  # for a pooled client's response hook
         try:
             async with asyncio.timeout(request.timeout_s):
                 reply = await self.call(call)
@@ -319,8 +317,6 @@ class ApiAdapter(BaseAdapter):
             raise
         except Exception as exc:  # noqa: BLE001 - every SDK error is classified here
             return self._broken(classify(exc, provider=self.provider), transcript, capture, started)
-        finally:
-            attempt_capture.reset(recording)
         transcript.finish()
         text = transcript.text if reply.text is None else reply.text
         usage = self._priced(reply.usage, request.model, settings, capture)

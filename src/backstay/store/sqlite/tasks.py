@@ -34,7 +34,7 @@ from backstay.engine.records import (
     StateChange,
     TaskRecord,
 )
-from backstay.engine.states import TaskState, check_reopen, resolution, transition
+from backstay.engine.states import TaskState, check_reopen, transition
 from backstay.engine.task import TaskSpec
 from backstay.errors import ConfigError
 from backstay.redact import redact_mapping
@@ -42,7 +42,6 @@ from backstay.store import _task_rows as rows
 from backstay.store.sqlite import _task_sql as sql
 from backstay.store.sqlite._file import SQLiteFile
 from backstay.store.sqlite._schema import open_component
-from backstay.store.sqlite.task_index import SQLiteTaskIndex
 
 __all__ = ["STATE_FILE", "SQLiteTaskStore"]
 
@@ -51,7 +50,7 @@ DEFAULT_TIMEOUT_S: Final = 5.0
 T = TypeVar("T")
 
 
-class SQLiteTaskStore(SQLiteTaskIndex, SQLiteFile):
+class SQLiteTaskStore(SQLiteFile):
     """The ``TaskStore`` of ``state_dir`` (created when missing). ``secrets`` supplies the
     secret environment variables of specs read back (never stored in the file)."""
 
@@ -295,9 +294,7 @@ class SQLiteTaskStore(SQLiteTaskIndex, SQLiteFile):
                     f"escalation {escalation_id} was already resolved ({found.action})",
                     where="escalation_id",
                 )
-            current, _ = self._current(conn, found.operation_id)
-            if resolution(current, change.state) is not None:
-                self._apply(conn, found.operation_id, change)
+            self._move(conn, found.operation_id, change)
             conn.execute(
                 sql.RESOLVE_ESCALATION,
                 (action.value, note, change.at.timestamp(), by, escalation_id),

@@ -45,6 +45,7 @@ from backstay.adapters.cli.claude_code.settings import (
 from backstay.adapters.cli.claude_code.stream import ClaudeStream
 from backstay.adapters.cli.process import ProcessOutcome
 from backstay.adapters.contract import AgentRequest, TierConfig
+from backstay.adapters.gateway_wiring import GatewayWiring
 from backstay.adapters.pricing import Cost, price_usage
 from backstay.adapters.provider_env import ANTHROPIC_ENV, ProviderEnv
 from backstay.adapters.usage import Usage
@@ -97,6 +98,13 @@ class ClaudeCodeAdapter(CliAdapter[ClaudeCodeSettings, ClaudeStream]):
     config_keys: ClassVar[frozenset[str]] = CONFIG_KEYS
     task_limits: ClassVar[Mapping[str, str]] = {"max_turns": "max_turns"}
     provider_env: ClassVar[ProviderEnv] = ANTHROPIC_ENV
+    # Through a gateway: the token as the key, API_TIMEOUT_MS above the gateway's deadline.
+    gateway_wiring: ClassVar[GatewayWiring | None] = GatewayWiring(
+        provider="anthropic",
+        key_env=KEY_ENV,
+        base_url_env=BASE_URL_ENV,
+        timeout_setting="api_timeout_s",
+    )
     ignore_cleanup_errors: ClassVar[bool] = True
     resumes_sessions: ClassVar[bool] = True
 

@@ -39,6 +39,7 @@ from backstay.adapters.cli.codex.settings import (
 )
 from backstay.adapters.cli.process import ProcessOutcome
 from backstay.adapters.contract import AgentRequest
+from backstay.adapters.gateway_wiring import GatewayWiring
 from backstay.adapters.pricing import price_usage
 from backstay.adapters.provider_env import OPENAI_ENV, ProviderEnv
 from backstay.adapters.usage import Usage
@@ -85,6 +86,15 @@ class CodexAdapter(CliAdapter[CodexSettings, _Run]):
     program: ClassVar[str] = "codex"
     config_keys: ClassVar[frozenset[str]] = CONFIG_KEYS
     provider_env: ClassVar[ProviderEnv] = PROVIDER_ENV
+    # Through a gateway: config.toml names it, its stream timeout above the gateway's deadline.
+    gateway_wiring: ClassVar[GatewayWiring | None] = GatewayWiring(
+        provider="openai",
+        key_env=OPENAI_ENV.credentials[:1],
+        key_env_setting="api_key_env",
+        base_url_env=OPENAI_ENV.endpoint[0],
+        url_path="/v1",
+        timeout_setting="stream_idle_timeout_s",
+    )
     resumes_sessions: ClassVar[bool] = True
 
     def __init__(self, *, launcher: Sequence[str] = ()) -> None:

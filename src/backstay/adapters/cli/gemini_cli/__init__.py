@@ -42,6 +42,7 @@ from backstay.adapters.cli.gemini_cli.settings import CONFIG_KEYS, GeminiCliSett
 from backstay.adapters.cli.gemini_cli.stream import GeminiStream, result_usage, session_usage
 from backstay.adapters.cli.process import ProcessOutcome
 from backstay.adapters.contract import AgentRequest
+from backstay.adapters.gateway_wiring import GatewayWiring
 from backstay.adapters.pricing import price_usage
 from backstay.adapters.provider_env import GEMINI_ENV, ProviderEnv
 from backstay.adapters.usage import Usage
@@ -95,6 +96,9 @@ class GeminiCliAdapter(CliAdapter[GeminiCliSettings, _Run]):
     config_keys: ClassVar[frozenset[str]] = CONFIG_KEYS
     task_limits: ClassVar[Mapping[str, str]] = {"max_turns": "max_turns"}
     provider_env: ClassVar[ProviderEnv] = GEMINI_ENV
+    gateway_wiring: ClassVar[GatewayWiring | None] = GatewayWiring(
+        provider="gemini", key_env=KEY_ENV, base_url_env=BASE_URL_ENV
+    )
     ignore_cleanup_errors: ClassVar[bool] = True
 
     def parse(self, config: Mapping[str, Any]) -> GeminiCliSettings:

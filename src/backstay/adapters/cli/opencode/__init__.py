@@ -40,6 +40,7 @@ from backstay.adapters.cli.opencode.settings import (
 )
 from backstay.adapters.cli.process import ProcessOutcome
 from backstay.adapters.contract import AgentRequest
+from backstay.adapters.gateway_wiring import GatewayWiring
 from backstay.adapters.pricing import price_usage
 from backstay.adapters.provider_env import OPENAI_ENV, ProviderEnv
 from backstay.adapters.usage import Usage
@@ -88,6 +89,13 @@ class OpencodeAdapter(CliAdapter[OpencodeSettings, _Run]):
     config_keys: ClassVar[frozenset[str]] = CONFIG_KEYS
     task_limits: ClassVar[Mapping[str, str]] = {"max_turns": "max_turns"}
     provider_env: ClassVar[ProviderEnv] = PROVIDER_ENV
+    gateway_wiring: ClassVar[GatewayWiring | None] = GatewayWiring(
+        provider="openai",
+        key_env=OPENAI_ENV.credentials[:1],
+        key_env_setting="api_key_env",
+        base_url_env=OPENAI_ENV.endpoint[0],
+        url_path="/v1",
+    )
 
     def __init__(self, *, launcher: Sequence[str] = ()) -> None:
         """``launcher``: a command prefix for every run whose request names none (such as

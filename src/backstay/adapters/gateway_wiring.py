@@ -1,0 +1,235 @@
+"""Agent runs through the gateway: how one attempt of an agent CLI is pointed at a running
+backstay gateway, with a run token of its own in place of the real key.
+
+While a gateway is in use (``use_gateway``, set by ``backstay run`` / ``batch`` /
+``resume``), ``BaseAdapter.dispatch`` opens a run for each attempt of an adapter that
+declares its ``gateway_wiring``: the gateway is told the real key (the first of the
+wiring's key variables set in the request's environment), the real upstream (the
+adapter's ``base_url`` setting, else the provider's base-URL variable, else the
+provider's default) and the run (task, attempt, trace context), and answers with a
+token. The attempt's request then carries the token in place of the key, the gateway's
+URL as its base URL (the provider's variable removed, the ``base_url`` setting set: Codex
+and opencode write it into their own configuration as before), and a request timeout
+above the gateway's deadline where the CLI has a setting for it. When the attempt ends
+the run is closed (the token revoked), and the attempt's usage takes the gateway's
+counts: every request the provider answered, refused ones included, and the tokens of
+every answer, the same for every CLI.
+
+The gateway is reached through the ``RunGateway`` protocol (``backstay.gateway`` sits on
+the same floor as the adapters and is not imported here): ``backstay.gateway.runs``'s
+``LocalRunGateway`` for an in-process gateway, ``RemoteRunGateway`` for a shared one.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import dataclasses
+from collections.abc import Iterator, Mapping
+from typing import Any, Final, Protocol
+
+from backstay.adapters.contract import AgentRequest
+from backstay.adapters.usage import Usage
+from backstay.events.tracecontext import current as current_trace
+
+__all__ = [
+    "GATEWAY_TIMEOUT_MARGIN_S",
+    "GatewayWiring",
+    "OpenedRun",
+    "RunCounts",
+    "RunGateway",
+    "current_gateway",
+    "open_run",
+    "use_gateway",
+]
+
+# A CLI's own request timeout is the gateway's deadline plus this: the gateway answers
+# (or gives up) first.
+GATEWAY_TIMEOUT_MARGIN_S: Final = 60.0
+
+
+class RunCounts(Protocol):
+    """What the gateway counted for one run token."""
+
+    @property
+    def requests(self) -> int: ...
+    @property
+    def input_tokens(self) -> int: ...
+    @property
+    def output_tokens(self) -> int: ...
+    @property
+    def cache_read_tokens(self) -> int: ...
+    @property
+    def cache_write_tokens(self) -> int: ...
+
+
+class RunGateway(Protocol):
+    """A running gateway that hands out run tokens."""
+
+    @property
+    def url(self) -> str:
+        """Its base URL, without a path."""
+        ...
+
+    @property
+    def deadline_s(self) -> float:
+        """The longest a request may take in it, waits included."""
+        ...
+
+    def open_run(
+        self,
+        *,
+        provider: str,
+        key: str,
+        upstream: str | None,
+        task: str | None,
+        attempt: str | None,
+        traceparent: str | None,
+        model: str | None,
+    ) -> str:
+        """A new token standing for the run and its real ``key``."""
+        ...
+
+    def close_run(self, token: str) -> RunCounts | None:
+        """Revoke ``token``; what the gateway counted for it."""
+        ...
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class GatewayWiring:
+    """How an agent CLI adapter points its CLI at a gateway.
+
+    * ``provider``: the wire format its CLI speaks (``anthropic``, ``openai``, ``gemini``);
+    * ``key_env``: the variables that may hold the key, in order (the first set is used,
+      and all are replaced by the one holding the token); ``key_env_setting``: a setting
+      naming the variable instead (Codex's and opencode's ``api_key_env``);
+    * ``base_url_env``: the provider's base-URL variable; ``url_path``: what the CLI's
+      base URL has after the host (``/v1`` for the OpenAI ones), added to the gateway's
+      URL and taken off a user's base URL to make the upstream;
+    * ``timeout_setting``: the setting holding the CLI's own request or stream timeout, in
+      seconds, raised above the gateway's deadline unless the user set it.
+    """
+
+    provider: str
+    key_env: tuple[str, ...]
+    base_url_env: str
+    key_env_setting: str | None = None
+    url_path: str = ""
+    timeout_setting: str | None = None
+
+
+_CURRENT: contextvars.ContextVar[RunGateway | None] = contextvars.ContextVar(
+    "backstay_run_gateway", default=None
+)
+
+
+def current_gateway() -> RunGateway | None:
+    """The gateway agent runs go through now, if any."""
+    return _CURRENT.get()
+
+
+@contextlib.contextmanager
+def use_gateway(gateway: RunGateway | None) -> Iterator[None]:
+    """Send the agent-CLI attempts started in this context through ``gateway`` (``None``:
+    straight to their providers)."""
+    reset = _CURRENT.set(gateway)
+    try:
+        yield
+    finally:
+        _CURRENT.reset(reset)
+
+
+@dataclasses.dataclass(slots=True)
+class OpenedRun:
+    """One attempt's run at the gateway: the ``request`` pointed at it, and its token."""
+
+    request: AgentRequest
+    token: str
+    gateway: RunGateway
+    counts: RunCounts | None = None
+
+    def close(self) -> RunCounts | None:
+        """Revoke the token (once); the gateway's counts."""
+        if self.counts is None:
+            self.counts = self.gateway.close_run(self.token)
+        return self.counts
+
+    def counted(self, usage: Usage) -> Usage:
+        """``usage`` with the gateway's counts of requests and tokens (its cost kept)."""
+        counts = self.close()
+        if counts is None:
+            return usage
+        return dataclasses.replace(
+            usage,
+            api_calls=counts.requests,
+            input_tokens=counts.input_tokens,
+            output_tokens=counts.output_tokens,
+            cache_read_tokens=counts.cache_read_tokens,
+            cache_write_tokens=counts.cache_write_tokens,
+        )
+
+
+def _upstream(configured: object, wiring: GatewayWiring) -> str | None:
+    """The user's base URL as the gateway's upstream (``url_path`` taken off)."""
+    if not isinstance(configured, str) or not configured.strip():
+        return None
+    url = configured.strip().rstrip("/")
+    if wiring.url_path and url.endswith(wiring.url_path):
+        url = url[: -len(wiring.url_path)]
+    return url
+
+
+def _key_names(wiring: GatewayWiring, config: Mapping[str, Any]) -> tuple[str, ...]:
+    if wiring.key_env_setting is not None:
+        named = config.get(wiring.key_env_setting)
+        if isinstance(named, str) and named:
+            return (named,)
+    return wiring.key_env
+
+
+def open_run(
+    wiring: GatewayWiring | None,
+    request: AgentRequest,
+    *,
+    operation_id: str,
+    attempt_id: str,
+) -> OpenedRun | None:
+    """The attempt of ``request`` pointed at the current gateway with a run token of its
+    own; ``None`` (the request unchanged) without a gateway, a wiring or a key."""
+    gateway = current_gateway()
+    if gateway is None or wiring is None:
+        return None
+    names = _key_names(wiring, request.config)
+    held = next((name for name in names if request.env.get(name)), None)
+    if held is None:
+        return None  # nothing to stand in for: the adapter reports the missing key
+    configured = request.config.get("base_url") or request.env.get(wiring.base_url_env)
+    if (
+        wiring.url_path
+        and isinstance(configured, str)
+        and configured.strip()
+        and not configured.strip().rstrip("/").endswith(wiring.url_path)
+    ):
+        return None  # a base URL the gateway cannot stand in for: sent straight there
+    trace = current_trace()
+    token = gateway.open_run(
+        provider=wiring.provider,
+        key=request.env[held],
+        upstream=_upstream(configured, wiring),
+        task=operation_id,
+        attempt=attempt_id,
+        traceparent=None if trace is None else trace.traceparent,
+        model=request.model,
+    )
+    env = {
+        name: value
+        for name, value in request.env.items()
+        if name not in names and name != wiring.base_url_env
+    }
+    env[held] = token
+    config = dict(request.config)
+    config["base_url"] = gateway.url + wiring.url_path
+    if wiring.timeout_setting is not None and wiring.timeout_setting not in config:
+        config[wiring.timeout_setting] = gateway.deadline_s + GATEWAY_TIMEOUT_MARGIN_S
+    pointed = dataclasses.replace(request, env=env, config=config)
+    return OpenedRun(request=pointed, token=token, gateway=gateway)

@@ -1,0 +1,214 @@
+"""Agent runs through the gateway, end to end: ``backstay run`` started inside a private
+network namespace with nothing but the standard exported variables (the key, the
+provider's base URL pointing at a fake provider in the namespace), running the real
+Claude Code, Codex and Gemini CLI through a scripted five-turn session whose turn 3 is
+refused with a 529 (or 503) and turn 5 with a 429 and ``retry-after``.
+
+The gateway ``backstay run`` starts absorbs both failures: the run succeeds, the CLI
+starts once, the provider sees each turn once plus the two refused requests, the
+workspace file has each line once, and metrics.json counts what the provider answered,
+once. While the CLI runs, the real key is in no environment of its processes; afterwards
+it is in no file the run left.
+
+Skipped, with the reason, when a CLI is not installed (``make agents``) or no namespace
+can be made here.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Final
+
+import pytest
+from tests.adapters.cli_provider import (
+    BACKSTAY,
+    BASE_ENV,
+    Providers,
+    installed,
+    namespace_providers,
+)
+from tests.adapters.support import CANARY_KEY
+
+from backstay.adapters.cli.orphans import ATTEMPT_TAG
+
+TURNS: Final = 5
+TIMEOUT_S: Final = 240.0
+FINAL: Final = "All five steps are done."
+_PROC: Final = Path("/proc")
+POLL_S: Final = 0.02
+
+
+def _scenario(first_fault: str) -> dict[str, Any]:
+    return {
+        "session": {
+            "turns": [{"shell": f"echo step-{i} >> progress.txt"} for i in range(1, TURNS + 1)],
+            "final": FINAL,
+        },
+        "faults": [
+            {"fault": first_fault, "turn": 3, "retry_after_s": 1},
+            {"fault": "rate_limit", "turn": 5, "retry_after_s": 1},
+        ],
+    }
+
+
+class Environs:
+    """While open, a thread reads every ``POLL_S`` the environment of each process whose
+    ``ATTEMPT_TAG`` starts with ``prefix`` (the agent CLI of this test and its children):
+    ``seen`` counts them, ``holding`` names those whose environment holds ``needle``."""
+
+    def __init__(self, prefix: str, needle: str) -> None:
+        self._needle = needle.encode()
+        self._tag = f"{ATTEMPT_TAG}={prefix}".encode()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._poll, daemon=True)
+        self.seen: set[int] = set()
+        self.holding: set[int] = set()
+
+    def __enter__(self) -> Environs:
+        self._thread.start()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self._stop.set()
+        self._thread.join(timeout=5.0)
+
+    def _poll(self) -> None:
+        while not self._stop.is_set():
+            for entry in _PROC.iterdir():
+                if not entry.name.isdigit():
+                    continue
+                try:
+                    environ = (entry / "environ").read_bytes()
+                except OSError:
+                    continue
+                if not any(v.startswith(self._tag) for v in environ.split(b"\0")):
+                    continue
+                self.seen.add(int(entry.name))
+                if self._needle in environ:
+                    self.holding.add(int(entry.name))
+            time.sleep(POLL_S)
+
+
+@pytest.fixture(scope="module")
+def providers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Providers]:
+    yield from namespace_providers(tmp_path_factory)
+
+
+def _files_text(folder: Path) -> str:
+    return "".join(
+        p.read_text(encoding="utf-8", errors="replace") for p in folder.rglob("*") if p.is_file()
+    )
+
+
+def _run(
+    providers: Providers,
+    tmp_path: Path,
+    *,
+    adapter: str,
+    model: str,
+    exported: dict[str, str],
+    first_fault: str,
+) -> None:
+    served = providers.serve(_scenario(first_fault))
+    workspace, out = tmp_path / "workspace", tmp_path / "out"
+    workspace.mkdir()
+    prompt = tmp_path / "prompt.txt"
+    prompt.write_text("Run the five steps, one command at a time.", encoding="utf-8")
+    base_url = served.url + ("/v1" if adapter == "codex" else "")
+    env = {
+        **BASE_ENV,
+        "HOME": os.environ.get("HOME", "/root"),
+        **{name: value.replace("{url}", base_url) for name, value in exported.items()},
+    }
+    argv = [
+        *BACKSTAY,
+        "run",
+        "--adapter",
+        adapter,
+        "--model",
+        model,
+        "--prompt-file",
+        str(prompt),
+        "--workspace",
+        str(workspace),
+        "--output-dir",
+        str(out),
+        "--timeout",
+        str(TIMEOUT_S),
+    ]
+    with Environs(str(tmp_path), CANARY_KEY) as environs:
+        done = providers.namespace.run(argv, timeout_s=TIMEOUT_S + 60, env=env)
+    stats = served.stats()
+    log = (out / "agent.log").read_text() if (out / "agent.log").exists() else ""
+    assert done.returncode == 0, f"{done.stderr}\n{log}"
+    # The CLI started once; its requests went through the gateway.
+    assert log.count("started pid ") == 1, log
+    assert "through the gateway at http://127.0.0.1:" in log
+    lines = (workspace / "progress.txt").read_text().splitlines()
+    assert lines == [f"step-{i}" for i in range(1, TURNS + 1)], log
+    # Each turn once, the refused turns 3 and 5 twice, the final answer (turn 6) once.
+    expected = {str(t): 1 for t in range(1, TURNS + 2)} | {"3": 2, "5": 2}
+    assert stats["by_turn"] == expected, stats
+    assert sum(stats["by_fault"].values()) == 2, stats
+    metrics = json.loads((out / "metrics.json").read_text())
+    assert metrics["api_calls"] == stats["requests"], (metrics, stats)
+    assert metrics["tokens_input"] == stats["input_tokens"], (metrics, stats)
+    assert metrics["tokens_output"] == stats["output_tokens"], (metrics, stats)
+    # The real key: in no environment of the agent's processes, in no file of the run.
+    assert environs.seen, "no process of the agent was seen"
+    assert environs.holding == set(), "the real key was in an agent process's environment"
+    assert CANARY_KEY not in _files_text(out)
+    assert CANARY_KEY not in done.stdout + done.stderr
+
+
+def test_claude_code_survives_a_529_and_a_429_in_one_session_through_backstay_run(
+    providers: Providers, tmp_path: Path
+) -> None:
+    installed("claude-code")
+    _run(
+        providers,
+        tmp_path,
+        adapter="claude-code",
+        model="claude-sonnet-4-5",
+        exported={"ANTHROPIC_API_KEY": CANARY_KEY, "ANTHROPIC_BASE_URL": "{url}"},
+        first_fault="overloaded",
+    )
+
+
+def test_codex_survives_a_503_and_a_429_in_one_session_through_backstay_run(
+    providers: Providers, tmp_path: Path
+) -> None:
+    installed("codex")
+    _run(
+        providers,
+        tmp_path,
+        adapter="codex",
+        model="gpt-5.4",
+        exported={"OPENAI_API_KEY": CANARY_KEY, "OPENAI_BASE_URL": "{url}"},
+        first_fault="unavailable",
+    )
+
+
+def test_gemini_cli_survives_a_503_and_a_429_in_one_session_through_backstay_run(
+    providers: Providers, tmp_path: Path
+) -> None:
+    installed("gemini-cli")
+    _run(
+        providers,
+        tmp_path,
+        adapter="gemini-cli",
+        model="gemini-2.5-flash",
+        exported={"GEMINI_API_KEY": CANARY_KEY, "GOOGLE_GEMINI_BASE_URL": "{url}"},
+        first_fault="unavailable",
+    )
