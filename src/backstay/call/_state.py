@@ -25,6 +25,7 @@ from backstay.policy.protocols import (
     ReservationLike,
     ReservingLimiterLike,
     RetryBudgetLike,
+    is_reserving,
 )
 from backstay.policy.retry import RetryPolicy
 
@@ -85,9 +86,9 @@ class CallState:
         self.previous_delay: float | None = None
         self.started = clock.monotonic()
         self.reservation: ReservationLike | None = None
-        # A runtime-checkable protocol's isinstance is costly: only asked of a limiter.
+        # A runtime-checkable protocol's isinstance is costly: asked once per limiter type.
         self._reserving: ReservingLimiterLike[Any] | None = (
-            limiter if limiter is not None and isinstance(limiter, ReservingLimiterLike) else None
+            limiter if limiter is not None and is_reserving(limiter) else None
         )
         self._hold_due = 0.0
         if budget is not None:

@@ -43,8 +43,8 @@ from backstay.policy.protocols import (
     LimiterRegistryLike,
     RateLimiterLike,
     ReservationLike,
-    ReservingLimiterLike,
     RetryBudgetLike,
+    is_reserving,
 )
 from backstay.policy.ratelimit import RateLimiter, RateLimitSettings, Reservation
 
@@ -103,7 +103,7 @@ class Pacing:
         """Reserve one request and ``tokens`` at ``limiter`` and sleep until it is due
         (a held reservation is rechecked when told to, never polled)."""
         tokens = max(1.0, float(tokens))
-        if not isinstance(limiter, ReservingLimiterLike):
+        if not is_reserving(limiter):
             wait = limiter.reserve(tokens)
             if wait > 0.0:
                 await self.clock.asleep(wait)
@@ -134,7 +134,7 @@ class Pacing:
             _learn(limiter, headers, refused=failure is not None)
         if failure is not None:
             limiter.observe(failure)
-        if isinstance(limiter, ReservingLimiterLike):
+        if is_reserving(limiter):
             limiter.settle(reservation)
 
     def first_attempt(self) -> None:

@@ -34,6 +34,8 @@ from backstay.policy.protocols import LimiterRegistryLike, RateLimiterLike, Rese
 __all__ = ["GatewayLimits", "RequestPaced", "RequestPacer", "paced_attempt"]
 
 _UNPACED_SUFFIXES: Final = ("/count_tokens", ":countTokens")
+# In every rate-limit header's name: anthropic-ratelimit-*, x-ratelimit-*.
+_RATE_LIMIT: Final = "ratelimit"
 
 P = ParamSpec("P")
 
@@ -99,9 +101,13 @@ class RequestPacer(PacedRequest):
         )
 
     def answered(self, headers: Iterable[tuple[str, str]], *, refused: bool) -> None:
-        """The upstream answer's headers, read against this attempt's reservation;
-        ``refused``: the answer is a failure (its tokens taken as not charged)."""
-        self.update_from_headers(dict(headers), refused=refused)
+        """The upstream answer's rate-limit headers, read against this attempt's
+        reservation; ``refused``: the answer is a failure (its tokens taken as not
+        charged). An answer without any teaches nothing (the attempt's end, which the
+        driver reports, ends a limiter's discovery)."""
+        limits = {name: value for name, value in headers if _RATE_LIMIT in name.lower()}
+        if limits:
+            self.update_from_headers(limits, refused=refused)
 
 
 class GatewayLimits:

@@ -25,7 +25,12 @@ from collections.abc import Iterator
 from typing import Any, Final
 
 from backstay.failure import Failure
-from backstay.policy.protocols import RateLimiterLike, ReservationLike, ReservingLimiterLike
+from backstay.policy.protocols import (
+    RateLimiterLike,
+    ReservationLike,
+    ReservingLimiterLike,
+    is_reserving,
+)
 from backstay.policy.ratelimit import RateLimiter, Reservation
 
 __all__ = ["PacedRequest", "estimate_tokens"]
@@ -87,13 +92,16 @@ class PacedRequest:
     ``tokens`` are replaced by the request's estimate; the latest reservation is kept for
     the headers that answer it."""
 
-    __slots__ = ("_reservation", "limiter", "name", "tokens")
+    __slots__ = ("_reservation", "_reserving", "limiter", "name", "tokens")
 
     def __init__(self, limiter: RateLimiterLike, tokens: float) -> None:
         self.limiter = limiter
         self.name = limiter.name
         self.tokens = tokens
         self._reservation: ReservationLike | None = None
+        self._reserving: ReservingLimiterLike[Any] | None = (
+            limiter if is_reserving(limiter) else None
+        )
 
     def reserve(self, tokens: float = 1.0) -> float:
         """Reserve for the next attempt of this request, placed at once (never held)."""
@@ -104,25 +112,25 @@ class PacedRequest:
         """Reserve for the next attempt of this request; held or placed, as the shared
         limiter says (a limiter that cannot hold gives a final wait)."""
         del tokens
-        limiter = self.limiter
-        if isinstance(limiter, ReservingLimiterLike):
-            reservation: ReservationLike = limiter.reservation(self.tokens)
+        reserving = self._reserving
+        if reserving is not None:
+            reservation: ReservationLike = reserving.reservation(self.tokens)
         else:
-            reservation = Reservation(limiter.reserve(self.tokens), 0.0, 0.0)
+            reservation = Reservation(self.limiter.reserve(self.tokens), 0.0, 0.0)
         self._reservation = reservation
         return reservation
 
     def recheck(self, reservation: ReservationLike) -> ReservationLike:
-        limiter = self.limiter
-        if isinstance(limiter, ReservingLimiterLike):
-            reservation = limiter.recheck(reservation)
+        reserving = self._reserving
+        if reserving is not None:
+            reservation = reserving.recheck(reservation)
         self._reservation = reservation
         return reservation
 
     def settle(self, reservation: ReservationLike) -> None:
-        limiter = self.limiter
-        if isinstance(limiter, ReservingLimiterLike):
-            limiter.settle(reservation)
+        reserving = self._reserving
+        if reserving is not None:
+            reserving.settle(reservation)
 
     def observe(self, failure: Failure) -> None:
         self.limiter.observe(failure)
