@@ -34,7 +34,9 @@ breaker, limiter and lease against the in-memory and SQLite ones (same run), and
 goodput of N processes sharing one Redis limiter against each with its own.
 
 And start-up (``startup.py``): the CPU time of ``import backstay``, ``backstay --version``
-and the help of the command line in a fresh process, beside ``import tenacity``.
+and the help of the command line in a fresh process, beside ``import tenacity``; one
+``backstay run`` beside ``import anthropic`` (``run_cpu.py``); a batch's CPU per task at
+1,000 and 10,000 tasks beside the bare SDK call (``batch_cpu.py``).
 
 And agent sessions through the gateway (``gateway_sessions.py``): tokens per successful
 20-turn session under a 5 % rate of 529s, the whole session run again (no gateway) against
@@ -62,6 +64,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 import agent_runtime
 import async_retry
 import backstay
+import batch_cpu
 import engine
 import fake_provider
 import fallback
@@ -72,6 +75,7 @@ import instructions
 import otel_overhead
 import ray_executor
 import retry
+import run_cpu
 import shared_state
 import startup
 from corpus import CASES
@@ -273,6 +277,8 @@ def main() -> None:
     agent_runtime.report()
     shared_state.report()
     startup.report()
+    run_cpu.report()
+    batch_cpu.report()
     gateway_sessions.report()
 
 

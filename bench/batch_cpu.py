@@ -1,0 +1,188 @@
+"""A batch (issue 24): the CPU time of ``backstay batch`` per task on the API path, and how
+soon its first attempt starts.
+
+``backstay batch`` runs a suite of one ``anthropic-api`` task with ``runs: N`` (N runs, each
+one Messages API call, streamed) against the fake provider, which serves in its own process
+(``provider_process.py``) so that its CPU time is not counted. The batch is a child process
+timed by its own CPU time (user + system, ``os.wait4``), at ``SIZES`` tasks:
+
+* CPU per task: the batch's CPU time over its tasks, at each size; flat when the two agree
+  (the start-up, SDK import included, is spread over more tasks at the larger size, so the
+  marginal figure, (CPU(large) − CPU(small)) / (large − small), is printed too);
+* first attempt: wall seconds from the launch of ``backstay batch`` to the first
+  ``task.started`` event of its event log, beside the CPU time of ``import anthropic``.
+
+Baselines, measured in the same run: ``python -c pass``, ``import anthropic``, and the bare
+SDK call: ``N`` calls of ``AsyncAnthropic.messages.stream`` on one reused client, and on a
+new client per call, in one process, with the same concurrency, CPU per call.
+
+Targets: ≤ 6 ms of CPU per task at 10,000 tasks, flat from 1,000; the first attempt ≤ 1 s
+after launch plus the SDK import.
+
+Run alone with ``python bench/batch_cpu.py [SMALL LARGE]`` (default 1000 10000);
+``make bench`` runs it with the rest (at ``BENCH_SIZES`` when set, e.g. ``200 1000``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Final
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+import provider_process
+
+SIZES: Final = (1_000, 10_000)
+CONCURRENCY: Final = 8
+MODEL: Final = "claude-sonnet-4-5"
+KEY: Final = "sk-ant-bench-0000000000000000"  # the fake provider takes any key
+TARGET_MS_PER_TASK: Final = 6.0
+TARGET_FIRST_ATTEMPT_S: Final = 1.0
+SDK_CALLS: Final = 500
+_SCRIPT = Path(sys.executable).with_name("backstay")
+BACKSTAY: Final = str(_SCRIPT) if _SCRIPT.exists() else "backstay"
+
+SUITE: Final = """\
+suite: cpu
+defaults: {{adapter: anthropic-api, model: {model}, timeout_s: 60, policy: standard}}
+adapters:
+  anthropic-api: {{base_url: "{url}", max_tokens: 64}}
+tasks:
+  - {{id: t, prompt: "Say hello", runs: {runs}}}
+"""
+
+
+def _cpu(argv: list[str], env: dict[str, str] | None = None) -> tuple[float, int]:
+    """The CPU seconds of one run of ``argv`` (its output discarded) and its exit code."""
+    child = subprocess.Popen(  # noqa: S603 - our own interpreter and command
+        argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env
+    )
+    _pid, status, usage = os.wait4(child.pid, 0)
+    child.returncode = os.waitstatus_to_exitcode(status)
+    return usage.ru_utime + usage.ru_stime, child.returncode
+
+
+def least_cpu(argv: list[str], rounds: int = 5) -> float:
+    return min(_cpu(argv)[0] for _ in range(rounds))
+
+
+def _first_attempt(events: Path) -> dt.datetime:
+    with events.open(encoding="utf-8") as lines:
+        for line in lines:
+            event = json.loads(line)
+            if event.get("event") in ("retry.attempt_started", "task.started"):
+                return dt.datetime.fromisoformat(event["at"])
+    raise RuntimeError(f"no attempt.started in {events}")
+
+
+def batch(url: str, tasks: int) -> tuple[float, float]:
+    """``backstay batch`` of ``tasks`` runs: (its CPU seconds, seconds from launch to its
+    first attempt)."""
+    with tempfile.TemporaryDirectory(prefix="backstay-batch-cpu-") as tmp:
+        root = Path(tmp)
+        suite = root / "suite.yaml"
+        suite.write_text(SUITE.format(model=MODEL, url=url, runs=tasks), encoding="utf-8")
+        env = {**os.environ, "ANTHROPIC_API_KEY": KEY}
+        argv = [BACKSTAY, "batch", str(suite), "--state-dir", str(root / "state")]
+        launched = dt.datetime.now(dt.UTC)
+        cpu, code = _cpu([*argv, "--concurrency", str(CONCURRENCY)], env)
+        if code != 0:
+            raise RuntimeError(f"backstay batch of {tasks} exited with {code}")
+        first = _first_attempt(root / "state" / "events.jsonl")
+    return cpu, (first - launched).total_seconds()
+
+
+async def _sdk_calls(url: str, calls: int, *, reuse: bool) -> None:
+    import anthropic  # noqa: PLC0415 - the baseline's own import
+
+    shared = anthropic.AsyncAnthropic(api_key=KEY, base_url=url, max_retries=0)
+    gate = asyncio.Semaphore(CONCURRENCY)
+
+    async def one() -> None:
+        async with gate:
+            client = (
+                shared
+                if reuse
+                else anthropic.AsyncAnthropic(api_key=KEY, base_url=url, max_retries=0)
+            )
+            async with client.messages.stream(
+                model=MODEL, max_tokens=64, messages=[{"role": "user", "content": "Say hello"}]
+            ) as stream:
+                await stream.get_final_message()
+            if not reuse:
+                await client.close()
+
+    await asyncio.gather(*(one() for _ in range(calls)))
+    await shared.close()
+
+
+def sdk_ms_per_call(url: str, *, reuse: bool, calls: int = SDK_CALLS) -> float:
+    """CPU ms per streamed call of the bare SDK (warmed up first) in this process."""
+    asyncio.run(_sdk_calls(url, 20, reuse=reuse))
+    started = time.process_time()
+    asyncio.run(_sdk_calls(url, calls, reuse=reuse))
+    return (time.process_time() - started) * 1e3 / calls
+
+
+def _sizes() -> tuple[int, int]:
+    given = sys.argv[1:] or os.environ.get("BENCH_SIZES", "").split()
+    small, large = (int(n) for n in given) if given else SIZES
+    return small, large
+
+
+def report() -> None:
+    """Print the batch section."""
+    small, large = _sizes()
+    python = least_cpu([sys.executable, "-c", "pass"])
+    sdk_import = least_cpu([sys.executable, "-c", "import anthropic"])
+    print(
+        f"\n== A batch (backstay batch, anthropic-api streamed, fake provider in its own "
+        f"process, concurrency {CONCURRENCY}; CPU of the batch process) =="
+    )
+    with provider_process.serve() as url:
+        reused = sdk_ms_per_call(url, reuse=True)
+        fresh = sdk_ms_per_call(url, reuse=False, calls=SDK_CALLS // 5)
+        runs = {size: batch(url, size) for size in (small, large)}
+    print(f"  python -c pass                  {python:7.3f} s")
+    print(f"  import anthropic                {sdk_import:7.3f} s")
+    print(f"  bare SDK call, one client       {reused:7.2f} ms CPU per call")
+    print(f"  bare SDK call, a client each    {fresh:7.2f} ms CPU per call")
+    for size, (cpu, first) in runs.items():
+        print(
+            f"  batch of {size:>6,} tasks          {cpu:7.2f} s CPU = {cpu * 1e3 / size:5.2f} ms "
+            f"per task ({cpu * 1e3 / size / reused:4.1f}x the bare call); first attempt "
+            f"{first:.2f} s after launch"
+        )
+    (cpu_s, first_s), (cpu_l, first_l) = runs[small], runs[large]
+    marginal = (cpu_l - cpu_s) * 1e3 / (large - small)
+    per_large = cpu_l * 1e3 / large
+    print(f"  marginal CPU per task ({small:,} → {large:,})  {marginal:5.2f} ms")
+    print("  targets:")
+    met = per_large <= TARGET_MS_PER_TASK
+    print(
+        f"    {'met    ' if met else 'not met'} ≤ {TARGET_MS_PER_TASK:g} ms CPU per task at "
+        f"{large:,}: {per_large:.2f} ms"
+    )
+    flat = marginal <= cpu_s * 1e3 / small
+    print(
+        f"    {'met    ' if flat else 'not met'} flat: marginal {marginal:.2f} ms ≤ "
+        f"{cpu_s * 1e3 / small:.2f} ms per task at {small:,}"
+    )
+    limit = TARGET_FIRST_ATTEMPT_S + sdk_import
+    first = min(first_s, first_l)
+    print(
+        f"    {'met    ' if first <= limit else 'not met'} first attempt ≤ "
+        f"{TARGET_FIRST_ATTEMPT_S:g} s + import anthropic ({limit:.2f} s): {first:.2f} s"
+    )
+
+
+if __name__ == "__main__":
+    report()
