@@ -133,12 +133,16 @@ def killed_batch(work: Path, *, after_succeeded: int = 1) -> Path:
 
 
 def _garble_page(db: Path) -> None:
+    """Overwrite the last page of the task table (every command reads it) with noise."""
     with sqlite3.connect(db) as conn:
         conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-    size = db.stat().st_size
+        (size,) = conn.execute("PRAGMA page_size").fetchone()
+        (page,) = conn.execute(
+            "SELECT max(pageno) FROM dbstat WHERE name = 'backstay_tasks'"
+        ).fetchone()
     with db.open("r+b") as file:
-        file.seek(int(size * 0.9))
-        file.write(os.urandom(4096))
+        file.seek((page - 1) * size)
+        file.write(os.urandom(size))
 
 
 @pytest.mark.parametrize(

@@ -39,10 +39,18 @@ def trace_of_tasks(state_dir: Path) -> str | None:
 
 
 def _peek(db: Path) -> Peek | None:
-    """``peek(db)``; ``None`` also when it cannot be read (opening it says why)."""
+    """``peek(db)``; ``None`` also when it cannot be read (opening it says why). A
+    malformed page it reads (it counts every task) is raised: the commands that read
+    only the counts and a few tasks would not come upon it: a ``ConfigError``."""
     try:
         return peek(db)
-    except sqlite3.Error:
+    except sqlite3.Error as exc:
+        if getattr(exc, "sqlite_errorname", "").startswith("SQLITE_CORRUPT"):
+            raise ConfigError(
+                f"{db} is damaged ({exc}); backstay left it as it is: restore it from a "
+                "copy, or run the suite again with a new --state-dir",
+                where="--state-dir",
+            ) from None
         return None
 
 

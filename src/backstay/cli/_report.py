@@ -4,7 +4,7 @@ both as JSON."""
 from __future__ import annotations
 
 import sys
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -210,19 +210,25 @@ def _when(record: TaskRecord) -> str:
 
 
 def tasks_table(
-    records: Iterable[TaskRecord], *, title: str, summary: Summary | None = None
+    records: Iterable[TaskRecord],
+    *,
+    title: str,
+    summary: Summary | None = None,
+    shown: Mapping[str, str] | None = None,
 ) -> Table:
-    """One row per task: its run, state, model (requested, and the one that answered when
-    a fallback did, from ``summary``), attempts, reason and when it may run next."""
+    """One row per task: its run, state (as ``shown`` names it, by operation id, else as
+    stored), model (requested, and the one that answered when a fallback did, from
+    ``summary``), attempts, reason and when it may run next."""
     reports = {} if summary is None else {r.operation_id: r for r in summary.tasks}
     table = Table(title=title, title_justify="left")
     for column in ("task", "state", "model", "attempts", "reason", "next run"):
         table.add_column(column, overflow="fold")
     for record in records:
-        style = _STYLES.get(record.state, "")
+        state = (shown or {}).get(record.operation_id, str(record.state))
+        style = _STYLES.get(record.state, "") if state == record.state else "red"
         table.add_row(
             escape(task_label(record.operation_id)),
-            f"[{style}]{record.state}[/]" if style else str(record.state),
+            f"[{style}]{state}[/]" if style else state,
             escape(model_text(reports.get(record.operation_id), record)),
             str(record.attempts_used),
             escape(record.reason),

@@ -1,16 +1,99 @@
-"""``backstay status``: where the batch of a state directory stands — its summary and
-every task's state — as a table, or as JSON with ``--json``."""
+"""``backstay status``: where the batch of a state directory stands — the tasks counted
+per state, and the tasks that need a person — as lines and a table, or as JSON with
+``--json`` (streamed: ``backstay.cli._status_json``).
+
+It reads the store's counters and index (``backstay.engine.task_index``), so its cost
+follows what it shows, not the size of the batch: by default the tasks that need a person
+(failed, paused, escalated, running, interrupted), the first ``DEFAULT_LIMIT`` of them.
+"""
 
 from __future__ import annotations
 
-import json
 import sys
+from typing import Annotated, Final
+
+import typer
+from rich.markup import escape
 
 from backstay.cli import _state
 from backstay.cli._errors import usage_error
-from backstay.cli._report import console, print_summary, status_data, tasks_table
+from backstay.cli._report import console, tasks_table
+from backstay.cli._status_json import write_status_json
 from backstay.engine import read_identity
+from backstay.engine.summary import summarize
+from backstay.engine.task_index import TaskIndex
 from backstay.errors import ConfigError
+from backstay.observe.batch_view import (
+    INTERRUPTED,
+    NEEDS_A_PERSON,
+    SHOWN_STATES,
+    BatchView,
+    Selection,
+    parse_states,
+)
+
+# How many tasks the table lists unless --limit or --all says otherwise.
+DEFAULT_LIMIT: Final = 50
+_ORDER: Final = {state: i for i, state in enumerate(SHOWN_STATES)}
+
+StateFilter = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--state",
+        metavar="STATE",
+        help="Only tasks in STATE (repeatable): " + ", ".join(SHOWN_STATES) + ".",
+    ),
+]
+TaskGlob = Annotated[
+    str | None,
+    typer.Option(
+        "--task",
+        metavar="GLOB",
+        help="Only tasks whose task id matches GLOB (shell-style: *, ?, [seq], [!seq]).",
+    ),
+]
+Limit = Annotated[
+    int | None,
+    typer.Option(
+        "--limit",
+        metavar="N",
+        help=f"List at most N tasks (default {DEFAULT_LIMIT}; with --json: all).",
+    ),
+]
+ShowAll = Annotated[
+    bool,
+    typer.Option("--all", help="List every selected task, of every state unless --state."),
+]
+
+
+def _selection(
+    states: list[str] | None, task: str | None, show_all: bool, *, as_json: bool
+) -> Selection:
+    chosen = parse_states(states)
+    if chosen is None and task is None and not show_all and not as_json:
+        chosen = NEEDS_A_PERSON
+    return Selection(states=chosen, task_glob=task)
+
+
+def _limit(limit: int | None, show_all: bool, *, as_json: bool) -> int | None:
+    if limit is not None and limit < 1:
+        raise ConfigError(f"must be 1 or more, got {limit}", where="--limit")
+    if limit is not None and show_all:
+        raise ConfigError("--limit and --all exclude each other: give one", where="--limit")
+    if show_all or as_json:
+        return limit
+    return DEFAULT_LIMIT if limit is None else limit
+
+
+def _what(selection: Selection) -> str:
+    if selection.states == NEEDS_A_PERSON and selection.task_glob is None:
+        return "tasks that need a person (failed, paused, escalated, running, interrupted)"
+    parts = []
+    if selection.states is not None:
+        parts.append("state " + ", ".join(sorted(selection.states, key=_ORDER.__getitem__)))
+    if selection.task_glob is not None:
+        parts.append(f"task {selection.task_glob}")
+    return "tasks" + (f" ({'; '.join(parts)})" if parts else "")
 
 
 def status(
@@ -18,26 +101,83 @@ def status(
     as_json: _state.JsonOption = False,
     store: _state.StoreOption = None,
     sets: _state.SetOption = None,
+    states: StateFilter = None,
+    task: TaskGlob = None,
+    limit: Limit = None,
+    show_all: ShowAll = False,
 ) -> None:
-    """The summary of the batch in --state-dir and the state of each of its tasks.
+    """The batch in --state-dir: its tasks counted per state, and the tasks that need a
+    person (failed, paused, escalated, running, interrupted), the first 50 of them.
 
-    Changes nothing; safe while the batch runs. Exit code 0, or 2 when --state-dir holds no
-    batch (or a damaged one).
+    --state, --task, --limit and --all choose other tasks to list; --json prints the
+    summary and every task (or those chosen), streamed. A running task that no live
+    process holds (its runner was stopped or killed) is shown as interrupted: backstay
+    resume continues it. Changes nothing; safe while the batch runs. Exit code 0, or 2
+    when --state-dir holds no batch (or a damaged one) or a flag is wrong.
     """
     try:
+        selection = _selection(states, task, show_all, as_json=as_json)
+        shown_limit = _limit(limit, show_all, as_json=as_json)
         location = _state.store_location(store, state_dir, sets=sets)
         engine = _state.open_engine(state_dir, location=location)
         identity = read_identity(state_dir)
     except ConfigError as err:
         raise usage_error(err) from None
     with engine:
-        summary = engine.summary()
-        records = engine.store.tasks()
-    if as_json:
-        data = status_data(summary, records, state_dir=state_dir, identity=identity)
-        sys.stdout.write(json.dumps(data, indent=2) + "\n")
-        return
-    name = "" if identity is None else f" {identity.workflow_id}"
-    print_summary(summary, state_dir=state_dir, title=f"backstay status{name} ({state_dir})")
-    if records:
-        console().print(tasks_table(records, title="tasks", summary=summary))
+        stores = engine.stores
+        tasks = stores.tasks
+        if not isinstance(tasks, TaskIndex):
+            raise usage_error(ConfigError("this store keeps no task index", where="--store"))
+        view = BatchView(tasks, stores.operations)
+        if as_json:
+            write_status_json(
+                sys.stdout,
+                view,
+                selection=selection,
+                limit=shown_limit,
+                state_dir=state_dir,
+                identity=identity,
+                circuits=engine.circuit_log.entries(),
+                spending=engine.spending(),
+            )
+            return
+        name = "" if identity is None else f" {identity.workflow_id}"
+        flags = _state.batch_flags(state_dir, location)
+        out = console()
+        out.print(escape(f"backstay status{name} ({state_dir})"), style="bold", highlight=False)
+        counts = view.counts()
+        total = sum(counts.values())
+        listed = ", ".join(f"{n} {state}" for state, n in counts.items() if n)
+        out.print(escape(f"{total} task{'' if total == 1 else 's'}: {listed or 'none'}"))
+        waiting = tasks.open_escalation_count()
+        if waiting:
+            out.print(
+                escape(
+                    f"  {waiting} open escalation{'' if waiting == 1 else 's'}: "
+                    f"backstay escalations list {flags}"
+                ),
+                highlight=False,
+            )
+        if counts[INTERRUPTED]:
+            out.print(
+                escape(
+                    f"  {counts[INTERRUPTED]} interrupted (no process runs them): "
+                    f"backstay resume {flags} continues them"
+                ),
+                highlight=False,
+            )
+        records, more = view.first(selection, shown_limit)
+        what = _what(selection)
+        if not records:
+            out.print(escape(f"no {what}" if selection.states else f"no {what} match"))
+            return
+        shown = {r.operation_id: INTERRUPTED for r in records if view.shown_state(r) == INTERRUPTED}
+        # The listed tasks' own summary names the model that answered each.
+        attempts = tasks.attempts_of([r.operation_id for r in records])
+        listed_summary = summarize(records, attempts, ())
+        out.print(tasks_table(records, title=what, summary=listed_summary, shown=shown))
+        if more:
+            out.print(
+                escape(f"… and {more} more: --limit N or --all lists them, --json streams them"),
+                highlight=False,
+            )

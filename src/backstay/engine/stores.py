@@ -51,6 +51,10 @@ class StoreBundle:
 
     def has_batch(self) -> bool:
         """True when a batch was recorded here (at least one task)."""
+        from backstay.engine.task_index import TaskIndex  # noqa: PLC0415 - only here
+
+        if isinstance(self.tasks, TaskIndex):  # its counts: no task read
+            return any(self.tasks.state_counts().values())
         return bool(self.tasks.tasks())
 
     def rate_limiter_registry(

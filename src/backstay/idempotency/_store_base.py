@@ -21,6 +21,7 @@ from backstay.idempotency.records import (
     Claim,
     Lease,
     OperationRecord,
+    OperationState,
     encode_result,
 )
 
@@ -116,3 +117,11 @@ class StoreBase:
 
     def get(self, operation_id: str) -> CachedResult | None:
         return leases.cached(self._load(operation_id), self._now())
+
+    def holder(self, operation_id: str) -> str | None:
+        """The owner of the live lease on ``operation_id``, or ``None`` (read only)."""
+        record = self._load(operation_id)
+        if record is None or record.state is not OperationState.LEASED:
+            return None
+        expires = record.lease_expires_at
+        return record.owner if expires is not None and expires > self._now() else None

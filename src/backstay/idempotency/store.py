@@ -17,6 +17,8 @@ inside their atomic section):
   (nothing is stored: a late complete from a fenced-off owner is refused).
 * ``release(lease)`` ends the lease recording nothing → ``False`` when it was not current.
 * ``get(operation_id)`` → the live ``CachedResult`` or ``None``; expired ones are ignored.
+* ``holder(operation_id)`` → the owner of the live lease, or ``None`` (a reader's look:
+  ``status`` shows a running task no live lease holds as ``interrupted``).
 
 Wall-clock expiries come from the store's injected clock.
 """
@@ -68,4 +70,8 @@ class OperationStore(Protocol):
 
     def get(self, operation_id: str) -> CachedResult | None:
         """The live cached result of ``operation_id``, or ``None``."""
+        ...
+
+    def holder(self, operation_id: str) -> str | None:
+        """The owner of the live lease on ``operation_id``, or ``None``; read only."""
         ...

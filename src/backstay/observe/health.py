@@ -8,25 +8,37 @@ Three checks, each ``pass``, ``warn`` or ``fail``:
   the device) and ``state.sqlite`` takes a write transaction (``fail`` if not). The
   transaction alone is not enough: SQLite grants one in WAL mode without writing;
 * ``circuits:open``: one entry per circuit that is open or half-open (``warn``);
-* ``escalations:open``: failures waiting for a human (``warn`` when any).
+* ``escalations:open``: failures waiting for a human (``warn`` when any);
+* ``tasks:interrupted``: tasks stored ``running`` that no live process holds (``warn``
+  when any: ``backstay resume`` continues them); only ``health_check`` makes it.
 
-The overall status is the worst of them. ``fail`` is served with HTTP 503, ``pass`` and
+``health_check`` reads the store's counters and index (``BatchView``) and the circuit
+log, never every task, so it costs the same at any batch size. The overall status is
+the worst of them. ``fail`` is served with HTTP 503, ``pass`` and
 ``warn`` with 200.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import datetime as _dt
 import os
 import sqlite3
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, Final
 
 from backstay._version import __version__
+from backstay.clock import SYSTEM_CLOCK
+from backstay.engine.circuit_log import CircuitEntry
 from backstay.engine.records import EscalationStatus
+from backstay.engine.task_index import TaskIndex
+from backstay.errors import ConfigError
+from backstay.observe.batch_view import BatchView
 from backstay.observe.prometheus import circuit_states
-from backstay.observe.snapshot import StateSnapshot, read_state
+from backstay.observe.snapshot import StateSnapshot
+from backstay.store.location import StoreKind, StoreLocation
+from backstay.store.open import open_stores
 from backstay.store.sqlite.tasks import STATE_FILE
 
 __all__ = [
@@ -115,7 +127,19 @@ def check_writable(state_dir: Path) -> dict[str, Any]:
 
 def health_of(snap: StateSnapshot, *, store: Mapping[str, Any] | None = None) -> HealthReport:
     """The report of ``snap`` (``store``: the result of the write check, if made)."""
-    at = snap.taken_at.isoformat()
+    waiting = sum(1 for e in snap.escalations if e.status is EscalationStatus.OPEN)
+    return _report(snap.taken_at, snap.circuits, waiting, store=store)
+
+
+def _report(
+    taken_at: _dt.datetime,
+    circuit_entries: Iterable[CircuitEntry],
+    waiting: int,
+    *,
+    store: Mapping[str, Any] | None = None,
+    interrupted: int | None = None,
+) -> HealthReport:
+    at = taken_at.isoformat()
     checks: dict[str, tuple[Mapping[str, Any], ...]] = {}
     if store is not None:
         checks["store:writable"] = ({**store, "time": at},)
@@ -126,13 +150,12 @@ def health_of(snap: StateSnapshot, *, store: Mapping[str, Any] | None = None) ->
             "observedValue": _CIRCUIT_NAMES[value],
             "time": at,
         }
-        for name, value in sorted(circuit_states(snap.circuits).items())
+        for name, value in sorted(circuit_states(tuple(circuit_entries)).items())
         if value in _CIRCUIT_NAMES
     ]
     checks["circuits:open"] = tuple(circuits) or (
         {"status": PASS, "observedValue": 0, "observedUnit": "circuits", "time": at},
     )
-    waiting = sum(1 for e in snap.escalations if e.status is EscalationStatus.OPEN)
     checks["escalations:open"] = (
         {
             "status": WARN if waiting else PASS,
@@ -141,16 +164,55 @@ def health_of(snap: StateSnapshot, *, store: Mapping[str, Any] | None = None) ->
             "time": at,
         },
     )
+    if interrupted is not None:
+        checks["tasks:interrupted"] = (
+            {
+                "status": WARN if interrupted else PASS,
+                "observedValue": interrupted,
+                "observedUnit": "tasks",
+                "time": at,
+                **({"output": "no process runs them: backstay resume"} if interrupted else {}),
+            },
+        )
     worst = max((c["status"] for found in checks.values() for c in found), key=_RANK.__getitem__)
     return HealthReport(status=worst, checks=checks)
 
 
-def health_check(state_dir: str | os.PathLike[str]) -> HealthReport:
-    """The readiness of the batch in ``state_dir``: its store takes writes, and which
-    circuits are open and how many escalations wait. ``ConfigError`` when ``state_dir``
-    holds no batch."""
-    snap = read_state(state_dir)
-    return health_of(snap, store=check_writable(Path(state_dir)))
+def health_check(
+    state_dir: str | os.PathLike[str], *, location: StoreLocation | None = None
+) -> HealthReport:
+    """The readiness of the batch in ``state_dir`` (its state in ``location``, default
+    SQLite there): its store takes writes (SQLite), which circuits are open, how many
+    escalations wait and how many tasks were interrupted. ``ConfigError`` when it holds
+    no batch."""
+    folder = Path(state_dir)
+    shared = location is not None and location.kind is StoreKind.REDIS
+    store_dir = folder if location is None or location.path is None else Path(location.path)
+    if not shared and not (store_dir / STATE_FILE).is_file():
+        what = "does not exist" if not store_dir.exists() else f"holds no {STATE_FILE}"
+        raise ConfigError(f"{store_dir} {what}: no batch ran there", where="--state-dir")
+    where = location or StoreLocation(kind=StoreKind.SQLITE, path=store_dir)
+    writable = None if shared else check_writable(store_dir)
+    taken_at = SYSTEM_CLOCK.now()
+    stores = open_stores(where, state_dir=folder, secrets={})
+    try:
+        tasks = stores.tasks
+        if not isinstance(tasks, TaskIndex):
+            raise ConfigError("this store keeps no task index", where="--store")
+        view = BatchView(tasks, stores.operations)
+        if shared and not sum(tasks.state_counts().values()):
+            raise ConfigError(
+                f"{where.display} holds no batch (namespace {where.namespace!r})", where="--store"
+            )
+        return _report(
+            taken_at,
+            stores.circuit_log.entries(),
+            tasks.open_escalation_count(),
+            store=writable,
+            interrupted=len(view.interrupted()),
+        )
+    finally:
+        stores.close()
 
 
 def liveness() -> HealthReport:

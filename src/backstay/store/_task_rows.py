@@ -35,6 +35,7 @@ __all__ = [
     "ATTEMPTS",
     "ATTEMPT_COLUMNS",
     "COMPONENT",
+    "COUNTS",
     "DDL",
     "ESCALATIONS",
     "ESCALATION_COLUMNS",
@@ -60,11 +61,32 @@ __all__ = [
 
 COMPONENT: Final = "tasks"
 # 2: each attempt records the candidate it ran on (``candidate``; NULL before).
-SCHEMA_VERSION: Final = 2
+# 3: tasks indexed by state, and counted per state in ``COUNTS`` by triggers (so in the
+# very transaction of each change), for readers of a large batch.
+SCHEMA_VERSION: Final = 3
 TASKS: Final = "backstay_tasks"
 ATTEMPTS: Final = "backstay_attempts"
 ESCALATIONS: Final = "backstay_escalations"
-TABLES: Final = (TASKS, ATTEMPTS, ESCALATIONS)
+COUNTS: Final = "backstay_task_counts"
+TABLES: Final = (TASKS, ATTEMPTS, ESCALATIONS, COUNTS)
+
+_ADD_ONE: Final = (
+    f"INSERT INTO {COUNTS} (state, n) VALUES (NEW.state, 1) "  # noqa: S608 - constant names
+    "ON CONFLICT (state) DO UPDATE SET n = n + 1;"
+)
+# Idempotent, so that migrating a file which has some of them already is safe.
+SUMMARY_DDL: Final = (
+    f"CREATE INDEX IF NOT EXISTS {TASKS}_state ON {TASKS} (state)",
+    f"CREATE TABLE IF NOT EXISTS {COUNTS} (state TEXT PRIMARY KEY, n INTEGER NOT NULL)",
+    f"CREATE TRIGGER IF NOT EXISTS {TASKS}_count_in AFTER INSERT ON {TASKS} BEGIN {_ADD_ONE} END",
+    f"CREATE TRIGGER IF NOT EXISTS {TASKS}_count_move AFTER UPDATE OF state ON {TASKS} "  # noqa: S608
+    f"WHEN OLD.state IS NOT NEW.state BEGIN "
+    f"UPDATE {COUNTS} SET n = n - 1 WHERE state = OLD.state; {_ADD_ONE} END",
+    f"CREATE TRIGGER IF NOT EXISTS {TASKS}_count_out AFTER DELETE ON {TASKS} BEGIN "  # noqa: S608
+    f"UPDATE {COUNTS} SET n = n - 1 WHERE state = OLD.state; END",
+    f"DELETE FROM {COUNTS}",  # noqa: S608
+    f"INSERT INTO {COUNTS} (state, n) SELECT state, count(*) FROM {TASKS} GROUP BY state",  # noqa: S608
+)
 
 DDL: Final = (
     f"""CREATE TABLE {TASKS} (
@@ -111,10 +133,14 @@ DDL: Final = (
     resolved_by TEXT
 )""",
     f"CREATE INDEX {ESCALATIONS}_open ON {ESCALATIONS} (status, operation_id)",
+    *SUMMARY_DDL,
 )
 
 # The statements taking the component from each older version to the next.
-MIGRATIONS: Final = {1: (f"ALTER TABLE {ATTEMPTS} ADD COLUMN candidate TEXT",)}
+MIGRATIONS: Final = {
+    1: (f"ALTER TABLE {ATTEMPTS} ADD COLUMN candidate TEXT",),
+    2: SUMMARY_DDL,
+}
 
 TASK_COLUMNS: Final = (
     "spec_json, state, reason, attempts_used, budget_base, next_run_at, result_json, "

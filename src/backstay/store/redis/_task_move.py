@@ -21,6 +21,7 @@ from backstay.engine.states import TaskState, transition
 from backstay.errors import ConfigError
 from backstay.redact import redact_mapping
 from backstay.store import _task_rows as rows
+from backstay.store.redis.task_index import queue_move
 
 if TYPE_CHECKING:
     from backstay.store.redis.tasks import RedisTaskStore
@@ -41,12 +42,14 @@ class TaskMove:
         self.store = store
         self.pipe = pipe
         self.operation_id = operation_id
-        spec, row = pipe.hmget(store._task_key(operation_id), "spec", "row")
+        spec, row, seq = pipe.hmget(store._task_key(operation_id), "spec", "row", "seq")
         if spec is None or row is None:
             raise ConfigError(f"no task {operation_id!r} in the store", where="operation_id")
         self.spec = text(spec)
+        self.seq = 0 if seq is None else int(seq)  # its registration number (``task_index``)
         self.spec_changed = False
         self.row: list[Any] = json.loads(row)
+        self.stored_state: str = self.row[0]
         found = pipe.hgetall(store._attempt_key(operation_id))
         self.attempts: dict[int, list[Any]] = {int(k): json.loads(v) for k, v in found.items()}
         self.changed_attempts: set[int] = set()
@@ -126,6 +129,7 @@ class TaskMove:
         store, pipe, op = self.store, self.pipe, self.operation_id
         pipe.multi()
         pipe.hset(store._task_key(op), "row", json.dumps(self.row))
+        queue_move(pipe, store._conn, op, seq=self.seq, before=self.stored_state, after=self.row[0])
         if self.spec_changed:
             pipe.hset(store._task_key(op), "spec", self.spec)
         akey = store._attempt_key(op)

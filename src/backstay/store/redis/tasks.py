@@ -53,20 +53,25 @@ from backstay.store import _task_rows as rows
 from backstay.store.redis._client import RedisConnection
 from backstay.store.redis._task_move import SEP, TaskMove, text
 from backstay.store.redis._tx import transact
+from backstay.store.redis.task_index import RedisTaskIndex, state_set
 
 __all__ = ["RedisTaskStore"]
 
 T = TypeVar("T")
-# KEYS: order, then each task's key; ARGV: per task operation_id, spec, new row.
+# KEYS: order, counts, the pending set, then each task's key; ARGV: per task
+# operation_id, spec, new row. A new task is counted and indexed (``task_index``).
 _REGISTER: Final = """
-for i = 2, #KEYS do
-  local op, spec, row = ARGV[3 * i - 5], ARGV[3 * i - 4], ARGV[3 * i - 3]
+for i = 4, #KEYS do
+  local op, spec, row = ARGV[3 * i - 11], ARGV[3 * i - 10], ARGV[3 * i - 9]
   redis.call('HSET', KEYS[i], 'spec', spec)
   if redis.call('HSETNX', KEYS[i], 'row', row) == 1 then
-    redis.call('RPUSH', KEYS[1], op)
+    local seq = redis.call('RPUSH', KEYS[1], op)
+    redis.call('HSET', KEYS[i], 'seq', seq)
+    redis.call('HINCRBY', KEYS[2], 'pending', 1)
+    redis.call('ZADD', KEYS[3], seq, op)
   end
 end
-return #KEYS - 1
+return #KEYS - 3
 """
 
 
@@ -75,7 +80,7 @@ def _new_row(at: _dt.datetime) -> list[Any]:
     return ["pending", "registered", 0, 0, None, None, when, when]
 
 
-class RedisTaskStore:
+class RedisTaskStore(RedisTaskIndex):
     """The ``TaskStore`` of one Redis namespace. ``secrets`` supplies the secret
     environment variables of specs read back (never stored)."""
 
@@ -87,6 +92,7 @@ class RedisTaskStore:
         self._esc = conn.key("tasks", "esc")
         self._esc_seq = conn.key("tasks", "esc-seq")
         self._register = conn.client.register_script(_REGISTER)
+        self.ensure_index()
 
     def _task_key(self, operation_id: str) -> str:
         return self._conn.key("tasks", "t", operation_id)
@@ -160,7 +166,7 @@ class RedisTaskStore:
     def register_all(
         self, specs: Sequence[TaskSpec], *, at: _dt.datetime
     ) -> tuple[TaskRecord, ...]:
-        keys = [self._order]
+        keys = [self._order, self._conn.key("tasks", "counts"), state_set(self._conn, "pending")]
         args: list[str] = []
         row = json.dumps(_new_row(at))
         for spec in specs:
