@@ -3,18 +3,21 @@ drives an agent CLI (it declares a ``gateway_wiring``), one gateway is started i
 process (on a thread of its own, a free port of 127.0.0.1) for their whole run, every
 attempt of those adapters goes through it with a run token of its own as its key
 (``backstay.adapters.gateway_wiring``), and it is stopped at the end. ``--no-gateway``
-sends the agents straight to their providers."""
+sends the agents straight to their providers; ``--gateway URL`` uses a shared gateway
+instead (``backstay gateway --agent-runs``), which opens the runs for the token in
+``$BACKSTAY_GATEWAY_TOKEN``."""
 
 from __future__ import annotations
 
 import contextlib
 import importlib.util
-from collections.abc import Iterable, Iterator
+import os
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Annotated, Final
 
 import typer
 
-from backstay.adapters.gateway_wiring import use_gateway
+from backstay.adapters.gateway_wiring import RunGateway, use_gateway
 from backstay.adapters.registry import adapter_class
 from backstay.errors import ConfigError
 
@@ -26,10 +29,19 @@ def _say(text: str) -> None:
     Console(stderr=True, soft_wrap=True).print(escape(text), highlight=False)
 
 
-__all__ = ["DEFAULT_DEADLINE_S", "NoGatewayOption", "agent_gateway", "wired"]
+__all__ = [
+    "DEFAULT_DEADLINE_S",
+    "GATEWAY_TOKEN_ENV",
+    "GatewayUrlOption",
+    "NoGatewayOption",
+    "agent_gateway",
+    "wired",
+]
 
 # When the gateway's policy has no deadline, what a CLI's request timeout is raised above.
 DEFAULT_DEADLINE_S: Final = 900.0
+# The variable holding a shared gateway's token (as ``backstay gateway`` reads it).
+GATEWAY_TOKEN_ENV: Final = "BACKSTAY_GATEWAY_TOKEN"  # noqa: S105 - a variable name
 
 NoGatewayOption = Annotated[
     bool,
@@ -38,6 +50,15 @@ NoGatewayOption = Annotated[
         help="Send agent CLIs straight to their providers instead of through a backstay "
         "gateway started for the run (each attempt with a token of its own as its key; "
         "docs/gateway.md, Agent runs).",
+    ),
+]
+GatewayUrlOption = Annotated[
+    str | None,
+    typer.Option(
+        "--gateway",
+        metavar="URL",
+        help="Send agent CLIs through this shared gateway (backstay gateway --agent-runs) "
+        f"instead of one started for the run; its token from ${GATEWAY_TOKEN_ENV}.",
     ),
 ]
 
@@ -55,12 +76,40 @@ def wired(adapters: Iterable[str]) -> list[str]:
     return found
 
 
+def _shared(url: str, environ: Mapping[str, str]) -> RunGateway:
+    """The shared gateway at ``url``, with the token of ``$BACKSTAY_GATEWAY_TOKEN``."""
+    from backstay.gateway import Upstreams  # noqa: PLC0415
+    from backstay.gateway.run_admin import RemoteRunGateway  # noqa: PLC0415
+
+    token = environ.get(GATEWAY_TOKEN_ENV, "").strip()
+    if not token:
+        raise ConfigError(
+            f"a shared gateway opens runs only with its token: set ${GATEWAY_TOKEN_ENV}",
+            where="--gateway",
+        )
+    try:
+        checked = Upstreams.all(url).anthropic  # an http(s) URL, no trailing slash
+    except ConfigError as err:
+        raise ConfigError(err.reason, where="--gateway") from None
+    return RemoteRunGateway(checked, token)
+
+
 @contextlib.contextmanager
-def agent_gateway(adapters: Iterable[str], *, enabled: bool = True) -> Iterator[str | None]:
+def agent_gateway(
+    adapters: Iterable[str], *, enabled: bool = True, url: str | None = None
+) -> Iterator[str | None]:
     """A gateway for the agent runs of ``adapters`` while the block runs (its URL), or
-    nothing (``None``) when none of them drives an agent CLI or ``enabled`` is false."""
+    nothing (``None``) when none of them drives an agent CLI or ``enabled`` is false.
+    ``url``: a shared gateway instead of one started here (``ConfigError`` when it cannot
+    be reached or refuses the token)."""
+    if url is not None and not enabled:
+        raise ConfigError("cannot be given with --no-gateway", where="--gateway")
     if not enabled or not wired(adapters):
         yield None
+        return
+    if url is not None:
+        with use_gateway(_shared(url, os.environ)):
+            yield url
         return
     if importlib.util.find_spec("aiohttp") is None:
         _say(

@@ -19,7 +19,7 @@ from backstay.cli._executor import (
     executor_for,
     left_for_resume,
 )
-from backstay.cli._gateway_runs import NoGatewayOption, agent_gateway
+from backstay.cli._gateway_runs import GatewayUrlOption, NoGatewayOption, agent_gateway
 from backstay.cli._logging import apply_log_level
 from backstay.cli._observe import observed
 from backstay.cli._progress import showing_progress
@@ -79,6 +79,7 @@ def batch(
     ray_address: RayAddressOption = None,
     store: _state.StoreOption = None,
     no_gateway: NoGatewayOption = False,
+    gateway_url: GatewayUrlOption = None,
 ) -> None:
     """Run every run of the suite FILE (task × tier × run) in --state-dir.
 
@@ -132,7 +133,7 @@ def batch(
             port = serve_port if serve_port is not None else config.metrics_port
             with (
                 observed(state_dir, port, config.otel_settings(), location),
-                agent_gateway(adapters, enabled=not no_gateway),
+                agent_gateway(adapters, enabled=not no_gateway, url=gateway_url),
             ):
                 code = run_batch(engine, opened)
         except ConfigError as err:

@@ -104,6 +104,15 @@ def _gateway(
     return gateway, bundle
 
 
+def _check_agent_runs(agent_runs: bool, settings: GatewaySettings) -> None:
+    """Runs are opened over HTTP only with the gateway's token."""
+    if agent_runs and settings.token is None:
+        raise ConfigError(
+            f"--agent-runs needs a token (--token-env, or ${TOKEN_ENV_VAR})",
+            where="--agent-runs",
+        )
+
+
 async def _serve(gateway: Gateway) -> None:
     await gateway.astart()
     stop = asyncio.Event()
@@ -167,6 +176,15 @@ def gateway(
         ),
     ] = None,
     store: Annotated[str | None, typer.Option("--store", metavar="URL", help=_STORE_HELP)] = None,
+    agent_runs: Annotated[
+        bool,
+        typer.Option(
+            "--agent-runs",
+            help="Serve agent runs only: each request's API key must be a run token that "
+            "backstay run/batch/resume --gateway URL opened with the gateway's token "
+            "(--token-env); the real keys stay with the gateway.",
+        ),
+    ] = False,
     config_file: Annotated[
         Path | None,
         typer.Option(
@@ -203,7 +221,12 @@ def gateway(
             allow_remote=allow_remote,
             token=gateway_token(token_env, os.environ),
         )
+        _check_agent_runs(agent_runs, settings)
         served, bundle = _gateway(settings, store, config_file)
+        if agent_runs:  # run tokens, opened over HTTP (backstay.gateway.run_admin)
+            from backstay.gateway.runs import RunTokens  # noqa: PLC0415
+
+            served.runs = RunTokens()
         try:
             asyncio.run(_serve(served))
         finally:

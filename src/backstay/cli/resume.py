@@ -20,7 +20,7 @@ from backstay.cli._executor import (
     executor_for,
     left_for_resume,
 )
-from backstay.cli._gateway_runs import NoGatewayOption, agent_gateway
+from backstay.cli._gateway_runs import GatewayUrlOption, NoGatewayOption, agent_gateway
 from backstay.cli._logging import apply_log_level
 from backstay.cli._observe import observed
 from backstay.cli._progress import showing_progress
@@ -57,6 +57,7 @@ def resume(
     ray_address: RayAddressOption = None,
     store: _state.StoreOption = None,
     no_gateway: NoGatewayOption = False,
+    gateway_url: GatewayUrlOption = None,
 ) -> None:
     """Continue the batch in --state-dir: every task that can run now runs.
 
@@ -103,7 +104,7 @@ def resume(
                     location,
                 ),
                 showing_progress(states),
-                agent_gateway(_adapters_of(records), enabled=not no_gateway),
+                agent_gateway(_adapters_of(records), enabled=not no_gateway, url=gateway_url),
             ):
                 summary = engine.resume_sync()
         except ConfigError as err:

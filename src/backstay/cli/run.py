@@ -19,7 +19,7 @@ from backstay.adapters.harness.run_budget import BUDGET_CODE, BUDGET_EXIT_CODE
 from backstay.adapters.registry import get_adapter
 from backstay.cli import _state
 from backstay.cli._errors import usage_error
-from backstay.cli._gateway_runs import NoGatewayOption, agent_gateway
+from backstay.cli._gateway_runs import GatewayUrlOption, NoGatewayOption, agent_gateway
 from backstay.cli._logging import apply_log_level, failures_on_stderr
 from backstay.config import (
     DEFAULT_TIMEOUT_S,
@@ -77,10 +77,13 @@ def _record_run_number(spec: HarnessRun) -> None:
         write_json_atomic(path, {**metrics, RUN_NUMBER_KEY: spec.run_number})
 
 
-def _start(spec: HarnessRun, *, gateway: bool = True) -> int:
+def _start(spec: HarnessRun, *, gateway: bool = True, gateway_url: str | None = None) -> int:
     # Each attempt's failure on stderr; the final one is printed by ``_report``.
     adapters = [spec.adapter, *(c.adapter for c in spec.fallbacks if c.adapter)]
-    with failures_on_stderr(printed=_FINAL_FAILURES), agent_gateway(adapters, enabled=gateway):
+    with (
+        failures_on_stderr(printed=_FINAL_FAILURES),
+        agent_gateway(adapters, enabled=gateway, url=gateway_url),
+    ):
         return _start_run(spec)
 
 
@@ -219,6 +222,7 @@ def run(
         ),
     ] = False,
     no_gateway: NoGatewayOption = False,
+    gateway_url: GatewayUrlOption = None,
 ) -> None:
     """Run one agent as an evaluation harness does, and exit with the run's exit code.
 
@@ -261,7 +265,7 @@ def run(
         # The configuration's frameworks.<adapter> section: the adapter's defaults.
         options = with_framework(spec.options, config.frameworks, used_by="--adapter is")
         spec = dataclasses.replace(spec, options=options)
-        code = _start(spec, gateway=not no_gateway)
+        code = _start(spec, gateway=not no_gateway, gateway_url=gateway_url)
     except ConfigError as err:
         raise usage_error(err) from None
     _record_run_number(spec)

@@ -111,11 +111,12 @@ class Proxy:
     async def _handle(self, request: web.Request) -> web.StreamResponse:
         body = await request.read()
         found = route(request.method, request.path, request.headers, body)
-        if not self._admitted(request):
-            provider = None if found is None else found.provider
-            return _error(gateway_error(provider, 401, f"missing or wrong {TOKEN_HEADER}"))
         keys = client_keys(request.headers, request.query_string)
         run = None if self._runs is None else self._runs.find(keys)
+        # A live run token is admission enough: whoever opened the run held the gateway's.
+        if run is None and not self._admitted(request):
+            provider = None if found is None else found.provider
+            return _error(gateway_error(provider, 401, f"missing or wrong {TOKEN_HEADER}"))
         if self._runs is not None and run is None:
             provider = None if found is None else found.provider
             return _error(gateway_error(provider, 401, "no live backstay run token as API key"))

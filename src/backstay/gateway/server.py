@@ -122,6 +122,10 @@ class Gateway(ServedOnAThread):
             limits=self.limits,
         )
         app = web.Application(client_max_size=settings.max_request_bytes)
+        if self.runs is not None:  # runs opened over HTTP (a shared gateway's)
+            from backstay.gateway.run_admin import add_run_routes  # noqa: PLC0415
+
+            add_run_routes(app, self.runs, settings)
         app.router.add_route("*", "/{tail:.*}", proxy.handle)
         # Handler cancellation: a client that hangs up ends its request's retries at once.
         runner = web.AppRunner(

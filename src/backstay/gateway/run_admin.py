@@ -1,0 +1,166 @@
+"""Runs opened over HTTP, for a gateway shared by several processes (``backstay gateway
+--agent-runs``, used with ``backstay run|batch|resume --gateway URL``): the gateway's token
+(``TOKEN_HEADER``) is required on each of these, and a gateway without one offers none.
+
+| method | path | |
+|---|---|---|
+| ``GET`` | ``/_backstay/runs`` | ``{"deadline_s": …, "live": N}`` |
+| ``POST`` | ``/_backstay/runs`` | a ``RunTicket``'s fields as JSON → ``{"token": …}`` |
+| ``DELETE`` | ``/_backstay/runs/{token}`` | revoke it → its ``RunTally`` as JSON (404: not live) |
+
+``RemoteRunGateway`` is the client the agent adapters use (the same ``open_run`` /
+``close_run`` as ``LocalRunGateway``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hmac
+import json
+import urllib.error
+import urllib.request
+from typing import TYPE_CHECKING, Any, Final
+
+from backstay.errors import ConfigError
+from backstay.gateway.runs import RunTally, RunTicket, RunTokens
+from backstay.gateway.settings import TOKEN_HEADER, GatewaySettings
+from backstay.redact import redact, register_secret
+
+if TYPE_CHECKING:
+    from aiohttp import web
+
+__all__ = ["RUNS_PATH", "RemoteRunGateway", "add_run_routes"]
+
+RUNS_PATH: Final = "/_backstay/runs"
+_FIELDS: Final = frozenset(f.name for f in dataclasses.fields(RunTicket))
+# Seconds a call to a shared gateway may take (it is on loopback or a local network).
+_CALL_TIMEOUT_S: Final = 10.0
+
+
+def add_run_routes(app: web.Application, runs: RunTokens, settings: GatewaySettings) -> None:
+    """Serve ``RUNS_PATH`` on ``app`` (before its catch-all route)."""
+    from aiohttp import web  # noqa: PLC0415 - loaded with the server
+
+    def refused(request: web.Request) -> web.Response | None:
+        token = settings.token
+        given = request.headers.get(TOKEN_HEADER, "")
+        if token is None:
+            return web.json_response(
+                {"error": "this gateway has no token: it opens no runs over HTTP"}, status=403
+            )
+        if not hmac.compare_digest(given.encode(), token.encode()):
+            return web.json_response({"error": f"missing or wrong {TOKEN_HEADER}"}, status=401)
+        return None
+
+    async def info(request: web.Request) -> web.StreamResponse:
+        deadline = settings.policy.deadline_s
+        return refused(request) or web.json_response({"deadline_s": deadline, "live": len(runs)})
+
+    async def open_one(request: web.Request) -> web.StreamResponse:
+        no = refused(request)
+        if no is not None:
+            return no
+        try:
+            data = json.loads(await request.read())
+            if not isinstance(data, dict) or set(data) - _FIELDS:
+                raise ConfigError(
+                    f"must be an object of {', '.join(sorted(_FIELDS))}", where="body"
+                )
+            ticket = RunTicket(**data)
+        except (ValueError, TypeError) as err:
+            return web.json_response({"error": redact(str(err))}, status=400)
+        register_secret(ticket.key)
+        return web.json_response({"token": runs.open(ticket)}, status=201)
+
+    async def close_one(request: web.Request) -> web.StreamResponse:
+        no = refused(request)
+        if no is not None:
+            return no
+        tally = runs.close(request.match_info["token"])
+        if tally is None:
+            return web.json_response({"error": "no such live run token"}, status=404)
+        return web.json_response(dataclasses.asdict(tally))
+
+    app.router.add_get(RUNS_PATH, info)
+    app.router.add_post(RUNS_PATH, open_one)
+    app.router.add_delete(RUNS_PATH + "/{token}", close_one)
+
+
+class RemoteRunGateway:
+    """A shared gateway at ``url`` opening runs for this process, authorised by ``token``
+    (its ``--token-env``). Constructing it asks the gateway once: a gateway that cannot be
+    reached, refuses the token or opens no runs is a ``ConfigError`` naming ``where``."""
+
+    def __init__(self, url: str, token: str, *, where: str = "--gateway") -> None:
+        self._url = url.rstrip("/")
+        self._token = token
+        self._where = where
+        found = self._call("GET", RUNS_PATH)
+        deadline = found.get("deadline_s") if isinstance(found, dict) else None
+        self._deadline_s = float(deadline) if isinstance(deadline, int | float) else 900.0
+
+    @property
+    def url(self) -> str:
+        return self._url
+
+    @property
+    def deadline_s(self) -> float:
+        return self._deadline_s
+
+    def _call(self, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
+        data = None if body is None else json.dumps(body).encode()
+        request = urllib.request.Request(  # noqa: S310 - an http(s) URL checked by the caller
+            self._url + path,
+            data=data,
+            method=method,
+            headers={TOKEN_HEADER: self._token, "content-type": "application/json"},
+        )
+        try:
+            with urllib.request.urlopen(request, timeout=_CALL_TIMEOUT_S) as answer:  # noqa: S310
+                return json.loads(answer.read() or b"null")
+        except urllib.error.HTTPError as err:
+            if method == "DELETE" and err.code == 404:
+                return None
+            detail = redact(err.read().decode("utf-8", "replace")[:200])
+            raise ConfigError(
+                f"the gateway at {self._url} answered {err.code}: {detail}", where=self._where
+            ) from None
+        except (OSError, ValueError) as err:
+            raise ConfigError(
+                f"cannot reach the gateway at {self._url}: {err}", where=self._where
+            ) from None
+
+    def open_run(
+        self,
+        *,
+        provider: str,
+        key: str,
+        upstream: str | None,
+        task: str | None,
+        attempt: str | None,
+        traceparent: str | None,
+        model: str | None,
+        fallback_model: str | None = None,
+    ) -> str:
+        ticket = RunTicket(
+            provider=provider,
+            key=key,
+            upstream=upstream,
+            task=task,
+            attempt=attempt,
+            traceparent=traceparent,
+            model=model,
+            fallback_model=fallback_model,
+        )
+        answer = self._call("POST", RUNS_PATH, dataclasses.asdict(ticket))
+        token = answer.get("token") if isinstance(answer, dict) else None
+        if not isinstance(token, str):
+            raise ConfigError(f"the gateway at {self._url} gave no run token", where=self._where)
+        return token
+
+    def close_run(self, token: str) -> RunTally | None:
+        answer = self._call("DELETE", f"{RUNS_PATH}/{token}")
+        if not isinstance(answer, dict):
+            return None
+        known = {f.name for f in dataclasses.fields(RunTally)}
+        return RunTally(**{k: v for k, v in answer.items() if k in known and isinstance(v, int)})
