@@ -65,7 +65,8 @@ def test_the_summary_shows_the_storm_and_how_it_was_sat_out(ran: Ran) -> None:
     report = ran.report
     assert report["total"] == EXPECTED_TASKS
     assert report["by_state"]["succeeded"] == EXPECTED_TASKS - len(EXPECTED_ENDS)
-    assert (report["by_state"]["failed"], report["by_state"]["escalated"]) == (1, 1)
+    # The content policy failure is failed with its escalation open for review.
+    assert (report["by_state"]["failed"], report["by_state"]["escalated"]) == (2, 0)
     assert report["by_state"]["paused"] == 1
     kinds = report["failures_by_kind"]
     for kind in ("rate_limit", "server_error", "network", "context_limit", "content_policy"):

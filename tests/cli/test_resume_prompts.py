@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from tests.cli.support import DONE, dispatches, invoke, states_of, write_suite
 
-from backstay.cli._state import ALL_SUCCEEDED, SOME_WAITING
+from backstay.cli._state import ALL_SUCCEEDED, SOME_FAILED
 
 EMAIL = "jane.canary@example.com"
 PROMPT = f"Write to {EMAIL} about the refund."
@@ -25,7 +25,8 @@ def _no_stray_config(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
 
 
 def _escalated(tmp_path: Path) -> tuple[Path, Path]:
-    """A batch whose one task was blocked by content policy, and its retry decided."""
+    """A batch whose one task was blocked by content policy (failed, escalated for
+    review), and its retry decided."""
     suite = write_suite(
         tmp_path,
         ["mail"],
@@ -34,7 +35,8 @@ def _escalated(tmp_path: Path) -> tuple[Path, Path]:
     )
     state = tmp_path / "state"
     result = invoke("batch", suite, "--state-dir", state)
-    assert result.exit_code == SOME_WAITING, result.output
+    # A content policy failure fails the task, its escalation open for review.
+    assert result.exit_code == SOME_FAILED, result.output
     listed = invoke("escalations", "list", "--state-dir", state, "--json")
     (escalation,) = json.loads(listed.stdout)
     number = str(escalation["escalation_id"])

@@ -99,8 +99,14 @@ def test_the_deadline_counts_from_the_budgets_first_attempt(tmp_path: Path) -> N
     assert (step.state, step.reason.endswith("(deadline)")) == (S.FAILED, True)
 
 
-def test_a_content_policy_failure_waits_for_a_human(tmp_path: Path) -> None:
+def test_a_content_policy_failure_fails_with_an_escalation_for_review(tmp_path: Path) -> None:
+    # The adapter reliability contract's table: content_policy → "FAILED + HIL escalation".
     step = _step(tmp_path, Failure(code="ERR_LLM_CONTENT_FILTER"))
+    assert (step.state, step.escalate) == (S.FAILED, True)
+
+
+def test_an_auth_failure_waits_for_a_human(tmp_path: Path) -> None:
+    step = _step(tmp_path, Failure(code="ERR_AUTH_INVALID_KEY"))
     assert (step.state, step.escalate) == (S.ESCALATED, True)
 
 

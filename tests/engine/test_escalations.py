@@ -16,7 +16,9 @@ from backstay.testing import capture_events
 
 OP = "wf:t1:run_01"
 S = TaskState
-FILTERED = Failure(code="ERR_LLM_CONTENT_FILTER")
+# An auth failure waits in escalated for a human (a content policy failure fails with its
+# escalation open for review: test_a_content_policy_escalation_*).
+FILTERED = Failure(code="ERR_AUTH_INVALID_KEY")
 SERVER = Failure(code="ERR_HTTP_500_INTERNAL")
 
 
@@ -125,3 +127,19 @@ def test_resolving_emits_escalation_resolved(eng: Engine) -> None:
     (event,) = events.named("escalation.resolved")
     assert event.to_dict()["action"] == "retry"
     assert event.to_dict()["state"] == "pending"
+
+
+@pytest.mark.parametrize(
+    ("action", "state"), [(ResolveAction.RETRY, S.PENDING), (ResolveAction.FAIL, S.FAILED)]
+)
+def test_a_content_policy_escalation_reopens_or_leaves_its_failed_task(
+    tmp_path: Path, action: ResolveAction, state: TaskState
+) -> None:
+    adapter = ScriptedAdapter({"t1": [Failure(code="ERR_LLM_CONTENT_FILTER"), OK]})
+    with engine(tmp_path, adapter) as eng:
+        eng.run_sync([spec(tmp_path)])
+        assert _state(eng) is S.FAILED
+        eng.escalations.resolve(1, action, "reviewed")
+        assert _state(eng) is state
+        assert eng.escalations.list() == ()
+

@@ -36,9 +36,9 @@ def test_a_task_that_fails_for_good_reports_task_failed(tmp_path: Path) -> None:
     assert _names(tmp_path, adapter)[-1] == "task.failed"
 
 
-def test_a_content_policy_failure_reports_task_escalated(tmp_path: Path) -> None:
+def test_a_content_policy_failure_reports_task_failed_and_task_escalated(tmp_path: Path) -> None:
     adapter = ScriptedAdapter({"t1": [Failure(code="ERR_LLM_CONTENT_FILTER")]})
-    assert _names(tmp_path, adapter) == ["task.started", "task.escalated"]
+    assert _names(tmp_path, adapter) == ["task.started", "task.failed", "task.escalated"]
 
 
 def test_a_quota_reports_task_paused_and_task_escalated(tmp_path: Path) -> None:

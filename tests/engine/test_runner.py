@@ -54,14 +54,14 @@ def test_a_context_overflow_fails_without_a_retry(tmp_path: Path) -> None:
     assert len(adapter.calls) == 1
 
 
-def test_a_content_policy_failure_waits_for_a_human_with_an_escalation(tmp_path: Path) -> None:
+def test_a_content_policy_failure_fails_with_an_escalation_for_review(tmp_path: Path) -> None:
     adapter = ScriptedAdapter({"t1": [Failure(code="ERR_LLM_CONTENT_FILTER")]})
     with engine(tmp_path, adapter) as eng:
         eng.run_sync([spec(tmp_path)])
         record = eng.store.task("wf:t1:run_01")
         (escalation,) = eng.escalations.list()
     assert record is not None
-    assert record.state is S.ESCALATED
+    assert record.state is S.FAILED
     assert escalation.failure.code == "ERR_LLM_CONTENT_FILTER"
     assert len(adapter.calls) == 1
 

@@ -66,9 +66,9 @@ def test_an_agent_over_its_context_fails_without_a_retry(tmp_path: Path) -> None
     )
 
 
-def test_an_agent_blocked_by_content_policy_is_escalated(tmp_path: Path) -> None:
+def test_an_agent_blocked_by_content_policy_fails_with_an_escalation(tmp_path: Path) -> None:
     summary = _run(tmp_path, [[{"error": "content_filter"}], SUCCESS], clock())
-    assert (summary.count(S.ESCALATED), summary.open_escalations, summary.attempts) == (1, 1, 1)
+    assert (summary.count(S.FAILED), summary.open_escalations, summary.attempts) == (1, 1, 1)
 
 
 def test_an_agent_failing_unrecognisably_is_retried_once(tmp_path: Path) -> None:

@@ -46,9 +46,9 @@ EXPECTED_ENDS: Final[Mapping[str, ExpectedEnd]] = MappingProxyType(
             why="its context overflows: retrying cannot help",
         ),
         "moderation-probe": ExpectedEnd(
-            state=TaskState.ESCALATED,
+            state=TaskState.FAILED,
             kind=FailureKind.CONTENT_POLICY,
-            why="the content policy refused it: a human decides",
+            why="the content policy refused it: failed, a human reviews it",
         ),
         "budget-report": ExpectedEnd(
             state=TaskState.PAUSED,

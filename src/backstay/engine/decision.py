@@ -8,8 +8,9 @@ the stored attempts, so a resumed task decides exactly as an uninterrupted one w
 
 * a retry runs again at ``ended_at + delay_s``;
 * a quota pauses the task until ``resets_at`` (``None``: until a human resumes it);
-* a failure that escalates (content policy, auth, security) waits in ``escalated`` for a
-  human instead of failing for good: ``fail`` is one of the human's choices;
+* a failure that escalates (auth, security) waits in ``escalated`` for a human instead of
+  failing for good: ``fail`` is one of the human's choices; a content policy failure
+  fails with its escalation open for review (a ``retry`` decision re-opens the task);
 * a give-up other than "not retryable" is named in the reason (``attempts_exhausted``…);
 * a retry the engine's retry budget refuses (``retry_refused``) fails the task, the
   reason naming ``retry_budget_exhausted``.
@@ -26,6 +27,7 @@ from backstay.engine.records import AttemptRecord, TaskRecord
 from backstay.engine.states import TaskState, outcome_for
 from backstay.failure import Failure
 from backstay.policy.retry import GiveUpReason, RetryPolicy, decide
+from backstay.taxonomy import FailureKind
 
 __all__ = ["NextStep", "draw_for", "next_step", "retry_refused"]
 
@@ -76,8 +78,10 @@ def next_step(
         next_run_at = ended_at + _dt.timedelta(seconds=decision.delay_s)
     elif state is TaskState.PAUSED:
         next_run_at = failure.resets_at
-    elif outcome.escalate:
+    elif outcome.escalate and failure.kind is not FailureKind.CONTENT_POLICY:
         state = TaskState.ESCALATED
+    # A content policy failure stays FAILED with its escalation open for an operator's
+    # review (the adapter reliability contract's "FAILED + HIL escalation").
     if state is TaskState.FAILED and decision.reason not in (None, GiveUpReason.NOT_RETRYABLE):
         reason = f"{reason} ({decision.reason})"
     exhausted = decision.reason == GiveUpReason.ATTEMPTS_EXHAUSTED

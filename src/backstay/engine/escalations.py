@@ -1,8 +1,10 @@
 """``EscalationQueue``: the failures waiting for a human, and their decisions.
 
-The engine records an escalation when a failure needs a person: content policy,
-authentication and security failures (the task waits in ``escalated``), and an exhausted
-quota (the task waits in ``paused``, and also resumes by itself once the quota resets).
+The engine records an escalation when a failure needs a person: authentication and
+security failures (the task waits in ``escalated``), a content policy failure (the task
+is ``failed``, the escalation open for an operator's review: ``retry`` re-opens it,
+``fail`` leaves it), and an exhausted quota (the task waits in ``paused``, and also
+resumes by itself once the quota resets).
 ``resolve(id, action, note)`` records the decision and moves the task in one transaction:
 
 | action | task moves to | the next engine run |

@@ -41,6 +41,7 @@ __all__ = [
     "TaskState",
     "check_reopen",
     "outcome_for",
+    "resolution",
     "transition",
 ]
 
@@ -84,6 +85,21 @@ class InvalidTransition(BackstayError):
         self.wanted = wanted
         allowed = ", ".join(sorted(TRANSITIONS[current])) or "none (terminal)"
         super().__init__(f"cannot go from {current} to {wanted}; allowed: {allowed}")
+
+
+def resolution(current: TaskState, wanted: TaskState) -> TaskState | None:
+    """Where an escalation's decision moves a task in ``current`` that it wants in
+    ``wanted``: as the machine allows; a task that failed with an escalation open for
+    review (a content policy failure) is re-opened by a retry (``REOPENABLE``), cancelled
+    by a skip and left where it is by a fail (``None``: no move). ``InvalidTransition``
+    otherwise."""
+    if current is _S.FAILED and wanted is _S.FAILED:
+        return None
+    if current in REOPENABLE and wanted is _S.PENDING:
+        return wanted
+    if current is _S.FAILED and wanted is _S.CANCELLED:
+        return wanted
+    return transition(current, wanted)
 
 
 def transition(current: TaskState, wanted: TaskState) -> TaskState:

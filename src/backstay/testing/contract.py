@@ -289,8 +289,9 @@ class AdapterContract:
     def test_a_content_policy_refusal_is_escalated(
         self, backstay_clock: FakeClock, backstay_state_dir: Path
     ) -> None:
+        # The adapter reliability contract: not retried, FAILED + escalation for review.
         run = self._run("content_policy", backstay_clock, backstay_state_dir)
-        assert run.record.state is TaskState.ESCALATED, run.record.reason
+        assert run.record.state is TaskState.FAILED, run.record.reason
         assert _kinds(run.failures) == [FailureKind.CONTENT_POLICY]
         assert [e.operation_id for e in run.escalations] == [run.spec.operation_id]
         assert run.escalations[0].failure.kind is FailureKind.CONTENT_POLICY

@@ -46,7 +46,7 @@ from backstay.engine.records import (
     StateChange,
     TaskRecord,
 )
-from backstay.engine.states import TaskState, check_reopen, transition
+from backstay.engine.states import TaskState, check_reopen, resolution, transition
 from backstay.engine.task import TaskSpec
 from backstay.errors import ConfigError
 from backstay.store import _task_rows as rows
@@ -329,7 +329,8 @@ class RedisTaskStore(RedisTaskIndex):
                     f"escalation {escalation_id} was already resolved ({current.action})",
                     where="escalation_id",
                 )
-            move.move(change)
+            if resolution(move.current()[0], change.state) is not None:
+                move.apply(change)
             resolved = move.resolve_escalation(current, action, note, change.at, by)
             return resolved, move.record()
 

@@ -34,7 +34,7 @@ from backstay.engine.records import (
     StateChange,
     TaskRecord,
 )
-from backstay.engine.states import TaskState, check_reopen, transition
+from backstay.engine.states import TaskState, check_reopen, resolution, transition
 from backstay.engine.task import TaskSpec
 from backstay.errors import ConfigError
 from backstay.redact import redact_mapping
@@ -295,7 +295,9 @@ class SQLiteTaskStore(SQLiteTaskIndex, SQLiteFile):
                     f"escalation {escalation_id} was already resolved ({found.action})",
                     where="escalation_id",
                 )
-            self._move(conn, found.operation_id, change)
+            current, _ = self._current(conn, found.operation_id)
+            if resolution(current, change.state) is not None:
+                self._apply(conn, found.operation_id, change)
             conn.execute(
                 sql.RESOLVE_ESCALATION,
                 (action.value, note, change.at.timestamp(), by, escalation_id),
