@@ -49,6 +49,7 @@ from backstay.call import acall
 from backstay.classify import check_output, classify
 from backstay.errors import AdapterError, ConfigError
 from backstay.failure import Failure
+from backstay.idempotency.ids import operation_id as make_operation_id
 from backstay.policy.registry import OperationType, resolve_policy
 from backstay.policy.retry import RetryPolicy
 from backstay.policy.spend import SpendBudget
@@ -287,7 +288,8 @@ class BaseAdapter(abc.ABC):
         gate = RunBudget(budget)
         chosen = _retry_policy(policy)
         several = chosen is not None and chosen.max_attempts > 1
-        operation = operation_id or uuid.uuid4().hex
+        # The adapter reliability contract's ids: workflow:task:run, then :attempt_N.
+        operation = operation_id or make_operation_id("run", self.name, uuid.uuid4().hex)
 
         async def body(run: Capture) -> AgentResult:
             numbers = itertools.count(1)
@@ -296,7 +298,7 @@ class BaseAdapter(abc.ABC):
                 number = next(numbers)
 
                 async def dispatch(capture: Capture) -> AgentResult:
-                    attempt_id = f"{operation}/{number}"
+                    attempt_id = f"{operation}:attempt_{number}"
                     return await self.dispatch(
                         request, operation_id=operation, attempt_id=attempt_id, capture=capture
                     )
