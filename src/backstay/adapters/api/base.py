@@ -35,10 +35,11 @@ import importlib.machinery
 import importlib.util
 import sys
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Mapping
 from types import ModuleType
 from typing import Any, ClassVar, Final, TypeVar
 
+from backstay.adapters.api._clients import attempt_capture
 from backstay.adapters.api.settings import (
     COMMON_KEYS,
     ApiSettings,
@@ -175,15 +176,6 @@ class ApiCall:
     stall_s: float | None
     capture: Capture
 
-    def http_hooks(self) -> dict[str, list[Callable[[Any], Awaitable[None]]]]:
-        """``event_hooks`` for the SDK's async HTTP client: each answer's rate-limit
-        headers recorded in the attempt's capture, for the engine's limiters."""
-
-        async def answered(response: Any) -> None:
-            self.capture.record_rate_limit_headers(response.headers)
-
-        return {"response": [answered]}
-
     async def paced(self, items: AsyncIterator[T]) -> AsyncIterator[T]:
         """``items``, failing with ``_Stalled`` when one takes longer than the stall limit."""
         while True:
@@ -300,6 +292,7 @@ class ApiAdapter(BaseAdapter):
             capture=capture,
         )
         started = time.monotonic()
+        recording = attempt_capture.set(capture)  # for a pooled client's response hook
         try:
             async with asyncio.timeout(request.timeout_s):
                 reply = await self.call(call)
@@ -317,6 +310,8 @@ class ApiAdapter(BaseAdapter):
             raise
         except Exception as exc:  # noqa: BLE001 - every SDK error is classified here
             return self._broken(classify(exc, provider=self.provider), transcript, capture, started)
+        finally:
+            attempt_capture.reset(recording)
         transcript.finish()
         text = transcript.text if reply.text is None else reply.text
         usage = self._priced(reply.usage, request.model, settings, capture)

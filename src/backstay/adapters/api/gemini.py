@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar, Final
 
+from backstay.adapters.api._clients import attempt_client, record_rate_limits
 from backstay.adapters.api._tls import http_library, shared_ssl_context
 from backstay.adapters.api.base import ApiAdapter, ApiCall, Reply, cut_short
 from backstay.adapters.provider_env import GEMINI_ENV, ProviderEnv
@@ -69,6 +70,12 @@ def _async_transport() -> Any:
     return http_library().AsyncHTTPTransport(verify=shared_ssl_context())
 
 
+async def _close(client: Any) -> None:
+    """Close both of the SDK client's HTTP clients."""
+    await client.aio.aclose()
+    client.close()
+
+
 class GeminiApiAdapter(ApiAdapter):
     """The Gemini API; see the module docstring."""
 
@@ -90,33 +97,37 @@ class GeminiApiAdapter(ApiAdapter):
             config["max_output_tokens"] = settings.max_tokens
         if settings.temperature is not None:
             config["temperature"] = settings.temperature
-        options = types.HttpOptions(
-            base_url=call.base_url,
-            timeout=max(1, round(call.request.timeout_s * _MS)),
-            headers=dict(call.headers),
-            # The process's TLS context (backstay.adapters.api._tls), for both of the SDK's
-            # clients and its websocket one: the SDK would build one per client.
-            client_args={"verify": shared_ssl_context()},
-            async_client_args={
-                "transport": _async_transport(),
-                "event_hooks": call.http_hooks(),
-                "verify": shared_ssl_context(),
-                "ssl": shared_ssl_context(),
-            },
+        # The attempt's own headers and deadline go with the request: the client may be
+        # shared by every attempt of a batch (backstay.adapters.api._clients).
+        config["http_options"] = types.HttpOptions(
+            timeout=max(1, round(call.request.timeout_s * _MS)), headers=dict(call.headers)
         )
-        client = call.sdk.Client(api_key=call.api_key, vertexai=False, http_options=options)
+
+        def build() -> Any:
+            options = types.HttpOptions(
+                base_url=call.base_url,
+                # The process's TLS context (backstay.adapters.api._tls), for both of the
+                # SDK's clients and its websocket one: the SDK would build one per client.
+                client_args={"verify": shared_ssl_context()},
+                async_client_args={
+                    "transport": _async_transport(),
+                    "event_hooks": {"response": [record_rate_limits]},
+                    "verify": shared_ssl_context(),
+                    "ssl": shared_ssl_context(),
+                },
+            )
+            return call.sdk.Client(api_key=call.api_key, vertexai=False, http_options=options)
+
         params: dict[str, Any] = {
             "model": call.request.model,
             "contents": call.prompt,
             "config": types.GenerateContentConfig(**config),
         }
-        try:
+        key = (self.name, call.request.model, call.base_url, call.api_key)
+        async with attempt_client(key, build, close=_close) as client:
             if settings.stream:
                 return await self._stream(client, call, params)
             response = await client.aio.models.generate_content(**params)
-        finally:
-            await client.aio.aclose()
-            client.close()
         text = _text(response)
         call.transcript.delta(text)
         return Reply(
