@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import json
 
 import pytest
 
@@ -159,7 +160,8 @@ def test_adapter_error_has_the_contract_fields_and_round_trips() -> None:
     failure = _rich_failure()
     error = failure.to_adapter_error()
     assert error["error_type"] == "quota_exhausted"
-    assert error["retry_after_seconds"] == 3600.5
+    # The contract's types: whole seconds (rounded up), raw_error text.
+    assert error["retry_after_seconds"] == 3601
     assert set(error) == {"error_type", "message", "retry_after_seconds", "raw_error"}
     assert Failure.from_adapter_error(error) == failure
 
@@ -167,7 +169,7 @@ def test_adapter_error_has_the_contract_fields_and_round_trips() -> None:
 def test_server_errors_travel_as_network_in_the_adapter_contract() -> None:
     error = Failure(code="ERR_HTTP_529_OVERLOADED").to_adapter_error()
     assert error["error_type"] == "network"
-    assert error["raw_error"]["code"] == "ERR_HTTP_529_OVERLOADED"
+    assert json.loads(error["raw_error"])["code"] == "ERR_HTTP_529_OVERLOADED"
 
 
 def test_to_json_is_stable_and_complete() -> None:

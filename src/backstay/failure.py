@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as _dt
 import json
+import math
 from collections.abc import Mapping
 from typing import Any, Final
 
@@ -142,20 +143,71 @@ class Failure:
 
     def to_adapter_error(self) -> dict[str, Any]:
         """The adapter reliability contract: ``{error_type, message, retry_after_seconds,
-        raw_error}``. ``raw_error`` is the full ``to_error_info`` mapping, so nothing is lost."""
+        raw_error}`` with its types: ``retry_after_seconds`` whole seconds (rounded up) or
+        ``None``, ``raw_error`` the full ``to_error_info`` as JSON text, so nothing is lost."""
+        wait = self.retry_after_s
         return {
             "error_type": KINDS[self.kind].adapter_error_type,
             "message": self.message,
-            "retry_after_seconds": self.retry_after_s,
-            "raw_error": self.to_error_info(),
+            "retry_after_seconds": None if wait is None else math.ceil(wait),
+            "raw_error": json.dumps(self.to_error_info(), sort_keys=True, default=str),
         }
 
     @classmethod
-    def from_adapter_error(cls, error: Mapping[str, Any]) -> Failure:
-        """The inverse of ``to_adapter_error``."""
-        return cls.from_error_info(error["raw_error"])
+    def from_adapter_error(cls, error: Any) -> Failure:
+        """The inverse of ``to_adapter_error``; also the contract's ``AdapterError`` as an
+        adapter builds it (a mapping or an object with its four fields) whose ``raw_error``
+        is the provider's own text: a failure of its ``error_type`` (``unknown`` when it is
+        missing or not one of the contract's), its message and its Retry-After, the raw
+        text kept (redacted) in ``details``."""
+        if isinstance(error, Mapping):
+            fields = dict(error)
+        else:
+            fields = {name: getattr(error, name, None) for name in _ADAPTER_ERROR_FIELDS}
+        raw = fields.get("raw_error")
+        info = _error_info_in(raw)
+        if info is not None:
+            return cls.from_error_info(info)
+        code = _ADAPTER_TYPE_CODES.get(str(fields.get("error_type")), "ERR_UNKNOWN")
+        wait = fields.get("retry_after_seconds")
+        seconds = None
+        if isinstance(wait, int | float) and not isinstance(wait, bool) and wait >= 0:
+            seconds = float(wait)
+        return cls(
+            code=code,
+            message=str(fields.get("message") or ""),
+            retry_after_s=seconds,
+            details={} if raw is None else {"raw_error": str(raw)},
+        )
 
     def __str__(self) -> str:
         where = f" [{self.provider}]" if self.provider else ""
         status = f" HTTP {self.status}" if self.status is not None else ""
         return f"{self.kind}/{self.code}{where}{status}: {self.message}"
+
+
+_ADAPTER_ERROR_FIELDS: Final = ("error_type", "message", "retry_after_seconds", "raw_error")
+# The contract's error types (and backstay's auth and invalid_request) → a code of the kind.
+_ADAPTER_TYPE_CODES: Final[Mapping[str, str]] = {
+    "network": "ERR_NETWORK",
+    "rate_limit": "ERR_LLM_RATE_LIMITED",
+    "timeout": "ERR_TIMEOUT",
+    "context_limit": "ERR_LLM_CONTEXT_LENGTH",
+    "content_policy": "ERR_LLM_CONTENT_FILTER",
+    "quota_exhausted": "ERR_LLM_QUOTA_EXHAUSTED",
+    "auth": "ERR_AUTH_INVALID_KEY",
+    "invalid_request": "ERR_HTTP_400_BAD_REQUEST",
+    "unknown": "ERR_UNKNOWN",
+}
+
+
+def _error_info_in(raw: Any) -> Mapping[str, Any] | None:
+    """The ``to_error_info`` mapping ``raw`` holds (as JSON text, or as a mapping), if any."""
+    if isinstance(raw, str) and raw.startswith("{"):
+        try:
+            raw = json.loads(raw)
+        except ValueError:
+            return None
+    if isinstance(raw, Mapping) and isinstance(raw.get("code"), str) and raw["code"] in CODES:
+        return raw
+    return None

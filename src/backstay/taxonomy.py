@@ -117,7 +117,7 @@ KINDS: Final[Mapping[FailureKind, KindInfo]] = {
             _A.RETRY_BACKOFF,
             _C.TIMEOUT,
             "timeout",
-            "retry with backoff (an adapter may lengthen its timeout)",
+            "retry with a longer timeout (the policy's timeout_factor)",
         ),
         _k(
             _K.RATE_LIMIT,

@@ -51,6 +51,8 @@ from backstay.config._document import Document
 from backstay.config._paths import Path
 
 AGENT_CONFIG_FILE: Final = pathlib.Path("agent") / "config.yml"
+# The adapter reliability contract's file: only its ``adapter:`` section is backstay's.
+CONTRACT_DEFAULTS_FILE: Final = pathlib.Path("config") / "defaults.yaml"
 
 
 def _ms(value: Any) -> Any:
@@ -92,6 +94,12 @@ _BREAKER_KEYS: Final[dict[str, Rename]] = {
     "openDurationMs": ("open_duration_s", _ms),
     "halfOpenProbes": ("half_open_max_probes", _same),
 }
+
+
+def is_contract_defaults(file: pathlib.Path) -> bool:
+    """Whether ``file`` is the adapter reliability contract's ``config/defaults.yaml``."""
+    name, parent = CONTRACT_DEFAULTS_FILE.name, CONTRACT_DEFAULTS_FILE.parent.name
+    return file.name == name and file.parent.name == parent
 
 
 def is_agent_config(file: pathlib.Path) -> bool:
@@ -170,6 +178,12 @@ def _adapter_section(doc: Document) -> None:
         new, convert = _ADAPTER_KEYS[key]
         policy[new] = convert(value)
         _move_sources(doc, ("adapter", key), (*target, new))
+    retried = policy.get("retry_on")
+    never = policy.get("never_retry_on") or []
+    if isinstance(retried, list) and "unknown" not in retried and "unknown" not in never:
+        # The contract's table retries an unknown error once whatever retry_on lists (its
+        # backoff types): agent_dispatch's per-kind limit gives it that one retry.
+        policy["retry_on"] = [*retried, "unknown"]
     policies[ADAPTER_POLICY] = policy
     ops = retry.setdefault("operation_policies", {})
     if isinstance(ops, dict):
@@ -269,13 +283,17 @@ def _adapters(doc: Document) -> None:
     doc.data["frameworks"] = frameworks
 
 
-def translate(doc: Document, *, agent_file: bool, newer: bool = False) -> None:
+def translate(
+    doc: Document, *, agent_file: bool, newer: bool = False, defaults_file: bool = False
+) -> None:
     """Rewrite the framework's ``retry:`` keys in ``doc`` as backstay's (see the table).
 
     With ``newer`` (the pass after ``--set`` and variables) a framework key replaces the
     backstay key it names; otherwise giving both is a problem."""
     if agent_file:
         doc.data = {k: v for k, v in doc.data.items() if k == "retry"}
+    if defaults_file:
+        doc.data = {k: v for k, v in doc.data.items() if k == "adapter"}
     if "adapters" in doc.data and not newer:
         _adapters(doc)
     if "monitoring" in doc.data and not newer:

@@ -2,8 +2,9 @@
 
 The file is ``path`` if given, else the one ``BACKSTAY_CONFIG`` names, else
 ``backstay.yaml`` in the working directory if there is one, else the retry policy
-framework's ``agent/config.yml`` (only its ``retry:`` section; no file: built-in
-defaults). That framework's camelCase keys are read as backstay's (``_dialect``).
+framework's ``agent/config.yml`` (only its ``retry:`` section), else the adapter
+reliability contract's ``config/defaults.yaml`` (only its ``adapter:`` section; no file:
+built-in defaults). That framework's camelCase keys are read as backstay's (``_dialect``).
 Then ``BACKSTAY__*`` environment variables, then ``--set`` items, each overriding what came
 before. This module and ``_harness`` (the variables a run's agent is given by name) are
 the only ones in backstay that read settings from the environment.
@@ -18,7 +19,13 @@ from collections.abc import Iterable, Mapping
 from types import MappingProxyType
 from typing import Any, Final
 
-from backstay.config._dialect import AGENT_CONFIG_FILE, is_agent_config, translate
+from backstay.config._dialect import (
+    AGENT_CONFIG_FILE,
+    CONTRACT_DEFAULTS_FILE,
+    is_agent_config,
+    is_contract_defaults,
+    translate,
+)
 from backstay.config._document import Document
 from backstay.config._fields import describe_value
 from backstay.config._frameworks import frameworks
@@ -73,8 +80,12 @@ def _locate(
     default = pathlib.Path(DEFAULT_CONFIG_FILE)
     if default.is_file():
         return default, ""
-    # The retry policy framework's file, when the project has no backstay.yaml.
-    return (AGENT_CONFIG_FILE, "") if AGENT_CONFIG_FILE.is_file() else (None, "")
+    # The retry policy framework's file, or the adapter reliability contract's, when the
+    # project has no backstay.yaml.
+    for other in (AGENT_CONFIG_FILE, CONTRACT_DEFAULTS_FILE):
+        if other.is_file():
+            return other, ""
+    return None, ""
 
 
 def read_file(file: pathlib.Path, doc: Document, named_by: str = "") -> Any:
@@ -284,7 +295,7 @@ def load_config(
     doc = Document(name=_NO_FILE if file is None else str(file))
     if file is not None:
         _root(doc, read_file(file, doc, named_by))
-        translate(doc, agent_file=is_agent_config(file))
+        translate(doc, agent_file=is_agent_config(file), defaults_file=is_contract_defaults(file))
     apply_env(doc, env)
     apply_sets(doc, overrides)
     translate(doc, agent_file=False, newer=True)  # camelCase keys given with --set

@@ -54,6 +54,7 @@ from backstay.fallback.chain import FallbackChain
 from backstay.fallback.rules import FallbackRules, mark_workspace_changed
 from backstay.fallback.store import FallbackStore
 from backstay.fallback.workspace import WorkspaceMark
+from backstay.idempotency.ids import operation_id as make_operation_id
 from backstay.policy.builtin import NO_RETRY
 
 if TYPE_CHECKING:
@@ -140,7 +141,7 @@ class HarnessChain:
             return await entry.adapter.dispatch(
                 entry.request,
                 operation_id=operation,
-                attempt_id=f"{operation}/{number}",
+                attempt_id=f"{operation}:attempt_{number}",
                 capture=capture,
             )
 
@@ -159,7 +160,8 @@ class HarnessChain:
 
     async def arun(self, *, operation_id: str | None = None) -> AgentResult:
         """The run: the whole ``AgentResult`` (usage added over attempts)."""
-        operation = operation_id or uuid.uuid4().hex
+        # The adapter reliability contract's ids: workflow:task:run, then :attempt_N.
+        operation = operation_id or make_operation_id("run", "fallback", uuid.uuid4().hex)
         numbers = itertools.count(1)
 
         async def body(run: Capture) -> AgentResult:

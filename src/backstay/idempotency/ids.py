@@ -4,7 +4,8 @@
   operation. It stays the same across every retry of that operation, so it is the key
   that deduplicates them (and the ``Idempotency-Key`` header sent with every attempt).
 * ``attempt_id(operation_id, n)`` → ``"wf:task:run:attempt_3"``: one try of it (n ≥ 1),
-  for logs, events and artefacts; never used to deduplicate.
+  for logs, events and artefacts; never used to deduplicate. The adapter reliability
+  contract's ``attempt_id(workflow_id, task_id, task_run_id, attempt)`` gives the same.
 
 A part must be a non-empty string of printable characters without ``":"``, so that every
 id parses back into exactly the parts it was built from. Bad input raises ``ConfigError``
@@ -14,7 +15,7 @@ naming the part.
 from __future__ import annotations
 
 import dataclasses
-from typing import Final
+from typing import Final, overload
 
 from backstay.errors import ConfigError
 
@@ -95,10 +96,30 @@ def parse_operation_id(text: str) -> OperationIdParts:
     return OperationIdParts(workflow_id=pieces[0], task_id=pieces[1], task_run_id=pieces[2])
 
 
-def attempt_id(operation_id: str, n: int) -> str:
-    """``"{operation_id}:attempt_{n}"`` for a valid operation id and ``n >= 1``."""
-    parse_operation_id(operation_id)
-    return f"{operation_id}{SEPARATOR}{ATTEMPT_PREFIX}{_check_attempt(n)}"
+@overload
+def attempt_id(operation_id: str, n: int, /) -> str: ...
+
+
+@overload
+def attempt_id(workflow_id: str, task_id: str, task_run_id: str, attempt: int, /) -> str: ...
+
+
+def attempt_id(*args: str | int) -> str:
+    """``"{operation_id}:attempt_{n}"`` for a valid operation id and ``n >= 1``; also the
+    adapter reliability contract's form, ``attempt_id(workflow_id, task_id, task_run_id,
+    attempt)`` → ``"{workflow_id}:{task_id}:{task_run_id}:attempt_{attempt}"``."""
+    if len(args) == len(_PARTS) + 1:
+        op = SEPARATOR.join(_check_part(v, w) for v, w in zip(args[:3], _PARTS, strict=True))
+        n = args[3]
+    elif len(args) == 2:
+        op, n = str(args[0]), args[1]
+        parse_operation_id(op)
+    else:
+        raise ConfigError(
+            "give (operation_id, n) or (workflow_id, task_id, task_run_id, attempt)",
+            where="attempt_id",
+        )
+    return f"{op}{SEPARATOR}{ATTEMPT_PREFIX}{_check_attempt(n)}"
 
 
 def parse_attempt_id(text: str) -> AttemptIdParts:

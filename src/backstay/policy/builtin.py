@@ -53,7 +53,8 @@ AGGRESSIVE: Final = RetryPolicy(
 
 NO_RETRY: Final = RetryPolicy(name="no_retry", max_attempts=1)
 
-# The adapter reliability contract: 3 retries after the first attempt, 2 s, 4 s, 8 s, cap 60 s.
+# The adapter reliability contract: 3 retries after the first attempt, 2 s, 4 s, 8 s, cap 60 s;
+# a timeout is retried "with longer timeout": each retry after one gets twice the time.
 AGENT_DISPATCH: Final = RetryPolicy(
     name="agent_dispatch",
     max_attempts=4,
@@ -65,6 +66,7 @@ AGENT_DISPATCH: Final = RetryPolicy(
     jitter_mode=JitterMode.NONE,
     max_retry_after_s=300.0,
     per_kind={FailureKind.UNKNOWN: KindOverride(max_attempts=2)},
+    timeout_factor=2.0,
 )
 
 # The error contract's "category-specific retry limits" (retries after the first attempt):
