@@ -5,6 +5,7 @@ tasks (running, and no live lease holds them), and ``--json`` streamed."""
 from __future__ import annotations
 
 import json
+import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -14,6 +15,7 @@ from tests.cli.support import invoke
 from tests.store.summary_support import fill, task_ids
 
 from backstay.idempotency.owners import default_owner
+from backstay.store import _task_rows as rows
 from backstay.store.location import StoreLocation
 from backstay.store.redis._client import RedisConnection
 from backstay.store.redis.operations import RedisOperationStore
@@ -124,9 +126,7 @@ def test_all_lists_every_task(batch: list[str]) -> None:
         (["--limit", "3", "--all"], "error: --limit: --limit and --all exclude each other"),
     ],
 )
-def test_a_wrong_flag_exits_2_naming_it(
-    batch: list[str], flags: list[str], message: str
-) -> None:
+def test_a_wrong_flag_exits_2_naming_it(batch: list[str], flags: list[str], message: str) -> None:
     result = invoke("status", *batch, *flags)
     assert result.exit_code == 2
     assert message in result.stderr
@@ -161,3 +161,27 @@ def test_health_warns_of_interrupted_tasks(batch: list[str]) -> None:
     assert result.exit_code == 0, result.output
     (check,) = json.loads(result.stdout)["checks"]["tasks:interrupted"]
     assert (check["status"], check["observedValue"]) == ("warn", 1)
+
+
+def test_status_on_a_state_file_of_schema_2_migrates_it_and_counts_right(tmp_path: Path) -> None:
+    state = tmp_path / "old"
+    with SQLiteTaskStore(state) as store:
+        fill(store, tmp_path)
+    db = state / STATE_FILE
+    conn = sqlite3.connect(db)
+    for kind, name in conn.execute(
+        "SELECT type, name FROM sqlite_master WHERE type IN ('trigger', 'index') "
+        "AND name LIKE 'backstay_tasks_%'"
+    ).fetchall():
+        conn.execute(f"DROP {kind} {name}")
+    conn.execute(f"DROP TABLE {rows.COUNTS}")
+    conn.execute("UPDATE backstay_schema SET version = 2 WHERE component = 'tasks'")
+    conn.commit()
+    conn.close()
+    out = _status("--state-dir", str(state), "--state", "failed")
+    assert "16 tasks: 2 pending, 1 retrying, 6 succeeded, 2 failed" in out
+    assert sorted(_rows(out)) == ["bad-1", "bad-2"]
+    conn = sqlite3.connect(db)
+    (version,) = conn.execute("SELECT version FROM backstay_schema WHERE component = 'tasks'")
+    conn.close()
+    assert version == (rows.SCHEMA_VERSION,)

@@ -15,7 +15,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Final
 
-import pytest
 from tests.cli.support import invoke
 from tests.store import summary_batch_child as child
 from tests.store.summary_support import full_count
@@ -66,14 +65,14 @@ def _succeeded(read: Callable[[], dict[TaskState, int]]) -> Callable[[], bool]:
     def ready() -> bool:
         try:
             return read()[TaskState.SUCCEEDED] >= BEFORE_KILL
-        except Exception:  # noqa: BLE001 - not created yet, or locked for a moment
+        except Exception:
             return False
 
     return ready
 
 
 def _start(state: Path, *url: str) -> subprocess.Popen[bytes]:
-    return subprocess.Popen(  # noqa: S603 - this interpreter and our own script
+    return subprocess.Popen(
         [sys.executable, child.__file__, str(state), *url],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
