@@ -80,14 +80,16 @@ def test_a_successful_run_exits_0_with_its_logs_and_metrics(tmp_path: Path) -> N
     assert (_metrics(tmp_path)["exit_code"], _metrics(tmp_path)["tokens_input"]) == (0, 9)
     assert (
         result.stderr
-        == "backstay run: mock succeeded (exit code 0); logs and metrics.json in out\n"
+        == "backstay run: mock/mock-model succeeded (exit code 0); logs and metrics.json in out\n"
     )
 
 
 def test_a_failed_run_exits_with_the_agents_own_code(tmp_path: Path) -> None:
     result = _invoke(_args(tmp_path, [{"stderr": "broken"}, {"exit": 3}]))
     assert result.exit_code == 3
-    assert result.stderr.startswith("backstay run: mock failed (exit code 3): ERR_AGENT_FAILED")
+    assert result.stderr.startswith(
+        "backstay run: mock/mock-model failed (exit code 3): ERR_AGENT_FAILED"
+    )
 
 
 def test_a_classified_failure_is_named_in_the_summary(tmp_path: Path) -> None:

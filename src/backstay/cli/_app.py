@@ -5,7 +5,10 @@ from __future__ import annotations
 import typer
 
 from backstay import __version__
+from backstay.cli._help_style import HELP_OPTIONS, apply
 from backstay.cli._lazy import LazyCommands
+
+apply()  # one style of help and errors for every command (cli/_help_style.py)
 
 # The commands (backstay.cli._lazy.COMMANDS) load on first use: ``backstay --version`` and
 # ``backstay --help`` import none of them.
@@ -14,6 +17,7 @@ app = typer.Typer(
     cls=LazyCommands,
     help="Keep AI agents standing when their providers fail.",
     no_args_is_help=True,
+    context_settings=HELP_OPTIONS,
     add_completion=False,
     pretty_exceptions_enable=False,
 )

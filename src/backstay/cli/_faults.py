@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
 import typer
+from typer._click.exceptions import ClickException
 from typer.core import TyperGroup
 
 from backstay.cli._errors import USAGE_ERROR
@@ -197,6 +198,11 @@ class FaultGuard(TyperGroup):
         token = _IN_USE.set(None)
         try:
             return super().invoke(ctx)
+        except ClickException as exc:  # a command's bad flag: backstay's own error line
+            from backstay.cli._help_style import print_error  # noqa: PLC0415 - on an error only
+
+            print_error(exc)
+            raise typer.Exit(exc.exit_code) from None
         except Exception as exc:
             fault = describe(exc, command=ctx.invoked_subcommand)
             if fault is None:

@@ -1,7 +1,8 @@
 """What a running batch shows: the engine's ``task.*`` events and its circuits'
 ``circuit.*`` events, received by a small sink added for the run and removed after it.
 On a terminal, a live bar (tasks settled out of all, counts by state) with one line per
-event above it; otherwise plain lines, one per event, for logs."""
+event above it; otherwise plain lines, one per event, for logs. Each line of an attempt
+names the candidate it runs on (``adapter/model``: a fallback's once the task moved)."""
 
 from __future__ import annotations
 
@@ -31,6 +32,7 @@ from backstay.engine import (
     TaskDeferred,
     TaskEscalated,
     TaskFailed,
+    TaskFellBack,
     TaskPaused,
     TaskResumed,
     TaskStarted,
@@ -67,23 +69,42 @@ def _circuit(event: CircuitOpened | CircuitHalfOpened | CircuitClosed) -> str:
     return f"closed ({event.reason.replace('_', ' ')})"
 
 
-def _describe(event: Event) -> tuple[TaskState | None, str] | None:
+def on(candidate: str | None) -> str:
+    """`` on adapter/model``, or nothing when the candidate is not known."""
+    return f" on {candidate}" if candidate else ""
+
+
+def retry_text(event: RetryScheduled, candidate: str | None) -> str:
+    return (
+        f"attempt {event.attempt} failed{on(candidate)} ({event.failure.kind}); retrying in "
+        f"{event.delay_s:.1f} s"
+    )
+
+
+def fell_back_text(attempt: int, from_candidate: str, kind: str, to_candidate: str) -> str:
+    return f"attempt {attempt} failed on {from_candidate} ({kind}); moving to {to_candidate}"
+
+
+def _describe(event: Event, candidate: str | None = None) -> tuple[TaskState | None, str] | None:
     """The state ``event`` leaves its task in (``None``: unchanged), and a line saying
-    what happened."""
+    what happened; ``candidate``: the one the task's last attempt ran on."""
     if isinstance(event, TaskDeferred):
         return None, f"circuit {event.breaker} is open: waiting {event.wait_s:.1f} s (no attempt)"
     if isinstance(event, TaskStarted):
-        return TaskState.RUNNING, f"attempt {event.attempt} started"
+        return TaskState.RUNNING, f"attempt {event.attempt} started{on(candidate)}"
     if isinstance(event, RetryScheduled):
-        return (
-            TaskState.RETRYING,
-            f"attempt {event.attempt} failed ({event.failure.kind}); retrying in "
-            f"{event.delay_s:.1f} s",
-        )
+        return TaskState.RETRYING, retry_text(event, candidate)
+    if isinstance(event, TaskFellBack):
+        text = fell_back_text(event.attempt, event.from_candidate, event.kind, event.to_candidate)
+        return None, text
     if isinstance(event, TaskSucceeded):
         cached = " (its result was already recorded)" if event.from_cache else ""
         plural = "" if event.attempts == 1 else "s"
-        return TaskState.SUCCEEDED, f"succeeded after {event.attempts} attempt{plural}{cached}"
+        answered = "" if event.from_cache else on(candidate)
+        return (
+            TaskState.SUCCEEDED,
+            f"succeeded after {event.attempts} attempt{plural}{answered}{cached}",
+        )
     if isinstance(event, TaskFailed):
         return TaskState.FAILED, f"failed: {event.reason}"
     if isinstance(event, TaskPaused):
@@ -148,6 +169,8 @@ class ProgressSink:
     def __init__(self, states: Mapping[str, TaskState], view: _View) -> None:
         self.states = dict(states)
         self._view = view
+        # The candidate (adapter/model) each task's latest attempt runs on.
+        self.candidates: dict[str, str] = {}
 
     def accepts(self, level: int) -> bool:
         return True
@@ -159,7 +182,9 @@ class ProgressSink:
         if isinstance(event, CircuitOpened | CircuitHalfOpened | CircuitClosed):
             self._view.show(f"circuit {event.breaker}", _circuit(event), self.states)
             return
-        described = _describe(event)
+        if isinstance(event, TaskStarted) and event.adapter:
+            self.candidates[op] = f"{event.adapter}/{event.model}"
+        described = _describe(event, self.candidates.get(op))
         if described is None:
             return
         state, text = described

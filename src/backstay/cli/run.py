@@ -21,6 +21,7 @@ from backstay.cli import _state
 from backstay.cli._errors import usage_error
 from backstay.cli._gateway_runs import GatewayUrlOption, NoGatewayOption, agent_gateway
 from backstay.cli._logging import apply_log_level, failures_on_stderr
+from backstay.cli._run_progress import SHOWN, showing_run
 from backstay.config import (
     DEFAULT_TIMEOUT_S,
     HarnessRun,
@@ -34,8 +35,9 @@ from backstay.fallback.harness import run_harness_chain
 
 # The key ``metrics.json`` of a run numbered by ``RUN_NUMBER`` holds that number in.
 RUN_NUMBER_KEY: Final = "run_number"
-# Events ``_report`` already says (the run's final failure).
-_FINAL_FAILURES: Final = frozenset({"retry.gave_up"})
+# Events already said: the run's final failure (``_report``), its retries and fallback
+# moves (``_run_progress``).
+_FINAL_FAILURES: Final = frozenset({"retry.gave_up"}) | SHOWN
 _OUTCOMES = {0: "succeeded", TIMEOUT_EXIT_CODE: "timed out", CANCELLED_EXIT_CODE: "cancelled"}
 
 
@@ -49,6 +51,20 @@ def _error_of(output_dir: Path) -> str | None:
     return error if isinstance(error, str) and error else None
 
 
+def _answered(spec: HarnessRun) -> str:
+    """The candidate (``adapter/model``) the run's last attempt ran on, as metrics.json
+    records it, and the one asked for when that was another (a fallback answered)."""
+    asked = f"{spec.adapter}/{spec.model}" if spec.model else spec.adapter
+    try:
+        metrics: Any = json.loads((spec.output_dir / METRICS_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return asked
+    if not isinstance(metrics, dict) or not metrics.get("adapter"):
+        return asked
+    ran = f"{metrics['adapter']}/{metrics['model']}" if metrics.get("model") else asked
+    return ran if ran == asked else f"{ran} (fallback of {asked})"
+
+
 def _report(spec: HarnessRun, code: int) -> None:
     outcome = _OUTCOMES.get(code, "failed")
     error = None if code == 0 else _error_of(spec.output_dir)
@@ -57,7 +73,7 @@ def _report(spec: HarnessRun, code: int) -> None:
     detail = f": {error}" if error else ""
     Console(stderr=True, soft_wrap=True).print(
         escape(
-            f"backstay run: {spec.adapter} {outcome} (exit code {code}){detail}; "
+            f"backstay run: {_answered(spec)} {outcome} (exit code {code}){detail}; "
             f"logs and {METRICS_FILE} in {spec.output_dir}"
         ),
         highlight=False,
@@ -80,8 +96,10 @@ def _record_run_number(spec: HarnessRun) -> None:
 def _start(spec: HarnessRun, *, gateway: bool = True, gateway_url: str | None = None) -> int:
     # Each attempt's failure on stderr; the final one is printed by ``_report``.
     adapters = [spec.adapter, *(c.adapter for c in spec.fallbacks if c.adapter)]
+    candidate = f"{spec.adapter}/{spec.model}" if spec.model else spec.adapter
     with (
         failures_on_stderr(printed=_FINAL_FAILURES),
+        showing_run(candidate),
         agent_gateway(adapters, enabled=gateway, url=gateway_url),
     ):
         return _start_run(spec)

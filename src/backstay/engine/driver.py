@@ -125,7 +125,18 @@ class TaskDriver:
         self.succeeded = False
 
     async def drive(self) -> dict[str, Any]:
-        """Take the task up as ``plan_start`` says, then attempt until it ends."""
+        """Take the task up as ``plan_start`` says, then attempt until it ends. An
+        operator's cancel (``backstay cancel``) recorded meanwhile makes the next move
+        refused: the task stops there (``TaskStopped``), whatever the attempt did."""
+        try:
+            return await self._drive()
+        except InvalidTransition:
+            record = self._record()
+            if record.state is TaskState.CANCELLED:
+                raise TaskStopped(record) from None
+            raise
+
+    async def _drive(self) -> dict[str, Any]:
         record = self._take_up()
         if record.state is TaskState.SUCCEEDED:
             self.succeeded = True

@@ -358,7 +358,7 @@ def test_backstay_run_drives_aider_with_the_key_named_by_api_key_env(
     env = {**os.environ, "OPENAI_API_KEY": CANARY_KEY, "UNRELATED_SECRET": CANARY_KEY}
     done = namespace.run(argv, env=env, timeout_s=RUN_TIMEOUT_S + 30)
     assert done.returncode == 0, done.stderr
-    assert "backstay run: aider succeeded (exit code 0)" in done.stderr
+    assert f"backstay run: aider/{MODEL} succeeded (exit code 0)" in done.stderr
     assert (workspace / "hello.txt").read_text() == "hello world\n"
     assert fake.stats()["by_status"] == {"200": 1}
     assert CANARY_KEY not in done.stdout + done.stderr + files_under(output)
