@@ -116,7 +116,8 @@ def test_list_table_says_how_to_install_what_is_missing(
     result = invoke("agents", "list", "--dir", tmp_path)
     assert result.exit_code == 0
     assert "gemini-cli: missing" in result.stdout
-    assert "run `backstay agents install gemini-cli`" in result.stdout
+    hint = f"run `backstay agents install gemini-cli --dir {tmp_path}`"
+    assert hint in result.stdout.replace("\n", "")
 
 
 def test_list_checks_a_configured_binary(tmp_path: Path) -> None:

@@ -109,6 +109,38 @@ INTERRUPTED: Final = 130
 SetOption = _options.SetOption
 
 
+AllowNonEmptyOption = Annotated[
+    bool,
+    typer.Option(
+        "--allow-non-empty",
+        help="Start the batch in a --state-dir that holds other files (by default a "
+        "directory that is not empty and holds no batch is refused).",
+    ),
+]
+
+
+def check_fresh(state_dir: Path, *, allow: bool = False) -> None:
+    """Before a batch starts in ``state_dir``: a ``ConfigError`` when the directory holds
+    files but no batch (no ``batch.json``, no state file), unless ``allow``; a batch there
+    is continued, a new or empty directory is used."""
+    if allow or not state_dir.is_dir():
+        return
+    if (state_dir / BATCH_FILE).exists() or (state_dir / STATE_FILE).exists():
+        return
+    try:
+        found = sorted(entry.name for entry in state_dir.iterdir())
+    except OSError:
+        return  # unreadable: opening the batch there says so
+    if found:
+        shown = ", ".join(found[:3]) + (f" and {len(found) - 3} more" if len(found) > 3 else "")
+        raise ConfigError(
+            f"{state_dir} is not empty ({shown}) and holds no batch: backstay would add "
+            "batch.json, state.sqlite and runs/ beside those files. Nothing was written: "
+            "give a new or empty directory, or --allow-non-empty to use this one",
+            where="--state-dir",
+        )
+
+
 def check_not_a_file(state_dir: Path) -> None:
     """A ``ConfigError`` if ``state_dir`` exists and is not a directory."""
     if state_dir.exists() and not state_dir.is_dir():

@@ -4,6 +4,7 @@ pinned versions into a managed directory, and where each one stands."""
 from __future__ import annotations
 
 import json
+import shlex
 import sys
 import threading
 import time
@@ -234,7 +235,9 @@ def list_command(
     console().print(table)
     for status in statuses:
         if status.state is not CliState.OK:
-            hint = f"run `{status.spec.install_hint}`"
+            # The same directory as this listing's: the install hint names it too.
+            where = "" if directory is None else f" --dir {shlex.quote(str(directory))}"
+            hint = f"run `{status.spec.install_hint}{where}`"
             console().print(
                 f"{status.spec.name}: {status.state} ({escape('; '.join(status.notes))}): {hint}",
                 highlight=False,

@@ -78,6 +78,7 @@ def batch(
     executor_kind: ExecutorOption = DEFAULT_EXECUTOR,
     ray_address: RayAddressOption = None,
     store: _state.StoreOption = None,
+    allow_non_empty: _state.AllowNonEmptyOption = False,
     no_gateway: NoGatewayOption = False,
     gateway_url: GatewayUrlOption = None,
 ) -> None:
@@ -99,6 +100,7 @@ def batch(
         suite = with_frameworks(load_suite(file, registry=config.registry), config.frameworks)
         adapters = suite_adapters(suite)
         _state.check_not_a_file(state_dir)
+        _state.check_fresh(state_dir, allow=allow_non_empty)
         location = _state.store_location(store, state_dir, config=config)
         _state.check_startable(state_dir, location)
         # Reads the agents' environment first: an unset key variable leaves nothing behind.

@@ -51,6 +51,25 @@ def _error_of(output_dir: Path) -> str | None:
     return error if isinstance(error, str) and error else None
 
 
+def _check_unused(output_dir: Path) -> None:
+    """A ``ConfigError`` when ``output_dir`` holds files already (a previous run's logs
+    and metrics.json): a run never appends to another's, nor half-replaces it."""
+    try:
+        found = sorted(entry.name for entry in output_dir.iterdir())
+    except (FileNotFoundError, NotADirectoryError):
+        return
+    except OSError:
+        return  # unreadable: the run's own first write says so
+    if found:
+        shown = ", ".join(found[:3]) + (f" and {len(found) - 3} more" if len(found) > 3 else "")
+        raise ConfigError(
+            f"{output_dir} already holds files ({shown}): a run's logs and metrics.json "
+            "go to a directory of their own. Nothing ran: give a new --output-dir, or "
+            "empty this one",
+            where="--output-dir",
+        )
+
+
 def _answered(spec: HarnessRun) -> str:
     """The candidate (``adapter/model``) the run's last attempt ran on, as metrics.json
     records it, and the one asked for when that was another (a fallback answered)."""
@@ -255,6 +274,7 @@ def run(
     provider; nothing else is taken unless named.
     """
     try:
+        _check_unused(output_dir)
         config = load_config(config_file, overrides=sets or [])
         apply_log_level(config.log_level)
         registry = None if no_retry or policy == NO_RETRY_POLICY else config.registry
