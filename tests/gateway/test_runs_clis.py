@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import json
 import os
+import selectors
+import subprocess
 import threading
 import time
 from collections.abc import Iterator
@@ -119,13 +121,14 @@ def _run(
     model: str,
     exported: dict[str, str],
     first_fault: str,
+    flags: tuple[str, ...] = (),
 ) -> None:
     served = providers.serve(_scenario(first_fault))
     workspace, out = tmp_path / "workspace", tmp_path / "out"
     workspace.mkdir()
     prompt = tmp_path / "prompt.txt"
     prompt.write_text("Run the five steps, one command at a time.", encoding="utf-8")
-    base_url = served.url + ("/v1" if adapter == "codex" else "")
+    base_url = served.url + ("/v1" if adapter in {"codex", "opencode"} else "")
     env = {
         **BASE_ENV,
         "HOME": os.environ.get("HOME", "/root"),
@@ -146,6 +149,7 @@ def _run(
         str(out),
         "--timeout",
         str(TIMEOUT_S),
+        *flags,
     ]
     with Environs(str(tmp_path), CANARY_KEY) as environs:
         done = providers.namespace.run(argv, timeout_s=TIMEOUT_S + 60, env=env)
@@ -154,7 +158,7 @@ def _run(
     assert done.returncode == 0, f"{done.stderr}\n{log}"
     # The CLI started once; its requests went through the gateway.
     assert log.count("started pid ") == 1, log
-    assert "through the gateway at http://127.0.0.1:" in log
+    assert "through the gateway at http://127.0.0.1:" in log, log
     lines = (workspace / "progress.txt").read_text().splitlines()
     assert lines == [f"step-{i}" for i in range(1, TURNS + 1)], log
     # Each turn once, the refused turns 3 and 5 twice, the final answer (turn 6) once.
@@ -212,3 +216,55 @@ def test_gemini_cli_survives_a_503_and_a_429_in_one_session_through_backstay_run
         exported={"GEMINI_API_KEY": CANARY_KEY, "GOOGLE_GEMINI_BASE_URL": "{url}"},
         first_fault="unavailable",
     )
+
+
+@pytest.mark.slow
+def test_opencode_survives_a_503_and_a_429_in_one_session_through_backstay_run(
+    providers: Providers, tmp_path: Path
+) -> None:
+    installed("opencode")
+    _run(
+        providers,
+        tmp_path,
+        adapter="opencode",
+        model="gpt-5.4",
+        exported={"OPENAI_API_KEY": CANARY_KEY, "OPENAI_BASE_URL": "{url}"},
+        first_fault="unavailable",
+    )
+
+
+@pytest.mark.slow
+def test_claude_code_goes_through_a_shared_gateway_with_backstay_run_gateway_url(
+    providers: Providers, tmp_path: Path
+) -> None:
+    installed("claude-code")
+    port = 8790
+    token = "shared-gateway-token-for-runs-0123"
+    gateway = providers.namespace.popen(
+        [*BACKSTAY, "gateway", "--agent-runs", "--port", str(port)],
+        env={**BASE_ENV, "BACKSTAY_GATEWAY_TOKEN": token},
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert gateway.stdout is not None
+        with selectors.DefaultSelector() as selector:
+            selector.register(gateway.stdout, selectors.EVENT_READ)
+            assert selector.select(60.0), "the shared gateway did not start"
+        assert "gateway listening" in gateway.stdout.readline()
+        _run(
+            providers,
+            tmp_path,
+            adapter="claude-code",
+            model="claude-sonnet-4-5",
+            exported={
+                "ANTHROPIC_API_KEY": CANARY_KEY,
+                "ANTHROPIC_BASE_URL": "{url}",
+                "BACKSTAY_GATEWAY_TOKEN": token,
+            },
+            first_fault="overloaded",
+            flags=("--gateway", f"http://127.0.0.1:{port}"),
+        )
+    finally:
+        gateway.terminate()
+        gateway.wait(timeout=30)
