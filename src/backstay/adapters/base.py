@@ -32,7 +32,7 @@ import os
 import uuid
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, ClassVar, Final
+from typing import TYPE_CHECKING, Any, ClassVar, Final
 
 from backstay._secret_values import SECRET_ENV_NAME
 from backstay.adapters.capture import Capture
@@ -54,6 +54,9 @@ from backstay.policy.registry import OperationType, resolve_policy
 from backstay.policy.retry import RetryPolicy
 from backstay.policy.spend import SpendBudget
 from backstay.redact import register_secret
+
+if TYPE_CHECKING:
+    from backstay.adapters.cli.attempt_start import StartKeeper
 
 __all__ = ["CANCELLED_EXIT_CODE", "BaseAdapter"]
 
@@ -114,6 +117,12 @@ class BaseAdapter(abc.ABC):
     def get_name(self) -> str:
         """The adapter's registered name (the evaluation harness interface's ``get_name``)."""
         return self.name
+
+    def start_keeper(self, request: AgentRequest, *, operation: str) -> StartKeeper | None:
+        """What keeps a harness run's workspace snapshot and agent session across its
+        attempts (``backstay.adapters.cli.attempt_start``); ``None``: nothing to keep
+        (every adapter but an agent CLI's)."""
+        return None
 
     def validate_config(self, config: Mapping[str, Any]) -> bool:
         """``True`` for a mapping whose keys are all in ``config_keys`` or are the
@@ -290,18 +299,35 @@ class BaseAdapter(abc.ABC):
         several = chosen is not None and chosen.max_attempts > 1
         # The adapter reliability contract's ids: workflow:task:run, then :attempt_N.
         operation = operation_id or make_operation_id("run", self.name, uuid.uuid4().hex)
+        # An agent CLI's workspace snapshot and kept session, when a retry may follow.
+        keeper = self.start_keeper(request, operation=operation) if several else None
+        failed: list[Failure] = []
 
         async def body(run: Capture) -> AgentResult:
             numbers = itertools.count(1)
 
             async def attempt() -> AgentResult:
                 number = next(numbers)
+                current = request
+                if keeper is not None:
+                    current, path = keeper.prepare(
+                        self,
+                        request,
+                        number=number,
+                        previous_failure=failed[-1] if failed else None,
+                        previous_output=request.output_dir if number > 1 else None,
+                    )
+                    await run.alog(f"{self.name}: attempt {number} starts: {path}")
 
                 async def dispatch(capture: Capture) -> AgentResult:
                     attempt_id = f"{operation}:attempt_{number}"
-                    return await self.dispatch(
-                        request, operation_id=operation, attempt_id=attempt_id, capture=capture
-                    )
+                    try:
+                        return await self.dispatch(
+                            current, operation_id=operation, attempt_id=attempt_id, capture=capture
+                        )
+                    except AdapterError as err:
+                        failed.append(err.failure)
+                        raise
 
                 return await gate.attempt(
                     run,
@@ -313,7 +339,10 @@ class BaseAdapter(abc.ABC):
 
             if chosen is None:
                 return await attempt()
-            return await acall(attempt, policy=chosen, operation="agent")
+            result = await acall(attempt, policy=chosen, operation="agent")
+            if keeper is not None:
+                keeper.finished()
+            return result
 
         return await run_captured(
             request.output_dir,
