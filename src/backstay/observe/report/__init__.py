@@ -2,8 +2,10 @@
 from anywhere, no font, no network) that a browser opens from disk and a colleague can
 be sent.
 
-Sections: the outcome; failures by kind; a timeline of attempts, waits and circuit
-changes; retries and time spent waiting; tokens and cost by provider and model; open
+Titled by the suite's name and run id (``batch.json``). Sections: the outcome; failures
+by kind; a timeline of attempts, waits and circuit changes; retries and time spent
+waiting; the circuits (each breaker's openings and why, probes, closings, the tasks'
+waits, its last state); tokens and cost by provider and model; open
 escalations; every task (problems first) with each failed attempt's classification
 evidence (redacted) and links to its logs (relative to the report). Its size grows with
 the tasks by one table row each (and the attempts of the tasks that failed); the charts
@@ -19,7 +21,9 @@ from pathlib import Path
 from typing import Final
 
 from backstay._private import open_private
+from backstay.engine.suite_batch import read_identity
 from backstay.observe.report import _sections as sections
+from backstay.observe.report._circuits import circuits
 from backstay.observe.snapshot import StateSnapshot, read_state
 from backstay.redact import redact
 from backstay.store.location import StoreLocation
@@ -58,6 +62,7 @@ def render_report(snap: StateSnapshot, *, base: Path, title: str | None = None) 
         ("failures", "Failures by kind", sections.failures(snap)),
         ("timeline", "Timeline", sections.timeline_section(snap)),
         ("waits", "Retries and waiting", sections.waits(snap)),
+        ("circuits", "Circuits", circuits(snap)),
         ("usage", "Tokens and cost", sections.usage(snap)),
         ("escalations", "Open escalations", sections.escalations(snap)),
         ("tasks", "Tasks", sections.tasks(snap, base)),
@@ -88,7 +93,9 @@ def write_report(
     snap = read_state(state_dir, location=location)
     path = Path(output) if output is not None else Path(state_dir) / REPORT_FILE
     path = path.absolute()
-    html = render_report(snap, base=path.parent)
+    identity = read_identity(state_dir)
+    title = None if identity is None else f"backstay report: {identity.suite} ({identity.run_id})"
+    html = render_report(snap, base=path.parent, title=title)
     tmp = path.with_name(path.name + ".tmp")
     with os.fdopen(
         open_private(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC), "w", encoding="utf-8"
