@@ -268,3 +268,43 @@ def test_claude_code_goes_through_a_shared_gateway_with_backstay_run_gateway_url
     finally:
         gateway.terminate()
         gateway.wait(timeout=30)
+
+
+@pytest.mark.slow
+def test_a_failed_codex_session_counts_its_tokens_and_its_refused_request(
+    providers: Providers, tmp_path: Path
+) -> None:
+    """A failure the gateway does not absorb (a 400 at turn 3) fails the run: its
+    metrics.json still counts the two turns answered and the refused request, tokens
+    included, as the provider saw them (Codex itself reports none of a failed turn)."""
+    installed("codex")
+    served = providers.serve(
+        {
+            "session": {
+                "turns": [{"shell": f"echo step-{i} >> progress.txt"} for i in (1, 2, 3)],
+                "final": FINAL,
+            },
+            "faults": [{"fault": "context_overflow", "turn": 3}],
+        }
+    )
+    workspace, out = tmp_path / "workspace", tmp_path / "out"
+    workspace.mkdir()
+    prompt = tmp_path / "prompt.txt"
+    prompt.write_text("Run the steps.", encoding="utf-8")
+    env = {
+        **BASE_ENV,
+        "HOME": os.environ.get("HOME", "/root"),
+        "OPENAI_API_KEY": CANARY_KEY,
+        "OPENAI_BASE_URL": f"{served.url}/v1",
+    }
+    argv = [*BACKSTAY, "run", "--adapter", "codex", "--model", "gpt-5.4", "--no-retry"]
+    argv += ["--prompt-file", str(prompt), "--workspace", str(workspace)]
+    argv += ["--output-dir", str(out), "--timeout", str(TIMEOUT_S)]
+    done = providers.namespace.run(argv, timeout_s=TIMEOUT_S + 60, env=env)
+    stats = served.stats()
+    assert done.returncode != 0
+    assert stats["by_status"].get("400") == 1, stats
+    metrics = json.loads((out / "metrics.json").read_text())
+    assert metrics["api_calls"] == stats["requests"] == 3, (metrics, stats)
+    assert metrics["tokens_input"] == stats["input_tokens"] > 0, (metrics, stats)
+    assert metrics["tokens_output"] == stats["output_tokens"], (metrics, stats)

@@ -29,6 +29,7 @@ from backstay.adapters.gateway_wiring import (
 from backstay.adapters.usage import Usage
 from backstay.agents import CLIS
 from backstay.agents.locate import Located
+from backstay.events.tracecontext import TraceContext, set_current
 
 TOKEN = "bsgw-run-test-token"
 GATEWAY_URL = "http://127.0.0.1:4321"
@@ -200,3 +201,15 @@ def test_the_attempts_usage_is_the_gateways_count_and_its_cost_is_kept(tmp_path:
     )
     opened.close()
     assert gateway.closed == [TOKEN]  # revoked once
+
+
+def test_the_gateway_is_told_the_attempts_trace_context(tmp_path: Path) -> None:
+    gateway = _Gateway()
+    traceparent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+    set_current(TraceContext(traceparent=traceparent))
+    try:
+        opened = _open(ClaudeCodeAdapter(), _request(tmp_path, {"ANTHROPIC_API_KEY": "k"}), gateway)
+    finally:
+        set_current(None)
+    assert opened is not None
+    assert gateway.opened[0]["traceparent"] == traceparent
