@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from backstay import CODE_ALIASES, CODES, KINDS, FailureKind
+from backstay.taxonomy import CONTRACT_SPELLING
 
 ROOT = Path(__file__).resolve().parents[1]
 CODES_DOC = ROOT / "docs" / "codes.md"
@@ -25,7 +26,9 @@ Codes ending in `_NO_RETRY` mark a failure the provider itself declared not retr
 The category is the error contract's (`Failure.to_error_info()["category"]`): the kind's,
 unless the contract's tables give the code another one. Where the contract names a code
 differently, its name is accepted as an alias (listed at the end): a `Failure` built with
-an alias carries backstay's canonical code.
+an alias carries backstay's canonical code. A `StructuredOutcome` or `ErrorInfo` built from
+a `Failure` shows the contract's spelling (the last table), backstay's code kept in
+`details.backstay_code`.
 """
 
 
@@ -43,6 +46,10 @@ def render_codes() -> str:
     lines += ["## Aliases (the error contract's names)", ""]
     lines += ["| alias | canonical code |", "|---|---|"]
     lines += [f"| `{alias}` | `{code}` |" for alias, code in CODE_ALIASES.items()]
+    lines.append("")
+    lines += ["## The error contract's spelling in its outcomes", ""]
+    lines += ["| backstay's code | the outcome's code |", "|---|---|"]
+    lines += [f"| `{code}` | `{shown}` |" for code, shown in CONTRACT_SPELLING.items()]
     lines.append("")
     return "\n".join(lines)
 

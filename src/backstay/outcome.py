@@ -4,31 +4,54 @@
 ``StructuredOutcome.failure`` takes either a ``Failure`` (or an error mapping) or the
 contract's keyword form ``failure(code=…, message=…, category=…, retryable=…, details=…,
 retry_after_ms=…)``. The keyword form is validated: the code must be registered (or one of
-the contract's aliases, kept as written) and the category one of ``ErrorCategory``.
-``category`` and ``retryable`` default to what the code decides.
+the contract's aliases, kept as written, or its fallback ``ERR_HTTP_<status>``) and the
+category one of ``ErrorCategory`` (by name or one-letter code). ``category`` and
+``retryable`` default to what the code decides. An outcome built from a ``Failure`` shows
+the contract's spelling of its code (``contract_error_info``).
 """
 
 from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
-from typing import Any, Generic, TypeVar
+from typing import Any, Final, Generic, TypeVar
 
 from backstay.errors import ConfigError
 from backstay.failure import Failure
-from backstay.taxonomy import CODE_ALIASES, CODES, ErrorCategory, code_info
+from backstay.taxonomy import (
+    CODE_ALIASES,
+    CODES,
+    CONTRACT_SPELLING,
+    HTTP_STATUS_CODE,
+    ErrorCategory,
+    code_info,
+)
 
-__all__ = ["ErrorInfo", "StructuredOutcome"]
+__all__ = ["ErrorInfo", "StructuredOutcome", "contract_error_info", "failure_of"]
 
 T = TypeVar("T")
+_FIRST_SERVER_STATUS: Final = 500
 
 
 def _category(value: object) -> ErrorCategory:
+    """A category by name, or by the error contract's one-letter code (``T`` …)."""
     try:
-        return ErrorCategory(str(value))
+        text = str(value)
+        return ErrorCategory.from_letter(text) if len(text) == 1 else ErrorCategory(text)
     except ValueError:
-        choices = ", ".join(c.value for c in ErrorCategory)
+        choices = ", ".join(f"{c.value} ({c.letter})" for c in ErrorCategory)
         raise ConfigError(f"must be one of {choices}, got {value!r}", where="category") from None
+
+
+def _status_code(code: str) -> int | None:
+    """The status of the contract's fallback code ``ERR_HTTP_<status>``, when ``code`` is one
+    backstay does not register (``ERR_HTTP_418``, ``ERR_HTTP_507``)."""
+    found = HTTP_STATUS_CODE.match(code)
+    return int(found.group(1)) if found and code not in CODES else None
+
+
+def _known(code: str) -> bool:
+    return code in CODES or code in CODE_ALIASES or _status_code(code) is not None
 
 
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
@@ -45,7 +68,7 @@ class ErrorInfo:
     provider: str | None = None
 
     def __post_init__(self) -> None:
-        if self.code not in CODES and self.code not in CODE_ALIASES:
+        if not _known(self.code):
             raise ConfigError(
                 f"unknown code {self.code!r} (see backstay.CODES and CODE_ALIASES)", where="code"
             )
@@ -70,18 +93,27 @@ class ErrorInfo:
         upstream_status: int | None = None,
         provider: str | None = None,
     ) -> ErrorInfo:
-        """An ``ErrorInfo`` whose omitted ``category`` and ``retryable`` follow ``code``."""
-        try:
-            info = code_info(code)
-        except KeyError:
-            raise ConfigError(
-                f"unknown code {code!r} (see backstay.CODES and CODE_ALIASES)", where="code"
-            ) from None
+        """An ``ErrorInfo`` whose omitted ``category`` and ``retryable`` follow ``code`` (for
+        the contract's fallback ``ERR_HTTP_<status>``: ``SERVER_ERROR`` and retryable from
+        500, else ``CLIENT_ERROR``, as its ``_map_http_error`` does)."""
+        status = _status_code(code)
+        if status is not None:
+            server = status >= _FIRST_SERVER_STATUS
+            default_category = ErrorCategory.SERVER_ERROR if server else ErrorCategory.CLIENT_ERROR
+            default_retryable = server
+        else:
+            try:
+                info = code_info(code)
+            except KeyError:
+                raise ConfigError(
+                    f"unknown code {code!r} (see backstay.CODES and CODE_ALIASES)", where="code"
+                ) from None
+            default_category, default_retryable = info.category, info.retryable
         return cls(
             code=code,
             message=message,
-            category=_category(info.category if category is None else category),
-            retryable=info.retryable if retryable is None else retryable,
+            category=_category(default_category if category is None else category),
+            retryable=default_retryable if retryable is None else retryable,
             details=details or {},
             retry_after_ms=retry_after_ms,
             upstream_status=upstream_status,
@@ -90,7 +122,8 @@ class ErrorInfo:
 
     @classmethod
     def from_failure(cls, failure: Failure) -> ErrorInfo:
-        return cls.from_dict(failure.to_error_info())
+        """The failure in the contract's spelling (``contract_error_info``)."""
+        return cls.from_dict(contract_error_info(failure))
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> ErrorInfo:
@@ -119,8 +152,43 @@ class ErrorInfo:
         }
 
     def to_failure(self) -> Failure:
-        """backstay's ``Failure`` (an alias code becomes the canonical code)."""
-        return Failure.from_error_info(self.to_dict())
+        """backstay's ``Failure`` (an alias code becomes the canonical code; the
+        contract's ``ERR_HTTP_<status>`` is backstay's ``ERR_HTTP_4XX`` / ``ERR_HTTP_5XX``
+        with that status, the contract's code kept in ``details["contract_code"]``)."""
+        return failure_of(self.to_dict())
+
+
+def contract_error_info(failure: Failure) -> dict[str, Any]:
+    """``failure.to_error_info()`` in the error contract's spelling: a code backstay names
+    more finely or otherwise (``CONTRACT_SPELLING``: ``ERR_READ_TIMEOUT`` → ``ERR_TIMEOUT``,
+    ``ERR_LLM_MODEL_NOT_FOUND`` → ``ERR_LLM_INVALID_MODEL`` …) shows the contract's code,
+    backstay's kept in ``details["backstay_code"]``; ``failure_of`` reads it back."""
+    info = failure.to_error_info()
+    details = dict(info.get("details") or {})
+    shown = details.pop("contract_code", None) or CONTRACT_SPELLING.get(failure.code)
+    if isinstance(shown, str) and shown != failure.code:
+        details["backstay_code"] = failure.code
+        info["code"] = shown
+    info["details"] = details
+    return info
+
+
+def failure_of(info: Mapping[str, Any]) -> Failure:
+    """The ``Failure`` of an error-info mapping in either spelling."""
+    data = dict(info)
+    details = dict(data.get("details") or {})
+    kept = details.pop("backstay_code", None)
+    code = str(data["code"])
+    if isinstance(kept, str) and kept in CODES:
+        data["code"] = kept
+        if code != CONTRACT_SPELLING.get(kept):
+            details["contract_code"] = code
+    elif (status := _status_code(code)) is not None:
+        data["code"] = "ERR_HTTP_5XX" if status >= _FIRST_SERVER_STATUS else "ERR_HTTP_4XX"
+        data["upstream_status"] = data.get("upstream_status") or status
+        details["contract_code"] = code
+    data["details"] = details
+    return Failure.from_error_info(data)
 
 
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
@@ -165,7 +233,7 @@ class StructuredOutcome(Generic[T]):
             if code is not None:
                 raise ConfigError("give an error or keywords, not both", where="failure")
             if isinstance(error, Failure):
-                return cls(ok=False, error=error.to_error_info())
+                return cls(ok=False, error=contract_error_info(error))
             if isinstance(error, ErrorInfo):
                 return cls(ok=False, error=error.to_dict())
             return cls(ok=False, error=dict(error))
@@ -186,7 +254,7 @@ class StructuredOutcome(Generic[T]):
     @property
     def failure_value(self) -> Failure | None:
         """The error as a ``Failure`` (``None`` when ``ok``)."""
-        return None if self.error is None else Failure.from_error_info(self.error)
+        return None if self.error is None else failure_of(self.error)
 
     def to_dict(self) -> dict[str, Any]:
         return {

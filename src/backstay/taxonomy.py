@@ -12,12 +12,15 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import re
 from collections.abc import Mapping
 from typing import Any, Final
 
 __all__ = [
     "CODES",
     "CODE_ALIASES",
+    "CONTRACT_SPELLING",
+    "HTTP_STATUS_CODE",
     "KINDS",
     "Action",
     "CodeInfo",
@@ -76,6 +79,33 @@ class ErrorCategory(enum.StrEnum):
     RESOURCE = "RESOURCE"
     TIMEOUT = "TIMEOUT"
     PERMANENT = "PERMANENT"
+
+    @property
+    def letter(self) -> str:
+        """The error contract's one-letter code of the category (``T``, ``R`` …, ``P``)."""
+        return _CATEGORY_LETTERS[self]
+
+    @classmethod
+    def from_letter(cls, letter: str) -> ErrorCategory:
+        """The category of a one-letter code; ``ValueError`` for another letter."""
+        for category, known in _CATEGORY_LETTERS.items():
+            if known == letter:
+                return category
+        raise ValueError(f"no error category has the letter {letter!r}")
+
+
+_CATEGORY_LETTERS: Final[Mapping[ErrorCategory, str]] = {
+    ErrorCategory.TRANSIENT: "T",
+    ErrorCategory.RATE_LIMIT: "R",
+    ErrorCategory.CLIENT_ERROR: "C",
+    ErrorCategory.SERVER_ERROR: "S",
+    ErrorCategory.AUTH_FAIL: "A",
+    ErrorCategory.NETWORK: "N",
+    ErrorCategory.VALIDATION: "V",
+    ErrorCategory.RESOURCE: "X",
+    ErrorCategory.TIMEOUT: "O",
+    ErrorCategory.PERMANENT: "P",
+}
 
 
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
@@ -452,6 +482,22 @@ CODE_ALIASES: Final[Mapping[str, str]] = {
     "ERR_LLM_AUTH_FAILURE": "ERR_AUTH_INVALID_KEY",
     "ERR_LLM_API_ERROR": "ERR_UNKNOWN",
 }
+
+
+# The error contract's spelling of codes backstay names more finely or otherwise: what a
+# ``StructuredOutcome`` or ``ErrorInfo`` built from a ``Failure`` shows (the Failure's own
+# code kept in ``details["backstay_code"]``, so nothing is lost).
+CONTRACT_SPELLING: Final[Mapping[str, str]] = {
+    "ERR_HTTP_408_REQUEST_TIMEOUT": "ERR_HTTP_408_TIMEOUT",
+    "ERR_HTTP_500_INTERNAL": "ERR_HTTP_500_SERVER_ERROR",
+    "ERR_LLM_MODEL_NOT_FOUND": "ERR_LLM_INVALID_MODEL",
+    "ERR_CONNECT_TIMEOUT": "ERR_TIMEOUT",
+    "ERR_READ_TIMEOUT": "ERR_TIMEOUT",
+    "ERR_WRITE_TIMEOUT": "ERR_TIMEOUT",
+    "ERR_POOL_TIMEOUT": "ERR_TIMEOUT",
+}
+# The contract's own fallback for a status its table leaves out (``_map_http_error``).
+HTTP_STATUS_CODE: Final = re.compile(r"^ERR_HTTP_([1-5][0-9][0-9])$")
 
 
 def canonical_code(code: str) -> str:

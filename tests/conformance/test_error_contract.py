@@ -482,3 +482,192 @@ def test_a_declared_non_idempotent_skill_needs_the_callers_idempotency_key() -> 
     first = asyncio.run(post.run(guard, key, execute))
     again = asyncio.run(post.run(guard, key, execute))
     assert (first, again, calls) == ({"status_code": 201}, {"status_code": 201}, ["POST"])
+
+
+# -- the examples issue 26 found not working as printed ----------------------------------
+
+
+def test_each_category_has_its_printed_one_letter_code() -> None:
+    # "### Category Definitions": | Category | Code | …: T R C S A N V X O P
+    printed = {
+        "TRANSIENT": "T",
+        "RATE_LIMIT": "R",
+        "CLIENT_ERROR": "C",
+        "SERVER_ERROR": "S",
+        "AUTH_FAIL": "A",
+        "NETWORK": "N",
+        "VALIDATION": "V",
+        "RESOURCE": "X",
+        "TIMEOUT": "O",
+        "PERMANENT": "P",
+    }
+    assert {c.value: c.letter for c in ErrorCategory} == printed
+    assert {ErrorCategory.from_letter(letter).value for letter in printed.values()} == set(printed)
+    by_letter = StructuredOutcome.failure(code="ERR_TIMEOUT", category="O", retryable=True)
+    assert by_letter.error is not None
+    assert by_letter.error["category"] == "TIMEOUT"
+
+
+def test_socket_errors_are_network_err_socket_error() -> None:
+    # "### Network Error → Error Category": | `SocketError` | `ERR_SOCKET_ERROR` | NETWORK | YES
+    import socket  # noqa: PLC0415
+
+    closed = socket.socket()
+    closed.close()
+    with pytest.raises(OSError, match="Bad file descriptor") as bad_fd:  # EBADF
+        closed.send(b"x")
+    taken = socket.socket()
+    taken.bind(("127.0.0.1", 0))
+    again = socket.socket()
+    try:
+        with pytest.raises(OSError, match="Address already in use") as in_use:
+            again.bind(taken.getsockname())
+    finally:
+        taken.close()
+        again.close()
+    for caught in (bad_fd.value, in_use.value):
+        failure = classify(caught)
+        assert (failure.code, failure.category, failure.retryable) == (
+            "ERR_SOCKET_ERROR",
+            ErrorCategory.NETWORK,
+            True,
+        )
+
+
+def test_the_network_table_with_real_exceptions() -> None:
+    # "### Network Error → Error Category": ConnectionError (a refused connection) →
+    # ERR_CONNECTION_REFUSED, TimeoutError → ERR_TIMEOUT, DNSError → ERR_DNS_FAILURE,
+    # SSLError → ERR_SSL_ERROR (NETWORK, not retryable)
+    import socket  # noqa: PLC0415
+    import ssl  # noqa: PLC0415
+
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    port = listener.getsockname()[1]
+    listener.close()  # nothing listens there now
+    with pytest.raises(ConnectionRefusedError) as refused:
+        socket.create_connection(("127.0.0.1", port), timeout=5)
+    rows = [
+        (refused.value, "ERR_CONNECTION_REFUSED", True),
+        (TimeoutError("timed out"), "ERR_TIMEOUT", True),
+        (socket.gaierror(socket.EAI_NONAME, "Name or service not known"), "ERR_DNS_FAILURE", True),
+        (
+            ssl.SSLError(1, "[SSL: WRONG_VERSION_NUMBER] wrong version number"),
+            "ERR_SSL_ERROR",
+            False,
+        ),
+    ]
+    for exc, code, retryable in rows:
+        failure = classify(exc)
+        assert (failure.code, failure.retryable) == (code, retryable), exc
+        assert failure.to_error_info()["category"] in ("NETWORK", "TIMEOUT")
+
+
+def test_an_unknown_model_is_err_llm_invalid_model() -> None:
+    # "### LLM Provider Error → Error Category": | Invalid model | `ERR_LLM_INVALID_MODEL` |
+    # CLIENT_ERROR | NO — the providers' own 404 answers, as the contract's outcome shows them
+    from backstay.classify import classify_response  # noqa: PLC0415
+
+    answers = [
+        (
+            "anthropic",
+            {
+                "type": "error",
+                "error": {"type": "not_found_error", "message": "model: claude-nope"},
+            },
+        ),
+        (
+            "openai",
+            {
+                "error": {
+                    "message": "The model `gpt-nope` does not exist",
+                    "type": "invalid_request_error",
+                    "code": "model_not_found",
+                }
+            },
+        ),
+    ]
+    for provider, body in answers:
+        outcome = StructuredOutcome.failure(classify_response(404, {}, body, provider=provider))
+        assert outcome.error is not None
+        assert (outcome.error["code"], outcome.error["category"], outcome.error["retryable"]) == (
+            "ERR_LLM_INVALID_MODEL",
+            "CLIENT_ERROR",
+            False,
+        )
+        assert outcome.failure_value is not None
+        assert outcome.failure_value.code == "ERR_LLM_MODEL_NOT_FOUND"  # backstay's name, kept
+
+
+@pytest.mark.parametrize(
+    ("status", "category", "retryable"), [(418, "CLIENT_ERROR", False), (507, "SERVER_ERROR", True)]
+)
+def test_the_map_http_error_fallback_codes_are_accepted(
+    status: int, category: str, retryable: bool
+) -> None:
+    # "def _map_http_error(response)": ERROR_MAP.get(status, (f"ERR_HTTP_{status}",
+    # "SERVER_ERROR" if status >= 500 else "CLIENT_ERROR", status >= 500))
+    code = f"ERR_HTTP_{status}"
+    outcome = StructuredOutcome.failure(
+        code=code,
+        message=f"HTTP {status}: odd",
+        category="SERVER_ERROR" if status >= 500 else "CLIENT_ERROR",
+        retryable=status >= 500,
+        details={"upstream_status": status, "upstream_body": "", "url": "http://127.0.0.1/"},
+        retry_after_ms=None,
+    )
+    assert outcome.error is not None
+    assert (outcome.error["code"], outcome.error["category"]) == (code, category)
+    failure = outcome.failure_value
+    assert failure is not None
+    assert (failure.status, failure.retryable) == (status, retryable)
+    assert StructuredOutcome.failure(failure).error["code"] == code  # round trip
+
+
+def test_the_http_call_example_timeout_is_err_timeout() -> None:
+    # "### http_call Error Handling": except httpx.TimeoutException: code="ERR_TIMEOUT",
+    # category="TIMEOUT"; except httpx.ConnectError: code="ERR_CONNECTION_REFUSED"
+    import socket  # noqa: PLC0415
+
+    import httpx  # noqa: PLC0415
+
+    silent = socket.socket()  # accepts and never answers
+    silent.bind(("127.0.0.1", 0))
+    silent.listen(1)
+    url = f"http://127.0.0.1:{silent.getsockname()[1]}/"
+    try:
+        with pytest.raises(httpx.TimeoutException) as timed_out:
+            httpx.get(url, timeout=0.2)
+    finally:
+        silent.close()
+    with pytest.raises(httpx.ConnectError) as refused:
+        httpx.get(url, timeout=2)
+    timeout = StructuredOutcome.failure(classify(timed_out.value))
+    assert timeout.error is not None
+    assert (timeout.error["code"], timeout.error["category"], timeout.error["retryable"]) == (
+        "ERR_TIMEOUT",
+        "TIMEOUT",
+        True,
+    )
+    assert timeout.error["details"]["backstay_code"] == "ERR_READ_TIMEOUT"  # the finer name
+    connect = StructuredOutcome.failure(classify(refused.value))
+    assert connect.error is not None
+    assert (connect.error["code"], connect.error["category"]) == (
+        "ERR_CONNECTION_REFUSED",
+        "NETWORK",
+    )
+
+
+def test_the_llm_invoke_example_keeps_its_category_the_table_decides_the_failure() -> None:
+    # "### llm_invoke Error Handling" returns ERR_LLM_API_ERROR as CLIENT_ERROR, not
+    # retryable; the LLM table prints ERR_LLM_API_ERROR as TRANSIENT, retryable. The
+    # outcome keeps what the skill wrote; backstay's Failure of it follows the table
+    # ("Same error code → Same category", the Determinism Contract): docs/conformance.md.
+    outcome = StructuredOutcome.failure(
+        code="ERR_LLM_API_ERROR", message="bad", category="CLIENT_ERROR", retryable=False
+    )
+    assert outcome.error is not None
+    assert (outcome.error["category"], outcome.error["retryable"]) == ("CLIENT_ERROR", False)
+    assert outcome.failure_value is not None
+    assert outcome.failure_value.retryable is True
+    assert code_info("ERR_LLM_API_ERROR").category is ErrorCategory.TRANSIENT

@@ -221,7 +221,9 @@ PATTERNS: tuple[Pattern, ...] = (
     ),
     _p(
         "ERR_LLM_MODEL_NOT_FOUND",
-        r"model[_ ]not[_ ]found|\bmodels?[ /`'\"].{0,100}?(does not exist|is not found|not found)",
+        r"model[_ ]not[_ ]found|\bmodels?[ /`'\"].{0,100}?(does not exist|is not found|not found)"
+        # Anthropic's 404 not_found_error for an unknown model says only "model: <name>".
+        r"|^model: \S+$",
         _client,
     ),
     # Transport trouble reported as text (agent CLIs, wrapped exceptions).

@@ -137,6 +137,11 @@ _ERRNO: Final[dict[int, str]] = {
     errno.ENETDOWN: "ERR_NETWORK_UNREACHABLE",
     errno.EHOSTDOWN: "ERR_NETWORK_UNREACHABLE",
     errno.EADDRNOTAVAIL: "ERR_NETWORK",
+    # The error contract's SocketError row: a socket operation the OS refused.
+    errno.EBADF: "ERR_SOCKET_ERROR",
+    errno.ENOTSOCK: "ERR_SOCKET_ERROR",
+    errno.EADDRINUSE: "ERR_SOCKET_ERROR",
+    errno.ENOBUFS: "ERR_SOCKET_ERROR",
 }
 
 _ROOT_PROVIDER: Final[dict[str, str]] = {
