@@ -1,106 +1,27 @@
-"""Where a CLI task's attempt starts: ``start_path`` (pure) and ``AttemptStarts`` on real
-folders (snapshot, restore, the session plan), with no CLI run."""
+"""Where a CLI task's attempt starts in the engine: ``AttemptStarts`` on real folders
+(snapshot, restore, the session plan, the previous attempt read from its records), with
+no CLI run (``start_path`` itself: tests/adapters/cli/test_attempt_start.py)."""
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as _dt
 from pathlib import Path
 from typing import Any
-
-import pytest
 
 from backstay.adapters.api.anthropic import AnthropicApiAdapter
 from backstay.adapters.cli.aider import AiderAdapter
 from backstay.adapters.cli.claude_code import ClaudeCodeAdapter
 from backstay.adapters.contract import AgentRequest
-from backstay.adapters.session import (
-    SessionOptions,
-    SessionRecord,
-    write_session_record,
-)
-from backstay.engine.attempt_start import (
-    RESUMABLE_KINDS,
-    SESSION_HOME_DIR,
-    SNAPSHOT_DIR,
-    AttemptStarts,
-    StartPath,
-    start_path,
-)
+from backstay.adapters.session import SessionRecord, write_session_record
+from backstay.engine.attempt_start import SESSION_HOME_DIR, SNAPSHOT_DIR, AttemptStarts, StartPath
 from backstay.engine.records import AttemptOutcome, AttemptRecord
 from backstay.engine.task import TaskSpec
 from backstay.failure import Failure
-from backstay.taxonomy import FailureKind
 from backstay.testing.events import capture_events
 
-CODE_OF_KIND = {
-    FailureKind.NETWORK: "ERR_CONNECTION_REFUSED",
-    FailureKind.TIMEOUT: "ERR_TIMEOUT",
-    FailureKind.RATE_LIMIT: "ERR_HTTP_429_RATE_LIMITED",
-    FailureKind.SERVER_ERROR: "ERR_HTTP_500_INTERNAL",
-    FailureKind.CONTEXT_LIMIT: "ERR_LLM_CONTEXT_LENGTH",
-    FailureKind.CONTENT_POLICY: "ERR_LLM_CONTENT_FILTER",
-    FailureKind.QUOTA_EXHAUSTED: "ERR_LLM_QUOTA_EXHAUSTED",
-    FailureKind.AUTH: "ERR_HTTP_401_UNAUTHORIZED",
-    FailureKind.INVALID_REQUEST: "ERR_HTTP_400_BAD_REQUEST",
-    FailureKind.OUTPUT_INVALID: "ERR_OUTPUT_INVALID",
-    FailureKind.LIMIT_EXCEEDED: "ERR_LIMIT_EXCEEDED",
-    FailureKind.SECURITY_VIOLATION: "ERR_SECURITY_VIOLATION",
-    FailureKind.CANCELLED: "ERR_CANCELLED",
-    FailureKind.UNKNOWN: "ERR_UNKNOWN",
-}
-SESSION = SessionRecord(agent="claude-code", session_id="s-1", turns=2)
 NOW = _dt.datetime(2026, 1, 1, tzinfo=_dt.UTC)
-
-
-def _path(**changes: Any) -> StartPath:
-    given: dict[str, Any] = {
-        "number": 2,
-        "options": SessionOptions(),
-        "previous_failure": Failure(code="ERR_HTTP_500_INTERNAL"),
-        "previous_session": SESSION,
-        "agent": "claude-code",
-        "can_resume": True,
-        "session_kept": True,
-        "has_snapshot": True,
-    }
-    return start_path(**(given | changes))
-
-
-def test_the_first_attempt_starts_fresh() -> None:
-    assert _path(number=1) is StartPath.FRESH
-
-
-@pytest.mark.parametrize("kind", list(FailureKind))
-def test_only_failures_outside_the_conversation_continue_the_session(kind: FailureKind) -> None:
-    path = _path(previous_failure=Failure(code=CODE_OF_KIND[kind]))
-    if kind in RESUMABLE_KINDS:
-        assert path is StartPath.RESUMED_SESSION
-    else:
-        assert path is StartPath.WORKSPACE_RESTORED
-
-
-@pytest.mark.parametrize(
-    "changes",
-    [
-        {"options": SessionOptions(resume_session=False)},
-        {"can_resume": False},
-        {"session_kept": False},
-        {"previous_failure": None},  # interrupted: no session record was written
-        {"previous_session": None},
-        {"previous_session": SessionRecord(agent="codex", session_id="s-1", turns=2)},
-        {"previous_session": SessionRecord(agent="claude-code", turns=2)},
-        {"previous_session": SessionRecord(agent="claude-code", session_id="s-1", turns=0)},
-        {
-            "previous_session": SessionRecord(
-                agent="claude-code", session_id="s-1", turns=2, resume_refused=True
-            )
-        },
-    ],
-    ids=lambda c: next(iter(c)),
-)
-def test_a_session_that_cannot_go_on_restores_the_workspace(changes: dict[str, Any]) -> None:
-    assert _path(**changes) is StartPath.WORKSPACE_RESTORED
-    assert _path(**changes, has_snapshot=False) is StartPath.WORKSPACE_AS_LEFT
+SESSION = SessionRecord(agent="claude-code", session_id="s-1", turns=2)
 
 
 # -- AttemptStarts on real folders ---------------------------------------------------
@@ -142,7 +63,7 @@ def _prepare(
 
 
 def _transcript(starts: AttemptStarts, session_id: str) -> None:
-    folder = starts.home / "home" / ".claude" / "projects" / "-workspace"
+    folder = starts.keeper.home / "home" / ".claude" / "projects" / "-workspace"
     folder.mkdir(parents=True)
     (folder / f"{session_id}.jsonl").write_text("{}\n")
 
@@ -268,3 +189,21 @@ def test_with_resume_off_the_cli_keeps_a_fresh_home(tmp_path: Path) -> None:
     starts = AttemptStarts(spec, state_dir=state, policy="p")
     request, path = _prepare(starts, spec, state, 1)
     assert (path, request.session) == (StartPath.FRESH, None)
+
+
+def test_a_suite_runs_workspace_inside_the_state_folder_is_restored(tmp_path: Path) -> None:
+    state = tmp_path / "state"
+    spec = _spec(tmp_path)
+    inside = spec.run_dir(state) / "workspace"  # where SuiteBatch puts each run's copy
+    inside.mkdir(parents=True)
+    (inside / "notes.txt").write_text("start\n")
+    spec = dataclasses.replace(spec, workspace=inside)
+    starts = AttemptStarts(spec, state_dir=state, policy="p")
+    _prepare(starts, spec, state, 1)
+    (inside / "notes.txt").write_text("start\nstep-1\n")
+    (inside / "added.txt").write_text("x")
+    first = _attempt(spec, state, 1, Failure(code="ERR_LLM_CONTENT_FILTER"))
+    _, path = _prepare(starts, spec, state, 2, first)
+    assert path is StartPath.WORKSPACE_RESTORED
+    assert sorted(p.name for p in inside.iterdir()) == ["notes.txt"]
+    assert (inside / "notes.txt").read_text() == "start\n"

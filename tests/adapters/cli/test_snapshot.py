@@ -182,3 +182,20 @@ def test_a_read_only_folder_the_attempt_added_is_removed(tmp_path: Path) -> None
 def test_a_missing_workspace_is_a_clear_error(tmp_path: Path) -> None:
     with pytest.raises(WorkspaceSnapshotError, match="is not a folder"):
         WorkspaceSnapshot.take(tmp_path / "nope", tmp_path / "snap")
+
+
+def test_a_folder_holding_the_workspace_excludes_nothing(tmp_path: Path) -> None:
+    # A suite run's layout: state/runs/<task>/<tier>/run_NN/{workspace,workspace_snapshot}.
+    state = tmp_path / "state"
+    run = state / "runs" / "t" / "default" / "run_01"
+    run.mkdir(parents=True)
+    workspace = _workspace(run)
+    before = _tree(workspace)
+    snapshot = WorkspaceSnapshot.take(workspace, run / "workspace_snapshot", exclude=[state])
+    assert len(snapshot.entries) == len(before)
+    (workspace / "notes.txt").write_text("edited")
+    (workspace / "added.txt").write_text("x")
+    loaded = WorkspaceSnapshot.load(workspace, run / "workspace_snapshot", exclude=[state])
+    assert loaded is not None
+    loaded.restore()
+    assert _tree(workspace) == before

@@ -18,7 +18,7 @@ Bounded: a workspace with more than ``max_bytes`` of file content or more than
 ``max_entries`` entries is not copied (``WorkspaceSnapshotError`` naming the workspace,
 what it holds and the limit; nothing is left in ``into``). ``exclude`` names folders
 inside the workspace that are neither copied nor touched by a restore (a state folder
-kept inside the workspace).
+kept inside the workspace); a folder that holds the workspace excludes nothing.
 """
 
 from __future__ import annotations
@@ -91,7 +91,7 @@ class WorkspaceSnapshot:
         max_entries: int = DEFAULT_MAX_ENTRIES,
     ) -> WorkspaceSnapshot:
         """Copy ``workspace`` into the new folder ``into`` (see the module docstring)."""
-        skip = _resolved(exclude, into)
+        skip = _resolved(exclude, into, workspace)
         entries = _listing(workspace, skip, max_bytes=max_bytes, max_entries=max_entries)
         partial = into.with_name(into.name + _PARTIAL)
         shutil.rmtree(partial, ignore_errors=True)
@@ -116,7 +116,7 @@ class WorkspaceSnapshot:
             entries = tuple(SnapshotEntry(**item) for item in data["entries"])
         except (OSError, ValueError, KeyError, TypeError):
             return None
-        return cls(workspace, folder, entries, tuple(_resolved(exclude, folder)))
+        return cls(workspace, folder, entries, tuple(_resolved(exclude, folder, workspace)))
 
     def restore(self) -> None:
         """Put the workspace back exactly as the snapshot has it."""
@@ -173,10 +173,13 @@ class WorkspaceSnapshot:
             os.utime(path, ns=(entry.mtime_ns, entry.mtime_ns))
 
 
-def _resolved(exclude: Iterable[Path], into: Path) -> list[Path]:
-    return [
-        Path(os.path.realpath(p)) for p in (*exclude, into, into.with_name(into.name + _PARTIAL))
-    ]
+def _resolved(exclude: Iterable[Path], into: Path, workspace: Path) -> list[Path]:
+    """The folders to leave out that lie inside ``workspace`` (a folder holding the
+    workspace, such as a suite run's state folder, leaves nothing out)."""
+    root = Path(os.path.realpath(workspace))
+    folders = (*exclude, into, into.with_name(into.name + _PARTIAL))
+    real = (Path(os.path.realpath(p)) for p in folders)
+    return [p for p in real if root in p.parents]
 
 
 def _inside(path: Path, folders: Iterable[Path]) -> bool:
