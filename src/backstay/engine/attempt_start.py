@@ -1,187 +1,40 @@
-"""Where an agent CLI task's attempt starts: never in a workspace a failed attempt half
-edited.
+"""Where an agent CLI task's attempt starts in the engine: a ``StartKeeper``
+(``backstay.adapters.cli.attempt_start``) kept in the task's ``run_NN/`` folder, the
+previous attempt read from the task's records, the state folder never snapshotted.
 
-Before the task's first attempt the workspace is snapshotted
-(``backstay.adapters.cli.snapshot``) into ``run_NN/workspace_snapshot/``, and every
-attempt runs its CLI in one private home kept in ``run_NN/session_home/`` (0700), so the
-CLI's own session store outlives an attempt (only for a CLI that can continue a session,
-with ``resume_session`` on: the others keep a fresh home per attempt). Before a later
-attempt, ``start_path``
-decides (a pure function of what the previous attempt left):
-
-* ``resumed_session``: the previous attempt's CLI session died mid-way of a failure
-  that did not come from the conversation itself (``RESUMABLE_KINDS``: a provider
-  failure, a timeout, a crash), after at least one answered turn, and its CLI can
-  continue it: the attempt continues that session with a short prompt, in the workspace
-  as the session left it;
-* ``workspace_restored``: otherwise, with a snapshot, the workspace is put back exactly
-  as it was before the first attempt and the CLI starts afresh;
-* ``workspace_as_left``: no snapshot (``workspace_snapshot: false``, or the workspace was
-  over the limit): the attempt starts in the workspace as it is;
-* ``fresh``: the first attempt.
-
-A resume the CLI refuses (its session is not found) is written in the attempt's
-``session.json``; the next attempt then restores the workspace and starts afresh.
-
-Each path is an event (``attempt.resumed_session``, ``attempt.workspace_restored``, and
-``workspace.snapshot_taken`` / ``workspace.snapshot_skipped`` for the first attempt) and
-the attempt's ``metrics.json`` field ``attempt_start``. When the task succeeds, the
-snapshot and the session home are removed; a task that ends otherwise keeps them for a
-later ``backstay resume``.
+The driver calls ``AttemptStarts.prepare`` before each dispatch and ``finished`` once the
+task succeeded; the path the attempt took goes into its ``metrics.json``
+(``attempt_start``).
 """
 
 from __future__ import annotations
 
-import dataclasses
-import enum
-import logging
-import shutil
 from pathlib import Path
-from typing import ClassVar, Final
 
-from backstay.adapters.cli.base import CliAdapter
-from backstay.adapters.cli.snapshot import WorkspaceSnapshot
-from backstay.adapters.contract import Adapter, AgentRequest
-from backstay.adapters.session import (
-    SessionOptions,
-    SessionPlan,
-    SessionRecord,
-    parse_session_options,
-    read_session_record,
+from backstay.adapters.cli.attempt_start import (
+    SESSION_HOME_DIR,
+    SNAPSHOT_DIR,
+    StartKeeper,
+    StartPath,
 )
+from backstay.adapters.contract import Adapter, AgentRequest
 from backstay.engine.records import AttemptRecord
 from backstay.engine.task import TaskSpec
-from backstay.errors import WorkspaceSnapshotError
-from backstay.events import BUS, Event
-from backstay.failure import Failure
-from backstay.taxonomy import FailureKind
 
-__all__ = [
-    "RESUMABLE_KINDS",
-    "SESSION_HOME_DIR",
-    "SNAPSHOT_DIR",
-    "AttemptResumedSession",
-    "AttemptStarts",
-    "AttemptWorkspaceRestored",
-    "StartPath",
-    "WorkspaceSnapshotSkipped",
-    "WorkspaceSnapshotTaken",
-    "start_path",
-]
-
-SNAPSHOT_DIR: Final = "workspace_snapshot"
-SESSION_HOME_DIR: Final = "session_home"
-# Failures that end a session without anything in the conversation calling for it: the
-# conversation so far is sound, and continuing it is the same work.
-RESUMABLE_KINDS: Final = frozenset(
-    {
-        FailureKind.RATE_LIMIT,
-        FailureKind.SERVER_ERROR,
-        FailureKind.NETWORK,
-        FailureKind.TIMEOUT,
-        FailureKind.QUOTA_EXHAUSTED,
-        FailureKind.UNKNOWN,
-    }
-)
-
-
-class StartPath(enum.StrEnum):
-    """How an attempt started (module docstring)."""
-
-    FRESH = "fresh"
-    RESUMED_SESSION = "resumed_session"
-    WORKSPACE_RESTORED = "workspace_restored"
-    WORKSPACE_AS_LEFT = "workspace_as_left"
-
-
-def start_path(
-    *,
-    number: int,
-    options: SessionOptions,
-    previous_failure: Failure | None,
-    previous_session: SessionRecord | None,
-    agent: str,
-    can_resume: bool,
-    session_kept: bool,
-    has_snapshot: bool,
-) -> StartPath:
-    """The path attempt ``number`` of a CLI task takes, from the previous attempt's
-    ``previous_failure`` (``None``: it was interrupted) and its ``session.json``."""
-    if number <= 1:
-        return StartPath.FRESH
-    if (
-        options.resume_session
-        and can_resume
-        and previous_failure is not None
-        and previous_failure.kind in RESUMABLE_KINDS
-        and previous_session is not None
-        and previous_session.agent == agent
-        and previous_session.session_id is not None
-        and previous_session.turns > 0
-        and not previous_session.resume_refused
-        and session_kept
-    ):
-        return StartPath.RESUMED_SESSION
-    if has_snapshot:
-        return StartPath.WORKSPACE_RESTORED
-    return StartPath.WORKSPACE_AS_LEFT
-
-
-@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
-class _AttemptEvent(Event):
-    task_id: str
-    attempt: int
-
-
-@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
-class AttemptResumedSession(_AttemptEvent):
-    """Attempt ``attempt`` continues the CLI session ``session_id`` of the one before."""
-
-    name: ClassVar[str] = "attempt.resumed_session"
-    agent: str
-    session_id: str
-
-
-@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
-class AttemptWorkspaceRestored(_AttemptEvent):
-    """The workspace was put back as the snapshot has it before attempt ``attempt``."""
-
-    name: ClassVar[str] = "attempt.workspace_restored"
-    workspace: str
-    entries: int
-
-
-@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
-class WorkspaceSnapshotTaken(_AttemptEvent):
-    """The workspace was snapshotted before the task's first attempt."""
-
-    name: ClassVar[str] = "workspace.snapshot_taken"
-    workspace: str
-    entries: int
-    size_bytes: int
-
-
-@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
-class WorkspaceSnapshotSkipped(_AttemptEvent):
-    """No snapshot could be taken (``reason``): later attempts that do not continue a
-    session start in the workspace as it is."""
-
-    name: ClassVar[str] = "workspace.snapshot_skipped"
-    level: ClassVar[int] = logging.WARNING
-    workspace: str
-    reason: str
+__all__ = ["SESSION_HOME_DIR", "SNAPSHOT_DIR", "AttemptStarts", "StartPath"]
 
 
 class AttemptStarts:
-    """The snapshot and the session home of one task (``spec``) under ``state_dir``."""
+    """The snapshot and the session home of the task ``spec`` under ``state_dir``."""
 
     def __init__(self, spec: TaskSpec, *, state_dir: Path, policy: str) -> None:
-        self.spec = spec
-        self.policy = policy
-        run_dir = spec.run_dir(state_dir)
-        self.snapshot_dir = run_dir / SNAPSHOT_DIR
-        self.home = run_dir / SESSION_HOME_DIR
-        self._exclude = (state_dir,)
+        self.keeper = StartKeeper(
+            spec.run_dir(state_dir),
+            operation=spec.operation_id,
+            policy=policy,
+            task_id=spec.task_id,
+            exclude=(state_dir,),
+        )
 
     def prepare(
         self,
@@ -191,91 +44,18 @@ class AttemptStarts:
         number: int,
         attempts: tuple[AttemptRecord, ...],
     ) -> tuple[AgentRequest, StartPath | None]:
-        """``request`` for attempt ``number`` on ``adapter``, after the workspace was
-        snapshotted or restored as ``start_path`` says; ``None`` for an adapter that is
-        not an agent CLI's (the request unchanged)."""
-        if not isinstance(adapter, CliAdapter):
-            return request, None
-        options = parse_session_options(request.config)
-        snapshot = self._snapshot(request, options, number)
-        previous = _previous(attempts, number)
-        session = None if previous is None else read_session_record(Path(previous.output_dir))
-        session_id = None if session is None else session.session_id
-        path = start_path(
+        """``request`` for attempt ``number`` on ``adapter`` (``StartKeeper.prepare``),
+        after the last of the task's earlier ``attempts``."""
+        earlier = [a for a in attempts if a.number < number]
+        previous = max(earlier, key=lambda a: a.number) if earlier else None
+        return self.keeper.prepare(
+            adapter,
+            request,
             number=number,
-            options=options,
             previous_failure=None if previous is None else previous.failure,
-            previous_session=session,
-            agent=adapter.name,
-            can_resume=adapter.resumes_sessions,
-            session_kept=session_id is not None and adapter.has_session(self.home, session_id),
-            has_snapshot=snapshot is not None,
+            previous_output=None if previous is None else Path(previous.output_dir),
         )
-        keeps = options.resume_session and adapter.resumes_sessions
-        plan = SessionPlan(home=self.home, prompt=options.continue_prompt) if keeps else None
-        if path is StartPath.RESUMED_SESSION:
-            assert plan is not None  # noqa: S101 - start_path resumes only a kept session
-            assert session_id is not None  # noqa: S101 - start_path resumes only with one
-            plan = dataclasses.replace(plan, resume_id=session_id)
-            self._emit(AttemptResumedSession, number, agent=adapter.name, session_id=session_id)
-        elif path is StartPath.WORKSPACE_RESTORED:
-            assert snapshot is not None  # noqa: S101 - start_path restores only with one
-            snapshot.restore()
-            self._emit(
-                AttemptWorkspaceRestored,
-                number,
-                workspace=str(request.workspace),
-                entries=len(snapshot.entries),
-            )
-        return dataclasses.replace(request, session=plan), path
 
     def finished(self) -> None:
-        """The task succeeded: its snapshot and session home are no longer needed."""
-        shutil.rmtree(self.snapshot_dir, ignore_errors=True)
-        shutil.rmtree(self.home, ignore_errors=True)
-
-    def _snapshot(
-        self, request: AgentRequest, options: SessionOptions, number: int
-    ) -> WorkspaceSnapshot | None:
-        if not options.workspace_snapshot:
-            return None
-        kept = WorkspaceSnapshot.load(request.workspace, self.snapshot_dir, exclude=self._exclude)
-        if kept is not None or number > 1:
-            return kept
-        try:
-            taken = WorkspaceSnapshot.take(
-                request.workspace,
-                self.snapshot_dir,
-                exclude=self._exclude,
-                max_bytes=options.snapshot_max_bytes,
-            )
-        except WorkspaceSnapshotError as err:
-            self._emit(
-                WorkspaceSnapshotSkipped, number, workspace=str(request.workspace), reason=str(err)
-            )
-            return None
-        self._emit(
-            WorkspaceSnapshotTaken,
-            number,
-            workspace=str(request.workspace),
-            entries=len(taken.entries),
-            size_bytes=taken.size_bytes,
-        )
-        return taken
-
-    def _emit(self, event: type[_AttemptEvent], number: int, **fields: object) -> None:
-        if BUS.wants(event.level):
-            BUS.emit(
-                event(
-                    operation=self.spec.operation_id,
-                    policy=self.policy,
-                    task_id=self.spec.task_id,
-                    attempt=number,
-                    **fields,
-                )
-            )
-
-
-def _previous(attempts: tuple[AttemptRecord, ...], number: int) -> AttemptRecord | None:
-    earlier = [a for a in attempts if a.number < number]
-    return max(earlier, key=lambda a: a.number) if earlier else None
+        """The task succeeded: its snapshot and session home are removed."""
+        self.keeper.finished()

@@ -13,7 +13,7 @@ import dataclasses
 import tempfile
 from collections.abc import Callable, Collection, Mapping
 from pathlib import Path
-from typing import Any, ClassVar, Final, Generic, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Final, Generic, Protocol, TypeVar
 
 from backstay.adapters.base import BaseAdapter
 from backstay.adapters.capture import Capture
@@ -30,6 +30,9 @@ from backstay.adapters.usage import Usage
 from backstay.agents.home import private_home
 from backstay.agents.locate import Located, locate
 from backstay.failure import Failure
+
+if TYPE_CHECKING:
+    from backstay.adapters.cli.attempt_start import StartKeeper
 
 __all__ = ["DEFAULT_PATH", "CliAdapter", "Listeners", "home_run_env", "prompt_stdin"]
 
@@ -208,6 +211,14 @@ class CliAdapter(BaseAdapter, Generic[S, R]):
         """Whether a run that was to continue a session failed because the CLI would not
         (the session was not found)."""
         return False
+
+    def start_keeper(self, request: AgentRequest, *, operation: str) -> StartKeeper:
+        """A harness run's snapshot and session home, kept in its output folder (which is
+        never snapshotted itself)."""
+        # Imported here: attempt_start builds on this module.
+        from backstay.adapters.cli.attempt_start import StartKeeper  # noqa: PLC0415
+
+        return StartKeeper(request.output_dir, operation=operation, exclude=(request.output_dir,))
 
     def _resume_id(self, request: AgentRequest) -> str | None:
         if request.session is None or not self.resumes_sessions:

@@ -1,0 +1,192 @@
+"""A harness run (``BaseAdapter.run``) of a CLI adapter keeps its workspace snapshot and
+its CLI session across attempts: driven through ``CliAdapter`` with a real process, a tiny
+Python "agent" that does step 1 and dies on its first run, does step 2 when continued, and
+does step 1 again when started afresh."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, ClassVar, Final
+
+from backstay.adapters.capture import Capture
+from backstay.adapters.cli.attempt_start import SESSION_HOME_DIR, SNAPSHOT_DIR
+from backstay.adapters.cli.base import CliAdapter, Listeners, home_run_env
+from backstay.adapters.cli.process import ProcessOutcome
+from backstay.adapters.contract import AgentRequest
+from backstay.adapters.session import read_session_record
+from backstay.adapters.usage import Usage
+from backstay.agents import CLIS, Located, Source
+from backstay.failure import Failure
+from backstay.policy.retry import RetryPolicy
+
+POLICY: Final = RetryPolicy(name="twice", max_attempts=2, initial_delay_s=0.01, jitter=0.0)
+# The agent: a new session does step 1 (and dies the first time it ever runs); a continued
+# one does step 2. Its sessions are files in its home.
+AGENT: Final = """
+import os, pathlib, sys
+home = pathlib.Path(os.environ["HOME"]) / "sessions"
+home.mkdir(parents=True, exist_ok=True)
+if sys.argv[1] == "resume":
+    if not (home / sys.argv[2]).exists():
+        print("no such session"); sys.exit(1)
+    print("session s-1"); print("answer")
+    with open("notes.txt", "a") as f: f.write("step-2\\n")
+    sys.exit(0)
+(home / "s-1").write_text(sys.stdin.read())
+print("session s-1"); print("answer")
+with open("notes.txt", "a") as f: f.write("step-1\\n")
+marker = pathlib.Path(os.environ["DIED_ONCE"])
+if not marker.exists():
+    marker.write_text("")
+    sys.exit(1)
+"""
+
+
+class _Run:
+    def __init__(self) -> None:
+        self.session: str | None = None
+        self.answers = 0
+
+    def line(self, text: str) -> None:
+        if text.startswith("session "):
+            self.session = text.split()[1]
+        elif text.strip() == "answer":
+            self.answers += 1
+
+
+class TinyAgent(CliAdapter[Any, _Run]):
+    name: ClassVar[str] = "tiny"
+    agent: ClassVar[str | None] = "tiny"
+    resumes_sessions: ClassVar[bool] = True
+    config_keys: ClassVar[frozenset[str]] = frozenset()
+
+    def __init__(self, script: Path) -> None:
+        self.script = script
+
+    def parse(self, config: Mapping[str, Any]) -> Any:
+        return type("S", (), {"binary": None})()
+
+    def locate(self, settings: Any) -> Located:
+        spec = CLIS["claude-code"]
+        return Located(spec=spec, path=Path(sys.executable), version="1", source=Source.PATH)
+
+    def command(self, request: AgentRequest, settings: Any, binary: Path) -> list[str]:
+        return [str(binary), str(self.script), "new"]
+
+    def resume_command(
+        self, request: AgentRequest, settings: Any, binary: Path, session_id: str
+    ) -> list[str]:
+        return [str(binary), str(self.script), "resume", session_id]
+
+    def session_id(self, run: _Run) -> str | None:
+        return run.session
+
+    def session_turns(self, run: _Run) -> int:
+        return run.answers
+
+    def has_session(self, home: Path, session_id: str) -> bool:
+        return (home / "sessions" / session_id).exists()
+
+    async def start(
+        self, request: AgentRequest, settings: Any, cli: Located, capture: Capture
+    ) -> _Run:
+        return _Run()
+
+    async def prepare_home(
+        self,
+        request: AgentRequest,
+        settings: Any,
+        cli: Located,
+        run: _Run,
+        *,
+        folder: Path,
+        capture: Capture,
+    ) -> dict[str, str]:
+        return home_run_env(request.env, folder, owned=(), owned_prefixes=())
+
+    def listeners(self, run: _Run) -> Listeners:
+        return Listeners(stdout=run.line)
+
+    async def usage(
+        self, request: AgentRequest, settings: Any, run: _Run, capture: Capture
+    ) -> Usage:
+        return Usage()
+
+    def failure(self, outcome: ProcessOutcome, request: AgentRequest, run: _Run) -> Failure | None:
+        if outcome.exit_code == 0:
+            return None
+        return Failure(code="ERR_HTTP_529_OVERLOADED", message="the provider was overloaded")
+
+    def output(self, run: _Run, outcome: ProcessOutcome, *, failed: bool) -> str:
+        return "done"
+
+
+def _run(tmp_path: Path, **config: Any) -> tuple[int, Path, Path]:
+    script = tmp_path / "agent.py"
+    script.write_text(AGENT)
+    workspace, out = tmp_path / "workspace", tmp_path / "out"
+    workspace.mkdir()
+    (workspace / "notes.txt").write_text("start\n")
+    prompt = tmp_path / "prompt.txt"
+    prompt.write_text("do the steps")
+    result = TinyAgent(script).run(
+        "m",
+        prompt,
+        workspace,
+        out,
+        config,
+        30.0,
+        env={"PATH": "/usr/bin:/bin", "DIED_ONCE": str(tmp_path / "died")},
+        policy=POLICY,
+    )
+    assert result == 0, (out / "agent.log").read_text()
+    return result, workspace, out
+
+
+def test_a_harness_run_continues_the_session_its_first_attempt_left(tmp_path: Path) -> None:
+    _, workspace, out = _run(tmp_path)
+    assert (workspace / "notes.txt").read_text() == "start\nstep-1\nstep-2\n"
+    log = (out / "agent.log").read_text()
+    assert "attempt 1 starts: fresh" in log
+    assert "attempt 2 starts: resumed_session" in log
+    record = read_session_record(out)
+    assert record is not None
+    assert record.resumed
+    # Succeeded: nothing kept.
+    assert not (out / SNAPSHOT_DIR).exists()
+    assert not (out / SESSION_HOME_DIR).exists()
+
+
+def test_a_harness_run_without_resume_reruns_in_the_restored_workspace(tmp_path: Path) -> None:
+    _, workspace, out = _run(tmp_path, resume_session=False)
+    assert (workspace / "notes.txt").read_text() == "start\nstep-1\n"
+    log = (out / "agent.log").read_text()
+    assert "attempt 2 starts: workspace_restored" in log
+    metrics = json.loads((out / "attempt_2" / "metrics.json").read_text())
+    assert metrics["exit_code"] == 0
+
+
+def test_a_single_attempt_run_keeps_nothing(tmp_path: Path) -> None:
+    script = tmp_path / "agent.py"
+    script.write_text(AGENT)
+    (tmp_path / "died").write_text("")  # it succeeds at once
+    workspace, out = tmp_path / "workspace", tmp_path / "out"
+    workspace.mkdir()
+    prompt = tmp_path / "prompt.txt"
+    prompt.write_text("do the steps")
+    result = TinyAgent(script).run(
+        "m",
+        prompt,
+        workspace,
+        out,
+        {},
+        30.0,
+        env={"PATH": "/usr/bin:/bin", "DIED_ONCE": str(tmp_path / "died")},
+        policy="none",
+    )
+    assert result == 0
+    assert "starts:" not in (out / "agent.log").read_text()
+    assert read_session_record(out) is None
