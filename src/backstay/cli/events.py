@@ -18,13 +18,16 @@ from backstay.cli import _state
 from backstay.cli._errors import usage_error
 from backstay.cli._operator import select
 from backstay.cli._report import task_label
-from backstay.engine import TaskState
+from backstay.engine import TERMINAL, Engine, TaskState
 from backstay.errors import ConfigError
 from backstay.events import EVENTS_FILE
 from backstay.idempotency.ids import SEPARATOR
+from backstay.idempotency.owners import holder_is_dead
 
 # How often --follow looks for new lines.
 POLL_S: Final = 0.2
+# How often --follow looks whether the batch still runs (twice idle in a row: it ended).
+QUIET_S: Final = 1.0
 # Fields every line shows in its own columns, never again among the rest.
 _SHOWN: Final = frozenset({"at", "event", "operation", "task_id", "policy"})
 
@@ -93,6 +96,37 @@ def _never() -> bool:
     return False
 
 
+class BatchEnded:
+    """``--follow``'s stop: true once the batch's runners are gone — no task of it holds a
+    live lease (its runner's; a runner of this host that died holds none) at two looks
+    ``QUIET_S`` apart, so the gap between one task and the next never ends it. A finished
+    or stopped batch ends the follow at once; a killed runner on another machine, when
+    its leases lapse."""
+
+    def __init__(self, engine: Engine) -> None:
+        self._engine = engine
+        self._quiet = 0
+        self._looked = 0.0
+
+    def _busy(self) -> bool:
+        ops = self._engine.operations
+        for record in self._engine.store.tasks():
+            if record.state in TERMINAL:
+                continue
+            owner = ops.holder(record.operation_id)
+            if owner is not None and not holder_is_dead(owner):
+                return True
+        return False
+
+    def __call__(self) -> bool:
+        now = time.monotonic()
+        if now - self._looked < QUIET_S:
+            return False
+        self._looked = now
+        self._quiet = 0 if self._busy() else self._quiet + 1
+        return self._quiet >= 2  # two looks in a row
+
+
 def events(
     state_dir: _state.StateDirOption,
     follow: Annotated[
@@ -110,8 +144,9 @@ def events(
 
     Every batch and resume appends its events there, redacted (with a Redis store, each
     machine's state directory keeps the events of the runs it made). With --follow, new
-    events are printed as the batch records them (Ctrl-C stops). Exit code 0, or 2 when
-    the directory holds no event log or --task names no task of the batch.
+    events are printed as the batch records them, until the batch ends (no runner holds
+    any of its tasks any more) or Ctrl-C. Exit code 0, or 2 when the directory holds no
+    event log or --task names no task of the batch.
     """
     path = state_dir / EVENTS_FILE
     if not path.is_file():
@@ -119,11 +154,13 @@ def events(
         raise usage_error(
             ConfigError(f"{state_dir} {what}: no batch ran there", where="--state-dir")
         )
-    if task is not None or store is not None:
-        _check_task(state_dir, task, store, sets)
+    engine = _open(state_dir, task, store, sets) if task or store else None
+    if engine is None and follow:
+        engine = _try_open(state_dir, sets)  # none: follow until Ctrl-C
     skipped = 0
+    stop = _never if engine is None else BatchEnded(engine)
     try:
-        for line in read_lines(path, follow=follow, stop=_never):
+        for line in read_lines(path, follow=follow, stop=stop):
             if line is None:
                 skipped += 1  # damaged: the log stays readable past it
                 continue
@@ -137,23 +174,36 @@ def events(
     except KeyboardInterrupt:
         raise typer.Exit(0) from None
     finally:
+        if engine is not None:
+            engine.close()
         if skipped:
             _warn(f"warning: skipped {skipped} line(s) of {path} that are not UTF-8 text")
 
 
-def _check_task(
-    state_dir: Path, task: str | None, store: str | None, sets: list[str] | None
-) -> None:
-    """A usage error when the batch cannot be opened, or ``task`` names none of its tasks."""
+def _try_open(state_dir: Path, sets: list[str] | None) -> Engine | None:
+    """The batch of ``state_dir`` if it can be opened, for --follow to see it end."""
+    try:
+        location = _state.store_location(None, state_dir, sets=sets)
+        return _state.open_engine(state_dir, location=location)
+    except ConfigError:
+        return None
+
+
+def _open(state_dir: Path, task: str | None, store: str | None, sets: list[str] | None) -> Engine:
+    """The batch (for --follow to see when it ends); a usage error when it cannot be
+    opened, or ``task`` names none of its tasks."""
+    engine = None
     try:
         location = _state.store_location(store, state_dir, sets=sets)
-        with _state.open_engine(state_dir, location=location) as engine:
-            records = engine.store.tasks()
+        engine = _state.open_engine(state_dir, location=location)
         if task is not None:
-            select(records, [task], None, movable=frozenset(TaskState), verb="show")
+            select(engine.store.tasks(), [task], None, movable=frozenset(TaskState), verb="show")
     except ConfigError as err:
+        if engine is not None:
+            engine.close()
         where = "--task" if err.where == "TASK" else err.where
         raise usage_error(ConfigError(err.reason, where=where)) from None
+    return engine
 
 
 def _warn(message: str) -> None:
