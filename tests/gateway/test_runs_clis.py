@@ -308,3 +308,49 @@ def test_a_failed_codex_session_counts_its_tokens_and_its_refused_request(
     assert metrics["api_calls"] == stats["requests"] == 3, (metrics, stats)
     assert metrics["tokens_input"] == stats["input_tokens"] > 0, (metrics, stats)
     assert metrics["tokens_output"] == stats["output_tokens"], (metrics, stats)
+
+
+@pytest.mark.slow
+def test_aider_survives_a_503_and_a_429_through_backstay_run(
+    providers: Providers, tmp_path: Path
+) -> None:
+    """Aider (an ``openai/…`` model, ``--openai-api-base`` the gateway): the two refused
+    requests are retried by the gateway, so Aider's own retry loop never starts."""
+    installed("aider")
+    served = providers.serve(
+        {
+            "reply": {"text": "Here it is.\n\nhello.txt\n```\nhello world\n```\n"},
+            "faults": [
+                {"fault": "unavailable", "requests": [1], "retry_after_s": 1},
+                {"fault": "rate_limit", "requests": [2], "retry_after_s": 1},
+            ],
+        }
+    )
+    workspace, out = tmp_path / "workspace", tmp_path / "out"
+    workspace.mkdir()
+    prompt = tmp_path / "prompt.md"
+    prompt.write_text("Write hello world into hello.txt.", encoding="utf-8")
+    env = {
+        **BASE_ENV,
+        "HOME": os.environ.get("HOME", "/root"),
+        "OPENAI_API_KEY": CANARY_KEY,
+        "OPENAI_API_BASE": f"{served.url}/v1",
+    }
+    argv = [*BACKSTAY, "run", "--adapter", "aider", "--model", "openai/gpt-4o-mini"]
+    argv += ["--prompt-file", str(prompt), "--workspace", str(workspace)]
+    argv += ["--output-dir", str(out), "--timeout", str(TIMEOUT_S)]
+    with Environs(str(tmp_path), CANARY_KEY) as environs:
+        done = providers.namespace.run(argv, timeout_s=TIMEOUT_S + 60, env=env)
+    stats = served.stats()
+    log = (out / "agent.log").read_text() if (out / "agent.log").exists() else ""
+    assert done.returncode == 0, f"{done.stderr}\n{log}"
+    assert log.count("started pid ") == 1, log
+    assert "through the gateway at http://127.0.0.1:" in log, log
+    assert (workspace / "hello.txt").read_text() == "hello world\n"
+    assert stats["by_status"] == {"503": 1, "429": 1, "200": 1}, stats
+    metrics = json.loads((out / "metrics.json").read_text())
+    assert metrics["api_calls"] == stats["requests"], (metrics, stats)
+    assert metrics["tokens_input"] == stats["input_tokens"], (metrics, stats)
+    assert environs.seen
+    assert environs.holding == set()
+    assert CANARY_KEY not in _files_text(out) + done.stdout + done.stderr

@@ -107,7 +107,12 @@ class GatewayWiring:
       base URL has after the host (``/v1`` for the OpenAI ones), added to the gateway's
       URL and taken off a user's base URL to make the upstream;
     * ``timeout_setting``: the setting holding the CLI's own request or stream timeout, in
-      seconds, raised above the gateway's deadline unless the user set it.
+      seconds, raised above the gateway's deadline unless the user set it;
+    * ``model_prefixes``: when given, only a model named with one of them goes through the
+      gateway (Aider's ``openai/…``; any other goes straight to its provider);
+    * ``other_base_url_env``: more variables naming the base URL, read after
+      ``base_url_env`` and removed as it is; ``strip_env``: variables the attempt loses
+      (other providers' keys a CLI would not use for this model).
     """
 
     provider: str
@@ -116,6 +121,9 @@ class GatewayWiring:
     key_env_setting: str | None = None
     url_path: str = ""
     timeout_setting: str | None = None
+    model_prefixes: tuple[str, ...] = ()
+    other_base_url_env: tuple[str, ...] = ()
+    strip_env: tuple[str, ...] = ()
 
 
 _CURRENT: contextvars.ContextVar[RunGateway | None] = contextvars.ContextVar(
@@ -199,11 +207,16 @@ def open_run(
     gateway = current_gateway()
     if gateway is None or wiring is None:
         return None
+    if wiring.model_prefixes and not request.model.startswith(wiring.model_prefixes):
+        return None
     names = _key_names(wiring, request.config)
     held = next((name for name in names if request.env.get(name)), None)
     if held is None:
         return None  # nothing to stand in for: the adapter reports the missing key
-    configured = request.config.get("base_url") or request.env.get(wiring.base_url_env)
+    base_names = (wiring.base_url_env, *wiring.other_base_url_env)
+    configured = request.config.get("base_url") or next(
+        (request.env[name] for name in base_names if request.env.get(name, "").strip()), None
+    )
     if (
         wiring.url_path
         and isinstance(configured, str)
@@ -221,11 +234,8 @@ def open_run(
         traceparent=None if trace is None else trace.traceparent,
         model=request.model,
     )
-    env = {
-        name: value
-        for name, value in request.env.items()
-        if name not in names and name != wiring.base_url_env
-    }
+    dropped = {*names, *base_names, *wiring.strip_env}
+    env = {name: value for name, value in request.env.items() if name not in dropped}
     env[held] = token
     config = dict(request.config)
     config["base_url"] = gateway.url + wiring.url_path

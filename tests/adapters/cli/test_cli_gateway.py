@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 from tests.adapters.support import CANARY_KEY
 
+from backstay.adapters.cli.aider import AiderAdapter
 from backstay.adapters.cli.claude_code import ClaudeCodeAdapter
 from backstay.adapters.cli.codex import CodexAdapter
 from backstay.adapters.cli.codex.settings import config_toml
@@ -213,3 +214,20 @@ def test_the_gateway_is_told_the_attempts_trace_context(tmp_path: Path) -> None:
         set_current(None)
     assert opened is not None
     assert gateway.opened[0]["traceparent"] == traceparent
+
+
+def test_aider_goes_through_for_an_openai_model_only_and_loses_other_keys(tmp_path: Path) -> None:
+    gateway = _Gateway()
+    env = {
+        "OPENAI_API_KEY": CANARY_KEY,
+        "OPENAI_BASE_URL": "http://upstream.test:1/v1",
+        "ANTHROPIC_API_KEY": CANARY_KEY,
+    }
+    opened = _open(AiderAdapter(), _request(tmp_path, env), gateway)
+    assert opened is None  # "m-1" is no openai/ model: straight to its provider
+    request = dataclasses.replace(_request(tmp_path, env), model="openai/gpt-4o-mini")
+    opened = _open(AiderAdapter(), request, gateway)
+    assert opened is not None
+    assert gateway.opened[0]["upstream"] == "http://upstream.test:1"
+    assert opened.request.config["base_url"] == f"{GATEWAY_URL}/v1"
+    assert dict(opened.request.env) == {"PATH": "/usr/bin", "OPENAI_API_KEY": TOKEN}

@@ -42,6 +42,7 @@ from backstay.adapters.cli.aider.settings import CONFIG_KEYS, AiderSettings, par
 from backstay.adapters.cli.base import CliAdapter, Listeners
 from backstay.adapters.cli.process import ProcessOutcome
 from backstay.adapters.contract import AgentRequest
+from backstay.adapters.gateway_wiring import GatewayWiring
 from backstay.adapters.pricing import price_usage
 from backstay.adapters.provider_env import ANTHROPIC_ENV, GEMINI_ENV, OPENAI_ENV, ProviderEnv
 from backstay.adapters.usage import Usage
@@ -127,6 +128,20 @@ class AiderAdapter(CliAdapter[AiderSettings, _Run]):
     program: ClassVar[str] = CLI_NAME
     config_keys: ClassVar[frozenset[str]] = CONFIG_KEYS
     provider_env: ClassVar[ProviderEnv] = PROVIDER_ENV
+    # Through a gateway: an ``openai/…`` model (``--openai-api-base``); others go straight.
+    gateway_wiring: ClassVar[GatewayWiring | None] = GatewayWiring(
+        provider="openai",
+        key_env=OPENAI_ENV.credentials,
+        base_url_env="OPENAI_API_BASE",
+        other_base_url_env=OPENAI_ENV.endpoint,
+        url_path="/v1",
+        model_prefixes=("openai/",),
+        strip_env=(
+            ANTHROPIC_ENV.credentials[0],
+            GEMINI_ENV.credentials[0],
+            *ANTHROPIC_ENV.endpoint,
+        ),
+    )
 
     def __init__(self, *, launcher: Sequence[str] = ()) -> None:
         self.launcher = check_launcher(launcher, where="launcher")
