@@ -27,7 +27,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, Final
 
@@ -89,11 +89,14 @@ def parse_session_options(config: Mapping[str, Any]) -> SessionOptions:
 class SessionPlan:
     """How an attempt runs its CLI's session: in the private home ``home``, kept across
     the task's attempts; continuing the session ``resume_id`` with ``prompt`` (``None``:
-    a new session from the task's prompt)."""
+    a new session from the task's prompt). When the CLI refuses to continue it (the
+    session is not found), ``restart`` puts the workspace back for a fresh start in the
+    same attempt and says whether it could (``None``: it cannot; the attempt fails)."""
 
     home: Path
     resume_id: str | None = None
     prompt: str = CONTINUE_PROMPT
+    restart: Callable[[], bool] | None = dataclasses.field(default=None, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         if not isinstance(self.home, Path):

@@ -21,6 +21,7 @@ from backstay.adapters.usage import Usage
 from backstay.agents import CLIS, Located, Source
 from backstay.failure import Failure
 from backstay.policy.retry import RetryPolicy
+from backstay.testing.events import capture_events
 
 POLICY: Final = RetryPolicy(name="twice", max_attempts=2, initial_delay_s=0.01, jitter=0.0)
 # The agent: a new session does step 1 (and dies the first time it ever runs); a continued
@@ -35,7 +36,8 @@ if sys.argv[1] == "resume":
     print("session s-1"); print("answer")
     with open("notes.txt", "a") as f: f.write("step-2\\n")
     sys.exit(0)
-(home / "s-1").write_text(sys.stdin.read())
+if not os.environ.get("FORGET"):
+    (home / "s-1").write_text(sys.stdin.read())
 print("session s-1"); print("answer")
 with open("notes.txt", "a") as f: f.write("step-1\\n")
 marker = pathlib.Path(os.environ["DIED_ONCE"])
@@ -124,7 +126,19 @@ class TinyAgent(CliAdapter[Any, _Run]):
         return "done"
 
 
-def _run(tmp_path: Path, **config: Any) -> tuple[int, Path, Path]:
+class ForgetfulAgent(TinyAgent):
+    """Believes its session is kept, but never saved it: the CLI refuses the resume."""
+
+    def has_session(self, home: Path, session_id: str) -> bool:
+        return True
+
+    def resume_refused(self, outcome: ProcessOutcome, run: _Run) -> bool:
+        return run.session is None and "no such session" in outcome.stdout_tail
+
+
+def _run(
+    tmp_path: Path, agent: type[TinyAgent] = TinyAgent, **config: Any
+) -> tuple[int, Path, Path]:
     script = tmp_path / "agent.py"
     script.write_text(AGENT)
     workspace, out = tmp_path / "workspace", tmp_path / "out"
@@ -132,14 +146,18 @@ def _run(tmp_path: Path, **config: Any) -> tuple[int, Path, Path]:
     (workspace / "notes.txt").write_text("start\n")
     prompt = tmp_path / "prompt.txt"
     prompt.write_text("do the steps")
-    result = TinyAgent(script).run(
+    result = agent(script).run(
         "m",
         prompt,
         workspace,
         out,
         config,
         30.0,
-        env={"PATH": "/usr/bin:/bin", "DIED_ONCE": str(tmp_path / "died")},
+        env={
+            "PATH": "/usr/bin:/bin",
+            "DIED_ONCE": str(tmp_path / "died"),
+            **({"FORGET": "1"} if agent is ForgetfulAgent else {}),
+        },
         policy=POLICY,
     )
     assert result == 0, (out / "agent.log").read_text()
@@ -190,3 +208,20 @@ def test_a_single_attempt_run_keeps_nothing(tmp_path: Path) -> None:
     assert result == 0
     assert "starts:" not in (out / "agent.log").read_text()
     assert read_session_record(out) is None
+
+
+def test_a_resume_the_cli_refuses_restores_the_workspace_in_the_same_attempt(
+    tmp_path: Path,
+) -> None:
+    with capture_events() as events:
+        _, workspace, out = _run(tmp_path, ForgetfulAgent)
+    # The refused resume wrote nothing; the fresh start in the restored workspace did step 1.
+    assert (workspace / "notes.txt").read_text() == "start\nstep-1\n"
+    log = (out / "agent.log").read_text()
+    assert "attempt 2 starts: resumed_session" in log
+    assert "session s-1 could not be continued; the workspace was restored" in log
+    assert [e.to_dict()["attempt"] for e in events.named("attempt.workspace_restored")] == [2]
+    record = read_session_record(out)
+    assert record is not None
+    assert (record.resumed, record.resume_refused) == (False, False)
+    assert not (tmp_path / "out" / "attempt_3").exists()  # no attempt spent on it

@@ -20,8 +20,10 @@ decides (a pure function of what the previous attempt left):
   over the limit): the attempt starts in the workspace as it is;
 * ``fresh``: the first attempt.
 
-A resume the CLI refuses (its session is not found) is written in the attempt's
-``session.json``; the next attempt then restores the workspace and starts afresh.
+A resume the CLI refuses at once (its session is not found) falls back in the same
+attempt: the workspace is restored from the snapshot (``attempt.workspace_restored``) and
+the CLI starts afresh; without a snapshot the refusal is written in the attempt's
+``session.json`` and the attempt fails, and the next one starts afresh.
 
 Each path is an event (``attempt.resumed_session``, ``attempt.workspace_restored``, and
 ``workspace.snapshot_taken`` / ``workspace.snapshot_skipped`` for the first attempt); the
@@ -35,6 +37,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import functools
 import logging
 import shutil
 from collections.abc import Iterable
@@ -227,7 +230,10 @@ class StartKeeper:
         if path is StartPath.RESUMED_SESSION:
             assert plan is not None  # noqa: S101 - start_path resumes only a kept session
             assert session_id is not None  # noqa: S101 - start_path resumes only with one
-            plan = dataclasses.replace(plan, resume_id=session_id)
+            restart = None
+            if snapshot is not None:
+                restart = functools.partial(self._restart, snapshot, request, number)
+            plan = dataclasses.replace(plan, resume_id=session_id, restart=restart)
             self._emit(AttemptResumedSession, number, agent=adapter.name, session_id=session_id)
         elif path is StartPath.WORKSPACE_RESTORED:
             assert snapshot is not None  # noqa: S101 - start_path restores only with one
@@ -239,6 +245,18 @@ class StartKeeper:
                 entries=len(snapshot.entries),
             )
         return dataclasses.replace(request, session=plan), path
+
+    def _restart(self, snapshot: WorkspaceSnapshot, request: AgentRequest, number: int) -> bool:
+        """The CLI refused to continue its session: the workspace restored for a fresh
+        start in the same attempt."""
+        snapshot.restore()
+        self._emit(
+            AttemptWorkspaceRestored,
+            number,
+            workspace=str(request.workspace),
+            entries=len(snapshot.entries),
+        )
+        return True
 
     def finished(self) -> None:
         """The work succeeded: its snapshot and session home are no longer needed."""

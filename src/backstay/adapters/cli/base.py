@@ -262,8 +262,60 @@ class CliAdapter(BaseAdapter, Generic[S, R]):
         not_ready = self.check_ready(request, settings)
         if not_ready is not None:
             return AgentResult.failed(not_ready)
-        run = await self.start(request, settings, cli, capture)
         resume_id = self._resume_id(request)
+        run, outcome = await self._run_once(request, settings, cli, capture, resume_id)
+        refused = resume_id is not None and self.resume_refused(outcome, run)
+        restart = None if request.session is None else request.session.restart
+        if refused and restart is not None and restart():
+            await capture.alog(
+                f"{self.name}: session {resume_id} could not be continued; the workspace was "
+                "restored and the CLI starts afresh"
+            )
+            resume_id, refused = None, False
+            run, outcome = await self._run_once(request, settings, cli, capture, None)
+        if request.session is not None:
+            write_session_record(
+                request.output_dir,
+                SessionRecord(
+                    agent=self.name,
+                    session_id=self.session_id(run) or (None if refused else resume_id),
+                    turns=self.session_turns(run),
+                    resumed=resume_id is not None and not refused,
+                    resume_refused=refused,
+                ),
+            )
+        usage = await self.usage(request, settings, run, capture)
+        failure = self.failure(outcome, request, run)
+        output = self.output(run, outcome, failed=failure is not None)
+        artefacts = self.artefacts(request, run)
+        if failure is not None:
+            return AgentResult.failed(
+                failure,
+                output=output,
+                usage=usage,
+                exit_code=outcome.exit_code,
+                duration_s=outcome.duration_s,
+                artefacts=artefacts,
+            )
+        return AgentResult(
+            status=AgentStatus.SUCCEEDED,
+            output=output,
+            usage=usage,
+            exit_code=outcome.exit_code,
+            duration_s=outcome.duration_s,
+            artefacts=artefacts,
+        )
+
+    async def _run_once(
+        self,
+        request: AgentRequest,
+        settings: S,
+        cli: Located,
+        capture: Capture,
+        resume_id: str | None,
+    ) -> tuple[R, ProcessOutcome]:
+        """One run of the CLI: a new session, or the session ``resume_id`` continued."""
+        run = await self.start(request, settings, cli, capture)
         with contextlib.ExitStack() as stack:
             if request.session is None:
                 folder = Path(
@@ -305,36 +357,4 @@ class CliAdapter(BaseAdapter, Generic[S, R]):
             finally:
                 listen.ended()
             await self.collect(request, run, folder, capture)
-        if request.session is not None:
-            refused = resume_id is not None and self.resume_refused(outcome, run)
-            write_session_record(
-                request.output_dir,
-                SessionRecord(
-                    agent=self.name,
-                    session_id=self.session_id(run) or (None if refused else resume_id),
-                    turns=self.session_turns(run),
-                    resumed=resume_id is not None and not refused,
-                    resume_refused=refused,
-                ),
-            )
-        usage = await self.usage(request, settings, run, capture)
-        failure = self.failure(outcome, request, run)
-        output = self.output(run, outcome, failed=failure is not None)
-        artefacts = self.artefacts(request, run)
-        if failure is not None:
-            return AgentResult.failed(
-                failure,
-                output=output,
-                usage=usage,
-                exit_code=outcome.exit_code,
-                duration_s=outcome.duration_s,
-                artefacts=artefacts,
-            )
-        return AgentResult(
-            status=AgentStatus.SUCCEEDED,
-            output=output,
-            usage=usage,
-            exit_code=outcome.exit_code,
-            duration_s=outcome.duration_s,
-            artefacts=artefacts,
-        )
+        return run, outcome
