@@ -70,3 +70,10 @@ def test_a_missing_argument_is_named() -> None:
     result = invoke("batch", "--state-dir", "s")
     assert result.exit_code == USAGE_ERROR
     assert result.output.startswith("error: SUITE.yaml: required")
+
+
+@pytest.mark.parametrize("group", ["escalations", "config", "agents"])
+def test_a_group_without_its_command_shows_its_help_and_no_error_line(group: str) -> None:
+    result = invoke(group)
+    assert "Usage:" in result.output
+    assert "error:" not in result.output

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
 import typer
-from typer._click.exceptions import ClickException
+from typer._click.exceptions import ClickException, NoArgsIsHelpError
 from typer.core import TyperGroup
 
 from backstay.cli._errors import USAGE_ERROR
@@ -198,6 +198,8 @@ class FaultGuard(TyperGroup):
         token = _IN_USE.set(None)
         try:
             return super().invoke(ctx)
+        except NoArgsIsHelpError:
+            raise  # a group given no command: its help, as typer prints it
         except ClickException as exc:  # a command's bad flag: backstay's own error line
             from backstay.cli._help_style import print_error  # noqa: PLC0415 - on an error only
 

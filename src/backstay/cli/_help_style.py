@@ -131,7 +131,10 @@ def error_line(exc: click_errors.ClickException) -> str:
 
 
 def print_error(exc: click_errors.ClickException) -> None:
-    """Print ``exc`` as ``error: WHERE: what is wrong``, and where the help is."""
+    """Print ``exc`` as ``error: WHERE: what is wrong``, and where the help is; nothing
+    for a group given no command (its help is shown already)."""
+    if isinstance(exc, click_errors.NoArgsIsHelpError):
+        return
     out = Console(stderr=True, soft_wrap=True)
     out.print(f"[bold red]error:[/] {escape(error_line(exc))}", highlight=False)
     ctx = getattr(exc, "ctx", None)
