@@ -8,7 +8,8 @@ conversation (``SessionPlan.resume_id``, with the short ``SessionPlan.prompt``) 
 of starting from the task's prompt.
 
 An attempt's adapter writes what it learned of its session into ``session.json`` in the
-attempt's output folder (``write_session_record``), as soon as the run has ended: the
+attempt's output folder (``write_session_record``) while the CLI runs, each time the
+session's id or its answers change, and once more when the run has ended: the
 CLI's session id, how many model answers the run saw, whether the run continued an
 earlier session, and whether a resume was refused by the CLI (the session was not found).
 ``read_session_record`` reads it back.

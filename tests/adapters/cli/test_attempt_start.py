@@ -48,6 +48,10 @@ def test_the_first_attempt_starts_fresh() -> None:
     assert _path(number=1) is StartPath.FRESH
 
 
+def test_a_session_whose_runner_died_under_it_is_continued() -> None:
+    assert _path(previous_failure=None) is StartPath.RESUMED_SESSION
+
+
 @pytest.mark.parametrize("kind", list(FailureKind))
 def test_only_failures_outside_the_conversation_continue_the_session(kind: FailureKind) -> None:
     path = _path(previous_failure=Failure(code=CODE_OF_KIND[kind]))
@@ -63,7 +67,6 @@ def test_only_failures_outside_the_conversation_continue_the_session(kind: Failu
         {"options": SessionOptions(resume_session=False)},
         {"can_resume": False},
         {"session_kept": False},
-        {"previous_failure": None},  # interrupted: no session record was written
         {"previous_session": None},
         {"previous_session": SessionRecord(agent="codex", session_id="s-1", turns=2)},
         {"previous_session": SessionRecord(agent="claude-code", turns=2)},

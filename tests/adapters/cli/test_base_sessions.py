@@ -5,6 +5,7 @@ does step 1 again when started afresh."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import sys
 from collections.abc import Mapping
@@ -16,7 +17,7 @@ from backstay.adapters.cli.attempt_start import SESSION_HOME_DIR, SNAPSHOT_DIR
 from backstay.adapters.cli.base import CliAdapter, Listeners, home_run_env
 from backstay.adapters.cli.process import ProcessOutcome
 from backstay.adapters.contract import AgentRequest
-from backstay.adapters.session import read_session_record
+from backstay.adapters.session import SessionPlan, read_session_record
 from backstay.adapters.usage import Usage
 from backstay.agents import CLIS, Located, Source
 from backstay.failure import Failure
@@ -225,3 +226,47 @@ def test_a_resume_the_cli_refuses_restores_the_workspace_in_the_same_attempt(
     assert record is not None
     assert (record.resumed, record.resume_refused) == (False, False)
     assert not (tmp_path / "out" / "attempt_3").exists()  # no attempt spent on it
+
+
+WATCHER: Final = """
+import os, pathlib, sys, time
+(pathlib.Path(os.environ["HOME"]) / "sessions").mkdir(parents=True, exist_ok=True)
+print("session s-9", flush=True)
+print("answer", flush=True)
+record = pathlib.Path(os.environ["OUT"]) / "session.json"
+for _ in range(200):  # 10 s at most
+    if record.exists() and '"turns": 1' in record.read_text():
+        sys.exit(0)
+    time.sleep(0.05)
+sys.exit(3)
+"""
+
+
+def test_session_json_is_written_while_the_cli_runs(tmp_path: Path) -> None:
+    # The agent succeeds only once it sees its own session.json, so a runner that dies
+    # mid-attempt leaves the session's id behind for the next one.
+    script = tmp_path / "watcher.py"
+    script.write_text(WATCHER)
+    workspace, out = tmp_path / "workspace", tmp_path / "out"
+    workspace.mkdir()
+    request = AgentRequest(
+        model="m",
+        workspace=workspace,
+        output_dir=out,
+        timeout_s=30.0,
+        prompt="watch",
+        env={"PATH": "/usr/bin:/bin", "OUT": str(out)},
+        session=SessionPlan(home=tmp_path / "home"),
+    )
+
+    async def go() -> int | None:
+        with Capture(out) as capture:
+            result = await TinyAgent(script).dispatch(
+                request, operation_id="o", attempt_id="o/1", capture=capture
+            )
+        return result.exit_code
+
+    assert asyncio.run(go()) == 0
+    record = read_session_record(out)
+    assert record is not None
+    assert (record.session_id, record.turns) == ("s-9", 1)

@@ -11,7 +11,8 @@ decides (a pure function of what the previous attempt left):
 
 * ``resumed_session``: the previous attempt's CLI session died mid-way of a failure
   that did not come from the conversation itself (``RESUMABLE_KINDS``: a provider
-  failure, a timeout, a crash), after at least one answered turn, and its CLI can
+  failure, a timeout, a crash; or the runner died under it), after at least one answered
+  turn, and its CLI can
   continue it: the attempt continues that session with a short prompt, in the workspace
   as the session left it;
 * ``workspace_restored``: otherwise, with a snapshot, the workspace is put back exactly
@@ -109,14 +110,14 @@ def start_path(
     has_snapshot: bool,
 ) -> StartPath:
     """The path attempt ``number`` of a CLI task takes, from the previous attempt's
-    ``previous_failure`` (``None``: it was interrupted) and its ``session.json``."""
+    ``previous_failure`` (``None``: its runner died under it, a crash like another) and
+    its ``session.json``."""
     if number <= 1:
         return StartPath.FRESH
     if (
         options.resume_session
         and can_resume
-        and previous_failure is not None
-        and previous_failure.kind in RESUMABLE_KINDS
+        and (previous_failure is None or previous_failure.kind in RESUMABLE_KINDS)
         and previous_session is not None
         and previous_session.agent == agent
         and previous_session.session_id is not None

@@ -220,6 +220,27 @@ class CliAdapter(BaseAdapter, Generic[S, R]):
 
         return StartKeeper(request.output_dir, operation=operation, exclude=(request.output_dir,))
 
+    def _noting_session(
+        self, request: AgentRequest, run: R, listen: Listeners, resume_id: str | None
+    ) -> Listeners:
+        """``listen`` with ``session.json`` written while the CLI runs, each time its
+        session id or answers change: a runner that dies mid-attempt leaves it behind."""
+        seen: list[tuple[str | None, int]] = [(None, 0)]
+        inner = listen.stdout
+
+        def line(text: str) -> None:
+            if inner is not None:
+                inner(text)
+            now = (self.session_id(run), self.session_turns(run))
+            if now[0] is not None and now != seen[-1]:
+                seen.append(now)
+                record = SessionRecord(
+                    agent=self.name, session_id=now[0], turns=now[1], resumed=bool(resume_id)
+                )
+                write_session_record(request.output_dir, record)
+
+        return dataclasses.replace(listen, stdout=line)
+
     def _resume_id(self, request: AgentRequest) -> str | None:
         if request.session is None or not self.resumes_sessions:
             return None
@@ -340,6 +361,8 @@ class CliAdapter(BaseAdapter, Generic[S, R]):
                 stdin = None if request.session is None else request.session.prompt
                 await capture.alog(f"{self.name}: continuing session {resume_id}")
             listen = self.listeners(run)
+            if request.session is not None:
+                listen = self._noting_session(request, run, listen, resume_id)
             try:
                 outcome = await run_process(
                     argv,
