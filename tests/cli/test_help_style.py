@@ -77,3 +77,12 @@ def test_a_group_without_its_command_shows_its_help_and_no_error_line(group: str
     result = invoke(group)
     assert "Usage:" in result.output
     assert "error:" not in result.output
+
+
+def test_a_bad_flag_of_backstay_itself_is_one_error_line() -> None:
+    result = invoke("--bogus")
+    assert result.exit_code == USAGE_ERROR
+    assert result.output.splitlines() == [
+        "error: no such option: --bogus",
+        "backstay --help says what it takes",
+    ]

@@ -194,6 +194,17 @@ class FaultGuard(TyperGroup):
     """The root group: a fault of the machine in any command becomes one line on stderr
     and its exit code, instead of a traceback."""
 
+    def make_context(self, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return super().make_context(*args, **kwargs)
+        except NoArgsIsHelpError:
+            raise
+        except ClickException as exc:  # a bad flag of backstay itself (backstay --bogus)
+            from backstay.cli._help_style import print_error  # noqa: PLC0415 - on an error only
+
+            print_error(exc)
+            raise typer.Exit(exc.exit_code) from None
+
     def invoke(self, ctx: Any) -> Any:
         token = _IN_USE.set(None)
         try:
