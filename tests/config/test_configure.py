@@ -9,7 +9,7 @@ import pytest
 
 import backstay
 from backstay import CircuitBreaker, FailureKind, RetryBudget
-from backstay.policy.registry import DEFAULT_REGISTRY
+from backstay.policy.registry import DEFAULT_REGISTRY, use_breakers
 from backstay.testing import FakeClock
 
 CONFIG = """\
@@ -42,6 +42,7 @@ def configured(tmp_path: Path) -> Iterator[backstay.BackstayConfig]:
         yield backstay.configure(path, overrides=["retry.policies.patient.max_attempts=4"])
     finally:
         backstay.use_registry(DEFAULT_REGISTRY)
+        use_breakers(None)  # configure() put calls with an operation under its breakers
 
 
 def test_policy_names_resolve_in_the_configured_file(configured: backstay.BackstayConfig) -> None:
@@ -93,3 +94,21 @@ def test_a_call_without_a_policy_uses_the_configured_default(
     with pytest.raises(ConnectionResetError):
         backstay.call(failing, clock=clock)
     assert len(calls) == 4  # "patient" (4 attempts after --set), not "standard" (3)
+
+
+def test_the_configured_circuit_breaker_guards_calls_with_an_operation(
+    configured: backstay.BackstayConfig,
+) -> None:
+    calls: list[int] = []
+
+    def overloaded() -> None:
+        calls.append(1)
+        raise backstay.AdapterError(backstay.Failure(code="ERR_HTTP_503_UNAVAILABLE"))
+
+    for _ in range(2):
+        with pytest.raises(backstay.AdapterError):
+            backstay.call(overloaded, policy="no_retry", operation="llm")
+    with pytest.raises(backstay.CircuitOpen):
+        backstay.call(overloaded, policy="no_retry", operation="llm")
+    assert len(calls) == 2
+

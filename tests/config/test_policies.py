@@ -170,8 +170,17 @@ def test_a_policy_extending_a_broken_one_adds_no_second_problem(tmp_path: Path) 
 
 
 def test_a_policy_named_like_a_built_in_changes_only_what_it_sets(tmp_path: Path) -> None:
+    # Its settings, without the built-in's per-kind limits: what the file prints is what it
+    # means (the retry policy framework's aggressive/standard, docs/conformance.md).
     config = load(write(tmp_path, "retry: {policies: {standard: {max_attempts: 6}}}"))
-    assert config.policy("standard") == STANDARD.derive(max_attempts=6)
+    assert config.policy("standard") == STANDARD.derive(max_attempts=6, per_kind={})
+
+
+def test_a_policy_extending_its_built_in_namesake_keeps_its_per_kind_limits(
+    tmp_path: Path,
+) -> None:
+    text = "retry: {policies: {standard: {extends: standard, max_attempts: 6}}}"
+    assert load(write(tmp_path, text)).policy("standard") == STANDARD.derive(max_attempts=6)
 
 
 def test_extends_starts_from_the_parent(tmp_path: Path) -> None:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
-from typing import Final
+from typing import Any, Final
 
 import pytest
 from tests.engine.support import spec
@@ -307,22 +307,208 @@ def _run_failing_twice(tmp_path: Path) -> Result:
 def test_a_cli_user_who_configures_nothing_sees_each_failure_on_stderr(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # "Each attempt MUST be logged" (FR-041-31): backstay run says each failed attempt on
+    # stderr (a readable line, as batch prints it), redacted
     monkeypatch.chdir(tmp_path)
     # As a shell runs the CLI: no handler on the root logger (pytest adds its own).
     monkeypatch.setattr(logging.getLogger(), "handlers", [])
     result = _run_failing_twice(tmp_path)
     assert result.exit_code == 0, result.output
-    failures = [line for line in result.stderr.splitlines() if "retry.attempt_failed" in line]
-    assert len(failures) == 2
-    assert all(line.startswith("backstay: WARNING: ") for line in failures)
+    failures = [line for line in result.stderr.splitlines() if "failed on mock/m" in line]
+    assert [line.split("run: ", 1)[1].split(" failed")[0] for line in failures] == [
+        "attempt 1",
+        "attempt 2",
+    ]
     assert CANARY not in result.stderr + result.stdout
 
 
-def test_configured_logging_is_left_to_the_user(
+def test_configured_logging_gets_each_attempt_as_a_structured_record(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # "Structured logging | JSON" (NFR-041-28): an application that configures logging
+    # gets every failed attempt as a JSON record of the backstay logger, redacted
     monkeypatch.chdir(tmp_path)
-    monkeypatch.setattr(logging.getLogger(), "handlers", [logging.NullHandler()])
+    records: list[logging.LogRecord] = []
+
+    class Keep(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            records.append(record)
+
+    keep = Keep(level=logging.DEBUG)
+    monkeypatch.setattr(logging.getLogger(), "handlers", [keep])
     result = _run_failing_twice(tmp_path)
     assert result.exit_code == 0, result.output
-    assert "retry.attempt_failed" not in result.stderr
+    failed = [r for r in records if getattr(r, EVENT_NAME_ATTR, None) == "retry.attempt_failed"]
+    assert len(failed) == 2
+    assert all(r.getMessage().startswith("{") for r in failed)
+    assert all(CANARY not in r.getMessage() for r in records)
+
+
+# -- the specification's own "Configuration Schema", as printed ---------------------------
+
+PRINTED_CONFIG = """\
+retry:
+  defaultPolicy: standard
+  policies:
+    standard:
+      maxAttempts: 3
+      backoff: exponential
+      initialDelayMs: 100
+      maxDelayMs: 5000
+      factor: 2.0
+      jitterPercent: 10
+    aggressive:
+      maxAttempts: 5
+      backoff: exponential
+      initialDelayMs: 50
+      maxDelayMs: 30000
+      factor: 2.0
+      jitterPercent: 20
+    noRetry:
+      maxAttempts: 1
+
+  operationPolicies:
+    network: aggressive
+    file: standard
+    permission: noRetry
+
+  circuitBreaker:
+    enabled: true
+    failureThreshold: 5
+    openDurationMs: 30000
+    halfOpenProbes: 1
+"""
+RETRYABLE_KINDS = {
+    "server_error": "ERR_HTTP_503_UNAVAILABLE",
+    "timeout": "ERR_TIMEOUT",
+    "network": "ERR_CONNECTION_RESET",
+    "rate_limit": "ERR_HTTP_429_RATE_LIMITED",
+}  # "unknown" is retried once by the taxonomy whatever a policy says (docs/conformance.md)
+
+
+@pytest.fixture
+def printed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    (tmp_path / "agent").mkdir()
+    (tmp_path / "agent" / "config.yml").write_text(PRINTED_CONFIG, encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def _decide_code(policy: RetryPolicy, code: str, attempt: int) -> Any:
+    failure = Failure(code=code)
+    return decide(policy, failure, attempt=attempt, elapsed_s=0.0, previous_delay_s=None, draw=0.5)
+
+
+def test_the_printed_configuration_schema_is_read_from_agent_config_yml(printed: Path) -> None:
+    # "### Configuration Schema" (FR-041-66 "Config MUST be in agent/config.yml")
+    config = load_config(environ={})
+    assert config.problems == ()
+    assert config.default_policy == "standard"
+    ops = config.operation_policies
+    assert (ops["network"], ops["file"], ops["permission"]) == ("aggressive", "standard", "noRetry")
+    assert config.policy("noRetry").max_attempts == 1
+    breaker = config.breaker_settings()
+    assert (breaker.failure_threshold, breaker.open_duration_s, breaker.half_open_max_probes) == (
+        5,
+        30.0,
+        1,
+    )
+
+
+@pytest.mark.parametrize("kind", sorted(RETRYABLE_KINDS))
+def test_a_policy_named_like_a_built_in_means_exactly_what_is_printed(
+    printed: Path, kind: str
+) -> None:
+    # "aggressive: maxAttempts: 5" → 5 attempts, "standard: initialDelayMs: 100" → 100 ms,
+    # for every retryable kind: no per-kind limits of the built-ins come along unseen
+    config = load_config(environ={})
+    aggressive, standard = config.policy("aggressive"), config.policy("standard")
+    code = RETRYABLE_KINDS[kind]
+    assert _decide_code(aggressive, code, 4).retry is True
+    assert _decide_code(aggressive, code, 5).retry is False
+    assert _decide_code(standard, code, 2).retry is True
+    assert _decide_code(standard, code, 3).retry is False
+    assert _decide_code(standard, code, 1).delay_s == pytest.approx(0.1)  # draw 0.5: no jitter
+
+
+def test_the_configured_circuit_breaker_applies_to_call_with_an_operation(printed: Path) -> None:
+    # "circuitBreaker: failureThreshold: 5" and the RetryExecutor's "if
+    # (_circuitBreaker?.IsOpen(operationType) == true) throw new CircuitOpenException":
+    # Scenario 4 "Circuit Breaker Opens" through call(operation=…)
+    from backstay.errors import CircuitOpen  # noqa: PLC0415
+    from backstay.policy.registry import DEFAULT_REGISTRY, use_breakers, use_registry  # noqa: PLC0415
+
+    calls: list[int] = []
+
+    def down() -> None:
+        calls.append(1)
+        raise ConnectionResetError("connection reset by peer")
+
+    backstay.configure()
+    try:
+        for _ in range(5):  # one attempt a call (noRetry), five failures of "network"
+            with pytest.raises(ConnectionResetError):
+                backstay.call(down, policy="noRetry", operation="network")
+        with pytest.raises(CircuitOpen):  # fails fast: down() is not called
+            backstay.call(down, policy="noRetry", operation="network")
+        assert len(calls) == 5
+        assert backstay.call(lambda: "ok", operation="file") == "ok"  # one circuit per type
+    finally:
+        use_registry(DEFAULT_REGISTRY)
+        use_breakers(None)
+
+
+def test_scenario_5_circuit_recovery(printed: Path) -> None:
+    # "Scenario 5: Circuit Recovery": timeout expires, half-open, probe succeeds, closes
+    # (openDurationMs set to 50 with --set's form, so that the test waits 50 ms, not 30 s)
+    import time  # noqa: PLC0415
+
+    from backstay.errors import CircuitOpen  # noqa: PLC0415
+    from backstay.policy.registry import (  # noqa: PLC0415
+        DEFAULT_REGISTRY,
+        configured_breaker,
+        use_breakers,
+        use_registry,
+    )
+
+    def down() -> None:
+        raise ConnectionResetError("connection reset by peer")
+
+    backstay.configure(overrides=["retry.circuitBreaker.openDurationMs=50"])
+    try:
+        for _ in range(5):
+            with pytest.raises(ConnectionResetError):
+                backstay.call(down, policy="noRetry", operation="network")
+        with pytest.raises(CircuitOpen):
+            backstay.call(down, policy="noRetry", operation="network")
+        time.sleep(0.06)
+        assert backstay.call(lambda: "probe", operation="network") == "probe"
+        breaker = configured_breaker("network")
+        assert breaker is not None
+        assert str(breaker.snapshot().state) == "closed"
+    finally:
+        use_registry(DEFAULT_REGISTRY)
+        use_breakers(None)
+
+
+def test_scenario_6_cancellation_stops_a_retry_at_once() -> None:
+    # "Scenario 6: Cancellation": a retry waiting out its backoff is cancelled immediately
+    import asyncio  # noqa: PLC0415
+
+    attempts: list[int] = []
+
+    async def flaky() -> None:
+        attempts.append(1)
+        raise ConnectionResetError("connection reset by peer")
+
+    async def scenario() -> None:
+        slow = RetryPolicy(name="slow", max_attempts=5, initial_delay_s=30.0, max_delay_s=30.0)
+        task = asyncio.ensure_future(backstay.acall(flaky, policy=slow))
+        while not attempts:
+            await asyncio.sleep(0.01)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await asyncio.wait_for(task, timeout=5.0)
+
+    asyncio.run(scenario())
+    assert attempts == [1]

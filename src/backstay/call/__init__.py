@@ -38,6 +38,7 @@ from backstay.policy.protocols import (
 )
 from backstay.policy.registry import (
     PolicySpec,
+    configured_breaker,
     current_registry,
     resolve_policy,
     use_registry,
@@ -113,6 +114,8 @@ def _run(  # noqa: PLR0917 - the hot path: positional is the cheapest call
     clock: Clock | None,
 ) -> T:
     clk = clock or SYSTEM_CLOCK
+    if breaker is None and operation is not None:
+        breaker = configured_breaker(operation)  # the configured circuit_breaker, if any
     if budget is not None or limiter is not None:
         return _run_state(fn, args, kwargs, pol, operation, breaker, budget, limiter, clk)
     # The common case, with no per-call object: the loop keeps its state in locals.
@@ -216,6 +219,8 @@ async def _arun(  # noqa: PLR0917 - the hot path: positional is the cheapest cal
     clock: Clock | None,
 ) -> T:
     clk = clock or SYSTEM_CLOCK
+    if breaker is None and operation is not None:
+        breaker = configured_breaker(operation)  # the configured circuit_breaker, if any
     if budget is not None or limiter is not None:
         return await _arun_state(fn, args, kwargs, pol, operation, breaker, budget, limiter, clk)
     deadline = pol.deadline_s

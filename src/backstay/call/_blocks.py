@@ -8,7 +8,7 @@ from collections.abc import AsyncIterator, Iterator
 from backstay.call._state import CallState
 from backstay.clock import SYSTEM_CLOCK, Clock
 from backstay.policy.protocols import CircuitBreakerLike, RateLimiterLike, RetryBudgetLike
-from backstay.policy.registry import PolicySpec, resolve_policy
+from backstay.policy.registry import PolicySpec, configured_breaker, resolve_policy
 
 __all__ = ["Attempt", "aattempts", "attempts"]
 
@@ -50,6 +50,8 @@ def _block_state(
 ) -> tuple[CallState, Clock]:
     clk = clock or SYSTEM_CLOCK
     pol = resolve_policy(policy, operation)
+    if breaker is None and operation is not None:
+        breaker = configured_breaker(operation)
     state = CallState(
         pol, clk, operation=operation, breaker=breaker, budget=budget, limiter=limiter
     )

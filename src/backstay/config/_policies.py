@@ -2,8 +2,10 @@
 ``RetryPolicy`` objects, and remember where each of their values came from.
 
 A policy starts from the policy it ``extends`` (one from the file, or a built-in one); a
-policy named like a built-in one and without ``extends`` starts from that built-in; any
-other starts from ``RetryPolicy``'s defaults. Mappings (``per_kind`` and each kind in it)
+policy named like a built-in one and without ``extends`` starts from that built-in's
+settings without its per-kind and per-category limits (``extends: <its own name>`` keeps
+them), so that what the file prints is what it means; any other starts from
+``RetryPolicy``'s defaults. Mappings (``per_kind`` and each kind in it)
 merge key by key; every other value replaces the inherited one.
 """
 
@@ -200,8 +202,13 @@ class _Resolver:
 
     def _find_parent(self, name: str) -> _Parent:
         extends = self.own[name].get("extends")
-        if extends is None or (extends == name and name in BUILTIN_POLICIES):
-            return BUILTIN_POLICIES.get(name)
+        if extends is None:
+            builtin = BUILTIN_POLICIES.get(name)
+            # Named like a built-in: its settings, but what the file prints means exactly
+            # that: no per-kind or per-category limits come along unseen.
+            return None if builtin is None else _without_overrides(builtin)
+        if extends == name and name in BUILTIN_POLICIES:
+            return BUILTIN_POLICIES[name]
         if extends in self.own:
             return str(extends)
         if extends in self.declared:  # declared but unusable: its own problem says why
@@ -250,6 +257,8 @@ class _Resolver:
         else:
             base = parent
         own = {k: v for k, v in self.own[name].items() if k != "extends"}
+        if not own and "extends" not in self.own[name] and name in BUILTIN_POLICIES:
+            return BUILTIN_POLICIES[name]  # nothing (valid) of its own: the built-in itself
         merged = merge_settings(policy_settings(base), own) if base is not None else own
         policy = build_policy(self.doc, _policy_path(name), merged, name)
         if policy is None:
@@ -272,6 +281,10 @@ class _Resolver:
             else:
                 out[path] = DEFAULT
         return out
+
+
+def _without_overrides(policy: RetryPolicy) -> RetryPolicy:
+    return dataclasses.replace(policy, per_kind={}, per_category={})
 
 
 def build_policies(doc: Document, raw: object) -> Policies:

@@ -41,8 +41,9 @@ OBSERVE_SECTION: Final[Mapping[str, str]] = {
 
 RETRY_SECTION: Final[Mapping[str, str]] = {
     "default_policy": "The policy for operations without one of their own (default: standard).",
-    "policies": "Named retry policies. A policy named like a built-in one starts from it; "
-    "`extends` starts from another.",
+    "policies": "Named retry policies. A policy named like a built-in one starts from its "
+    "settings, without its per-kind and per-category limits (`extends` with its own name "
+    "keeps them); `extends` starts from another.",
     "operation_policies": "Operation type → policy name.",
     "circuit_breaker": "When a circuit opens and how it recovers.",
     "budget": "The retry budget: how many retries the calls may add in all.",

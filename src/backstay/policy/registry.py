@@ -16,12 +16,13 @@ built-ins until ``backstay.configure()`` installs the configured one.
 from __future__ import annotations
 
 import enum
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from types import MappingProxyType
 from typing import Any, Final, final
 
 from backstay.errors import ConfigError
 from backstay.policy.builtin import BUILTIN_POLICIES
+from backstay.policy.protocols import CircuitBreakerLike
 from backstay.policy.retry import RetryPolicy
 
 __all__ = [
@@ -30,8 +31,10 @@ __all__ = [
     "OperationType",
     "PolicyRegistry",
     "PolicySpec",
+    "configured_breaker",
     "current_registry",
     "resolve_policy",
+    "use_breakers",
     "use_registry",
 ]
 
@@ -284,6 +287,25 @@ def use_registry(registry: PolicyRegistry) -> None:
             f"expected a PolicyRegistry, got {type(registry).__name__}", where="registry"
         )
     _Source.registry = registry
+
+
+class _Breakers:
+    """Where ``call(operation=…)`` finds a breaker when it is given none (``configure()``
+    installs the configured ``circuit_breaker``: one breaker per operation type)."""
+
+    source: Callable[[str], CircuitBreakerLike] | None = None
+
+
+def use_breakers(source: Callable[[str], CircuitBreakerLike] | None) -> None:
+    """From now on (process-wide), a call with an ``operation`` and no ``breaker`` runs
+    under ``source(operation)``; ``None``: under no breaker."""
+    _Breakers.source = source
+
+
+def configured_breaker(operation: str | None) -> CircuitBreakerLike | None:
+    """The breaker ``use_breakers`` gives ``operation`` (``None``: none is configured)."""
+    source = _Breakers.source
+    return None if source is None or operation is None else source(operation)
 
 
 def current_registry() -> PolicyRegistry:
