@@ -76,6 +76,19 @@ def wired(adapters: Iterable[str]) -> list[str]:
     return found
 
 
+def _tracer_provider() -> object:
+    """Where the command's OpenTelemetry sink sends its spans (the provider backstay made
+    for ``observe.otel``, or the application's), so that each request's span joins its
+    attempt's trace; ``None`` (OpenTelemetry's global one) without such a sink."""
+    from backstay.events import BUS  # noqa: PLC0415
+
+    for sink in BUS.sinks:
+        found = getattr(sink, "tracer_provider", None)
+        if found is not None:
+            return found
+    return None
+
+
 def _shared(url: str, environ: Mapping[str, str]) -> RunGateway:
     """The shared gateway at ``url``, with the token of ``$BACKSTAY_GATEWAY_TOKEN``."""
     from backstay.gateway import Upstreams  # noqa: PLC0415
@@ -126,7 +139,7 @@ def agent_gateway(
     settings = GatewaySettings(port=0)
     deadline = settings.policy.deadline_s or DEFAULT_DEADLINE_S
     with (
-        Gateway(settings, runs=runs) as gateway,
+        Gateway(settings, runs=runs, tracer_provider=_tracer_provider()) as gateway,
         use_gateway(LocalRunGateway(gateway.url, runs, deadline)),
     ):
         yield gateway.url
