@@ -57,6 +57,7 @@ from types import TracebackType
 from typing import Any, Final
 
 from backstay._checks import check_number
+from backstay.adapters.api._clients import shared_clients
 from backstay.adapters.contract import Adapter
 from backstay.adapters.harness.config import check_settings
 from backstay.adapters.provider_env import agent_env
@@ -81,8 +82,9 @@ from backstay.engine.resume import StartStep, plan_start
 from backstay.engine.spend_ledger import SpendLedger
 from backstay.engine.states import TaskState
 from backstay.engine.stores import StoreBundle
-from backstay.engine.summary import Summary, summarize
+from backstay.engine.summary import Summary, summarize, summarize_pages
 from backstay.engine.task import TaskSpec, check_identifier
+from backstay.engine.task_index import TaskFilter, TaskIndex
 from backstay.engine.taskstore import TaskStore
 from backstay.errors import ConfigError
 from backstay.events import EVENTS_FILE, recording
@@ -106,6 +108,8 @@ DEFAULT_CONCURRENCY: Final = 4
 DEFAULT_BREAKER: Final = BreakerSettings()
 AdapterSource = Adapter | Callable[[], Adapter]
 _CACHED_REASON: Final = "succeeded: the operation's cached result was adopted"
+# Tasks read at once to add up a summary (``summarize_pages``).
+_SUMMARY_PAGE: Final = 1000
 
 
 class Engine:
@@ -399,6 +403,21 @@ class Engine:
 
     def summary(self, operation_ids: Iterable[str] | None = None) -> Summary:
         """The summary of the given tasks (all of the state directory by default)."""
+        if isinstance(self.store, TaskIndex):  # a page at a time: flat in the batch's size
+            wanted_ids = None if operation_ids is None else set(operation_ids)
+            pages = (
+                page
+                if wanted_ids is None
+                else [t for t in page if t.operation_id in wanted_ids]
+                for page in self.store.pages(TaskFilter(), size=_SUMMARY_PAGE)
+            )
+            return summarize_pages(
+                pages,
+                self.store.attempts_of,
+                self.store.escalations(open_only=True),
+                circuits=self.circuit_log.entries(),
+                spending=self.spend.overview(),
+            )
         tasks = self.store.tasks()
         if operation_ids is not None:
             wanted = set(operation_ids)
@@ -427,7 +446,9 @@ class Engine:
             if self.event_log and work:
                 stack.enter_context(recording(self.state_dir / EVENTS_FILE, operations))
             try:
-                async with asyncio.TaskGroup() as group:
+                # One SDK client per API adapter, model, base URL and key for all the
+                # tasks, closed when they are done (backstay.adapters.api._clients).
+                async with shared_clients(), asyncio.TaskGroup() as group:
                     for driver, record in work:
                         group.create_task(one(driver, record))
             except BaseExceptionGroup as failed:

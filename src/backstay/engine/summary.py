@@ -27,7 +27,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as _dt
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from types import MappingProxyType
 from typing import Any
 
@@ -44,7 +44,7 @@ from backstay.engine.states import TERMINAL, TaskState
 from backstay.engine.task import TaskSpec
 from backstay.policy.spend import BUDGET_EXCEEDED, ScopeTotals
 
-__all__ = ["Summary", "TaskReport", "summarize"]
+__all__ = ["Summary", "TaskReport", "summarize", "summarize_pages"]
 
 
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
@@ -218,3 +218,47 @@ def _report(task: TaskRecord, succeeded: Mapping[str, str | None]) -> TaskReport
 
 def _paused_by_budget(task: TaskRecord) -> bool:
     return task.state is TaskState.PAUSED and task.reason.startswith(BUDGET_EXCEEDED)
+
+
+def summarize_pages(
+    pages: Iterable[Sequence[TaskRecord]],
+    attempts_of: Callable[[Collection[str]], Iterable[AttemptRecord]],
+    escalations: Iterable[Escalation],
+    *,
+    circuits: Iterable[CircuitEntry] = (),
+    spending: Iterable[ScopeTotals] = (),
+) -> Summary:
+    """``summarize`` of the tasks of ``pages``, a page at a time (``attempts_of`` gives a
+    page's attempts): the same summary, without every record in memory at once."""
+    opened = [e for e in escalations if e.status is EscalationStatus.OPEN]
+    entries = list(circuits)
+    parts = [
+        summarize(page, attempts_of([t.operation_id for t in page]), opened, circuits=entries)
+        for page in pages
+    ]
+    states: Counter[TaskState] = Counter()
+    kinds: Counter[str] = Counter()
+    trips: Counter[str] = Counter()
+    usage = Usage()
+    for part in parts:
+        states.update(part.by_state)
+        kinds.update(part.failures_by_kind)
+        trips.update(part.trips_by_breaker)
+        usage = usage + part.usage
+    resets = [p.next_resume_at for p in parts if p.next_resume_at is not None]
+    return Summary(
+        by_state=MappingProxyType({state: states.get(state, 0) for state in TaskState}),
+        failures_by_kind=MappingProxyType(dict(sorted(kinds.items()))),
+        attempts=sum(p.attempts for p in parts),
+        waited_s=sum(p.waited_s for p in parts),
+        usage=usage,
+        open_escalations=sum(p.open_escalations for p in parts),
+        next_resume_at=min(resets, default=None),
+        circuit_trips=sum(trips.values()),
+        trips_by_breaker=MappingProxyType(dict(sorted(trips.items()))),
+        circuit_waits=sum(p.circuit_waits for p in parts),
+        circuit_waited_s=sum(p.circuit_waited_s for p in parts),
+        budget_paused=sum(p.budget_paused for p in parts),
+        spending=tuple(spending),
+        tasks=tuple(report for p in parts for report in p.tasks),
+    )
