@@ -135,7 +135,11 @@ def batch(
             port = serve_port if serve_port is not None else config.metrics_port
             with (
                 observed(state_dir, port, config.otel_settings(), location),
-                agent_gateway(adapters, enabled=not no_gateway, url=gateway_url),
+                agent_gateway(
+                    adapters,
+                    enabled=not no_gateway and (suite.gateway or gateway_url is not None),
+                    url=gateway_url,
+                ),
             ):
                 code = run_batch(engine, opened)
         except ConfigError as err:

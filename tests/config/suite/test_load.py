@@ -123,7 +123,7 @@ def test_an_unknown_top_level_key_gets_a_suggestion(tmp_path: Path) -> None:
     found = problems(tmp_path, one_task() + "defualts: {}\n")
     assert found == [
         "8: defualts: unknown key (did you mean 'defaults'?); known: suite, description, "
-        "defaults, adapters, tasks, budget, tenants, storage"
+        "defaults, adapters, tasks, budget, tenants, storage, gateway"
     ]
 
 

@@ -120,6 +120,9 @@ def _build(
     batch_budget = budget(doc, ("budget",), raw["budget"]) if "budget" in raw else None
     tenant_budgets = tenants(doc, raw.get("tenants"))
     clear_prompts = keep_prompts(doc, raw.get("storage"))
+    gateway = raw.get("gateway", True)
+    if not isinstance(gateway, bool):
+        doc.problem(("gateway",), f"must be true or false, got {gateway!r}")
     tasks = _tasks(doc, raw.get("tasks"), context) if "tasks" in raw else []
     references = _references(raw)
     for adapter in sorted(set(options) | set(references)):
@@ -144,6 +147,7 @@ def _build(
         budget=batch_budget,
         tenants=tenant_budgets,
         keep_prompts=clear_prompts,
+        gateway=gateway is not False,
     )
 
 

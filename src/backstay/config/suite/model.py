@@ -276,6 +276,8 @@ class Suite:
     already carries its effective settings, defaults applied. ``budget`` is the batch's
     spending budget and ``tenants`` each tenant's (docs/budgets.md). ``keep_prompts``: the
     state keeps the prompts as given (``storage: {prompts: clear}``), not redacted.
+    ``gateway``: the batch's agent CLIs go through a gateway (``gateway: false`` is
+    ``batch --no-gateway``).
     """
 
     name: str
@@ -287,6 +289,7 @@ class Suite:
     budget: SpendBudget | None = None
     tenants: Mapping[str, SpendBudget] = dataclasses.field(default_factory=dict)
     keep_prompts: bool = False
+    gateway: bool = True
 
     def __post_init__(self) -> None:
         _check_id(self.name, "suite")

@@ -165,6 +165,7 @@ def suite_schema() -> dict[str, Any]:
                 "additionalProperties": False,
                 "properties": _properties(STORAGE_FIELDS),
             },
+            "gateway": {"description": TOP_LEVEL["gateway"], "type": "boolean"},
         },
         "$defs": {
             "task": _task(),

@@ -42,6 +42,9 @@ TOP_LEVEL: Final[Mapping[str, str]] = {
     "tasks of the state directory that name it.",
     "storage": "What the batch's state keeps of its tasks at rest: `prompts: redacted` "
     "(default) or `clear` (docs/design/storage.md).",
+    "gateway": "Whether the agent CLIs of the batch go through a backstay gateway started for "
+    "it, each attempt with a run token of its own as its key (default true; false is "
+    "batch --no-gateway; docs/gateway.md, Agent runs).",
 }
 
 SUITE_NAME_FIELD: Final = Field(
