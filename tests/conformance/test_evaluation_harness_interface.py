@@ -299,3 +299,141 @@ def test_the_merged_config_takes_a_preset_tiers_flags_it_leaves_out() -> None:
     split = split_harness_config(config, adapter_keys=MockAdapter.config_keys, tier=None)
     assert split.tier is not None
     assert (split.tier.tools_enabled, split.tier.delegation_enabled) == (True, True)
+
+
+# -- "Adding New Adapters" and the printed adapters, as printed ---------------------------
+
+from backstay.adapters.base import BaseAdapter  # noqa: E402
+from backstay.adapters.streaming import StreamingCapture  # noqa: E402
+
+
+class MyAdapter(BaseAdapter):
+    """ "2. Implement BaseAdapter": a subclass that overrides only run()."""
+
+    def run(self, model, prompt_file, workspace, output_dir, config, timeout):  # type: ignore[no-untyped-def,override]  # noqa: PLR0917 - as printed
+        with StreamingCapture(output_dir) as capture:
+            capture.write_stdout(f"ran {model} on {Path(prompt_file).name}\n")
+            capture.set_exit_code(0)
+        return 0
+
+
+def test_a_subclass_that_overrides_only_run_is_instantiated_and_used(tmp_path: Path) -> None:
+    # "## Adding New Adapters": class MyAdapter(BaseAdapter): def run(self, model,
+    # prompt_file, workspace, output_dir, config, timeout); "4. Add tests": adapter =
+    # MyAdapter(); result = adapter.run(...); assert result == 0
+    adapter = MyAdapter()
+    assert adapter.get_name() == "MyAdapter"  # "return self.__class__.__name__"
+    assert adapter.validate_config({}) is True
+    adapters = {"api-direct": type(get_adapter("api-direct")), "my-adapter": MyAdapter}
+    result = adapters["my-adapter"]().run(
+        model="test-model",
+        prompt_file=Path("test.md"),
+        workspace=Path("."),
+        output_dir=tmp_path,
+        config={},
+        timeout=60,
+    )
+    assert result == 0
+    # "def test_adapter_creates_output_files"
+    assert (tmp_path / "stdout.log").exists()
+    assert (tmp_path / "metrics.json").exists()
+    metrics = json.loads((tmp_path / "metrics.json").read_text(encoding="utf-8"))
+    assert (metrics["exit_code"], metrics["error"]) == (0, None)
+
+
+def test_a_run_only_adapter_is_refused_by_the_engine_with_the_reason(tmp_path: Path) -> None:
+    # backstay's engine dispatches execute(); a harness's run()-only adapter is named
+    import asyncio  # noqa: PLC0415
+
+    from backstay.adapters.capture import Capture  # noqa: PLC0415
+    from backstay.adapters.contract import AgentRequest  # noqa: PLC0415
+
+    request = AgentRequest(
+        model="m", prompt="p", workspace=tmp_path, output_dir=tmp_path / "o", timeout_s=5.0
+    )
+
+    async def one() -> None:
+        with Capture(tmp_path / "o") as capture:
+            await MyAdapter().execute(
+                request, operation_id="w:t:r", attempt_id="a", capture=capture
+            )
+
+    with pytest.raises(ConfigError, match="MyAdapter implements run\\(\\) only"):
+        asyncio.run(one())
+
+
+class APIDirectAdapter(BaseAdapter):
+    """ "### API Direct Adapter", as printed (its client told the fake provider's URL by
+    ANTHROPIC_BASE_URL, as the SDK reads it)."""
+
+    def run(self, model, prompt_file, workspace, output_dir, config, timeout):  # type: ignore[no-untyped-def,override]  # noqa: PLR0917 - as printed
+        import anthropic  # noqa: PLC0415
+
+        client = anthropic.Anthropic(max_retries=0)
+
+        # Load prompt
+        prompt = prompt_file.read_text()
+
+        # Build messages
+        messages = [{"role": "user", "content": prompt}]
+
+        # Add tier system prompt if present
+        system = config.get("tier_prompt")
+
+        with StreamingCapture(output_dir) as capture:
+            try:
+                response = client.messages.create(
+                    model=model,
+                    max_tokens=4096,
+                    system=system,
+                    messages=messages,
+                )
+
+                # Capture output
+                output = response.content[0].text
+                capture.write_stdout(output)
+
+                # Record metrics
+                capture.update_metrics(
+                    tokens_input=response.usage.input_tokens,
+                    tokens_output=response.usage.output_tokens,
+                    api_calls=1,
+                )
+
+                return 0  # noqa: TRY300 - as printed
+
+            except Exception as e:
+                capture.write_stderr(str(e))
+                capture.set_error(str(e))
+                return 1
+
+
+def test_the_printed_api_direct_adapter_runs_with_streaming_capture(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # "### API Direct Adapter" with StreamingCapture: write_stdout, update_metrics,
+    # write_stderr, set_error — against the project's fake provider
+    from backstay.fakeprovider import FakeProvider, Reply, Scenario, parse_fault  # noqa: PLC0415
+
+    prompt = tmp_path / "prompt.md"
+    prompt.write_text("Say hello.", encoding="utf-8")
+    monkeypatch.setenv("ANTHROPIC_API_KEY", _CANARY)
+    with FakeProvider(Scenario(reply=Reply(text="Hello there."))) as fake:
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", fake.url)
+        code = APIDirectAdapter().run(
+            "claude-haiku-4-5", prompt, tmp_path, tmp_path / "ok", {"tier_prompt": "Be brief."}, 60
+        )
+    assert code == 0
+    assert (tmp_path / "ok" / "stdout.log").read_text(encoding="utf-8") == "Hello there."
+    metrics = json.loads((tmp_path / "ok" / "metrics.json").read_text(encoding="utf-8"))
+    assert metrics["api_calls"] == 1
+    assert metrics["tokens_output"] > 0
+    with FakeProvider(Scenario(faults=(parse_fault("server_error"),))) as broken:
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", broken.url)
+        code = APIDirectAdapter().run(
+            "claude-haiku-4-5", prompt, tmp_path, tmp_path / "bad", {}, 60
+        )
+    assert code == 1
+    failed = json.loads((tmp_path / "bad" / "metrics.json").read_text(encoding="utf-8"))
+    assert failed["error"]
+    assert _CANARY not in (tmp_path / "bad" / "stderr.log").read_text(encoding="utf-8")

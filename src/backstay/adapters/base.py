@@ -95,7 +95,7 @@ def _answered_call_counted(result: AgentResult) -> Usage:
     return result.usage
 
 
-class BaseAdapter(abc.ABC):
+class BaseAdapter(abc.ABC):  # noqa: B024 - a subclass with only run() must instantiate
     """An adapter built on the shared plumbing. Subclasses set ``name`` (the registry
     name), ``agent`` (the agent name ``backstay.classify_output`` knows, for CLIs),
     ``config_keys`` (the settings ``validate_config`` accepts) and ``provider_env`` (the
@@ -115,8 +115,9 @@ class BaseAdapter(abc.ABC):
     idempotent: ClassVar[bool] = False
 
     def get_name(self) -> str:
-        """The adapter's registered name (the evaluation harness interface's ``get_name``)."""
-        return self.name
+        """The adapter's registered name (the evaluation harness interface's ``get_name``);
+        the class name for a subclass that registers none."""
+        return self.name or type(self).__name__
 
     def start_keeper(self, request: AgentRequest, *, operation: str) -> StartKeeper | None:
         """What keeps a harness run's workspace snapshot and agent session across its
@@ -183,11 +184,19 @@ class BaseAdapter(abc.ABC):
             )
         return self.classify_failure(output=evidence, exit_code=outcome.exit_code)
 
-    @abc.abstractmethod
     async def execute(
         self, request: AgentRequest, *, operation_id: str, attempt_id: str, capture: Capture
     ) -> AgentResult:
-        """Run one attempt and return its result, failed or not; may raise anything."""
+        """Run one attempt and return its result, failed or not; may raise anything.
+
+        Every adapter backstay drives overrides it. A subclass that overrides only ``run()``
+        (the evaluation harness interface's way to add an adapter) is a harness's adapter:
+        the harness calls its ``run()``; backstay's engine cannot dispatch it."""
+        raise ConfigError(
+            f"{type(self).__name__} implements run() only: a harness calls it; backstay's "
+            "engine and backstay run need execute() (docs/adapter-contract.md)",
+            where="adapter",
+        )
 
     async def dispatch(
         self, request: AgentRequest, *, operation_id: str, attempt_id: str, capture: Capture
