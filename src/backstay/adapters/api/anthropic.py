@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar, Final
 
+from backstay.adapters.api._clients import attempt_client, record_rate_limits
 from backstay.adapters.api._tls import shared_ssl_context
 from backstay.adapters.api.base import ApiAdapter, ApiCall, Reply, cut_short
 from backstay.adapters.provider_env import ANTHROPIC_ENV, ProviderEnv
@@ -70,19 +71,26 @@ class AnthropicApiAdapter(ApiAdapter):
             params["system"] = call.system
         if settings.temperature is not None:
             params["temperature"] = settings.temperature
+        # The attempt's own headers and deadline go with the request: the client may be
+        # shared by every attempt of a batch (backstay.adapters.api._clients).
+        params["extra_headers"] = dict(call.headers)
+        params["timeout"] = call.request.timeout_s
         # A key from ANTHROPIC_AUTH_TOKEN is a bearer token, sent as the SDK sends it.
         token = call.key_variable == AUTH_TOKEN_VARIABLE
-        async with call.sdk.AsyncAnthropic(
-            api_key=None if token else call.api_key,
-            auth_token=call.api_key if token else None,
-            base_url=call.base_url,
-            max_retries=0,
-            timeout=call.request.timeout_s,
-            default_headers=dict(call.headers),
-            http_client=call.sdk.DefaultAsyncHttpxClient(
-                verify=shared_ssl_context(), event_hooks=call.http_hooks()
-            ),
-        ) as client:
+
+        def build() -> Any:
+            return call.sdk.AsyncAnthropic(
+                api_key=None if token else call.api_key,
+                auth_token=call.api_key if token else None,
+                base_url=call.base_url,
+                max_retries=0,
+                http_client=call.sdk.DefaultAsyncHttpxClient(
+                    verify=shared_ssl_context(), event_hooks={"response": [record_rate_limits]}
+                ),
+            )
+
+        key = (self.name, call.request.model, call.base_url, call.api_key, token)
+        async with attempt_client(key, build) as client:
             if settings.stream:
                 async with client.messages.stream(**params) as stream:
                     async for event in call.paced(aiter(stream)):

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
+from backstay.adapters.api._clients import attempt_client, record_rate_limits
 from backstay.adapters.api._tls import shared_ssl_context
 from backstay.adapters.api.base import ApiAdapter, ApiCall, Reply, ReplyFailed, cut_short
 from backstay.adapters.api.settings import COMMON_KEYS
@@ -62,6 +63,12 @@ def _event_failure(error: Any) -> ReplyFailed:
     return ReplyFailed(classify_response(200, None, body, provider="openai"))
 
 
+def _per_request(call: ApiCall) -> dict[str, Any]:
+    """The attempt's own headers and deadline, sent with the request: the client may be
+    shared by every attempt of a batch (``backstay.adapters.api._clients``)."""
+    return {"extra_headers": dict(call.headers), "timeout": call.request.timeout_s}
+
+
 class OpenAIApiAdapter(ApiAdapter):
     """The OpenAI API (Chat Completions or Responses); see the module docstring."""
 
@@ -76,18 +83,23 @@ class OpenAIApiAdapter(ApiAdapter):
 
     async def call(self, call: ApiCall) -> Reply:
         env = call.request.env
-        async with call.sdk.AsyncOpenAI(
-            api_key=call.api_key,
-            organization=env.get("OPENAI_ORG_ID") or None,
-            project=env.get("OPENAI_PROJECT_ID") or None,
-            base_url=call.base_url,
-            max_retries=0,
-            timeout=call.request.timeout_s,
-            default_headers=dict(call.headers),
-            http_client=call.sdk.DefaultAsyncHttpxClient(
-                verify=shared_ssl_context(), event_hooks=call.http_hooks()
-            ),
-        ) as client:
+        organization = env.get("OPENAI_ORG_ID") or None
+        project = env.get("OPENAI_PROJECT_ID") or None
+
+        def build() -> Any:
+            return call.sdk.AsyncOpenAI(
+                api_key=call.api_key,
+                organization=organization,
+                project=project,
+                base_url=call.base_url,
+                max_retries=0,
+                http_client=call.sdk.DefaultAsyncHttpxClient(
+                    verify=shared_ssl_context(), event_hooks={"response": [record_rate_limits]}
+                ),
+            )
+
+        key = (self.name, call.request.model, call.base_url, call.api_key, organization, project)
+        async with attempt_client(key, build) as client:
             if call.settings.api == "responses":
                 return await self._responses(client, call)
             return await self._chat(client, call)
@@ -97,6 +109,7 @@ class OpenAIApiAdapter(ApiAdapter):
         if call.system:
             messages.insert(0, {"role": "system", "content": call.system})
         params: dict[str, Any] = {"model": call.request.model, "messages": messages}
+        params.update(_per_request(call))
         if call.settings.max_tokens is not None:
             params["max_tokens"] = call.settings.max_tokens
         if call.settings.temperature is not None:
@@ -133,6 +146,7 @@ class OpenAIApiAdapter(ApiAdapter):
 
     async def _responses(self, client: Any, call: ApiCall) -> Reply:
         params: dict[str, Any] = {"model": call.request.model, "input": call.prompt}
+        params.update(_per_request(call))
         if call.system:
             params["instructions"] = call.system
         if call.settings.max_tokens is not None:
