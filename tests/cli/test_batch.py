@@ -44,13 +44,13 @@ def test_a_batch_with_tasks_left_waiting_exits_4_and_reports_each(tmp_path: Path
     assert states_of(state) == {
         "ok/T0-run_01": "succeeded",
         "overflow/T0-run_01": "failed",
-        "blocked/T0-run_01": "escalated",
+        "blocked/T0-run_01": "failed",  # content policy: failed, escalated for review
         "quota/T0-run_01": "paused",
     }
     lines = result.stdout.splitlines()
     assert any("ok/T0-run_01: succeeded after 1 attempt on mock/" in line for line in lines)
     assert any("overflow/T0-run_01: failed: context_limit exceeded" in line for line in lines)
-    assert "4 tasks: 1 succeeded, 1 failed, 1 paused, 1 escalated" in lines
+    assert "4 tasks: 1 succeeded, 2 failed, 1 paused" in lines
     assert "Traceback" not in result.output
 
 
