@@ -155,8 +155,6 @@ def test_json_takes_the_same_filters(batch: list[str]) -> None:
 
 
 def test_health_warns_of_interrupted_tasks(batch: list[str]) -> None:
-    if "--store" in batch:
-        pytest.skip("health reads a SQLite state directory (--store: the operator's flags)")
     result = invoke("health", *batch, "--json")
     assert result.exit_code == 0, result.output
     (check,) = json.loads(result.stdout)["checks"]["tasks:interrupted"]

@@ -12,8 +12,7 @@ import typer
 from backstay.cli import _faults, _records, _state
 from backstay.cli._errors import usage_error
 from backstay.errors import ConfigError
-from backstay.observe.health import FAIL, PASS, HealthReport, health_check, health_of
-from backstay.observe.snapshot import StateReader
+from backstay.observe.health import FAIL, PASS, HealthReport, health_check
 from backstay.store.location import StoreKind, StoreLocation, StoreUnreachable
 from backstay.store.sqlite.tasks import STATE_FILE
 
@@ -28,8 +27,9 @@ def health(
     sets: _state.SetOption = None,
 ) -> None:
     """Whether the batch in --state-dir is ready: its state file takes writes, which
-    circuits are open, how many escalations wait. Exit code 0 for pass or warn, 1 for
-    fail, 2 when --state-dir holds no batch."""
+    circuits are open, how many escalations wait, how many tasks were interrupted (no
+    process runs them). Exit code 0 for pass or warn, 1 for fail, 2 when --state-dir
+    holds no batch."""
     try:
         location = _state.store_location(store, state_dir, sets=sets)
         if location.kind is StoreKind.REDIS:
@@ -58,12 +58,11 @@ def health(
 def _shared_health(state_dir: Path, location: StoreLocation) -> HealthReport:
     """``/readyz`` of a batch in Redis: the store answers, then the batch's checks."""
     where = location.display
-    with StateReader(state_dir, location=location) as reader:
-        try:
-            snap = reader.read()
-        except StoreUnreachable as err:
-            check = {"status": FAIL, "componentId": where, "output": err.reason}
-            return HealthReport(status=FAIL, checks={"store:reachable": (check,)})
-    report = health_of(snap)
-    store = {"status": PASS, "componentId": where, "time": snap.taken_at.isoformat()}
+    try:
+        report = health_check(state_dir, location=location)  # the counts: no task read
+    except StoreUnreachable as err:
+        check = {"status": FAIL, "componentId": where, "output": err.reason}
+        return HealthReport(status=FAIL, checks={"store:reachable": (check,)})
+    (circuits, *_) = report.checks["circuits:open"]
+    store = {"status": PASS, "componentId": where, "time": circuits["time"]}
     return dataclasses.replace(report, checks={"store:reachable": (store,), **report.checks})
