@@ -46,6 +46,11 @@ Then the gateway itself (``gateway.py``), beside litellm's proxy: added latency 
 200 requests/s, requests/s and CPU per request through one process, memory with 1,000
 concurrent streams, and two gateways on one Redis holding one provider limit (time / (M / R)).
 
+Last, scale (``scale.py``): batches of 1,000, 10,000 and 100,000 tasks of an in-process
+adapter through the engine on SQLite and on Redis in one process (peak memory, CPU per
+task), then the commands that read them (``status.py``: ``status``, ``status --json``,
+``health --json``, ``report``).
+
 Run with ``make bench``. Prints one table per section; ratios are backstay / peer.
 """
 
@@ -81,6 +86,7 @@ import otel_overhead
 import ray_executor
 import retry
 import run_cpu
+import scale
 import shared_state
 import startup
 from corpus import CASES
@@ -285,6 +291,7 @@ def main() -> None:
     run_cpu.report()
     batch_cpu.report()
     gateway_sessions.report()
+    scale.report()
     gateway.report()
 
 
