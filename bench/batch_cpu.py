@@ -1,10 +1,10 @@
 """A batch (issue 24): the CPU time of ``backstay batch`` per task on the API path, and how
 soon its first attempt starts.
 
-``backstay batch`` runs a suite of one ``anthropic-api`` task with ``runs: N`` (N runs, each
-one Messages API call, streamed) against the fake provider, which serves in its own process
-(``provider_process.py``) so that its CPU time is not counted. The batch is a child process
-timed by its own CPU time (user + system, ``os.wait4``), at ``SIZES`` tasks:
+``backstay batch`` runs a suite of ``anthropic-api`` tasks of up to 1,000 runs each (N runs
+in all, each one Messages API call, streamed) against the fake provider, which serves in
+its own process (``provider_process.py``) so that its CPU time is not counted. The batch is
+a child process timed by its own CPU time (user + system, ``os.wait4``), at ``SIZES`` tasks:
 
 * CPU per task: the batch's CPU time over its tasks, at each size; flat when the two agree
   (the start-up, SDK import included, is spread over more tasks at the larger size, so the
@@ -56,8 +56,16 @@ defaults: {{adapter: anthropic-api, model: {model}, timeout_s: 60, policy: stand
 adapters:
   anthropic-api: {{base_url: "{url}", max_tokens: 64}}
 tasks:
-  - {{id: t, prompt: "Say hello", runs: {runs}}}
-"""
+{tasks}"""
+MAX_RUNS: Final = 1000  # a suite task's runs at most
+
+
+def _tasks(runs: int) -> str:
+    """The suite's tasks: ``runs`` runs in all, up to ``MAX_RUNS`` a task."""
+    sizes = [min(MAX_RUNS, runs - start) for start in range(0, runs, MAX_RUNS)]
+    return "".join(
+        f'  - {{id: t{i}, prompt: "Say hello", runs: {n}}}\n' for i, n in enumerate(sizes)
+    )
 
 
 def _cpu(argv: list[str], env: dict[str, str] | None = None) -> tuple[float, int]:
@@ -86,10 +94,12 @@ def _first_attempt(events: Path) -> dt.datetime:
 def batch(url: str, tasks: int) -> tuple[float, float]:
     """``backstay batch`` of ``tasks`` runs: (its CPU seconds, seconds from launch to its
     first attempt)."""
-    with tempfile.TemporaryDirectory(prefix="backstay-batch-cpu-") as tmp:
+    with tempfile.TemporaryDirectory(
+        prefix="backstay-batch-cpu-", ignore_cleanup_errors=True
+    ) as tmp:
         root = Path(tmp)
         suite = root / "suite.yaml"
-        suite.write_text(SUITE.format(model=MODEL, url=url, runs=tasks), encoding="utf-8")
+        suite.write_text(SUITE.format(model=MODEL, url=url, tasks=_tasks(tasks)), encoding="utf-8")
         env = {**os.environ, "ANTHROPIC_API_KEY": KEY}
         argv = [BACKSTAY, "batch", str(suite), "--state-dir", str(root / "state")]
         launched = dt.datetime.now(dt.UTC)
@@ -147,20 +157,22 @@ def report() -> None:
         f"\n== A batch (backstay batch, anthropic-api streamed, fake provider in its own "
         f"process, concurrency {CONCURRENCY}; CPU of the batch process) =="
     )
+    print(f"  python -c pass                  {python:7.3f} s", flush=True)
+    print(f"  import anthropic                {sdk_import:7.3f} s", flush=True)
+    runs: dict[int, tuple[float, float]] = {}
     with provider_process.serve() as url:
         reused = sdk_ms_per_call(url, reuse=True)
+        print(f"  bare SDK call, one client       {reused:7.2f} ms CPU per call", flush=True)
         fresh = sdk_ms_per_call(url, reuse=False, calls=SDK_CALLS // 5)
-        runs = {size: batch(url, size) for size in (small, large)}
-    print(f"  python -c pass                  {python:7.3f} s")
-    print(f"  import anthropic                {sdk_import:7.3f} s")
-    print(f"  bare SDK call, one client       {reused:7.2f} ms CPU per call")
-    print(f"  bare SDK call, a client each    {fresh:7.2f} ms CPU per call")
-    for size, (cpu, first) in runs.items():
-        print(
-            f"  batch of {size:>6,} tasks          {cpu:7.2f} s CPU = {cpu * 1e3 / size:5.2f} ms "
-            f"per task ({cpu * 1e3 / size / reused:4.1f}x the bare call); first attempt "
-            f"{first:.2f} s after launch"
-        )
+        print(f"  bare SDK call, a client each    {fresh:7.2f} ms CPU per call", flush=True)
+        for size in (small, large):
+            cpu, first = runs[size] = batch(url, size)
+            print(
+                f"  batch of {size:>6,} tasks          {cpu:7.2f} s CPU = "
+                f"{cpu * 1e3 / size:5.2f} ms per task ({cpu * 1e3 / size / reused:4.1f}x the "
+                f"bare call); first attempt {first:.2f} s after launch",
+                flush=True,
+            )
     (cpu_s, first_s), (cpu_l, first_l) = runs[small], runs[large]
     marginal = (cpu_l - cpu_s) * 1e3 / (large - small)
     per_large = cpu_l * 1e3 / large

@@ -142,3 +142,9 @@ def test_suite_check_still_says_a_key_is_wrong_without_the_sdk(tmp_path: Path) -
     assert done.returncode == 2
     assert "stream" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_the_roots_help_reads_no_package_metadata() -> None:
+    # The version is read when --version asks for it, not by every command.
+    loaded = _loaded_after(["--help"], prefix="importlib.metadata")
+    assert loaded == []

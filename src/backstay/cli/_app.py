@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import typer
 
-from backstay import __version__
 from backstay.cli._help_style import HELP_OPTIONS, apply
 from backstay.cli._lazy import LazyCommands
 
@@ -25,6 +24,9 @@ app = typer.Typer(
 
 def _version(value: bool) -> None:
     if value:
+        # Read here, not at import: every other command would pay for the metadata read.
+        from backstay._version import __version__  # noqa: PLC0415
+
         typer.echo(f"backstay {__version__}")
         raise typer.Exit(0)
 

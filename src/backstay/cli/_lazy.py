@@ -82,7 +82,8 @@ COMMANDS: Final[tuple[Listed, ...]] = (
         name="status",
         module="backstay.cli.status",
         attr="status",
-        help="The summary of the batch in --state-dir and the state of each of its tasks.",
+        help="The batch in --state-dir: its tasks counted per state, and the tasks that need a\n"
+        "person (failed, paused, escalated, running, interrupted), the first 50 of them.",
     ),
     Listed(
         name="events",
@@ -103,8 +104,9 @@ COMMANDS: Final[tuple[Listed, ...]] = (
         module="backstay.cli.health",
         attr="health",
         help="Whether the batch in --state-dir is ready: its state file takes writes, which\n"
-        "circuits are open, how many escalations wait. Exit code 0 for pass or warn, 1 for\n"
-        "fail, 2 when --state-dir holds no batch.",
+        "circuits are open, how many escalations wait, how many tasks were interrupted (no\n"
+        "process runs them). Exit code 0 for pass or warn, 1 for fail, 2 when --state-dir\n"
+        "holds no batch.",
     ),
     Listed(
         name="report",
@@ -118,7 +120,8 @@ COMMANDS: Final[tuple[Listed, ...]] = (
         attr="gateway",
         help="Serve a reverse proxy for the Anthropic, OpenAI and Gemini APIs that retries what\n"
         "fails (classified, Retry-After honoured, a breaker per provider and model, one\n"
-        "Idempotency-Key per request), until Ctrl-C or SIGTERM.",
+        "Idempotency-Key per request) and paces every request at its provider's rate limit,\n"
+        "until Ctrl-C or SIGTERM.",
     ),
     Listed(
         name="demo",
