@@ -109,6 +109,7 @@ INTERRUPTED: Final = 130
 SetOption = _options.SetOption
 
 
+_BATCH_FILES: Final = (BATCH_FILE, STATE_FILE, "events.jsonl", "runs")
 AllowNonEmptyOption = Annotated[
     bool,
     typer.Option(
@@ -121,11 +122,13 @@ AllowNonEmptyOption = Annotated[
 
 def check_fresh(state_dir: Path, *, allow: bool = False) -> None:
     """Before a batch starts in ``state_dir``: a ``ConfigError`` when the directory holds
-    files but no batch (no ``batch.json``, no state file), unless ``allow``; a batch there
-    is continued, a new or empty directory is used."""
+    files but none of a batch's (``batch.json``, the state file, ``events.jsonl``,
+    ``runs/``), unless ``allow``; a batch there is continued, a new or empty directory is
+    used."""
     if allow or not state_dir.is_dir():
         return
-    if (state_dir / BATCH_FILE).exists() or (state_dir / STATE_FILE).exists():
+    # A batch's own files, even of a damaged batch (the records checks name what is amiss).
+    if any((state_dir / name).exists() for name in _BATCH_FILES):
         return
     try:
         found = sorted(entry.name for entry in state_dir.iterdir())
