@@ -104,7 +104,7 @@ def test_metrics_are_served_as_prometheus_text(served: str) -> None:
     status, kind, body = _get(served + "/metrics")
     assert status == 200
     assert kind.startswith("text/plain; version=0.0.4")
-    assert 'backstay_tasks{state="failed"} 1' in body
+    assert 'backstay_tasks{state="failed"} 2' in body
 
 
 def test_healthz_passes_while_it_serves(served: str) -> None:
@@ -186,7 +186,7 @@ def test_serve_reads_a_batch_recorded_in_redis(
     with _started([*args, "--store", _url(redis_location)]) as (url, lines):
         status, _, body = _get(url + "/metrics")
         assert status == 200
-        assert 'backstay_tasks{state="failed"} 1' in body
+        assert 'backstay_tasks{state="failed"} 2' in body
     assert redis_location.display in "".join(lines)
 
 
@@ -196,7 +196,7 @@ def test_serve_takes_the_store_from_the_environment(
     monkeypatch.setenv(STORE_ENV_VAR, _url(redis_location))
     _redis_batch(tmp_path, None)
     for _, url in serving(["serve", "--state-dir", str(tmp_path / "other"), "--port", "0"]):
-        assert 'backstay_tasks{state="escalated"} 1' in _get(url + "/metrics")[2]
+        assert 'backstay_tasks{state="failed"} 2' in _get(url + "/metrics")[2]
 
 
 def test_serve_on_a_redis_namespace_without_a_batch_exits_2(

@@ -25,7 +25,7 @@ LIMIT_S: Final = 60.0
 
 def finished_batch(tmp_path: Path) -> Path:
     """The state directory of a four-outcome batch: one task succeeded, one failed
-    (context overflow), one escalated (content policy), one paused (quota)."""
+    (context overflow), one failed with an escalation (content policy), one paused (quota)."""
     result, state = four_outcome_batch(tmp_path)
     assert result.exit_code == 4, result.output
     return state

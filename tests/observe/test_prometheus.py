@@ -34,8 +34,9 @@ def _samples(text: str) -> dict[str, float]:
 def test_tasks_by_state(state: Path) -> None:
     samples = _samples(render_metrics(read_state(state)))
     assert samples['backstay_tasks{state="succeeded"}'] == 1
-    assert samples['backstay_tasks{state="failed"}'] == 1
-    assert samples['backstay_tasks{state="escalated"}'] == 1
+    # The content policy task is failed, its escalation open for review.
+    assert samples['backstay_tasks{state="failed"}'] == 2
+    assert samples['backstay_tasks{state="escalated"}'] == 0
     assert samples['backstay_tasks{state="paused"}'] == 1
     assert samples['backstay_tasks{state="running"}'] == 0
 

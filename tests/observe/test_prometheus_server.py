@@ -104,7 +104,8 @@ def prometheus(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 def test_prometheus_answers_tasks_by_state(prometheus: str) -> None:
     found = _wait_for(prometheus, 'backstay_tasks{job="backstay"} > 0')
     by_state = {r["metric"]["state"]: float(r["value"][1]) for r in found}
-    assert by_state == {"succeeded": 1, "failed": 1, "escalated": 1, "paused": 1}
+    # The content policy task is failed, its escalation open for review.
+    assert by_state == {"succeeded": 1, "failed": 2, "paused": 1}
 
 
 def test_prometheus_answers_circuit_state(prometheus: str) -> None:

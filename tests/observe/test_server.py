@@ -108,7 +108,7 @@ def test_idle_connections_take_no_thread_and_a_scrape_is_still_answered(state: P
             started = time.monotonic()
             status, _, body = _request(server, "/metrics")
             assert status == 200
-            assert b'backstay_tasks{state="failed"} 1' in body
+            assert b'backstay_tasks{state="failed"} 2' in body
             assert time.monotonic() - started < 2.0
             assert _threads() <= before
 

@@ -59,7 +59,7 @@ def test_the_server_reads_a_batch_recorded_in_redis(
     with MetricsServer(tmp_path / "elsewhere", location=redis_location) as server:
         status, body = _get(server, "/metrics")
         assert status == 200
-        assert 'backstay_tasks{state="failed"} 1' in body
+        assert 'backstay_tasks{state="failed"} 2' in body
         assert 'backstay_tasks{state="succeeded"} 1' in body
         status, body = _get(server, "/readyz")
     report: dict[str, Any] = json.loads(body)
