@@ -4,7 +4,9 @@ process), the same load (this process, aiohttp), each proxy one process of its o
 1. Added latency at 200 requests/s: 2,000 non-streaming Chat Completions sent open-loop
    (one every 5 ms, whatever the answers do) straight to the fake provider, through the
    gateway and through litellm; the added latency is each proxy's p50 / p99 less the
-   direct ones.
+   direct ones. The same added latency without a scheduler between processes (on a
+   machine shared with other work, each hop between processes may wait for a core): the
+   fake provider and a gateway on threads of the bench's process, one request at a time.
 2. Throughput: non-streaming requests/s through one proxy process, 64 in flight, against
    the fake provider (itself one process, so its own rate is the ceiling: printed too);
    and the proxy's CPU time per request, which a machine shared with other work does not
@@ -15,7 +17,9 @@ process), the same load (this process, aiohttp), each proxy one process of its o
 4. A fleet: two gateways on one ``redis-server`` (``--store redis://``), a provider
    limited to R requests a minute whose bucket is used up first, M requests split across
    both; the wall time (first to last request at the provider) against M / R, and the
-   429s. The gateways learn the limit from the provider's headers.
+   429s. The gateways learn the limit from the provider's headers. First the same setup
+   against an unlimited provider: the requests/s the machine carries now, without which a
+   ratio above 1 cannot be told from a machine too busy to reach R.
 
 litellm runs from ``LITELLM_BIN`` (default: ``litellm`` next to this Python, else
 ``$HOME/.cache/backstay/litellm-venv/bin/litellm``) with ``LITELLM_LOCAL_MODEL_COST_MAP``
@@ -50,6 +54,8 @@ import shared_state
 
 LATENCY_RATE: Final = 200.0
 LATENCY_REQUESTS: Final = 2_000
+SEQUENTIAL: Final = 1_000
+SEQUENTIAL_WARMUP: Final = 100
 WARMUP: Final = 200
 THROUGHPUT_REQUESTS: Final = 4_000
 CONCURRENCY: Final = 64
@@ -337,6 +343,32 @@ def _latency_and_throughput(binary: str | None) -> None:
                 )
 
 
+def _in_process() -> None:
+    """The added latency without a scheduler between the processes: the fake provider and
+    a gateway on threads of this process, one request at a time."""
+    from backstay.fakeprovider import FakeProvider, Scenario  # noqa: PLC0415 - this row only
+    from backstay.gateway import Gateway, GatewaySettings, Upstreams  # noqa: PLC0415
+
+    direct: list[float] = []
+    via: list[float] = []
+    headers = _headers("gateway")
+    with FakeProvider(Scenario()) as fake:
+        settings = GatewaySettings(port=0, upstreams=Upstreams.all(fake.url))
+        with Gateway(settings) as served, httpx.Client() as client:
+            for i in range(SEQUENTIAL + SEQUENTIAL_WARMUP):
+                for url, into in ((fake.url, direct), (served.url, via)):
+                    started = time.perf_counter()
+                    client.post(url + "/v1/chat/completions", json=CHAT, headers=headers)
+                    if i >= SEQUENTIAL_WARMUP:
+                        into.append(time.perf_counter() - started)
+    d50, d99 = _percentiles(direct)
+    v50, v99 = _percentiles(via)
+    print(
+        f"  in one process, one at a time ({SEQUENTIAL} requests): direct p50 {d50:.2f} ms, "
+        f"through the gateway {v50:.2f} ms: +p50 {v50 - d50:.2f} ms, +p99 {v99 - d99:.2f} ms"
+    )
+
+
 def _streams(binary: str | None) -> None:
     print(f"\n  Memory with {STREAMS:,} concurrent streams (each past its first event, held)")
     print(f"  {'proxy':<22} {'idle MB':>8} {'streams MB':>11}")
@@ -368,6 +400,23 @@ def _fleet() -> None:
     if shutil.which("redis-server") is None:
         print("  redis-server is not installed (scripts/install-test-deps): left out")
         return
+    with shared_state.redis_server() as url, provider_process.serve() as fake:
+        store = f"{url}?namespace=bench-capacity"
+        with (
+            gateway(fake, "--store", store) as (a, _),
+            gateway(fake, "--store", store) as (
+                b,
+                _,
+            ),
+        ):
+            _send([a], 1, 1)
+            started = time.perf_counter()
+            _send([a, b], FLEET_REQUESTS, FLEET_THREADS)
+            capacity = FLEET_REQUESTS / (time.perf_counter() - started)
+    print(
+        f"  the same setup against an unlimited provider: {capacity:.1f} requests/s "
+        f"(R = {FLEET_RPM / 60:.0f}/s; below it, the machine is the limit, not the provider)"
+    )
     with tempfile.TemporaryDirectory(prefix="backstay-bench-fleet-") as directory:
         log = Path(directory) / "requests.jsonl"
         flags = ("--rpm", str(FLEET_RPM), "--log", str(log))
@@ -434,6 +483,7 @@ def report() -> None:
     if binary is None:
         print("  litellm's proxy is not installed (pip install 'litellm[proxy]'): backstay alone")
     _latency_and_throughput(binary)
+    _in_process()
     _streams(binary)
     _fleet()
 
