@@ -70,7 +70,6 @@ class ChainAdapter(BaseAgentAdapter):
     name = "chain"
 
     def __init__(self, statuses: dict[str, list[StepStatus]] | None = None) -> None:
-        super().__init__()
         self.statuses = statuses or {}
         self.executed: list[str] = []
 
@@ -479,6 +478,7 @@ def test_the_printed_framework_adapters_exist_under_their_names(module: str, nam
     import importlib  # noqa: PLC0415
 
     cls = getattr(importlib.import_module(module), name)
+    assert issubclass(cls, BaseAgentAdapter)
     for method in ("plan", "execute", "validate"):
         assert callable(getattr(cls, method))
 

@@ -30,6 +30,7 @@ from backstay._checks import check_name, check_number, check_url
 from backstay.adapters.usage import Usage
 from backstay.errors import ConfigError
 from backstay.runtime.context import ExecutionContext
+from backstay.runtime.interface import BaseAgentAdapter
 from backstay.runtime.plan import Plan, Step
 from backstay.runtime.results import StepResult, StepStatus, ValidationResult
 from backstay.runtime.schema_check import check_output
@@ -233,7 +234,7 @@ def adapter_arguments(config: Mapping[str, Any], *, default_model: str) -> dict[
     }
 
 
-class TaskAdapter:
+class TaskAdapter(BaseAgentAdapter):
     """What every framework adapter holds: the user's agent ``factory``, the model
     ``settings`` and the task's ``config``; its ``plan`` (``task_plan``) and ``validate``
     (``check_output``). A subclass names itself (``name``) and runs a step (``execute``)."""

@@ -26,7 +26,7 @@ from __future__ import annotations
 import dataclasses
 import enum
 from collections.abc import Mapping, Sequence
-from typing import Any, Final
+from typing import Any, ClassVar, Final
 
 from backstay._checks import check_name, check_number
 from backstay.adapters.usage import Usage
@@ -226,11 +226,12 @@ class BaseAgentAdapter:
     schema (the runtime's subset); ``is_available()`` says whether its framework can run
     here (``health_check`` asks it). ``name`` defaults to the class name."""
 
-    name: str = ""
+    name: ClassVar[str] = ""
 
-    def __init__(self) -> None:
-        if not self.name:
-            self.name = type(self).__name__
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if not cls.name:
+            cls.name = cls.__name__
 
     def validate(self, output_json: Any, schema: Mapping[str, Any] | None) -> ValidationResult:
         return check_output(output_json, schema)
