@@ -15,7 +15,7 @@ from backstay.cli import app
 from backstay.cli._errors import USAGE_ERROR
 from backstay.cli._lazy import COMMANDS
 
-WIDE = CliRunner(env={"COLUMNS": "250"})
+WIDE = CliRunner(env={"COLUMNS": "1000"})
 
 
 def _help(*command: str) -> str:
