@@ -435,11 +435,15 @@ class Engine:
         return self.spend.overview()
 
     async def _drive_all(self, work: list[tuple[TaskDriver, TaskRecord]]) -> None:
-        slots = asyncio.Semaphore(self.concurrency)
+        # ``concurrency`` workers take the tasks in order from one iterator, so only as
+        # many asyncio tasks exist at once as run (not one per task of a batch of
+        # 100,000); each task is driven in an asyncio task of its own, so its context
+        # variables never carry over to the next one.
+        queue = iter(work)
 
-        async def one(driver: TaskDriver, record: TaskRecord) -> None:
-            async with slots:
-                await self._drive_one(driver, record)
+        async def worker() -> None:
+            for driver, record in queue:
+                await asyncio.ensure_future(self._drive_one(driver, record))
 
         operations = [driver.operation_id for driver, _ in work]
         with contextlib.ExitStack() as stack:
@@ -449,8 +453,8 @@ class Engine:
                 # One SDK client per API adapter, model, base URL and key for all the
                 # tasks, closed when they are done (backstay.adapters.api._clients).
                 async with shared_clients(), asyncio.TaskGroup() as group:
-                    for driver, record in work:
-                        group.create_task(one(driver, record))
+                    for _ in range(min(self.concurrency, len(work))):
+                        group.create_task(worker())
             except BaseExceptionGroup as failed:
                 raise failed.exceptions[0] from failed
 
