@@ -8,8 +8,8 @@ task. Per 1,000 tasks, 10 fail for good (a content filter), 5 run out of quota (
 with an escalation) and 3 fail on a bad key (escalated), so that the state left behind is
 a batch a person has work in. Each size runs on a fresh state directory (or Redis
 namespace); the CPU per task is the process's CPU time over the run divided by its tasks,
-and should stay flat as the batch grows. The peak memory (``ru_maxrss``) is the whole
-process's, all runs included: target ≤ 500 MB.
+and should stay flat as the batch grows. Every run happens in one fresh process, whose
+peak memory (``ru_maxrss``, all runs included) is printed: target ≤ 500 MB.
 
 The states of the largest runs are kept for ``status.py``, which times the commands that
 read a batch on them. Run alone with ``python bench/scale.py [SIZE ...]``; ``make bench``
@@ -20,8 +20,10 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import json
 import resource
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -102,6 +104,31 @@ def run(tasks: int, state_dir: Path, *, url: str | None = None) -> Run:
                summary.count(TaskState.SUCCEEDED))  # fmt: skip
 
 
+def _plan(
+    sizes: tuple[int, ...], root: Path, url: str | None
+) -> list[tuple[int, Path, str | None]]:
+    """Every run: each size on SQLite, then on Redis (``url``) when there is one."""
+    plan: list[tuple[int, Path, str | None]] = []
+    for store_url in [None, *([url] if url else [])]:
+        name = "redis" if store_url else "sqlite"
+        for n in sizes:
+            ns = f"{store_url}?namespace=scale{n}" if store_url else None
+            plan.append((n, root / f"{name}-{n}" / "state", ns))
+    return plan
+
+
+def _runs_apart(plan: list[tuple[int, Path, str | None]]) -> Iterator[Run]:
+    """Every run of ``plan`` in one fresh process (``make bench`` runs this after other
+    benchmarks, whose memory would count in this process's peak), as they end."""
+    argv = [sys.executable, __file__, "--runs", json.dumps([[n, str(p), u] for n, p, u in plan])]
+    with subprocess.Popen(argv, stdout=subprocess.PIPE, text=True) as child:  # noqa: S603
+        assert child.stdout is not None
+        for line in child.stdout:
+            yield Run(**json.loads(line))
+    if child.returncode != 0:
+        raise RuntimeError(f"the scale runs stopped (exit code {child.returncode})")
+
+
 @contextlib.contextmanager
 def _redis() -> Iterator[str | None]:
     try:
@@ -123,16 +150,13 @@ def report(sizes: tuple[int, ...] = SIZES) -> None:
     kept: dict[str, tuple[Path, str | None]] = {}
     try:
         with _redis() as url:
-            for store_url in [None, *([url] if url else [])]:
-                for n in sizes:
-                    name = "redis" if store_url else "sqlite"
-                    ns = f"{store_url}?namespace=scale{n}" if store_url else None
-                    state = root / f"{name}-{n}" / "state"
-                    state.mkdir(parents=True)
-                    result = run(n, state, url=ns)
-                    runs.append(result)
-                    _row(result)
-                    kept[f"{name} {n:,}"] = (state, ns)
+            plan = _plan(sizes, root, url)
+            for n, state, ns in plan:
+                state.mkdir(parents=True)
+                kept[f"{'redis' if ns else 'sqlite'} {n:,}"] = (state, ns)
+            for result in _runs_apart(plan):
+                runs.append(result)
+                _row(result)
             peak = max(r.peak_mb for r in runs)
             verdict = "met" if peak <= MEMORY_LIMIT_MB else "missed"
             print(f"  peak memory of the process: {peak:.0f} MB (target ≤ {MEMORY_LIMIT_MB:.0f} "
@@ -159,4 +183,9 @@ def _row(r: Run) -> None:
 
 if __name__ == "__main__":
     sys.path.insert(0, str(Path(__file__).parent))
-    report(tuple(int(a) for a in sys.argv[1:]) or SIZES)
+    if sys.argv[1:2] == ["--runs"]:  # the runs, in this one fresh process: JSON lines
+        for size, folder, store in json.loads(sys.argv[2]):
+            done = run(size, Path(folder), url=store)
+            print(json.dumps(dataclasses.asdict(done)), flush=True)
+    else:
+        report(tuple(int(a) for a in sys.argv[1:]) or SIZES)

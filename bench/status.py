@@ -1,6 +1,6 @@
 """Reading a large batch (issue 24): the CPU time of the commands a person runs on a batch
 of 10,000 or 100,000 tasks — ``status``, ``status --json``, ``health --json``, ``report`` —
-each a fresh process timed by its own CPU time (``os.wait4``), the least of ``ROUNDS``.
+each a fresh process timed by its own CPU time (GNU ``time``), the least of ``ROUNDS``.
 
 In ``make bench`` the batches are those ``scale.py`` leaves (SQLite and Redis). Run alone,
 ``python bench/status.py [SIZE ...]`` records batches of those sizes through the stores'
@@ -24,6 +24,7 @@ from typing import Final
 ROUNDS: Final = 3
 _SCRIPT = Path(sys.executable).with_name("backstay")
 BACKSTAY: Final = str(_SCRIPT) if _SCRIPT.exists() else (shutil.which("backstay") or "backstay")
+TIME: Final = shutil.which("time") or "/usr/bin/time"  # GNU time
 # (command, its arguments after the batch's flags, target CPU s by batch size or None)
 COMMANDS: Final = (
     ("status", [], {10_000: 0.6, 100_000: 1.0}),
@@ -34,16 +35,20 @@ COMMANDS: Final = (
 
 
 def cpu_and_memory(argv: list[str]) -> tuple[float, float]:
-    """The CPU seconds (user + system) and peak memory (MB) of one run of ``argv``."""
-    child = subprocess.Popen(  # noqa: S603 - our own command
-        argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-        env={**os.environ, "COLUMNS": "120"},
-    )  # fmt: skip
-    _pid, status, usage = os.wait4(child.pid, 0)
-    code = os.waitstatus_to_exitcode(status)
-    if code not in (0, 1):  # health says 1 when its store takes no write
-        raise RuntimeError(f"{' '.join(argv)} exited with {code}")
-    return usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024
+    """The CPU seconds (user + system) and peak memory (MB) of one run of ``argv``, as
+    GNU ``time`` reports them: a child of this process would inherit its peak memory
+    (Linux counts the parent's pages in a new child's ``ru_maxrss``), ``time``'s own
+    child does not."""
+    with tempfile.NamedTemporaryFile("r", suffix=".time") as out:
+        child = subprocess.run(  # noqa: S603 - GNU time and our own command
+            [TIME, "-f", "%U %S %M", "-o", out.name, *argv],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            env={**os.environ, "COLUMNS": "120"}, check=False,
+        )  # fmt: skip
+        if child.returncode not in (0, 1):  # health says 1 when its store takes no write
+            raise RuntimeError(f"{' '.join(argv)} exited with {child.returncode}")
+        user, system, peak_kb = out.read().split()[-3:]
+    return float(user) + float(system), int(peak_kb) / 1024
 
 
 def _has_store_flag(command: str) -> bool:
