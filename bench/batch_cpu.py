@@ -189,11 +189,12 @@ def report() -> None:
         f"{cpu_s * 1e3 / small:.2f} ms per task at {small:,}"
     )
     limit = TARGET_FIRST_ATTEMPT_S + sdk_import
-    first = min(first_s, first_l)
-    print(
-        f"    {'met    ' if first <= limit else 'not met'} first attempt ≤ "
-        f"{TARGET_FIRST_ATTEMPT_S:g} s + import anthropic ({limit:.2f} s): {first:.2f} s"
-    )
+    for size, first in ((small, first_s), (large, first_l)):
+        print(
+            f"    {'met    ' if first <= limit else 'not met'} first attempt ≤ "
+            f"{TARGET_FIRST_ATTEMPT_S:g} s + import anthropic ({limit:.2f} s) at {size:,} "
+            f"tasks: {first:.2f} s"
+        )
 
 
 if __name__ == "__main__":
