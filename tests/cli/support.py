@@ -70,7 +70,8 @@ def invoke(*args: str | Path) -> Result:
 
 def four_outcome_batch(tmp_path: Path) -> tuple[Result, Path]:
     """``backstay batch`` of four tasks: one succeeds, one overflows its context (failed),
-    one is blocked by content policy (failed, escalated for review), one runs out of quota (paused)."""
+    one is blocked by content policy (failed, escalated for review), one runs out of quota
+    (paused)."""
     suite = write_suite(tmp_path, ["ok", "overflow", "blocked", "quota"], scenarios=FOUR_OUTCOMES)
     state = tmp_path / "state"
     return invoke("batch", suite, "--state-dir", state), state

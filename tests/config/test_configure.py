@@ -111,4 +111,3 @@ def test_the_configured_circuit_breaker_guards_calls_with_an_operation(
     with pytest.raises(backstay.CircuitOpen):
         backstay.call(overloaded, policy="no_retry", operation="llm")
     assert len(calls) == 2
-

@@ -142,4 +142,3 @@ def test_a_content_policy_escalation_reopens_or_leaves_its_failed_task(
         eng.escalations.resolve(1, action, "reviewed")
         assert _state(eng) is state
         assert eng.escalations.list() == ()
-

@@ -406,9 +406,7 @@ class Engine:
         if isinstance(self.store, TaskIndex):  # a page at a time: flat in the batch's size
             wanted_ids = None if operation_ids is None else set(operation_ids)
             pages = (
-                page
-                if wanted_ids is None
-                else [t for t in page if t.operation_id in wanted_ids]
+                page if wanted_ids is None else [t for t in page if t.operation_id in wanted_ids]
                 for page in self.store.pages(TaskFilter(), size=_SUMMARY_PAGE)
             )
             return summarize_pages(
