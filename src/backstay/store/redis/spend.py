@@ -35,7 +35,7 @@ from backstay.policy.spend import (
     SpendScope,
     check_spend,
 )
-from backstay.store.redis import _spend_sums as sums
+from backstay.store import _spend_sums as sums
 from backstay.store.redis._client import RedisConnection
 from backstay.store.redis._tx import transact
 

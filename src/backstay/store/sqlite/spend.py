@@ -8,10 +8,17 @@ transaction that *reserves* the attempt's estimate, BEFORE the attempt is begun;
 is charged at its estimate when the task is taken up again (``settle_open``): the
 attempt may have run, and nothing says what it used.
 
-Reserving reads the totals of every scope the attempt belongs to (the batch: every row;
-its tenant; its task) and checks them with ``backstay.policy.spend.check_spend`` inside one
+Reserving reads the totals of every scope the attempt belongs to (the batch, its tenant,
+its task) and checks them with ``backstay.policy.spend.check_spend`` inside one
 ``BEGIN IMMEDIATE`` transaction, so neither concurrent tasks of one runner nor two runners
 on one state file can together reserve past a budget.
+
+The totals are running sums (``backstay_spend_sums``: a field per scope and per adapter
+and model, exact fractions as in ``backstay.store._spend_sums``), changed in the
+transaction that writes each row, so reserving, settling and estimating cost the same at
+the 100,000th task as at the first. A file written before the sums were kept (schema
+version 1) gets the table by migration and its sums built from its rows once, in one
+transaction, when it is first opened; the marker field says they cover every row.
 
 The batch's and tenants' budgets live in ``backstay_spend_budgets`` (a resumed batch keeps
 them; ``set_budget`` changes one). A task's own budget travels in its spec.
@@ -39,6 +46,7 @@ from backstay.policy.spend import (
     SpendScope,
     check_spend,
 )
+from backstay.store import _spend_sums as sums
 from backstay.store.sqlite._file import SQLiteFile
 from backstay.store.sqlite._schema import open_component
 from backstay.store.sqlite.tasks import DEFAULT_TIMEOUT_S, STATE_FILE
@@ -46,9 +54,14 @@ from backstay.store.sqlite.tasks import DEFAULT_TIMEOUT_S, STATE_FILE
 __all__ = ["SQLiteSpendLedger"]
 
 COMPONENT: Final = "spend"
-SCHEMA_VERSION: Final = 1
+SCHEMA_VERSION: Final = 2
 SPEND: Final = "backstay_spend"
 BUDGETS: Final = "backstay_spend_budgets"
+SUMS: Final = "backstay_spend_sums"
+_CREATE_SUMS: Final = f"CREATE TABLE {SUMS} (field TEXT PRIMARY KEY, vector TEXT NOT NULL)"
+_MARK_SUMS: Final = f"INSERT INTO {SUMS} (field, vector) VALUES ('{sums.MARKER}', '1')"  # noqa: S608
+# Version 1 had no sums: the table is made here, its sums built from the rows on opening.
+_MIGRATIONS: Final = {1: (_CREATE_SUMS,)}
 _DDL: Final = (
     f"""CREATE TABLE {SPEND} (
     attempt_id TEXT PRIMARY KEY,
@@ -77,13 +90,27 @@ _DDL: Final = (
     updated_at REAL NOT NULL,
     PRIMARY KEY (kind, name)
 )""",
+    _CREATE_SUMS,
+    _MARK_SUMS,
 )
-_TOTALS: Final = (
-    "SELECT coalesce(sum(CASE WHEN status = 'settled' THEN usd END), 0.0), "  # noqa: S608
-    "coalesce(sum(CASE WHEN status = 'settled' THEN tokens END), 0), "
-    "coalesce(sum(CASE WHEN status = 'reserved' THEN estimate_usd END), 0.0), "
-    f"coalesce(sum(CASE WHEN status = 'reserved' THEN estimate_tokens END), 0) FROM {SPEND}"
+_ROW_COLUMNS: Final = (
+    "operation_id, tenant, adapter, model, status, estimate_usd, estimate_tokens, usd, tokens, "
+    "prompt_tokens, output_tokens, reported_usd"
 )
+_ROW_NAMES: Final = tuple(name.strip() for name in _ROW_COLUMNS.split(","))
+_ROW: Final = f"SELECT {_ROW_COLUMNS} FROM {SPEND} WHERE attempt_id = ?"  # noqa: S608
+_OPEN_ROWS: Final = (
+    f"SELECT attempt_id, {_ROW_COLUMNS} FROM {SPEND} "  # noqa: S608
+    "WHERE operation_id = ? AND status = 'reserved'"
+)
+_ALL_ROWS: Final = f"SELECT {_ROW_COLUMNS} FROM {SPEND}"  # noqa: S608
+_GET_SUM: Final = f"SELECT vector FROM {SUMS} WHERE field = ?"  # noqa: S608
+_PUT_SUM: Final = (
+    f"INSERT INTO {SUMS} (field, vector) VALUES (?, ?) "  # noqa: S608
+    "ON CONFLICT (field) DO UPDATE SET vector = excluded.vector"
+)
+_HAS_MARKER: Final = f"SELECT 1 FROM {SUMS} WHERE field = '{sums.MARKER}'"  # noqa: S608
+_SUM_TENANTS: Final = f"SELECT field FROM {SUMS} WHERE field GLOB 'tenant|*'"  # noqa: S608
 _RESERVE: Final = (
     f"INSERT INTO {SPEND} (attempt_id, operation_id, tenant, adapter, model, status, "  # noqa: S608
     "estimate_usd, estimate_tokens, reserved_at) VALUES (?, ?, ?, ?, ?, 'reserved', ?, ?, ?)"
@@ -98,11 +125,6 @@ _SETTLE_OPEN: Final = (
     "tokens = estimate_tokens, settled_at = ? WHERE operation_id = ? AND status = 'reserved'"
 )
 _RELEASE: Final = f"DELETE FROM {SPEND} WHERE attempt_id = ? AND status = 'reserved'"  # noqa: S608
-_EARLIER: Final = (
-    "SELECT count(*), avg(prompt_tokens), avg(output_tokens), avg(reported_usd) "  # noqa: S608
-    f"FROM {SPEND} WHERE status = 'settled' AND adapter = ? AND model = ? "
-    "AND prompt_tokens IS NOT NULL AND tokens > 0"
-)
 _SET_BUDGET: Final = (
     f"INSERT INTO {BUDGETS} (kind, name, usd, tokens, updated_at) VALUES (?, ?, ?, ?, ?) "  # noqa: S608
     "ON CONFLICT (kind, name) DO UPDATE SET usd = excluded.usd, tokens = excluded.tokens, "
@@ -110,7 +132,6 @@ _SET_BUDGET: Final = (
 )
 _GET_BUDGET: Final = f"SELECT usd, tokens FROM {BUDGETS} WHERE kind = ? AND name = ?"  # noqa: S608
 _ALL_BUDGETS: Final = f"SELECT kind, name, usd, tokens FROM {BUDGETS} ORDER BY kind, name"  # noqa: S608
-_TENANTS: Final = f"SELECT DISTINCT tenant FROM {SPEND} WHERE tenant IS NOT NULL"  # noqa: S608
 T = TypeVar("T")
 
 
@@ -130,7 +151,9 @@ class SQLiteSpendLedger(SQLiteFile):
             tables=(SPEND, BUDGETS),
             ddl=_DDL,
             timeout_s=timeout_s,
+            migrations=_MIGRATIONS,
         )
+        self._tx(self._ensure_sums)
 
     def _tx(self, fn: Callable[[sqlite3.Connection], T]) -> T:
         with self._lock:
@@ -148,6 +171,42 @@ class SQLiteSpendLedger(SQLiteFile):
     def _read(self, fn: Callable[[sqlite3.Connection], T]) -> T:
         with self._lock:
             return fn(self._conn)
+
+    # -- running sums -----------------------------------------------------------------
+
+    @staticmethod
+    def _ensure_sums(conn: sqlite3.Connection) -> None:
+        """Build the sums from the rows, once, for a file written before they were kept."""
+        if conn.execute(_HAS_MARKER).fetchone() is not None:
+            return
+        built: dict[str, sums.Vector] = {}
+        rows = (dict(zip(_ROW_NAMES, row, strict=True)) for row in conn.execute(_ALL_ROWS))
+        sums.add(built, (sums.row_vectors(row) for row in rows))
+        conn.execute(f"DELETE FROM {SUMS}")  # noqa: S608
+        conn.executemany(_PUT_SUM, [(f, sums.encode(v)) for f, v in built.items()])
+        conn.execute(_MARK_SUMS)
+
+    @staticmethod
+    def _row(conn: sqlite3.Connection, attempt_id: str) -> sums.Row | None:
+        found = conn.execute(_ROW, (attempt_id,)).fetchone()
+        return None if found is None else dict(zip(_ROW_NAMES, found, strict=True))
+
+    @staticmethod
+    def _sum(conn: sqlite3.Connection, field: str) -> sums.Vector | None:
+        found = conn.execute(_GET_SUM, (field,)).fetchone()
+        return None if found is None else sums.decode(found[0])
+
+    def _change_sums(
+        self, conn: sqlite3.Connection, changes: list[tuple[sums.Row | None, sums.Row | None]]
+    ) -> None:
+        """Add to the sums what rows going from ``before`` to ``after`` change."""
+        fields = sorted({f for pair in changes for row in pair if row for f in sums.fields_of(row)})
+        known = {f: v for f in fields if (v := self._sum(conn, f)) is not None}
+        deltas = []
+        for before, after in changes:
+            deltas += [sums.row_vectors(before, sign=-1), sums.row_vectors(after)]
+        changed = sums.add(known, deltas)
+        conn.executemany(_PUT_SUM, [(f, sums.encode(v)) for f, v in changed.items()])
 
     # -- budgets ----------------------------------------------------------------------
 
@@ -169,22 +228,11 @@ class SQLiteSpendLedger(SQLiteFile):
 
     # -- totals -----------------------------------------------------------------------
 
-    @staticmethod
-    def _totals_in(conn: sqlite3.Connection, scope: SpendScope, budget: SpendBudget) -> ScopeTotals:
-        params: tuple[str, ...]
-        if scope.kind is ScopeKind.TASK:
-            query, params = f"{_TOTALS} WHERE operation_id = ?", (scope.name,)
-        elif scope.kind is ScopeKind.TENANT:
-            query, params = f"{_TOTALS} WHERE tenant = ?", (scope.name,)
-        else:
-            query, params = _TOTALS, ()
-        spent_usd, spent_tokens, held_usd, held_tokens = conn.execute(query, params).fetchone()
-        return ScopeTotals(
-            scope=scope,
-            budget=budget,
-            spent=Spend(usd=float(spent_usd), tokens=int(spent_tokens)),
-            reserved=Spend(usd=float(held_usd), tokens=int(held_tokens)),
-        )
+    @classmethod
+    def _totals_in(
+        cls, conn: sqlite3.Connection, scope: SpendScope, budget: SpendBudget
+    ) -> ScopeTotals:
+        return sums.scope_totals(cls._sum(conn, sums.scope_field(scope)), scope, budget)
 
     def totals(self, scope: SpendScope, task_budget: SpendBudget | None = None) -> ScopeTotals:
         """The scope's budget (a task's: ``task_budget``), spent and reserved amounts."""
@@ -204,7 +252,7 @@ class SQLiteSpendLedger(SQLiteFile):
 
         def fn(conn: sqlite3.Connection) -> tuple[ScopeTotals, ...]:
             tenants = {str(r[1]) for r in conn.execute(_ALL_BUDGETS) if r[0] == "tenant"}
-            tenants |= {str(r[0]) for r in conn.execute(_TENANTS)}
+            tenants |= {str(r[0]).split("|", 1)[1] for r in conn.execute(_SUM_TENANTS)}
             scopes = [SpendScope(kind=ScopeKind.BATCH)]
             scopes += [SpendScope(kind=ScopeKind.TENANT, name=t) for t in sorted(tenants)]
             return tuple(self._totals_in(conn, s, self._budget_in(conn, s)) for s in scopes)
@@ -235,9 +283,23 @@ class SQLiteSpendLedger(SQLiteFile):
         nothing. Reserving an attempt again replaces its earlier reservation."""
 
         def fn(conn: sqlite3.Connection) -> SpendRefusal | None:
-            conn.execute(_RELEASE, (attempt.attempt_id,))
+            self._release_in(conn, attempt.attempt_id)
             refusal = self._check_in(conn, attempt)
             if refusal is None:
+                row: sums.Row = {
+                    "operation_id": attempt.operation_id,
+                    "tenant": attempt.tenant,
+                    "adapter": attempt.adapter,
+                    "model": attempt.model,
+                    "status": "reserved",
+                    "estimate_usd": attempt.estimate.usd,
+                    "estimate_tokens": attempt.estimate.tokens,
+                    "usd": None,
+                    "tokens": None,
+                    "prompt_tokens": None,
+                    "output_tokens": None,
+                    "reported_usd": None,
+                }
                 conn.execute(
                     _RESERVE,
                     (
@@ -251,6 +313,7 @@ class SQLiteSpendLedger(SQLiteFile):
                         at.timestamp(),
                     ),
                 )
+                self._change_sums(conn, [(None, row)])
             return refusal
 
         return self._tx(fn)
@@ -275,26 +338,62 @@ class SQLiteSpendLedger(SQLiteFile):
             at.timestamp(),
             attempt_id,
         )
-        return bool(self._tx(lambda conn: conn.execute(_SETTLE, params).rowcount))
+
+        def fn(conn: sqlite3.Connection) -> bool:
+            before = self._row(conn, attempt_id)
+            if before is None or before["status"] != "reserved":
+                return False
+            conn.execute(_SETTLE, params)
+            after = {
+                **before,
+                "status": "settled",
+                "usd": charged.usd,
+                "tokens": charged.tokens,
+                "prompt_tokens": prompt_tokens,
+                "output_tokens": output_tokens,
+                "reported_usd": reported_usd,
+            }
+            self._change_sums(conn, [(before, after)])
+            return True
+
+        return self._tx(fn)
+
+    def _release_in(self, conn: sqlite3.Connection, attempt_id: str) -> None:
+        before = self._row(conn, attempt_id)
+        if before is not None and before["status"] == "reserved":
+            conn.execute(_RELEASE, (attempt_id,))
+            self._change_sums(conn, [(before, None)])
 
     def release(self, attempt_id: str) -> None:
         """Drop the open reservation of an attempt that never started."""
-        self._tx(lambda conn: conn.execute(_RELEASE, (attempt_id,)))
+        self._tx(lambda conn: self._release_in(conn, attempt_id))
 
     def settle_open(self, operation_id: str, *, at: _dt.datetime) -> int:
         """Charge the open reservations of a task at their estimates (their runner died);
         how many there were."""
-        params = (at.timestamp(), operation_id)
-        return int(self._tx(lambda conn: conn.execute(_SETTLE_OPEN, params).rowcount))
+
+        def fn(conn: sqlite3.Connection) -> int:
+            found = conn.execute(_OPEN_ROWS, (operation_id,)).fetchall()
+            if not found:
+                return 0
+            conn.execute(_SETTLE_OPEN, (at.timestamp(), operation_id))
+            changes: list[tuple[sums.Row | None, sums.Row | None]] = []
+            for each in found:
+                before = dict(zip(_ROW_NAMES, each[1:], strict=True))
+                after = {
+                    **before,
+                    "status": "settled",
+                    "usd": before["estimate_usd"],
+                    "tokens": before["estimate_tokens"],
+                }
+                changes.append((before, after))
+            self._change_sums(conn, changes)
+            return len(found)
+
+        return int(self._tx(fn))
 
     def earlier(self, adapter: str, model: str) -> EarlierUse | None:
         """The mean use of the settled attempts of ``adapter`` and ``model`` that used
         tokens; ``None`` before there is one."""
-        row = self._read(lambda conn: conn.execute(_EARLIER, (adapter, model)).fetchone())
-        if not row or not row[0]:
-            return None
-        return EarlierUse(
-            prompt_tokens=float(row[1]),
-            output_tokens=float(row[2]),
-            usd=None if row[3] is None else float(row[3]),
-        )
+        field = sums.use_field(adapter, model)
+        return sums.earlier_use(self._read(lambda conn: self._sum(conn, field)))

@@ -1,14 +1,15 @@
-"""The running sums ``RedisSpendLedger`` keeps beside its rows, so that reserving,
+"""The running sums both spend ledgers keep beside their rows (``RedisSpendLedger`` in its
+``sums`` hash, ``SQLiteSpendLedger`` in ``backstay_spend_sums``), so that reserving,
 settling and estimating read a few fields instead of every attempt of the batch.
 
-Every row contributes a vector to some fields of the ``sums`` hash:
+Every row contributes a vector to some fields of the sums:
 
 * ``batch|``, ``tenant|<name>`` (if it has a tenant) and ``task|<operation>``: ``[spent
   usd, spent tokens, reserved usd, reserved tokens]`` (a settled row counts as spent, a
-  reserved one as reserved: what the SQLite ledger's ``sum(CASE …)`` adds up);
+  reserved one as reserved);
 * ``use|["<adapter>", "<model>"]``, for a settled row that used tokens and knows its prompt
   tokens: ``[count, prompt tokens, output tokens, count with a reported cost, reported
-  usd]`` (the SQLite ledger's ``earlier`` query).
+  usd]`` (the mean use ``earlier`` gives).
 
 A change of a row adds the new row's vectors and takes away the old one's, in the
 transaction that writes the row. Amounts are kept as exact fractions (a ``float`` is
