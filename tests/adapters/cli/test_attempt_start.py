@@ -44,6 +44,13 @@ def _path(**changes: Any) -> StartPath:
     return start_path(**(given | changes))
 
 
+def test_a_continued_session_that_failed_before_an_answer_is_continued_again() -> None:
+    # A resumed attempt met the failure at its first request: its session still holds the
+    # answers of the attempt before it.
+    resumed = SessionRecord(agent="claude-code", session_id="s-1", turns=0, resumed=True)
+    assert _path(previous_session=resumed) is StartPath.RESUMED_SESSION
+
+
 def test_the_first_attempt_starts_fresh() -> None:
     assert _path(number=1) is StartPath.FRESH
 

@@ -12,7 +12,7 @@ decides (a pure function of what the previous attempt left):
 * ``resumed_session``: the previous attempt's CLI session died mid-way of a failure
   that did not come from the conversation itself (``RESUMABLE_KINDS``: a provider
   failure, a timeout, a crash; or the runner died under it), after at least one answered
-  turn, and its CLI can
+  turn (in it, or in the attempts whose session it continued), and its CLI can
   continue it: the attempt continues that session with a short prompt, in the workspace
   as the session left it;
 * ``workspace_restored``: otherwise, with a snapshot, the workspace is put back exactly
@@ -121,7 +121,9 @@ def start_path(
         and previous_session is not None
         and previous_session.agent == agent
         and previous_session.session_id is not None
-        and previous_session.turns > 0
+        # A continued session holds the answers of the attempts before it, even when it
+        # met its failure before an answer of its own.
+        and (previous_session.turns > 0 or previous_session.resumed)
         and not previous_session.resume_refused
         and session_kept
     ):
