@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
 from pathlib import Path
 
@@ -10,6 +11,7 @@ import pytest
 from tests.engine.support import OK, QUICK, WALL, ScriptedAdapter, clock, engine, spec
 
 from backstay.engine import AttemptOutcome, Engine, TaskState
+from backstay.engine.driver import TaskDriver
 from backstay.engine.records import AttemptEnd, StateChange
 from backstay.errors import ConfigError
 from backstay.failure import Failure
@@ -217,3 +219,23 @@ def test_a_cancelled_run_leaves_its_task_to_be_resumed(tmp_path: Path) -> None:
     assert left is not None
     assert left.state is S.RUNNING
     assert (summary.count(S.SUCCEEDED), summary.attempts) == (1, 2)
+
+
+def test_a_batch_holds_a_driver_only_for_the_tasks_it_is_running(tmp_path: Path) -> None:
+    # Each task's driver is built when the task starts and dropped when it ends: a batch
+    # of 100,000 tasks never holds 100,000 drivers.
+    alive: list[int] = []
+
+    def count(call: object) -> None:
+        del call
+        alive.append(sum(isinstance(o, TaskDriver) for o in gc.get_objects()))
+
+    adapter = ScriptedAdapter(on_dispatch=count)
+    specs = [spec(tmp_path, f"t{i:02d}") for i in range(12)]
+    with engine(tmp_path, adapter, concurrency=2) as eng:
+        gc.collect()  # the drivers earlier tests left to the collector
+        summary = eng.run_sync(specs)
+    assert summary.count(S.SUCCEEDED) == 12
+    assert len(alive) == 12
+    # A finished task's driver may wait for the collector (cycles), never a waiting one's.
+    assert 1 <= alive[0] <= 2

@@ -269,7 +269,11 @@ class Engine:
             return registry.get(spec.policy)
         return registry.for_operation(OperationType.AGENT)
 
-    def _driver(self, spec: TaskSpec) -> TaskDriver:
+    def _check(self, spec: TaskSpec) -> tuple[TaskSpec, Adapter]:
+        """What building ``spec``'s driver checks (its prompt, adapter, settings and
+        fallbacks' settings), raising what it would; the restored spec and its adapter.
+        A batch checks every task before it registers them, and builds each task's driver
+        only when the task is driven, so it never holds a driver per task."""
         # A prompt the state keeps redacted is read again from its suite file (checked).
         spec = self._prompts.restore(spec)
         adapter = self.adapter(spec.adapter)
@@ -277,6 +281,11 @@ class Engine:
             check_settings(spec.config, adapter=adapter)
         except ConfigError as err:
             raise ConfigError(err.reason, where=f"task {spec.task_id!r}: {err.where}") from None
+        self._fallback_adapters(spec)
+        return spec, adapter
+
+    def _driver(self, spec: TaskSpec) -> TaskDriver:
+        spec, adapter = self._check(spec)
         # The provider variables are added now, for this run only: never recorded.
         resolved = dataclasses.replace(spec, env=self._agent_env(adapter, spec), inherit_env=False)
         chain = self._fallback(spec, resolved)
@@ -314,14 +323,7 @@ class Engine:
         checked; ``None`` for a spec without."""
         if not spec.fallbacks:
             return None
-        adapters: dict[str, Adapter] = {}
-        for i, candidate in enumerate(spec.fallbacks):
-            adapter = adapters[str(candidate.adapter)] = self.adapter(str(candidate.adapter))
-            try:
-                check_settings(candidate_config(spec, candidate), adapter=adapter)
-            except ConfigError as err:
-                where = f"task {spec.task_id!r}: fallbacks[{i}]: {err.where}"
-                raise ConfigError(err.reason, where=where) from None
+        adapters = self._fallback_adapters(spec)
         return TaskFallback(
             resolved,
             rules=self.fallback_rules,
@@ -331,6 +333,18 @@ class Engine:
             adapters=adapters,
             envs={name: self._agent_env(a, spec) for name, a in adapters.items()},
         )
+
+    def _fallback_adapters(self, spec: TaskSpec) -> dict[str, Adapter]:
+        """The adapters of ``spec``'s fallbacks, by name, each candidate's config checked."""
+        adapters: dict[str, Adapter] = {}
+        for i, candidate in enumerate(spec.fallbacks):
+            adapter = adapters[str(candidate.adapter)] = self.adapter(str(candidate.adapter))
+            try:
+                check_settings(candidate_config(spec, candidate), adapter=adapter)
+            except ConfigError as err:
+                where = f"task {spec.task_id!r}: fallbacks[{i}]: {err.where}"
+                raise ConfigError(err.reason, where=where) from None
+        return adapters
 
     # -- running ------------------------------------------------------------------------
 
@@ -348,12 +362,12 @@ class Engine:
                 raise ConfigError(f"{spec.operation_id!r} is given twice", where=f"specs[{i}]")
             seen.add(spec.operation_id)
             encode_spec(spec)
-        drivers = [self._driver(spec) for spec in chosen]
+            self._check(spec)
         records = self.store.register_all(chosen, at=self.clock.now())
         if self.executor is not None:
             await self.executor.drive(self, records)
         else:
-            await self._drive_all(list(zip(drivers, records, strict=True)))
+            await self._drive_all(list(zip(chosen, records, strict=True)))
         return self.summary(seen)
 
     async def resume(self) -> Summary:
@@ -363,11 +377,12 @@ class Engine:
         for record in records:
             if record.missing_env:
                 raise missing_secret(record.task_id, record.missing_env)
-        drivers = [self._driver(record.spec) for record in records]
+        for record in records:
+            self._check(record.spec)
         if self.executor is not None:
             await self.executor.drive(self, records)
         else:
-            await self._drive_all(list(zip(drivers, records, strict=True)))
+            await self._drive_all([(record.spec, record) for record in records])
         return self.summary()
 
     async def drive_task(self, operation_id: str) -> TaskRecord:
@@ -384,11 +399,11 @@ class Engine:
             return record
         if record.missing_env:
             raise missing_secret(record.task_id, record.missing_env)
-        driver = self._driver(record.spec)
+        self._check(record.spec)
         with contextlib.ExitStack() as stack:
             if self.event_log:
                 stack.enter_context(recording(self.state_dir / EVENTS_FILE, [operation_id]))
-            await self._drive_one(driver, record)
+            await self._drive_one(record.spec, record)
         found = self.store.task(operation_id)
         assert found is not None  # noqa: S101 - a task is never removed
         return found
@@ -432,7 +447,7 @@ class Engine:
         """The batch's and each tenant's budget, spent and reserved amounts."""
         return self.spend.overview()
 
-    async def _drive_all(self, work: list[tuple[TaskDriver, TaskRecord]]) -> None:
+    async def _drive_all(self, work: list[tuple[TaskSpec, TaskRecord]]) -> None:
         # ``concurrency`` workers take the tasks in order from one iterator, so only as
         # many asyncio tasks exist at once as run (not one per task of a batch of
         # 100,000); each task is driven in an asyncio task of its own, so its context
@@ -440,10 +455,10 @@ class Engine:
         queue = iter(work)
 
         async def worker() -> None:
-            for driver, record in queue:
-                await asyncio.ensure_future(self._drive_one(driver, record))
+            for spec, record in queue:
+                await asyncio.ensure_future(self._drive_one(spec, record))
 
-        operations = [driver.operation_id for driver, _ in work]
+        operations = [record.operation_id for _, record in work]
         with contextlib.ExitStack() as stack:
             if self.event_log and work:
                 stack.enter_context(recording(self.state_dir / EVENTS_FILE, operations))
@@ -456,12 +471,14 @@ class Engine:
             except BaseExceptionGroup as failed:
                 raise failed.exceptions[0] from failed
 
-    async def _drive_one(self, driver: TaskDriver, record: TaskRecord) -> None:
+    async def _drive_one(self, spec: TaskSpec, record: TaskRecord) -> None:
         """Drive one task, unless ``record`` (read before its lease is claimed; the driver
-        reads it again under the lease) says it needs nothing."""
-        op = driver.operation_id
+        reads it again under the lease) says it needs nothing; its driver is built now and
+        dropped when it ends."""
         if not self._to_drive(record):
             return
+        driver = self._driver(spec)
+        op = driver.operation_id
         try:
             # An adapter declares itself idempotent or not (``idempotent``, default not);
             # a non-idempotent one runs only under its operation id.
