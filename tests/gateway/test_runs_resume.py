@@ -10,8 +10,10 @@ with a run token of its own, in the workspace as the session left it: the run su
 each step is in the workspace file once, the provider saw turns 1 and 2 once, and the
 real key is in no file the run left.
 
-The way past the gateway's policy: a ``retry-after`` longer than it waits
-(``max_retry_after_s``): it gives up at the first 529.
+Two ways past the gateway's policy: a ``retry-after`` longer than it waits
+(``max_retry_after_s``: it gives up at the first 529), and 529s until the gateway's
+failures open the model's circuit (``slow``: its backoff waits about 10 s, and the open
+circuit answers 503 until its probe, which the run's policy waits out).
 
 Skipped, with the reason, when Claude Code is not installed (``make agents``) or no
 namespace can be made here.
@@ -37,6 +39,7 @@ from tests.adapters.support import CANARY_KEY
 
 from backstay.adapters.cli.attempt_start import SESSION_HOME_DIR, SNAPSHOT_DIR
 from backstay.adapters.session import read_session_record
+from backstay.breaker import BreakerSettings
 from backstay.gateway import GATEWAY_POLICY
 
 TURNS: Final = 4
@@ -71,7 +74,9 @@ def _files_text(folder: Path) -> str:
     )
 
 
-def _run_continued(providers: Providers, tmp_path: Path, scenario: dict[str, Any]) -> int:
+def _run_continued(
+    providers: Providers, tmp_path: Path, scenario: dict[str, Any], *flags: str
+) -> int:
     """``backstay run`` of the session; checks that its second attempt continued the
     first's session and the run succeeded; the requests the provider saw at turn 3."""
     served = providers.serve(scenario)
@@ -87,7 +92,7 @@ def _run_continued(providers: Providers, tmp_path: Path, scenario: dict[str, Any
     }
     argv = [*BACKSTAY, "run", "--adapter", "claude-code", "--model", "claude-sonnet-4-5"]
     argv += ["--prompt-file", str(prompt), "--workspace", str(workspace)]
-    argv += ["--output-dir", str(out), "--timeout", str(TIMEOUT_S)]
+    argv += ["--output-dir", str(out), "--timeout", str(TIMEOUT_S), *flags]
     done = providers.namespace.run(argv, timeout_s=TIMEOUT_S * 2 + 60, env=env)
     stats = served.stats()
     log = (out / "agent.log").read_text() if (out / "agent.log").exists() else ""
@@ -129,3 +134,18 @@ def test_claude_code_continues_its_session_after_a_retry_after_longer_than_the_g
     scenario = _scenario(retry_after_s=retry_after)
     # The gateway gave up at the first 529; the continued session's turn 3 was answered.
     assert _run_continued(providers, tmp_path, scenario) == 2
+
+
+@pytest.mark.slow
+def test_claude_code_continues_its_session_after_the_gateway_opened_the_circuit(
+    providers: Providers, tmp_path: Path
+) -> None:
+    # 529s until the gateway's failures open the model's circuit: it gives up and hands
+    # the last one on. The circuit stays open for the breaker's open_duration_s, and the
+    # CLI does not pass on the 503's retry-after, so the run waits that long itself.
+    breaker = BreakerSettings()
+    scenario = _scenario(times=breaker.failure_threshold, retry_after_s=0.1)
+    policy = f"{{extends: agent_dispatch, initial_delay_s: {breaker.open_duration_s + 1}}}"
+    # The continued session's turn 3 was the circuit's probe, and was answered.
+    refused = _run_continued(providers, tmp_path, scenario, "--policy", policy)
+    assert refused == breaker.failure_threshold + 1
