@@ -2,8 +2,10 @@
 provider there, given nothing but the provider's standard variables: no adapter option
 names a key or a variable to pass, and codex is pointed at the fake by ``OPENAI_BASE_URL``
 alone (which Codex itself ignores). The run succeeds with its usage recorded, and the key
-appears nowhere; with no ``--policy``, a 429 is retried (the contract's ``agent_dispatch``)
-and the run succeeds, and a context overflow is not retried and is recorded.
+appears nowhere; with no ``--policy``, a 429 is retried and the run succeeds — by the
+gateway ``backstay run`` starts, inside the CLI's one session, or with ``--no-gateway`` by a
+second attempt (the contract's ``agent_dispatch``) — and a context overflow is not retried
+and is recorded.
 
 Skipped, with the reason, when the CLI is not installed (`make agents`) or namespaces
 cannot be made here.
@@ -44,10 +46,11 @@ RUN_TIMEOUT_S: Final = 120
 
 
 def _backstay_run(
-    name: str, ns: NetworkNamespace, tmp_path: Path, *faults: str
+    name: str, ns: NetworkNamespace, tmp_path: Path, *faults: str, flags: tuple[str, ...] = ()
 ) -> tuple[subprocess.CompletedProcess[str], Path]:
-    """``backstay run`` of ``name`` (no ``--policy``, only the standard variables) against
-    a fake provider in ``ns`` injecting ``faults``; the finished run and its output folder."""
+    """``backstay run`` of ``name`` (no ``--policy``, only the standard variables, and
+    ``flags``) against a fake provider in ``ns`` injecting ``faults``; the finished run and
+    its output folder."""
     installed(name)
     model, exported = RUNS[name]
     fault_args = [arg for fault in faults for arg in ("--fault", fault)]
@@ -68,6 +71,7 @@ def _backstay_run(
         *("--adapter", name, "--model", model),
         *("--prompt-file", str(tmp_path / "prompt.md"), "--workspace", str(tmp_path / "ws")),
         *("--output-dir", str(out), "--timeout", str(RUN_TIMEOUT_S)),
+        *flags,
     ]
     done = ns.run(argv, env=own | exported, cwd=tmp_path, timeout_s=RUN_TIMEOUT_S * 2)
     for path in out.rglob("*"):
@@ -98,10 +102,31 @@ def test_backstay_run_succeeds_with_only_the_standard_variables_exported(
 
 
 @pytest.mark.parametrize("name", list(RUNS))
-def test_a_429_is_retried_by_default_and_the_run_succeeds(
+def test_a_429_is_retried_by_default_within_the_cli_s_session(
     name: str, backstay_netns: NetworkNamespace, tmp_path: Path
 ) -> None:
     done, out = _backstay_run(name, backstay_netns, tmp_path, "rate_limit:first=1:retry_after_s=1")
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    assert stats(backstay_netns)["by_status"] == {"429": 1, "200": 1}
+    # The gateway retried the request: the CLI ran once, its one attempt succeeded.
+    assert not (out / "attempt_2").exists()
+    metrics = _metrics(out)
+    assert (metrics["exit_code"], metrics["error"]) == (0, None)
+    assert metrics["api_calls"] == 2  # the refused call counts, though the CLI saw none
+    assert metrics["tokens_input"] > 0
+
+
+@pytest.mark.parametrize("name", list(RUNS))
+def test_a_429_is_retried_by_a_second_attempt_without_the_gateway(
+    name: str, backstay_netns: NetworkNamespace, tmp_path: Path
+) -> None:
+    done, out = _backstay_run(
+        name,
+        backstay_netns,
+        tmp_path,
+        "rate_limit:first=1:retry_after_s=1",
+        flags=("--no-gateway",),
+    )
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     assert stats(backstay_netns)["by_status"] == {"429": 1, "200": 1}
     first, second = _metrics(out / "attempt_1"), _metrics(out / "attempt_2")

@@ -14,7 +14,7 @@ from backstay.policy.ratelimit import RateLimitSettings
 
 
 def test_a_worker_engine_paces_and_budgets_as_the_driver_s(tmp_path: Path) -> None:
-    limits = {"anthropic-api": RateLimitSettings(requests_per_minute=600)}
+    limits = {"anthropic": RateLimitSettings(requests_per_minute=600)}
     job = WorkerJob(
         store=str(tmp_path),
         state_dir=str(tmp_path),
