@@ -10,6 +10,7 @@ import json
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any, ClassVar
 
 import anthropic
@@ -30,6 +31,7 @@ from tests.gateway.helpers import (
 
 from backstay.breaker import BreakerRegistry, BreakerSettings
 from backstay.errors import ConfigError
+from backstay.events import EVENTS_FILE, recording
 from backstay.fakeprovider import FakeProvider, Fault, FaultKind, Scenario
 from backstay.gateway import Gateway, GatewaySettings, RequestFellBack, RequestRetried, Upstreams
 from backstay.gateway.runs import TOKEN_PREFIX, RunTicket, RunTokens
@@ -184,7 +186,9 @@ def test_the_tally_counts_refused_requests_and_the_tokens_of_every_wire_format()
     assert all(t.output_tokens > 0 for t in tallies.values() if t)
 
 
-def test_a_retried_request_is_an_event_of_its_run_and_a_span_under_its_trace() -> None:
+def test_a_retried_request_is_an_event_of_its_run_and_a_span_under_its_trace(
+    tmp_path: Path,
+) -> None:
     exporter = InMemorySpanExporter()
     provider = TracerProvider()
     provider.add_span_processor(SimpleSpanProcessor(exporter))
@@ -196,6 +200,7 @@ def test_a_retried_request_is_an_event_of_its_run_and_a_span_under_its_trace() -
     faults = (Fault(kind=FaultKind.OVERLOADED, first=1, retry_after_s=0.001),)
     with (
         capture_events() as events,
+        recording(tmp_path / EVENTS_FILE, ["op-1"]),
         FakeProvider(Scenario(faults=faults)) as fake,
         _gateway(runs, fake.url, tracer_provider=provider) as gateway,
         anthropic.Anthropic(base_url=gateway.url, api_key=token, max_retries=0) as c,
@@ -203,6 +208,8 @@ def test_a_retried_request_is_an_event_of_its_run_and_a_span_under_its_trace() -
         c.messages.create(model=ANTHROPIC_MODEL, max_tokens=20, messages=MESSAGES)  # type: ignore[arg-type]
     retried = [e for e in events if isinstance(e, RequestRetried)]
     assert [(e.task, e.attempt, e.attempts) for e in retried] == [("op-1", "op-1/2", 2)]
+    logged = (tmp_path / EVENTS_FILE).read_text(encoding="utf-8").splitlines()
+    assert "request.retried" in [json.loads(line)["event"] for line in logged]
     (span,) = exporter.get_finished_spans()
     assert span.context is not None
     assert f"{span.context.trace_id:032x}" == TRACE_ID
@@ -250,8 +257,8 @@ def test_a_request_moves_to_the_runs_fallback_model_while_its_circuit_is_open() 
         by_model = dict(fake.stats().by_status)
     assert answer.model == fallback
     fell = [e for e in events if isinstance(e, RequestFellBack)]
-    assert [(e.model, e.fallback_model, e.task, e.reason) for e in fell] == [
-        (ANTHROPIC_MODEL, fallback, "op-f", "circuit_open")
+    assert [(e.model, e.fallback_model, e.task, e.reason, e.operation) for e in fell] == [
+        (ANTHROPIC_MODEL, fallback, "op-f", "circuit_open", "op-f")
     ]
     assert by_model == {500: 1, 200: 1}
 

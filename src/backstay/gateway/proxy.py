@@ -163,7 +163,7 @@ class Proxy:
         if BUS.wants(RequestFellBack.level):
             BUS.emit(
                 RequestFellBack(
-                    operation=f"gateway:{found.provider}/{found.model}",
+                    operation=_operation(found, ticket),
                     provider=found.provider,
                     model=found.model,
                     fallback_model=fallback,
@@ -289,6 +289,14 @@ class Proxy:
         return _answer(result, tally.attempts)
 
 
+def _operation(found: Route, ticket: RunTicket | None) -> str:
+    """The operation a request's event is told under: its run's task (so the batch's
+    event log, which keeps its tasks' operations, records it), else the gateway's own."""
+    if ticket is not None and ticket.task:
+        return ticket.task
+    return f"gateway:{found.provider}/{found.model}"
+
+
 def _report(  # noqa: PLR0917 - one event's fields
     found: Route,
     policy: str,
@@ -305,7 +313,7 @@ def _report(  # noqa: PLR0917 - one event's fields
     if BUS.wants(RequestRetried.level):
         BUS.emit(
             RequestRetried(
-                operation=f"gateway:{found.provider}/{found.model}",
+                operation=_operation(found, ticket),
                 policy=policy,
                 provider=found.provider,
                 model=found.model,
