@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Final
 
+import anthropic
 import pytest
 from tests.adapters.support import CANARY_KEY as TASK_KEY
 from tests.gateway.helpers import ANTHROPIC_MODEL, FAST_POLICY, claude
@@ -18,6 +19,7 @@ from backstay.fakeprovider import FakeProvider, Scenario
 from backstay.fakeprovider.scenario import RateLimit
 from backstay.gateway import Gateway, GatewaySettings, Upstreams
 from backstay.gateway.limits import RequestPaced
+from backstay.gateway.runs import RunTicket, RunTokens
 from backstay.policy.ratelimit import RateLimitSettings
 from backstay.testing import FakeClock, capture_events
 
@@ -109,3 +111,27 @@ def test_an_api_task_waits_behind_a_gateway_request_at_its_providers_one_limiter
             assert shared is limiters.limiter_for("anthropic", ANTHROPIC_MODEL)
     assert summary.count(TaskState.SUCCEEDED) == 1
     assert clock.sleeps[:1] == [pytest.approx(1.0, abs=0.01)]
+
+
+def test_a_runs_paced_request_is_an_event_of_its_task(tmp_path: Path) -> None:
+    # A run's request.paced is told under its task's operation, as the batch's event log
+    # keeps it; a request of no run under the gateway's own.
+    runs = RunTokens()
+    token = runs.open(RunTicket(provider="anthropic", key=TASK_KEY, task="op-paced"))
+    scenario = Scenario(rate_limit=RateLimit(requests_per_minute=RPM))
+    with FakeProvider(scenario) as fake:
+        drain(fake)
+        with (
+            capture_events() as events,
+            Gateway(_settings(fake.url), runs=runs) as gateway,
+            anthropic.Anthropic(base_url=gateway.url, api_key=token, max_retries=0) as client,
+        ):
+            for _ in range(4):
+                client.messages.create(
+                    model=ANTHROPIC_MODEL,
+                    max_tokens=20,
+                    messages=[{"role": "user", "content": "hi"}],
+                )
+    paced = [e for e in events if isinstance(e, RequestPaced)]
+    assert paced
+    assert {e.operation for e in paced} == {"op-paced"}

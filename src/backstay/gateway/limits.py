@@ -67,11 +67,15 @@ class RequestPacer(PacedRequest):
     """One client request's view of its provider's limiter (a ``ReservingLimiterLike`` for
     the retry driver); it remembers when a wait began, to report it."""
 
-    __slots__ = ("_attempts", "_waiting_since", "route")
+    __slots__ = ("_attempts", "_waiting_since", "operation", "route")
 
-    def __init__(self, limiter: RateLimiterLike, tokens: float, route: Route) -> None:
+    def __init__(
+        self, limiter: RateLimiterLike, tokens: float, route: Route, operation: str | None = None
+    ) -> None:
         super().__init__(limiter, tokens)
         self.route = route
+        # What its ``request.paced`` is told under: the run's task, else the gateway's own.
+        self.operation = operation or f"gateway:{route.provider}/{route.model}"
         self._waiting_since: float | None = None
         self._attempts = 0
 
@@ -98,7 +102,7 @@ class RequestPacer(PacedRequest):
         found = self.route
         BUS.emit(
             RequestPaced(
-                operation=f"gateway:{found.provider}/{found.model}",
+                operation=self.operation,
                 provider=found.provider,
                 model=found.model,
                 endpoint=found.endpoint,
@@ -138,15 +142,17 @@ class GatewayLimits:
             registry if registry is not None else RateLimiterRegistry()
         )
 
-    def pacer(self, found: Route, method: str, body: bytes) -> RequestPacer | None:
-        """The pacer of one request on ``found``; ``None`` for one not paced (a listing,
-        a token count)."""
+    def pacer(
+        self, found: Route, method: str, body: bytes, operation: str | None = None
+    ) -> RequestPacer | None:
+        """The pacer of one request on ``found`` (its events told under ``operation``,
+        default the gateway's own); ``None`` for one not paced (a listing, a token count)."""
         if method != "POST" or found.model == ANY_MODEL:
             return None
         if found.endpoint.endswith(_UNPACED_SUFFIXES):
             return None
         limiter = self.registry.limiter_for(found.provider, found.model)
-        return RequestPacer(limiter, estimate_tokens(body), found)
+        return RequestPacer(limiter, estimate_tokens(body), found, operation)
 
 
 async def paced_attempt(

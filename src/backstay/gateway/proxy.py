@@ -240,7 +240,9 @@ class Proxy:
         outcome = "succeeded"
         try:
             # Each attempt waits its turn at the provider's rate limiter (``limits``).
-            pacer = self._limits.pacer(found, upstream.method, upstream.body)
+            pacer = self._limits.pacer(
+                found, upstream.method, upstream.body, _operation(found, ticket)
+            )
             result: Answer | OpenStream | GatewayError = await acall(
                 paced_attempt,
                 pacer,
