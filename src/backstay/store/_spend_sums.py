@@ -22,7 +22,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from fractions import Fraction
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from backstay.policy.spend import (
     EarlierUse,
@@ -33,6 +33,9 @@ from backstay.policy.spend import (
     SpendScope,
 )
 
+if TYPE_CHECKING:
+    from backstay.engine.spend_ledger import AttemptSpend
+
 __all__ = [
     "MARKER",
     "Vector",
@@ -41,6 +44,7 @@ __all__ = [
     "earlier_use",
     "encode",
     "fields_of",
+    "reserved_row",
     "row_vectors",
     "scope_field",
     "scope_totals",
@@ -54,6 +58,25 @@ Vector = tuple[Fraction, ...]
 MARKER: Final = "v"
 _SCOPE_WIDTH: Final = 4
 _ZERO_SCOPE: Final[Vector] = (Fraction(0),) * _SCOPE_WIDTH
+
+
+def reserved_row(attempt: AttemptSpend) -> dict[str, Any]:
+    """The row of ``attempt`` reserved: its estimate held, nothing spent yet (the fields
+    both ledgers store; each adds its own timestamps)."""
+    return {
+        "operation_id": attempt.operation_id,
+        "tenant": attempt.tenant,
+        "adapter": attempt.adapter,
+        "model": attempt.model,
+        "status": "reserved",
+        "estimate_usd": attempt.estimate.usd,
+        "estimate_tokens": attempt.estimate.tokens,
+        "usd": None,
+        "tokens": None,
+        "prompt_tokens": None,
+        "output_tokens": None,
+        "reported_usd": None,
+    }
 
 
 def scope_field(scope: SpendScope) -> str:

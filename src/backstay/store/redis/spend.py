@@ -197,18 +197,7 @@ class RedisSpendLedger:
 
     def reserve(self, attempt: AttemptSpend, *, at: _dt.datetime) -> SpendRefusal | None:
         row: Row = {
-            "operation_id": attempt.operation_id,
-            "tenant": attempt.tenant,
-            "adapter": attempt.adapter,
-            "model": attempt.model,
-            "status": "reserved",
-            "estimate_usd": attempt.estimate.usd,
-            "estimate_tokens": attempt.estimate.tokens,
-            "usd": None,
-            "tokens": None,
-            "prompt_tokens": None,
-            "output_tokens": None,
-            "reported_usd": None,
+            **sums.reserved_row(attempt),
             "reserved_at": at.timestamp(),
             "settled_at": None,
         }

@@ -286,20 +286,7 @@ class SQLiteSpendLedger(SQLiteFile):
             self._release_in(conn, attempt.attempt_id)
             refusal = self._check_in(conn, attempt)
             if refusal is None:
-                row: sums.Row = {
-                    "operation_id": attempt.operation_id,
-                    "tenant": attempt.tenant,
-                    "adapter": attempt.adapter,
-                    "model": attempt.model,
-                    "status": "reserved",
-                    "estimate_usd": attempt.estimate.usd,
-                    "estimate_tokens": attempt.estimate.tokens,
-                    "usd": None,
-                    "tokens": None,
-                    "prompt_tokens": None,
-                    "output_tokens": None,
-                    "reported_usd": None,
-                }
+                row: sums.Row = sums.reserved_row(attempt)
                 conn.execute(
                     _RESERVE,
                     (
