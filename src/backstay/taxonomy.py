@@ -6,6 +6,9 @@ value built from them, ``Failure``, lives in ``backstay.failure``.
 
 These are descriptions of failures, not exceptions: backstay's own exceptions live in
 ``backstay.errors``.
+
+(Just over 500 lines: the file is the closed taxonomy's tables — kinds, categories, every
+code and its spellings — which are read and checked as one; no logic lives here.)
 """
 
 from __future__ import annotations
