@@ -22,7 +22,7 @@ import urllib.request
 from typing import TYPE_CHECKING, Any, Final
 
 from backstay.errors import ConfigError
-from backstay.gateway.runs import RunTally, RunTicket, RunTokens
+from backstay.gateway.runs import OpensRuns, RunTally, RunTicket, RunTokens
 from backstay.gateway.settings import TOKEN_HEADER, GatewaySettings
 from backstay.redact import redact, register_secret
 
@@ -86,7 +86,7 @@ def add_run_routes(app: web.Application, runs: RunTokens, settings: GatewaySetti
     app.router.add_delete(RUNS_PATH + "/{token}", close_one)
 
 
-class RemoteRunGateway:
+class RemoteRunGateway(OpensRuns):
     """A shared gateway at ``url`` opening runs for this process, authorised by ``token``
     (its ``--token-env``). Constructing it asks the gateway once: a gateway that cannot be
     reached, refuses the token or opens no runs is a ``ConfigError`` naming ``where``."""
@@ -98,14 +98,6 @@ class RemoteRunGateway:
         found = self._call("GET", RUNS_PATH)
         deadline = found.get("deadline_s") if isinstance(found, dict) else None
         self._deadline_s = float(deadline) if isinstance(deadline, int | float) else 900.0
-
-    @property
-    def url(self) -> str:
-        return self._url
-
-    @property
-    def deadline_s(self) -> float:
-        return self._deadline_s
 
     def _call(self, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
         data = None if body is None else json.dumps(body).encode()
@@ -130,28 +122,7 @@ class RemoteRunGateway:
                 f"cannot reach the gateway at {self._url}: {err}", where=self._where
             ) from None
 
-    def open_run(
-        self,
-        *,
-        provider: str,
-        key: str,
-        upstream: str | None,
-        task: str | None,
-        attempt: str | None,
-        traceparent: str | None,
-        model: str | None,
-        fallback_model: str | None = None,
-    ) -> str:
-        ticket = RunTicket(
-            provider=provider,
-            key=key,
-            upstream=upstream,
-            task=task,
-            attempt=attempt,
-            traceparent=traceparent,
-            model=model,
-            fallback_model=fallback_model,
-        )
+    def open_ticket(self, ticket: RunTicket) -> str:
         answer = self._call("POST", RUNS_PATH, dataclasses.asdict(ticket))
         token = answer.get("token") if isinstance(answer, dict) else None
         if not isinstance(token, str):

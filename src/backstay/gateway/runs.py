@@ -20,7 +20,7 @@ from typing import Final
 from backstay.errors import ConfigError
 from backstay.gateway.usage import TokenUsage
 
-__all__ = ["TOKEN_PREFIX", "LocalRunGateway", "RunTally", "RunTicket", "RunTokens"]
+__all__ = ["TOKEN_PREFIX", "LocalRunGateway", "OpensRuns", "RunTally", "RunTicket", "RunTokens"]
 
 # A run token says what it is; a provider shown one answers 401 (it is no key of theirs).
 TOKEN_PREFIX: Final = "bsgw-run-"  # noqa: S105 - a prefix, not a secret
@@ -144,15 +144,13 @@ class RunTokens:
             return len(self._tickets)
 
 
-class LocalRunGateway:
-    """An in-process ``Gateway`` serving run tokens, as the agent adapters see a gateway
-    (``backstay.adapters.gateway_wiring.RunGateway``): ``url``, ``deadline_s``,
-    ``open_run`` and ``close_run``."""
+class OpensRuns:
+    """What every gateway the agent adapters see has in common
+    (``backstay.adapters.gateway_wiring.RunGateway``): ``url``, ``deadline_s``, and
+    ``open_run``, which makes the run's ``RunTicket`` and hands it to ``open_ticket``."""
 
-    def __init__(self, url: str, runs: RunTokens, deadline_s: float) -> None:
-        self._url = url
-        self.runs = runs
-        self._deadline_s = deadline_s
+    _url: str
+    _deadline_s: float
 
     @property
     def url(self) -> str:
@@ -184,6 +182,24 @@ class LocalRunGateway:
             model=model,
             fallback_model=fallback_model,
         )
+        return self.open_ticket(ticket)
+
+    def open_ticket(self, ticket: RunTicket) -> str:
+        """A new token standing for ``ticket``."""
+        raise NotImplementedError
+
+
+class LocalRunGateway(OpensRuns):
+    """An in-process ``Gateway`` serving run tokens, as the agent adapters see a gateway
+    (``backstay.adapters.gateway_wiring.RunGateway``): ``url``, ``deadline_s``,
+    ``open_run`` and ``close_run``."""
+
+    def __init__(self, url: str, runs: RunTokens, deadline_s: float) -> None:
+        self._url = url
+        self.runs = runs
+        self._deadline_s = deadline_s
+
+    def open_ticket(self, ticket: RunTicket) -> str:
         return self.runs.open(ticket)
 
     def close_run(self, token: str) -> RunTally | None:
