@@ -13,13 +13,16 @@ import contextlib
 import importlib.util
 import os
 from collections.abc import Iterable, Iterator, Mapping
-from typing import Annotated, Final
+from typing import TYPE_CHECKING, Annotated, Final
 
 import typer
 
 from backstay.adapters.gateway_wiring import RunGateway, use_gateway
 from backstay.adapters.registry import adapter_class
 from backstay.errors import ConfigError
+
+if TYPE_CHECKING:
+    from backstay.policy import PolicyRegistry
 
 
 def _say(text: str) -> None:
@@ -109,12 +112,18 @@ def _shared(url: str, environ: Mapping[str, str]) -> RunGateway:
 
 @contextlib.contextmanager
 def agent_gateway(
-    adapters: Iterable[str], *, enabled: bool = True, url: str | None = None
+    adapters: Iterable[str],
+    *,
+    enabled: bool = True,
+    url: str | None = None,
+    registry: PolicyRegistry | None = None,
 ) -> Iterator[str | None]:
     """A gateway for the agent runs of ``adapters`` while the block runs (its URL), or
     nothing (``None``) when none of them drives an agent CLI or ``enabled`` is false.
     ``url``: a shared gateway instead of one started here (``ConfigError`` when it cannot
-    be reached or refuses the token)."""
+    be reached or refuses the token). The gateway started here retries with
+    ``registry``'s policy ``gateway`` (``retry.policies.gateway`` of the configuration),
+    else ``GATEWAY_POLICY``; a shared one with its own."""
     if url is not None and not enabled:
         raise ConfigError("cannot be given with --no-gateway", where="--gateway")
     if not enabled or not wired(adapters):
@@ -134,9 +143,10 @@ def agent_gateway(
     # Imported here: the gateway (and aiohttp) loads only for runs of agent CLIs.
     from backstay.gateway import Gateway, GatewaySettings  # noqa: PLC0415
     from backstay.gateway.runs import LocalRunGateway, RunTokens  # noqa: PLC0415
+    from backstay.gateway.settings import configured_policy  # noqa: PLC0415
 
     runs = RunTokens()
-    settings = GatewaySettings(port=0)
+    settings = GatewaySettings(port=0, policy=configured_policy(registry))
     deadline = settings.policy.deadline_s or DEFAULT_DEADLINE_S
     with (
         Gateway(settings, runs=runs, tracer_provider=_tracer_provider()) as gateway,

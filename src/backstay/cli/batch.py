@@ -139,6 +139,7 @@ def batch(
                     adapters,
                     enabled=not no_gateway and (suite.gateway or gateway_url is not None),
                     url=gateway_url,
+                    registry=config.registry,
                 ),
             ):
                 code = run_batch(engine, opened)

@@ -5,7 +5,9 @@ SIGTERM, printing its base URL first.
 is shared by every gateway (and batch) on it, so a fleet holds one provider limit
 together; a state directory keeps breakers in its SQLite file. ``retry.rate_limits`` of
 the configuration (``--config``, else the ``backstay.yaml`` found as for every command)
-caps each provider's limiter; every other one learns its limit from the headers."""
+caps each provider's limiter; every other one learns its limit from the headers. Its
+``retry.policies.gateway``, when it has one, is the retry policy (else ``GATEWAY_POLICY``),
+``--max-attempts``, ``--deadline`` and ``--max-retry-after`` overriding it."""
 
 from __future__ import annotations
 
@@ -21,10 +23,13 @@ from typing import TYPE_CHECKING, Annotated, Final
 import typer
 
 from backstay.cli._errors import usage_error
+from backstay.config import load_config
 from backstay.errors import ConfigError
 from backstay.gateway import GATEWAY_POLICY, Gateway, GatewaySettings, Upstreams
+from backstay.gateway.settings import configured_policy
 
 if TYPE_CHECKING:
+    from backstay.config import BackstayConfig
     from backstay.engine.stores import StoreBundle
 
 TOKEN_ENV_VAR: Final = "BACKSTAY_GATEWAY_TOKEN"  # noqa: S105 - a variable name
@@ -77,17 +82,16 @@ def _open_store(text: str) -> StoreBundle:
 
 
 def _gateway(
-    settings: GatewaySettings, store: str | None, config_file: Path | None
+    settings: GatewaySettings, store: str | None, config: BackstayConfig
 ) -> tuple[Gateway, StoreBundle | None]:
     """The gateway of ``settings``: its limiters capped by the configuration's
     ``retry.rate_limits``, they and its breakers in the store at ``store`` (else in this
     process); and the stores, which the caller closes."""
     from backstay.breaker import BreakerRegistry  # noqa: PLC0415 - loaded when it serves
-    from backstay.config import load_config  # noqa: PLC0415
     from backstay.policy.limit_keys import provider_limits  # noqa: PLC0415
     from backstay.policy.limiters import RateLimiterRegistry  # noqa: PLC0415
 
-    limits = provider_limits(load_config(config_file).engine_rate_limits())
+    limits = provider_limits(config.engine_rate_limits())
     if store is None:
         return Gateway(settings, limiters=RateLimiterRegistry(limits)), None
     bundle = _open_store(store)
@@ -149,19 +153,33 @@ def gateway(
         ),
     ] = Buffer.NONE,
     max_attempts: Annotated[
-        int, typer.Option("--max-attempts", min=1, help="Attempts per request.")
-    ] = GATEWAY_POLICY.max_attempts,
+        int | None,
+        typer.Option(
+            "--max-attempts",
+            min=1,
+            help="Attempts per request (default: the retry policy's, "
+            f"{GATEWAY_POLICY.max_attempts} in the built-in one).",
+        ),
+    ] = None,
     deadline: Annotated[
-        float, typer.Option("--deadline", min=0.0, help="Seconds a request may take in all.")
-    ] = GATEWAY_POLICY.deadline_s or 900.0,
+        float | None,
+        typer.Option(
+            "--deadline",
+            min=0.0,
+            help="Seconds a request may take in all (default: the retry policy's, "
+            f"{GATEWAY_POLICY.deadline_s:g} in the built-in one).",
+        ),
+    ] = None,
     max_retry_after: Annotated[
-        float,
+        float | None,
         typer.Option(
             "--max-retry-after",
             min=0.0,
-            help="Longest Retry-After waited; a longer one returns the provider's 429.",
+            help="Longest Retry-After waited; a longer one returns the provider's 429 "
+            f"(default: the retry policy's, {GATEWAY_POLICY.max_retry_after_s:g} in the "
+            "built-in one).",
         ),
-    ] = GATEWAY_POLICY.max_retry_after_s,
+    ] = None,
     allow_remote: Annotated[
         bool,
         typer.Option("--allow-remote", help="Allow a non-loopback --host (needs a token)."),
@@ -189,8 +207,9 @@ def gateway(
         Path | None,
         typer.Option(
             "--config",
-            help="backstay.yaml whose retry.rate_limits cap the providers' limits "
-            "(default: the one found as for every command).",
+            help="backstay.yaml whose retry.rate_limits cap the providers' limits and whose "
+            "retry.policies.gateway, if any, is the retry policy (default: the one found "
+            "as for every command).",
         ),
     ] = None,
 ) -> None:
@@ -209,8 +228,14 @@ def gateway(
             openai=openai_upstream or base.openai,
             gemini=gemini_upstream or base.gemini,
         )
-        policy = GATEWAY_POLICY.derive(
-            max_attempts=max_attempts, deadline_s=deadline, max_retry_after_s=max_retry_after
+        config = load_config(config_file)
+        given = {
+            "max_attempts": max_attempts,
+            "deadline_s": deadline,
+            "max_retry_after_s": max_retry_after,
+        }
+        policy = configured_policy(config.registry).derive(
+            **{name: value for name, value in given.items() if value is not None}
         )
         settings = GatewaySettings(
             host=host,
@@ -222,7 +247,7 @@ def gateway(
             token=gateway_token(token_env, os.environ),
         )
         _check_agent_runs(agent_runs, settings)
-        served, bundle = _gateway(settings, store, config_file)
+        served, bundle = _gateway(settings, store, config)
         if agent_runs:  # run tokens, opened over HTTP (backstay.gateway.run_admin)
             from backstay.gateway.runs import RunTokens  # noqa: PLC0415
 

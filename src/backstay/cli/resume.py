@@ -104,7 +104,12 @@ def resume(
                     location,
                 ),
                 showing_progress(states),
-                agent_gateway(_adapters_of(records), enabled=not no_gateway, url=gateway_url),
+                agent_gateway(
+                    _adapters_of(records),
+                    enabled=not no_gateway,
+                    url=gateway_url,
+                    registry=config.registry,
+                ),
             ):
                 summary = engine.resume_sync()
         except ConfigError as err:

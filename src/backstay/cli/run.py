@@ -32,6 +32,7 @@ from backstay.config import (
 from backstay.config.run.harness import NO_RETRY_POLICY
 from backstay.errors import ConfigError
 from backstay.fallback.harness import run_harness_chain
+from backstay.policy import PolicyRegistry
 
 # The key ``metrics.json`` of a run numbered by ``RUN_NUMBER`` holds that number in.
 RUN_NUMBER_KEY: Final = "run_number"
@@ -112,14 +113,20 @@ def _record_run_number(spec: HarnessRun) -> None:
         write_json_atomic(path, {**metrics, RUN_NUMBER_KEY: spec.run_number})
 
 
-def _start(spec: HarnessRun, *, gateway: bool = True, gateway_url: str | None = None) -> int:
+def _start(
+    spec: HarnessRun,
+    *,
+    gateway: bool = True,
+    gateway_url: str | None = None,
+    registry: PolicyRegistry | None = None,
+) -> int:
     # Each attempt's failure on stderr; the final one is printed by ``_report``.
     adapters = [spec.adapter, *(c.adapter for c in spec.fallbacks if c.adapter)]
     candidate = f"{spec.adapter}/{spec.model}" if spec.model else spec.adapter
     with (
         failures_on_stderr(printed=_FINAL_FAILURES),
         showing_run(candidate),
-        agent_gateway(adapters, enabled=gateway, url=gateway_url),
+        agent_gateway(adapters, enabled=gateway, url=gateway_url, registry=registry),
     ):
         return _start_run(spec)
 
@@ -303,7 +310,9 @@ def run(
         # The configuration's frameworks.<adapter> section: the adapter's defaults.
         options = with_framework(spec.options, config.frameworks, used_by="--adapter is")
         spec = dataclasses.replace(spec, options=options)
-        code = _start(spec, gateway=not no_gateway, gateway_url=gateway_url)
+        code = _start(
+            spec, gateway=not no_gateway, gateway_url=gateway_url, registry=config.registry
+        )
     except ConfigError as err:
         raise usage_error(err) from None
     _record_run_number(spec)

@@ -16,17 +16,19 @@ from urllib.parse import urlsplit
 from backstay._checks import check_name, check_number
 from backstay.breaker import BreakerSettings
 from backstay.errors import ConfigError
-from backstay.policy import KindOverride, RetryPolicy
+from backstay.policy import KindOverride, PolicyRegistry, RetryPolicy
 from backstay.taxonomy import FailureKind
 
 __all__ = [
     "DEFAULT_HOST",
     "DEFAULT_UPSTREAMS",
     "GATEWAY_POLICY",
+    "GATEWAY_POLICY_NAME",
     "MIN_TOKEN_LEN",
     "TOKEN_HEADER",
     "GatewaySettings",
     "Upstreams",
+    "configured_policy",
 ]
 
 DEFAULT_HOST: Final = "127.0.0.1"
@@ -56,6 +58,17 @@ GATEWAY_POLICY: Final = RetryPolicy(
     deadline_s=900.0,
     per_kind={FailureKind.UNKNOWN: KindOverride(max_attempts=2)},
 )
+# The configuration's policy a gateway retries with, when it has one of this name
+# (``retry.policies.gateway`` of backstay.yaml).
+GATEWAY_POLICY_NAME: Final = "gateway"
+
+
+def configured_policy(registry: PolicyRegistry | None) -> RetryPolicy:
+    """The retry policy of a gateway: ``registry``'s policy named ``GATEWAY_POLICY_NAME``
+    (``retry.policies.gateway``) when it has one, else ``GATEWAY_POLICY``."""
+    if registry is not None and GATEWAY_POLICY_NAME in registry:
+        return registry.get(GATEWAY_POLICY_NAME)
+    return GATEWAY_POLICY
 
 
 def _check_url(value: object, where: str) -> str:
