@@ -5,14 +5,16 @@ from __future__ import annotations
 import asyncio
 import gc
 import json
+from collections.abc import Sequence
 from pathlib import Path
+from typing import overload
 
 import pytest
 from tests.engine.support import OK, QUICK, WALL, ScriptedAdapter, clock, engine, spec
 
-from backstay.engine import AttemptOutcome, Engine, TaskState
+from backstay.engine import AttemptOutcome, Engine, TaskSpec, TaskState
 from backstay.engine.driver import TaskDriver
-from backstay.engine.records import AttemptEnd, StateChange
+from backstay.engine.records import AttemptEnd, StateChange, TaskRecord
 from backstay.errors import ConfigError
 from backstay.failure import Failure
 from backstay.idempotency.records import Acquired
@@ -239,3 +241,56 @@ def test_a_batch_holds_a_driver_only_for_the_tasks_it_is_running(tmp_path: Path)
     assert len(alive) == 12
     # A finished task's driver may wait for the collector (cycles), never a waiting one's.
     assert 1 <= alive[0] <= 2
+
+
+class _MadeOnDemand(Sequence[TaskSpec]):
+    """A batch whose specs are made when asked for, as a caller keeps a large one."""
+
+    def __init__(self, workspace: Path, n: int) -> None:
+        self.workspace, self.n = workspace, n
+
+    def __len__(self) -> int:
+        return self.n
+
+    @overload
+    def __getitem__(self, index: int) -> TaskSpec: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[TaskSpec]: ...
+
+    def __getitem__(self, index: int | slice) -> TaskSpec | Sequence[TaskSpec]:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(self.n))]
+        if not 0 <= index < self.n:
+            raise IndexError(index)
+        return spec(self.workspace, f"t{index:04d}")
+
+
+def test_a_batch_holds_no_spec_or_record_of_a_task_it_is_not_driving(tmp_path: Path) -> None:
+    # The engine keeps the batch's operation ids, reading each task's record (and taking
+    # its spec from the caller's sequence) when the task is driven: a batch of 100,000
+    # tasks is never 100,000 specs and records in memory. (The store keeps a bounded cache
+    # of the specs it decoded, for the tasks that were driven.)
+    tasks, every = 120, 30
+    waiting: list[int] = []  # tasks not dispatched yet whose spec is alive
+    records: list[int] = []
+
+    def count(call: object) -> None:
+        del call
+        if len(adapter.calls) % every == 0:
+            gc.collect()
+            objects = gc.get_objects()
+            dispatched = {c.operation_id for c in adapter.calls}
+            ids = {o.operation_id for o in objects if isinstance(o, TaskSpec)}
+            waiting.append(len(ids - dispatched))
+            records.append(sum(isinstance(o, TaskRecord) for o in objects))
+
+    adapter = ScriptedAdapter(on_dispatch=count)
+    with engine(tmp_path, adapter, concurrency=2) as eng:
+        summary = eng.run_sync(_MadeOnDemand(tmp_path, tasks))
+    assert summary.count(S.SUCCEEDED) == tasks
+    assert len(waiting) == tasks // every
+    # At most the other task a worker has taken up, never the tasks still to come.
+    assert max(waiting) <= 1, waiting
+    # Those of the tasks being driven (a few each), never one per task of the batch.
+    assert max(records) <= 6, records

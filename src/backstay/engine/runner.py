@@ -22,7 +22,12 @@ claimed task is taken up as ``backstay.engine.resume.plan_start`` says and drive
 ``TaskDriver``. At most ``concurrency`` tasks are driven at once.
 
 Adapters, policies and adapter settings are resolved and checked for every task before
-anything is recorded or run, so a mistake in the batch is a ``ConfigError`` up front.
+anything is recorded or run, so a mistake in the batch is a ``ConfigError`` up front. The
+batch is then recorded in one transaction (``TaskStore.register_each``: every task or
+none, so a runner killed on the way leaves a batch not started, never half of one), read
+a page at a time; then its tasks are driven. The engine holds the operation ids only: each
+task's record is read when the task is driven, and its spec is taken from ``specs`` then
+(a sequence is indexed, never copied; a lazy one keeps a batch of any size out of memory).
 
 Before each attempt the driver asks the task's circuit breaker (``CircuitGate``, one per
 adapter and model by default, kept in ``state.sqlite``); while it is open the task waits,
@@ -51,7 +56,7 @@ import asyncio
 import contextlib
 import dataclasses
 import os
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Final
@@ -66,7 +71,8 @@ from backstay.breaker.settings import BreakerSettings
 from backstay.clock import SYSTEM_CLOCK, Clock
 from backstay.engine import _notify as notify
 from backstay.engine._prompt_source import PromptSource
-from backstay.engine._spec_codec import encode_spec, missing_secret
+from backstay.engine._spec_codec import missing_secret
+from backstay.engine._stored_tasks import StoredTasks
 from backstay.engine.budgets import BudgetGate
 from backstay.engine.circuit_log import CircuitLog
 from backstay.engine.circuits import BreakerKeyFn, CircuitGate
@@ -350,10 +356,25 @@ class Engine:
 
     async def run(self, specs: Iterable[TaskSpec]) -> Summary:
         """Record ``specs`` (known tasks keep their state) and drive them until each has
-        succeeded, failed, or stopped to wait (paused, escalated); their summary."""
-        chosen = list(specs)
+        succeeded, failed, or stopped to wait (paused, escalated); their summary.
+
+        A sequence is read three times (checked, recorded, then each spec as its task is
+        driven) and never copied; any other iterable is read into a tuple first."""
+        chosen = specs if isinstance(specs, Sequence) else tuple(specs)
+        order = self._checked(chosen)
+        self.store.register_each(chosen, at=self.clock.now())
+        if self.executor is not None:
+            await self.executor.drive(self, StoredTasks(self.store, order))
+        else:
+            await self._drive_all(self._registered(chosen), operations=order)
+        return self.summary(order)
+
+    def _checked(self, specs: Sequence[TaskSpec]) -> list[str]:
+        """The operation ids of ``specs`` in order, each spec checked as building its
+        driver would check it (``ConfigError`` naming the first that is wrong)."""
+        order: list[str] = []
         seen: set[str] = set()
-        for i, spec in enumerate(chosen):
+        for i, spec in enumerate(specs):
             if not isinstance(spec, TaskSpec):
                 raise ConfigError(
                     f"must be a TaskSpec, got {type(spec).__name__}", where=f"specs[{i}]"
@@ -361,29 +382,42 @@ class Engine:
             if spec.operation_id in seen:
                 raise ConfigError(f"{spec.operation_id!r} is given twice", where=f"specs[{i}]")
             seen.add(spec.operation_id)
-            encode_spec(spec)
+            order.append(spec.operation_id)
             self._check(spec)
-        records = self.store.register_all(chosen, at=self.clock.now())
-        if self.executor is not None:
-            await self.executor.drive(self, records)
-        else:
-            await self._drive_all(list(zip(chosen, records, strict=True)))
-        return self.summary(seen)
+        return order
+
+    def _registered(self, specs: Sequence[TaskSpec]) -> Iterator[tuple[TaskSpec, TaskRecord]]:
+        """Each of ``specs`` with its record, read from the store as a worker takes it."""
+        for spec in specs:
+            record = self.store.task(spec.operation_id)
+            if record is None:  # pragma: no cover - registered above, never removed
+                raise LookupError(f"task {spec.operation_id!r} was never registered")
+            yield spec, record
 
     async def resume(self) -> Summary:
         """Drive every task of the state directory that can run now (see
         ``backstay.engine.resume``); the summary of all of them."""
-        records = [r for r in self.store.tasks() if self._to_drive(r)]
-        for record in records:
-            if record.missing_env:
-                raise missing_secret(record.task_id, record.missing_env)
-        for record in records:
-            self._check(record.spec)
+        order: list[str] = []
+        for record in self._stored():  # every one checked before any is driven
+            if self._to_drive(record):
+                if record.missing_env:
+                    raise missing_secret(record.task_id, record.missing_env)
+                self._check(record.spec)
+                order.append(record.operation_id)
+        stored = StoredTasks(self.store, order)
         if self.executor is not None:
-            await self.executor.drive(self, records)
+            await self.executor.drive(self, stored)
         else:
-            await self._drive_all([(record.spec, record) for record in records])
+            await self._drive_all(((r.spec, r) for r in stored), operations=order)
         return self.summary()
+
+    def _stored(self) -> Iterator[TaskRecord]:
+        """Every stored task, a page at a time on a store with an index."""
+        if isinstance(self.store, TaskIndex):
+            for page in self.store.pages(TaskFilter(), size=_SUMMARY_PAGE):
+                yield from page
+        else:
+            yield from self.store.tasks()
 
     async def drive_task(self, operation_id: str) -> TaskRecord:
         """Drive the stored task ``operation_id`` as ``run`` and ``resume`` drive each of
@@ -447,26 +481,28 @@ class Engine:
         """The batch's and each tenant's budget, spent and reserved amounts."""
         return self.spend.overview()
 
-    async def _drive_all(self, work: list[tuple[TaskSpec, TaskRecord]]) -> None:
-        # ``concurrency`` workers take the tasks in order from one iterator, so only as
-        # many asyncio tasks exist at once as run (not one per task of a batch of
-        # 100,000); each task is driven in an asyncio task of its own, so its context
-        # variables never carry over to the next one.
+    async def _drive_all(
+        self, work: Iterable[tuple[TaskSpec, TaskRecord]], *, operations: Collection[str]
+    ) -> None:
+        # ``concurrency`` workers take the tasks in order from one iterator (``work``, one
+        # entry per operation of ``operations``, each made as a worker takes it), so only
+        # as many asyncio tasks, specs and records exist at once as run (not one per task
+        # of a batch of 100,000); each task is driven in an asyncio task of its own, so
+        # its context variables never carry over to the next one.
         queue = iter(work)
 
         async def worker() -> None:
             for spec, record in queue:
                 await asyncio.ensure_future(self._drive_one(spec, record))
 
-        operations = [record.operation_id for _, record in work]
         with contextlib.ExitStack() as stack:
-            if self.event_log and work:
+            if self.event_log and operations:
                 stack.enter_context(recording(self.state_dir / EVENTS_FILE, operations))
             try:
                 # One SDK client per API adapter, model, base URL and key for all the
                 # tasks, closed when they are done (backstay.adapters.api._clients).
                 async with shared_clients(), asyncio.TaskGroup() as group:
-                    for _ in range(min(self.concurrency, len(work))):
+                    for _ in range(min(self.concurrency, len(operations))):
                         group.create_task(worker())
             except BaseExceptionGroup as failed:
                 raise failed.exceptions[0] from failed

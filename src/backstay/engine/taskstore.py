@@ -9,7 +9,8 @@ engine sleeps), so after a crash the store never claims less than what happened.
 
 * ``register(spec, at)``: add a task as ``pending``, or update the spec of a known one
   (its state, attempts and escalations stay); ``register_all`` does it for a batch in
-  one transaction.
+  one transaction, and ``register_each`` too, reading the specs a page at a time and
+  returning only how many (a batch of 100,000 tasks is never held twice).
 * ``begin_attempt``: ``pending``/``retrying`` → ``running`` and a ``running`` attempt
   ``attempts_used + 1``.
 * ``end_attempt``: the attempt's end, the task's next state, and an escalation if any.
@@ -30,7 +31,7 @@ engine sleeps), so after a crash the store never claims less than what happened.
 from __future__ import annotations
 
 import datetime as _dt
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Protocol, runtime_checkable
 
 from backstay.engine.records import (
@@ -57,6 +58,12 @@ class TaskStore(Protocol):
         self, specs: Sequence[TaskSpec], *, at: _dt.datetime
     ) -> tuple[TaskRecord, ...]:
         """``register`` each of ``specs``, all in one transaction; their records, in order."""
+
+    def register_each(self, specs: Iterable[TaskSpec], *, at: _dt.datetime) -> int:
+        """``register`` each of ``specs`` (read once, encoded as they are read), all in
+        one transaction: every task is recorded, or none (a spec refused on the way, or a
+        process killed before the end, leaves the store as it was); how many. Keeps no
+        record, for a batch of any size: the engine's way to record a batch."""
 
     def task(self, operation_id: str) -> TaskRecord | None: ...
 

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Final, TypeVar
 
 from redis.client import Pipeline
@@ -51,6 +51,7 @@ from backstay.engine.task import TaskSpec
 from backstay.errors import ConfigError
 from backstay.store import _task_rows as rows
 from backstay.store.redis._client import RedisConnection
+from backstay.store.redis._register_pages import register_pages
 from backstay.store.redis._task_move import SEP, TaskMove, text
 from backstay.store.redis._tx import transact
 from backstay.store.redis.task_index import RedisTaskIndex, state_set
@@ -176,6 +177,9 @@ class RedisTaskStore(RedisTaskIndex):
             self._conn.call(lambda client: self._register(keys=keys, args=args, client=client))
         found = [self.task(spec.operation_id) for spec in specs]
         return tuple(record for record in found if record is not None)
+
+    def register_each(self, specs: Iterable[TaskSpec], *, at: _dt.datetime) -> int:
+        return register_pages(self._conn, specs, row=_new_row(at), order=self._order)
 
     # -- changes ----------------------------------------------------------------------
 

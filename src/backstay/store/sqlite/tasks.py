@@ -16,7 +16,7 @@ import datetime as _dt
 import os
 import sqlite3
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Final, TypeVar
 
@@ -168,6 +168,18 @@ class SQLiteTaskStore(SQLiteTaskIndex, SQLiteFile):
             return tuple(self._task_in(conn, spec.operation_id) for spec in specs)
 
         return self._tx(fn)
+
+    def register_each(self, specs: Iterable[TaskSpec], *, at: _dt.datetime) -> int:
+        count = 0
+
+        def params() -> Iterator[tuple[Any, ...]]:
+            nonlocal count
+            for spec in specs:  # encoded as the statement reads it: nothing held
+                yield rows.register_params(spec, encode_spec(spec), at)
+                count += 1
+
+        self._tx(lambda conn: conn.executemany(sql.REGISTER, params()))
+        return count
 
     def begin_attempt(
         self,

@@ -1,0 +1,98 @@
+"""Registering a batch on Redis a page at a time, all of it or none of it.
+
+The specs are read from their iterable a page at a time and each page is pushed, encoded,
+onto a staging list of its own (``{ns:tasks}:staging:<token>``, never read by anything
+else); one Lua script then registers every task of the list as ``RedisTaskStore``'s
+register script does (a spec is updated, a known task keeps its state, a new one is
+counted and indexed) and deletes the list. Only that script changes what the store shows,
+and Redis runs a script whole: a process killed before it leaves nothing registered but
+a staging list, which expires a day later (and is deleted at once when a spec is refused
+before the commit). No page is held in memory after it is pushed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import json
+import secrets
+from collections.abc import Iterable, Iterator
+from itertools import islice
+from typing import Any, Final
+
+from backstay.engine._spec_codec import encode_spec
+from backstay.engine.task import TaskSpec
+from backstay.store.redis._client import RedisConnection
+from backstay.store.redis.task_index import state_set
+
+__all__ = ["PAGE", "register_pages"]
+
+# Specs encoded and pushed at once; the commit script reads the list in windows as large.
+PAGE: Final = 1000
+# A staging list left by a killed process goes away on its own.
+_STAGING_TTL_S: Final = 86_400
+
+# KEYS: order, counts, the pending set, the staging list; ARGV: the new row, the prefix of
+# the task keys, the window. The list holds operation_id, spec, operation_id, spec, …
+_COMMIT: Final = """
+local total = redis.call('LLEN', KEYS[4])
+local window = tonumber(ARGV[3]) * 2
+for first = 0, total - 1, window do
+  local items = redis.call('LRANGE', KEYS[4], first, first + window - 1)
+  for i = 1, #items, 2 do
+    local op, spec = items[i], items[i + 1]
+    local key = ARGV[2] .. op
+    redis.call('HSET', key, 'spec', spec)
+    if redis.call('HSETNX', key, 'row', ARGV[1]) == 1 then
+      local seq = redis.call('RPUSH', KEYS[1], op)
+      redis.call('HSET', key, 'seq', seq)
+      redis.call('HINCRBY', KEYS[2], 'pending', 1)
+      redis.call('ZADD', KEYS[3], seq, op)
+    end
+  end
+end
+redis.call('DEL', KEYS[4])
+return total / 2
+"""
+
+
+def register_pages(
+    conn: RedisConnection, specs: Iterable[TaskSpec], *, row: list[Any], order: str
+) -> int:
+    """Register ``specs`` (read once, ``PAGE`` at a time) with ``row`` as a new task's row
+    and ``order`` as the store's order list, all at once (see the module docstring); how
+    many were given."""
+    staging = conn.key("tasks", "staging", secrets.token_hex(8))
+    count = 0
+    committed = False
+    try:
+        for page in _pages(specs):
+            args: list[str] = []
+            for spec in page:
+                args += [spec.operation_id, encode_spec(spec)]
+            conn.call(functools.partial(_push, staging=staging, args=args))
+            count += len(page)
+        if count:
+            keys = [order, conn.key("tasks", "counts"), state_set(conn, "pending"), staging]
+            argv = [json.dumps(row), conn.key("tasks", "t", ""), str(PAGE)]
+            commit = conn.client.register_script(_COMMIT)
+            conn.call(lambda client: commit(keys=keys, args=argv, client=client))
+        committed = True
+    finally:
+        if not committed and count:  # refused or cut short: the list goes now, or expires
+            with contextlib.suppress(Exception):
+                conn.call(lambda client: client.delete(staging))
+    return count
+
+
+def _pages(specs: Iterable[TaskSpec]) -> Iterator[list[TaskSpec]]:
+    it = iter(specs)
+    while page := list(islice(it, PAGE)):
+        yield page
+
+
+def _push(client: Any, *, staging: str, args: list[str]) -> None:
+    pipe = client.pipeline(transaction=True)
+    pipe.rpush(staging, *args)
+    pipe.expire(staging, _STAGING_TTL_S)
+    pipe.execute()
