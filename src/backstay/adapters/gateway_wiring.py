@@ -15,6 +15,12 @@ the run is closed (the token revoked), and the attempt's usage takes the gateway
 counts: every request the provider answered, refused ones included, and the tokens of
 every answer, the same for every CLI.
 
+A task or run with fallbacks sets the model its attempt's requests move to while the
+circuit of their own model is open (``use_fallback_model``, around the dispatch; the engine's
+driver and ``backstay.fallback.harness``): ``gateway_fallback`` names it, the first later
+candidate of the chain on the same provider and key with another model. The run's ticket
+carries it (``RunTicket.fallback_model``).
+
 The gateway is reached through the ``RunGateway`` protocol (``backstay.gateway`` sits on
 the same floor as the adapters and is not imported here): ``backstay.gateway.runs``'s
 ``LocalRunGateway`` for an in-process gateway, ``RemoteRunGateway`` for a shared one.
@@ -25,21 +31,26 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import dataclasses
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, Final, Protocol
 
 from backstay.adapters.contract import AgentRequest
 from backstay.adapters.usage import Usage
 from backstay.events.tracecontext import current as current_trace
+from backstay.policy.limit_keys import provider_of
 
 __all__ = [
     "GATEWAY_TIMEOUT_MARGIN_S",
+    "ChainEntry",
     "GatewayWiring",
     "OpenedRun",
     "RunCounts",
     "RunGateway",
+    "current_fallback_model",
     "current_gateway",
+    "gateway_fallback",
     "open_run",
+    "use_fallback_model",
     "use_gateway",
 ]
 
@@ -86,8 +97,10 @@ class RunGateway(Protocol):
         attempt: str | None,
         traceparent: str | None,
         model: str | None,
+        fallback_model: str | None = None,
     ) -> str:
-        """A new token standing for the run and its real ``key``."""
+        """A new token standing for the run and its real ``key``; its requests move to
+        ``fallback_model`` while the circuit of their own model is open."""
         ...
 
     def close_run(self, token: str) -> RunCounts | None:
@@ -145,6 +158,58 @@ def use_gateway(gateway: RunGateway | None) -> Iterator[None]:
         yield
     finally:
         _CURRENT.reset(reset)
+
+
+_FALLBACK: contextvars.ContextVar[str | None] = contextvars.ContextVar(
+    "backstay_run_fallback_model", default=None
+)
+
+
+def current_fallback_model() -> str | None:
+    """The model the agent-CLI attempt started now falls back to at the gateway, if any."""
+    return _FALLBACK.get()
+
+
+@contextlib.contextmanager
+def use_fallback_model(model: str | None) -> Iterator[None]:
+    """Give the runs opened in this context ``model`` as their fallback model (``None``:
+    none)."""
+    reset = _FALLBACK.set(model)
+    try:
+        yield
+    finally:
+        _FALLBACK.reset(reset)
+
+
+class ChainEntry(Protocol):
+    """What ``gateway_fallback`` reads of a fallback candidate
+    (``backstay.fallback.Candidate``)."""
+
+    @property
+    def adapter(self) -> str | None: ...
+    @property
+    def model(self) -> str: ...
+    @property
+    def api_key_env(self) -> str | None: ...
+
+
+def gateway_fallback(candidates: Sequence[ChainEntry], index: int) -> str | None:
+    """The model a run of ``candidates[index]`` falls back to at the gateway: that of the
+    first later candidate whose requests go to the same provider with the same key (its
+    ``api_key_env``) and another model (a ``provider/`` prefix dropped), else ``None``."""
+    if not 0 <= index < len(candidates):
+        return None
+    current = candidates[index]
+    provider, model = provider_of(current.adapter or "", current.model)
+    if not provider:
+        return None
+    for later in candidates[index + 1 :]:
+        if later.api_key_env != current.api_key_env:
+            continue
+        found, bare = provider_of(later.adapter or "", later.model)
+        if found == provider and bare and bare != model:
+            return bare
+    return None
 
 
 @dataclasses.dataclass(slots=True)
@@ -233,6 +298,7 @@ def open_run(
         attempt=attempt_id,
         traceparent=None if trace is None else trace.traceparent,
         model=request.model,
+        fallback_model=current_fallback_model(),
     )
     dropped = {*names, *base_names, *wiring.strip_env}
     env = {name: value for name, value in request.env.items() if name not in dropped}

@@ -50,6 +50,7 @@ from typing import Any
 
 from backstay.adapters.cli.orphans import attempt_tag, stop_tagged
 from backstay.adapters.contract import Adapter, AgentRequest
+from backstay.adapters.gateway_wiring import gateway_fallback, use_fallback_model
 from backstay.clock import Clock
 from backstay.engine import _notify as notify
 from backstay.engine._attempt_done import AttemptDone, dispatch, escalation_context, result_data
@@ -305,15 +306,19 @@ class TaskDriver:
         request, start = self.starts.prepare(
             adapter, request, number=number, attempts=self.store.attempts(self.operation_id)
         )
-        done = await dispatch(
-            adapter,
-            request,
-            operation_id=self.operation_id,
-            attempt_id=attempt_id,
-            clock=self.clock,
-            started_at=started_at,
-            metrics=keys if start is None else {**keys, "attempt_start": str(start)},
-        )
+        # Through a gateway, its requests move to the next candidate's model of the same
+        # provider while their own model's circuit is open.
+        current = 0 if self.fallback is None else self.fallback.current
+        with use_fallback_model(gateway_fallback(self.spec.candidates, current)):
+            done = await dispatch(
+                adapter,
+                request,
+                operation_id=self.operation_id,
+                attempt_id=attempt_id,
+                clock=self.clock,
+                started_at=started_at,
+                metrics=keys if start is None else {**keys, "attempt_start": str(start)},
+            )
         ended_at = self.clock.now()
         if paced is not None:
             Pacing.attempt_ended(*paced, done.failure, headers=done.rate_limit_headers)

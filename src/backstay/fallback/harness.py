@@ -42,6 +42,7 @@ from typing import TYPE_CHECKING, Any
 
 from backstay.adapters.capture import Capture
 from backstay.adapters.contract import Adapter, AgentRequest, AgentResult
+from backstay.adapters.gateway_wiring import gateway_fallback, use_fallback_model
 from backstay.adapters.harness.attempt_capture import captured_attempt
 from backstay.adapters.harness.config import check_settings
 from backstay.adapters.harness.run import run_captured
@@ -128,6 +129,9 @@ class HarnessChain:
         self.tried: list[Candidate] = []
         self._partial: str | None = None
 
+    def _index(self, candidate: Candidate) -> int:
+        return next(i for i, e in enumerate(self.entries) if e.candidate.name == candidate.name)
+
     async def _attempt(
         self, candidate: Candidate, run: Capture, *, operation: str, number: int
     ) -> AgentResult:
@@ -137,13 +141,18 @@ class HarnessChain:
         workspace = entry.request.workspace
         before = WorkspaceMark.take(workspace, exclude=[self.output_dir]) if edits else None
 
+        # Through a gateway, its requests move to the next candidate's model of the same
+        # provider while their own model's circuit is open (the CLI goes on).
+        fallback = gateway_fallback([e.candidate for e in self.entries], self._index(candidate))
+
         async def dispatch(capture: Capture) -> AgentResult:
-            return await entry.adapter.dispatch(
-                entry.request,
-                operation_id=operation,
-                attempt_id=f"{operation}:attempt_{number}",
-                capture=capture,
-            )
+            with use_fallback_model(fallback):
+                return await entry.adapter.dispatch(
+                    entry.request,
+                    operation_id=operation,
+                    attempt_id=f"{operation}:attempt_{number}",
+                    capture=capture,
+                )
 
         try:
             return await captured_attempt(run, number, dispatch, apart=self.apart)

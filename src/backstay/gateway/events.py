@@ -41,7 +41,8 @@ class RequestRetried(Event):
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
 class RequestFellBack(Event):
     """A request of a run moved from ``model`` to the run's ``fallback_model`` (same
-    ``provider``) because the circuit of ``model`` was open."""
+    ``provider``): ``reason`` ``circuit_open``, the circuit of ``model`` was open when it
+    came; ``circuit_opened``, its own failures opened it."""
 
     name: ClassVar[str] = "request.fell_back"
     level: ClassVar[int] = logging.WARNING

@@ -16,10 +16,12 @@ the token (``usage``); a request whose circuit is open moves to the run's fallba
 
 from __future__ import annotations
 
+import dataclasses
 import hmac
 import time
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, Final
+from urllib.parse import urlsplit
 
 from backstay.breaker import BreakerRegistry, CircuitState
 from backstay.call import acall
@@ -63,6 +65,10 @@ __all__ = ["Proxy"]
 # Distinct client keys registered for redaction; past this many, keys are still forwarded
 # but no longer added (the pattern-based redaction still covers the providers' key shapes).
 _MAX_REGISTERED_KEYS: Final = 1024
+
+
+# A request moved to its run's fallback model: its route and its upstream request.
+_Moved = tuple[Route, Request]
 
 
 class _Tally:
@@ -159,22 +165,23 @@ class Proxy:
             CircuitState.OPEN
         ):
             return found, raw_path, body
-        raw_path, body = with_model(found.provider, raw_path, body, fallback)
-        if BUS.wants(RequestFellBack.level):
-            BUS.emit(
-                RequestFellBack(
-                    operation=_operation(found, ticket),
-                    provider=found.provider,
-                    model=found.model,
-                    fallback_model=fallback,
-                    endpoint=found.endpoint,
-                    reason="circuit_open",
-                    task=ticket.task,
-                    attempt=ticket.attempt,
-                )
-            )
-        endpoint = found.endpoint.replace(found.model, fallback, 1)
-        return Route(provider=found.provider, model=fallback, endpoint=endpoint), raw_path, body
+        moved = _moved_to(found, ticket, fallback, raw_path, body, reason="circuit_open")
+        return (found, raw_path, body) if moved is None else moved
+
+    def _opened(self, found: Route, upstream: Request, ticket: RunTicket | None) -> _Moved | None:
+        """The route and upstream request of a run's request whose own model's circuit its
+        failures just opened, moved to the run's fallback model (``None``: none to move to)."""
+        fallback = None if ticket is None else ticket.fallback_model
+        if ticket is None or not fallback or fallback == found.model:
+            return None
+        parts = urlsplit(upstream.url)
+        head = f"{parts.scheme}://{parts.netloc}"
+        raw_path = upstream.url[len(head) :]
+        moved = _moved_to(found, ticket, fallback, raw_path, upstream.body, reason="circuit_opened")
+        if moved is None:
+            return None
+        route, path, body = moved
+        return route, dataclasses.replace(upstream, url=head + path, body=body)
 
     def _admitted(self, request: web.Request) -> bool:
         token = self.settings.token
@@ -257,6 +264,10 @@ class Proxy:
         except UpstreamFailed as failed:
             result, failure, outcome = failed.answer, failed.failure, "gave_up"
         except CircuitOpen as err:
+            # Its own failures opened the circuit: a run's request moves to its fallback.
+            moved = self._opened(found, upstream, ticket) if tally.last is not None else None
+            if moved is not None:
+                return await self._forward(request, *moved, key, tally, ticket, span)
             outcome = "circuit_open"
             if tally.last is not None:  # opened by this request's own failures
                 result, failure = tally.last.answer, tally.last.failure
@@ -297,6 +308,33 @@ def _operation(found: Route, ticket: RunTicket | None) -> str:
     if ticket is not None and ticket.task:
         return ticket.task
     return f"gateway:{found.provider}/{found.model}"
+
+
+def _moved_to(
+    found: Route, ticket: RunTicket, fallback: str, raw_path: str, body: bytes, *, reason: str
+) -> tuple[Route, str, bytes] | None:
+    """The route, path and body of ``found``'s request for the run's ``fallback`` model,
+    told as ``RequestFellBack`` (``reason``); ``None`` when the model is not where its
+    provider puts it (nothing moves)."""
+    moved_path, moved_body = with_model(found.provider, raw_path, body, fallback)
+    if (moved_path, moved_body) == (raw_path, body):
+        return None
+    if BUS.wants(RequestFellBack.level):
+        BUS.emit(
+            RequestFellBack(
+                operation=_operation(found, ticket),
+                provider=found.provider,
+                model=found.model,
+                fallback_model=fallback,
+                endpoint=found.endpoint,
+                reason=reason,
+                task=ticket.task,
+                attempt=ticket.attempt,
+            )
+        )
+    endpoint = found.endpoint.replace(found.model, fallback, 1)
+    route = Route(provider=found.provider, model=fallback, endpoint=endpoint)
+    return route, moved_path, moved_body
 
 
 def _report(  # noqa: PLR0917 - one event's fields
