@@ -88,10 +88,11 @@ def _gateway(
     ``retry.rate_limits``, they and its breakers in the store at ``store`` (else in this
     process); and the stores, which the caller closes."""
     from backstay.breaker import BreakerRegistry  # noqa: PLC0415 - loaded when it serves
-    from backstay.policy.limit_keys import provider_limits  # noqa: PLC0415
+    from backstay.policy.limit_keys import credential_limits, provider_limits  # noqa: PLC0415
     from backstay.policy.limiters import RateLimiterRegistry  # noqa: PLC0415
 
-    limits = provider_limits(config.engine_rate_limits())
+    # A limit of one API key (provider#fingerprint) is found under provider#fingerprint.
+    limits = credential_limits(provider_limits(config.engine_rate_limits()))
     if store is None:
         return Gateway(settings, limiters=RateLimiterRegistry(limits)), None
     bundle = _open_store(store)
@@ -106,6 +107,17 @@ def _gateway(
         bundle.close()
         raise
     return gateway, bundle
+
+
+def _print_fingerprint(name: str, environ: Mapping[str, str]) -> None:
+    """Print the fingerprint of the key in ``$name`` (a usage error when it is unset)."""
+    from backstay.policy.limit_keys import key_fingerprint  # noqa: PLC0415
+
+    value = environ.get(name, "").strip() if name.strip() else ""
+    if not value:
+        err = ConfigError(f"${name} is not set or empty", where="--fingerprint-env")
+        raise usage_error(err)
+    sys.stdout.write(f"{key_fingerprint(value)}\n")
 
 
 def _check_agent_runs(agent_runs: bool, settings: GatewaySettings) -> None:
@@ -203,6 +215,15 @@ def gateway(
             "(--token-env); the real keys stay with the gateway.",
         ),
     ] = False,
+    fingerprint_env: Annotated[
+        str | None,
+        typer.Option(
+            "--fingerprint-env",
+            metavar="NAME",
+            help="Print the fingerprint of the API key in $NAME (for a limit of that key in "
+            "retry.rate_limits: anthropic#FINGERPRINT) and exit.",
+        ),
+    ] = None,
     config_file: Annotated[
         Path | None,
         typer.Option(
@@ -221,6 +242,9 @@ def gateway(
     Point a client's base URL at the printed URL; its API key passes through unchanged.
     Exit code 0 after a clean stop, 2 for a bad flag, address or port.
     """
+    if fingerprint_env is not None:
+        _print_fingerprint(fingerprint_env, os.environ)
+        return
     try:
         base = Upstreams.all(upstream) if upstream is not None else Upstreams()
         upstreams = Upstreams(

@@ -19,7 +19,8 @@ from backstay.taxonomy import ErrorCategory, FailureKind
 # Policy names are addressed by --set paths and BACKSTAY__ variables: no dots, no spaces.
 POLICY_NAME_PATTERN: Final = r"^[A-Za-z][A-Za-z0-9_-]*$"
 # "provider" or "provider/model"; a model name may hold dots, colons and slashes.
-RATE_LIMIT_KEY_PATTERN: Final = r"^[A-Za-z0-9][A-Za-z0-9_.-]*(/\S+)?$"
+# provider, provider/model, either with #<fingerprint> of one API key (policy/limit_keys.py).
+RATE_LIMIT_KEY_PATTERN: Final = r"^[A-Za-z0-9][A-Za-z0-9_.-]*(/[^\s#]+)?(#[0-9a-f]{12})?$"
 
 TOP_LEVEL: Final[Mapping[str, str]] = {
     "retry": "Retry policies, which operation uses which, and the shared guards.",

@@ -21,6 +21,12 @@ gateways on one Redis, 300 requests at 1,200 a minute from a used-up bucket, too
 M / R that way, and 0.97 × M / R (no 429) this way (``bench/gateway.py``).
 
 Model listings and token counts are not paced: providers limit them apart, if at all.
+
+A limit of one API key (``anthropic#<fingerprint>``, ``anthropic/<model>#<fingerprint>`` in
+``retry.rate_limits``; ``backstay.policy.limit_keys``) paces the requests sent with that
+key — a run's real key, else the client's own — at a limiter of their own,
+``anthropic#<fingerprint>/<model>``; the registry holds those limits under the names
+``credential_limits`` gives them. Only the fingerprint is ever named.
 """
 
 from __future__ import annotations
@@ -35,6 +41,7 @@ from backstay.events import BUS, Event
 from backstay.gateway.attempt import Answer, OpenStream, UpstreamFailed
 from backstay.gateway.routes import ANY_MODEL, Route
 from backstay.policy._paced import PacedRequest, estimate_tokens
+from backstay.policy.limit_keys import KEY_MARK, key_fingerprint
 from backstay.policy.limiters import RateLimiterRegistry
 from backstay.policy.protocols import LimiterRegistryLike, RateLimiterLike, ReservationLike
 from backstay.policy.ratelimit import RateLimiter
@@ -133,25 +140,47 @@ class RequestPacer(PacedRequest):
 
 class GatewayLimits:
     """The limiters a gateway paces with: ``registry`` (default: a fresh in-process
-    ``RateLimiterRegistry`` that learns every provider's limits from its headers)."""
+    ``RateLimiterRegistry`` that learns every provider's limits from its headers); the
+    limits of API keys among its ``limits`` (named by ``credential_limits``) give those
+    keys limiters of their own."""
 
-    __slots__ = ("registry",)
+    __slots__ = ("_keyed", "registry")
 
     def __init__(self, registry: LimiterRegistryLike | None = None) -> None:
         self.registry: LimiterRegistryLike = (
             registry if registry is not None else RateLimiterRegistry()
         )
+        limits = getattr(self.registry, "limits", None) or {}
+        # The providers of keyed limits (``anthropic#<fingerprint>``), by that name.
+        self._keyed = frozenset(
+            name.partition("/")[0] for name in limits if KEY_MARK in name.partition("/")[0]
+        )
+
+    def limiter(self, found: Route, credential: str | None = None) -> RateLimiterLike:
+        """The limiter of a request on ``found`` sent with ``credential``: its key's own
+        when a limit of that key is configured, else its provider's and model's."""
+        if credential and self._keyed:
+            keyed = f"{found.provider}{KEY_MARK}{key_fingerprint(credential)}"
+            if keyed in self._keyed:
+                return self.registry.limiter_for(keyed, found.model)
+        return self.registry.limiter_for(found.provider, found.model)
 
     def pacer(
-        self, found: Route, method: str, body: bytes, operation: str | None = None
+        self,
+        found: Route,
+        method: str,
+        body: bytes,
+        operation: str | None = None,
+        credential: str | None = None,
     ) -> RequestPacer | None:
         """The pacer of one request on ``found`` (its events told under ``operation``,
-        default the gateway's own); ``None`` for one not paced (a listing, a token count)."""
+        default the gateway's own) sent with the API key ``credential``; ``None`` for one
+        not paced (a listing, a token count)."""
         if method != "POST" or found.model == ANY_MODEL:
             return None
         if found.endpoint.endswith(_UNPACED_SUFFIXES):
             return None
-        limiter = self.registry.limiter_for(found.provider, found.model)
+        limiter = self.limiter(found, credential)
         return RequestPacer(limiter, estimate_tokens(body), found, operation)
 
 

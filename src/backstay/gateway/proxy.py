@@ -73,14 +73,16 @@ _Moved = tuple[Route, Request]
 
 class _Tally:
     """One client request's attempts so far, and the last upstream answer that failed;
-    ``token``: the run token it came with, whose attempts are counted."""
+    ``token``: the run token it came with, whose attempts are counted; ``credential``: the
+    API key it is sent upstream with (a limit of that key paces it)."""
 
-    __slots__ = ("attempts", "last", "token")
+    __slots__ = ("attempts", "credential", "last", "token")
 
-    def __init__(self, token: str | None = None) -> None:
+    def __init__(self, token: str | None = None, credential: str | None = None) -> None:
         self.attempts = 0
         self.last: UpstreamFailed | None = None
         self.token = token
+        self.credential = credential
 
 
 class Proxy:
@@ -150,8 +152,10 @@ class Proxy:
             body=body,
             provider=found.provider,
         )
+        credential = ticket.key if ticket is not None else next(iter(keys), None)
+        tally = _Tally(token, credential)
         with request_span(found, ticket, self._tracer_provider) as span:
-            return await self._forward(request, found, upstream, key, _Tally(token), ticket, span)
+            return await self._forward(request, found, upstream, key, tally, ticket, span)
 
     def _fallen_back(
         self, found: Route, ticket: RunTicket, raw_path: str, body: bytes
@@ -248,7 +252,7 @@ class Proxy:
         try:
             # Each attempt waits its turn at the provider's rate limiter (``limits``).
             pacer = self._limits.pacer(
-                found, upstream.method, upstream.body, _operation(found, ticket)
+                found, upstream.method, upstream.body, _operation(found, ticket), tally.credential
             )
             result: Answer | OpenStream | GatewayError = await acall(
                 paced_attempt,

@@ -15,17 +15,31 @@ A limit keyed by an adapter's name (``claude-code``, ``claude-code/<model>``), a
 configurations have it, still works: ``provider_limits`` reads it as its provider's key. An
 explicit provider key wins over it. An adapter backstay does not know (a test's scripted
 one) keeps its own name.
+
+A limit can also belong to one API key: ``anthropic#<fingerprint>`` or
+``anthropic/claude-sonnet-4-6#<fingerprint>``, the fingerprint the first 12 hex digits of
+the key's SHA-256 (``key_fingerprint``; the key itself is never written anywhere). The
+gateway paces the requests sent with that key at a limiter of their own
+(``credential_limits`` names it ``anthropic#<fingerprint>/<model>``), and every other key's
+at the provider's.
 """
 
 from __future__ import annotations
 
+import hashlib
+import re
 from collections.abc import Collection, Mapping
 from typing import Final, TypeVar
 
+from backstay.errors import ConfigError
+
 __all__ = [
     "ADAPTER_PROVIDERS",
+    "KEY_MARK",
     "PROVIDERS",
     "adapter_keys",
+    "credential_limits",
+    "key_fingerprint",
     "limit_key",
     "provider_limits",
     "provider_of",
@@ -51,6 +65,39 @@ _PREFIXES: Final[Mapping[str, str]] = {
 }
 
 V = TypeVar("V")
+
+# What separates a limit's provider (and model) from the fingerprint of its API key.
+KEY_MARK: Final = "#"
+_FINGERPRINT: Final = re.compile(r"[0-9a-f]{12}")
+
+
+def key_fingerprint(secret: str) -> str:
+    """A short, one-way name for an API key (the first 12 hex digits of its SHA-256): a
+    limit per key without the key written anywhere."""
+    return hashlib.sha256(secret.encode()).hexdigest()[:12]
+
+
+def credential_limits(limits: Mapping[str, V]) -> dict[str, V]:
+    """``limits`` with every key of an API key's limit, ``provider#fp`` or
+    ``provider/model#fp``, renamed ``provider#fp`` and ``provider#fp/model``: the names a
+    limiter registry finds them under for provider ``provider#fp`` (its most specific
+    entry first). Other keys are kept; ``ConfigError`` names one whose fingerprint is not
+    12 lowercase hex digits."""
+    out: dict[str, V] = {}
+    for key, value in limits.items():
+        head, mark, fingerprint = key.rpartition(KEY_MARK)
+        if not mark:
+            out[key] = value
+            continue
+        if not _FINGERPRINT.fullmatch(fingerprint) or not head:
+            raise ConfigError(
+                f"{key!r}: a key's limit is provider#FINGERPRINT or provider/model#FINGERPRINT, "
+                "the fingerprint 12 lowercase hex digits (backstay gateway --fingerprint-env)",
+                where="retry.rate_limits",
+            )
+        provider, slash, model = head.partition("/")
+        out[f"{provider}{KEY_MARK}{fingerprint}{slash}{model}"] = value
+    return out
 
 
 def provider_of(adapter: str, model: str = "", *, provider: str = "") -> tuple[str, str]:
