@@ -7,6 +7,7 @@ stand-in; tests/gateway/test_runs_clis.py runs the real one with the real CLIs."
 from __future__ import annotations
 
 import dataclasses
+import json
 from pathlib import Path
 from typing import Any
 
@@ -140,6 +141,11 @@ def test_gemini_cli_gets_the_token_and_the_gateway(tmp_path: Path) -> None:
     assert "GOOGLE_API_KEY" not in env
     assert env["GOOGLE_GEMINI_BASE_URL"] == GATEWAY_URL
     assert gateway.opened[0]["provider"] == "gemini"
+    # Its request timeout (a fetch preload in the run's home) outlasts the gateway's deadline.
+    home_env = adapter.write_home(opened.request, settings, tmp_path / "home")
+    timeout_ms = round((DEADLINE_S + GATEWAY_TIMEOUT_MARGIN_S) * 1000)
+    assert home_env["BACKSTAY_FETCH_TIMEOUT_MS"] == str(timeout_ms)
+    assert "--require" in home_env["NODE_OPTIONS"]
 
 
 def test_codex_config_names_the_gateway_and_its_upstream_loses_the_v1(tmp_path: Path) -> None:
@@ -169,6 +175,9 @@ def test_opencode_reads_the_token_from_its_api_key_env(tmp_path: Path) -> None:
     content = config_content(settings, "m-1", None)
     assert f"{GATEWAY_URL}/v1" in content
     assert CANARY_KEY not in content
+    options = json.loads(content)["provider"]["openai"]["options"]
+    timeout_ms = round((DEADLINE_S + GATEWAY_TIMEOUT_MARGIN_S) * 1000)
+    assert (options["headerTimeout"], options["chunkTimeout"]) == (timeout_ms, timeout_ms)
 
 
 @pytest.mark.parametrize(

@@ -20,7 +20,9 @@ system prompt goes into the global ``GEMINI.md`` (``append``) or a file named by
 ``GEMINI_SYSTEM_MD`` (``replace``). The environment is built from nothing: ``PATH``,
 locale, the run's folders, ``GEMINI_CLI_TRUST_WORKSPACE=true`` (0.61 ignores yolo in an
 untrusted folder), the base URL, and from the request's environment only
-``GEMINI_API_KEY``, ``GOOGLE_API_KEY`` and the names in ``pass_env``.
+``GEMINI_API_KEY``, ``GOOGLE_API_KEY`` and the names in ``pass_env``. With
+``request_timeout_s`` (set through a gateway: its deadline plus a margin), a preload script
+in the run's ``HOME`` raises the CLI's request timeout (``fetch_timeouts``).
 
 Classification: ``backstay.classify.agents.gemini_cli`` on stdout (the ``result`` and
 ``error`` events) and the exit code (the HTTP status modulo 256). Usage: the session
@@ -38,6 +40,7 @@ from typing import Any, ClassVar, Final
 
 from backstay.adapters.capture import Capture
 from backstay.adapters.cli.base import DEFAULT_PATH, CliAdapter, Listeners
+from backstay.adapters.cli.gemini_cli.fetch_timeouts import timeout_env
 from backstay.adapters.cli.gemini_cli.settings import CONFIG_KEYS, GeminiCliSettings, parse_settings
 from backstay.adapters.cli.gemini_cli.stream import GeminiStream, result_usage, session_usage
 from backstay.adapters.cli.process import ProcessOutcome
@@ -97,7 +100,10 @@ class GeminiCliAdapter(CliAdapter[GeminiCliSettings, _Run]):
     task_limits: ClassVar[Mapping[str, str]] = {"max_turns": "max_turns"}
     provider_env: ClassVar[ProviderEnv] = GEMINI_ENV
     gateway_wiring: ClassVar[GatewayWiring | None] = GatewayWiring(
-        provider="gemini", key_env=KEY_ENV, base_url_env=BASE_URL_ENV
+        provider="gemini",
+        key_env=KEY_ENV,
+        base_url_env=BASE_URL_ENV,
+        timeout_setting="request_timeout_s",
     )
     ignore_cleanup_errors: ClassVar[bool] = True
 
@@ -137,6 +143,9 @@ class GeminiCliAdapter(CliAdapter[GeminiCliSettings, _Run]):
                 env["GEMINI_SYSTEM_MD"] = str(path)
             else:
                 (folder / "GEMINI.md").write_text(tier.system_prompt, encoding="utf-8")
+        if settings.request_timeout_s is not None:
+            passed = {n: request.env[n] for n in settings.pass_env if n in request.env}
+            env |= timeout_env(folder, settings.request_timeout_s, passed)
         return env
 
     def environment(

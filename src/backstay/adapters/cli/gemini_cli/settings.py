@@ -14,7 +14,11 @@ Keys (all optional):
   backstay's policy decides);
 * ``system_prompt_mode``: how a tier's system prompt is given: ``append`` (the default:
   the run's global ``GEMINI.md`` context file) or ``replace`` (``GEMINI_SYSTEM_MD``, a
-  file replacing the CLI's own system prompt).
+  file replacing the CLI's own system prompt);
+* ``request_timeout_s``: the CLI's limit on one API request (its response headers, and
+  the silence between its chunks), loaded into Node's ``fetch`` by a preload script
+  (``fetch_timeouts``; Gemini CLI has no setting of its own: 60 s for the headers). Unset:
+  the CLI's own limits; through a gateway: the gateway's deadline plus a margin.
 """
 
 from __future__ import annotations
@@ -23,16 +27,19 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any, Final
 
+from backstay._checks import check_number
 from backstay.adapters.cli.settings import (
     COMMON_KEYS,
     SYSTEM_PROMPT_MODES,
     CliRunSettings,
     parse_cli_settings,
+    reworded,
 )
+from backstay.errors import ConfigError
 
 __all__ = ["CONFIG_KEYS", "SYSTEM_PROMPT_MODES", "GeminiCliSettings", "parse_settings"]
 
-CONFIG_KEYS: Final = COMMON_KEYS
+CONFIG_KEYS: Final = COMMON_KEYS | {"request_timeout_s"}
 _NAME: Final = "gemini-cli"
 
 
@@ -40,9 +47,19 @@ _NAME: Final = "gemini-cli"
 class GeminiCliSettings(CliRunSettings):
     """The adapter's settings, checked (see the module docstring)."""
 
+    request_timeout_s: float | None = None
+
 
 def parse_settings(config: Mapping[str, Any]) -> GeminiCliSettings:
     """``config`` as settings; ``ConfigError`` naming the key. Unknown keys are rejected
     by ``BaseAdapter.validate_config``."""
     shared = parse_cli_settings(config, adapter=_NAME, program="gemini")
-    return GeminiCliSettings(**shared.shared())
+    timeout = config.get("request_timeout_s")
+    if timeout is not None:
+        try:
+            check_number(timeout, where="config.request_timeout_s", above=True)
+        except ConfigError as err:
+            raise reworded(_NAME, err) from None
+    return GeminiCliSettings(
+        **shared.shared(), request_timeout_s=None if timeout is None else float(timeout)
+    )

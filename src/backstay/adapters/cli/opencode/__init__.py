@@ -95,6 +95,7 @@ class OpencodeAdapter(CliAdapter[OpencodeSettings, _Run]):
         key_env_setting="api_key_env",
         base_url_env=OPENAI_ENV.endpoint[0],
         url_path="/v1",
+        timeout_setting="request_timeout_s",
     )
 
     def __init__(self, *, launcher: Sequence[str] = ()) -> None:

@@ -4,7 +4,10 @@ opencode reads its whole configuration from ``OPENCODE_CONFIG_CONTENT`` (JSON): 
 OpenAI provider's ``baseURL`` (under ``options``), its key as ``{env:VAR}`` (so the key
 stays in the variable it came in, never in the configuration text), the model, update
 and share switches off, and the ``build`` agent shaped by the tier (``prompt``,
-``steps`` for the maximum number of turns, ``permission`` for the tools).
+``steps`` for the maximum number of turns, ``permission`` for the tools), and with
+``request_timeout_s`` the provider's ``headerTimeout`` and ``chunkTimeout`` (opencode's
+limits on a response's headers and on the silence between its chunks, 300 s each by
+default).
 """
 
 from __future__ import annotations
@@ -28,7 +31,15 @@ PROVIDER_ID: Final = "openai"
 # and exit before backstay stops it (it would otherwise retry on its own schedule).
 DEFAULT_ERROR_GRACE_S: Final = 0.5
 CONFIG_KEYS: Final = frozenset(
-    {"binary", "base_url", "api_key_env", "max_turns", "error_grace_s", "prices"}
+    {
+        "binary",
+        "base_url",
+        "api_key_env",
+        "max_turns",
+        "error_grace_s",
+        "prices",
+        "request_timeout_s",
+    }
 )
 
 
@@ -45,6 +56,8 @@ class OpencodeSettings:
     * ``max_turns``: the build agent's ``steps`` (model calls before a forced answer).
     * ``error_grace_s``: see ``DEFAULT_ERROR_GRACE_S``.
     * ``prices``: model → price per million tokens, used when opencode reports no cost.
+    * ``request_timeout_s``: the provider's ``headerTimeout`` and ``chunkTimeout``;
+      ``None``: opencode's own (300 s); through a gateway: its deadline plus a margin.
     """
 
     binary: str | None = None
@@ -53,6 +66,7 @@ class OpencodeSettings:
     max_turns: int | None = None
     error_grace_s: float = DEFAULT_ERROR_GRACE_S
     prices: Mapping[str, ModelPrice] = dataclasses.field(default_factory=dict)
+    request_timeout_s: float | None = None
 
     @classmethod
     def from_config(cls, config: Mapping[str, Any]) -> OpencodeSettings:
@@ -65,6 +79,9 @@ class OpencodeSettings:
             check_number(turns, where="config.max_turns", minimum=1, integer=True)
         grace = config.get("error_grace_s", DEFAULT_ERROR_GRACE_S)
         check_number(grace, where="config.error_grace_s")
+        timeout = config.get("request_timeout_s")
+        if timeout is not None:
+            check_number(timeout, where="config.request_timeout_s", above=True)
         return cls(
             binary=None if binary is None else str(binary),
             base_url=None
@@ -76,6 +93,7 @@ class OpencodeSettings:
             max_turns=turns,
             error_grace_s=float(grace),
             prices=parse_prices(config.get("prices", {}), where="config.prices"),
+            request_timeout_s=None if timeout is None else float(timeout),
         )
 
     def with_endpoint(self, env: Mapping[str, str]) -> OpencodeSettings:
@@ -98,18 +116,17 @@ def config_content(settings: OpencodeSettings, model: str, tier: TierConfig | No
         build["prompt"] = tier.system_prompt
     if settings.max_turns is not None:
         build["steps"] = settings.max_turns
+    options: dict[str, Any] = {
+        "baseURL": settings.base_url or DEFAULT_BASE_URL,
+        "apiKey": f"{{env:{settings.api_key_env}}}",
+    }
+    if settings.request_timeout_s is not None:
+        timeout_ms = max(1, round(settings.request_timeout_s * 1000))
+        options |= {"headerTimeout": timeout_ms, "chunkTimeout": timeout_ms}
     config = {
         "autoupdate": False,
         "share": "disabled",
-        "provider": {
-            PROVIDER_ID: {
-                "options": {
-                    "baseURL": settings.base_url or DEFAULT_BASE_URL,
-                    "apiKey": f"{{env:{settings.api_key_env}}}",
-                },
-                "models": {model: {}},
-            }
-        },
+        "provider": {PROVIDER_ID: {"options": options, "models": {model: {}}}},
         "agent": {"build": build},
     }
     return json.dumps(config, ensure_ascii=False)
