@@ -79,6 +79,20 @@ class StateReader:
             self._tasks.close()
             raise
 
+    @property
+    def task_store(self) -> TaskStore:
+        """The task store it reads (for a reader that takes only part of it)."""
+        return self._tasks
+
+    @property
+    def circuit_log(self) -> CircuitLog:
+        """The circuit log it reads."""
+        return self._circuits
+
+    def now(self) -> _dt.datetime:
+        """The time of its clock (when a partial read was taken)."""
+        return self._clock.now()
+
     def read(self) -> StateSnapshot:
         with self._lock:
             taken_at = self._clock.now()

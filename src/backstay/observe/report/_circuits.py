@@ -5,10 +5,10 @@ waits of tasks that found it open, and where it stood last — from the circuit 
 from __future__ import annotations
 
 from collections import Counter, defaultdict
+from collections.abc import Iterable
 from html import escape
 
 from backstay.engine.circuit_log import CircuitChange, CircuitEntry
-from backstay.observe.snapshot import StateSnapshot
 
 __all__ = ["circuits"]
 
@@ -40,10 +40,10 @@ def _row(breaker: str, entries: list[CircuitEntry]) -> str:
     return "<tr>" + "".join(f"<td>{escape(cell)}</td>" for cell in cells) + "</tr>"
 
 
-def circuits(snap: StateSnapshot) -> str:
+def circuits(entries: Iterable[CircuitEntry]) -> str:
     """The section's HTML: one row per circuit, or a line saying none opened."""
     by_breaker: defaultdict[str, list[CircuitEntry]] = defaultdict(list)
-    for entry in sorted(snap.circuits, key=lambda e: e.at):
+    for entry in sorted(entries, key=lambda e: e.at):
         by_breaker[entry.breaker].append(entry)
     if not by_breaker:
         return '<p class="none">No circuit opened: every provider and model answered.</p>'

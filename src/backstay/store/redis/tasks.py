@@ -54,6 +54,7 @@ from backstay.store.redis._client import RedisConnection
 from backstay.store.redis._register_pages import register_pages
 from backstay.store.redis._task_move import SEP, TaskMove, text
 from backstay.store.redis._tx import transact
+from backstay.store.redis.report_reads import RedisReportReads
 from backstay.store.redis.task_index import RedisTaskIndex, state_set
 
 __all__ = ["RedisTaskStore"]
@@ -81,7 +82,7 @@ def _new_row(at: _dt.datetime) -> list[Any]:
     return ["pending", "registered", 0, 0, None, None, when, when]
 
 
-class RedisTaskStore(RedisTaskIndex):
+class RedisTaskStore(RedisTaskIndex, RedisReportReads):
     """The ``TaskStore`` of one Redis namespace. ``secrets`` supplies the secret
     environment variables of specs read back (never stored)."""
 

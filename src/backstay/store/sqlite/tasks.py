@@ -42,6 +42,7 @@ from backstay.store import _task_rows as rows
 from backstay.store.sqlite import _task_sql as sql
 from backstay.store.sqlite._file import SQLiteFile
 from backstay.store.sqlite._schema import open_component
+from backstay.store.sqlite.report_reads import SQLiteReportReads
 from backstay.store.sqlite.task_index import SQLiteTaskIndex
 
 __all__ = ["STATE_FILE", "SQLiteTaskStore"]
@@ -51,7 +52,7 @@ DEFAULT_TIMEOUT_S: Final = 5.0
 T = TypeVar("T")
 
 
-class SQLiteTaskStore(SQLiteTaskIndex, SQLiteFile):
+class SQLiteTaskStore(SQLiteTaskIndex, SQLiteReportReads, SQLiteFile):
     """The ``TaskStore`` of ``state_dir`` (created when missing). ``secrets`` supplies the
     secret environment variables of specs read back (never stored in the file)."""
 

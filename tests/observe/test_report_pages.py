@@ -1,0 +1,236 @@
+"""The HTML report made a page at a time from the stores' ``ReportReads``: on a batch of
+2,000 tasks (``bench/batch_states.py``, plus tasks that retried, fell back and waited for a
+circuit) it is the very report the straightforward reading of every record made
+(``tests/observe/report_reference.py``), on SQLite and on a real ``redis-server``; and it
+decodes no task's spec to make it."""
+
+from __future__ import annotations
+
+import datetime as _dt
+import importlib
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from types import ModuleType
+from typing import Any, Final
+
+import pytest
+from tests.observe import report_reference as reference
+
+from backstay.adapters.usage import Usage
+from backstay.engine import AttemptOutcome, TaskSpec, TaskState
+from backstay.engine._spec_codec import decode_spec
+from backstay.engine.circuit_log import CircuitChange, CircuitEntry, CircuitLog
+from backstay.engine.records import AttemptEnd, StateChange
+from backstay.engine.taskstore import TaskStore
+from backstay.failure import Failure
+from backstay.fallback.candidate import Candidate
+from backstay.observe.report import render_report, write_report
+from backstay.observe.report._tasks import _Links
+from backstay.observe.snapshot import StateReader
+from backstay.store import _task_rows
+from backstay.store.location import StoreLocation
+from backstay.store.open import open_stores
+from backstay.store.sqlite.circuit_log import SQLiteCircuitLog
+from backstay.store.sqlite.tasks import SQLiteTaskStore
+from backstay.testing.fakeclock import FakeClock
+
+BENCH: Final = Path(__file__).resolve().parents[2] / "bench"
+TASKS: Final = 2_000
+TAKEN: Final = _dt.datetime(2026, 3, 1, 12, 0, 0, 123456, tzinfo=_dt.UTC)
+
+
+@pytest.fixture(scope="module")
+def batch_states() -> Iterator[ModuleType]:
+    with pytest.MonkeyPatch.context() as patch:
+        patch.syspath_prepend(str(BENCH))
+        yield importlib.import_module("batch_states")
+
+
+def _retried(store: TaskStore, workspace: Path) -> None:
+    """Tasks that retried (a provider's wait, a backoff), fell back to another candidate,
+    and one that answered through a fallback, with odd times and costs."""
+    at = _dt.datetime(2026, 1, 2, 3, 4, 5, 678901, tzinfo=_dt.UTC)
+    chain = (Candidate(adapter="mock", model="spare-model"),)
+    specs = [
+        TaskSpec(
+            workflow_id="read",
+            task_id=f"r{i}",
+            adapter="anthropic-api",
+            model="claude-x",
+            workspace=workspace,
+            timeout_s=60.0,
+            prompt=f"retry {i}",
+            fallbacks=chain,
+        )
+        for i in range(3)
+    ]
+    store.register_all(specs, at=at)
+    limited = Failure(code="ERR_HTTP_429_RATE_LIMITED", retry_after_s=2.0, message="slow down")
+    for i, spec in enumerate(specs):
+        op = spec.operation_id
+        t = at + _dt.timedelta(seconds=10 * i + 0.1234567)
+        store.begin_attempt(
+            op, number=1, attempt_id=f"{op}:1", output_dir=str(workspace / op / "1"), at=t
+        )
+        end = AttemptEnd(
+            number=1,
+            outcome=AttemptOutcome.FAILED,
+            ended_at=t + _dt.timedelta(seconds=1.5),
+            failure=limited,
+            delay_s=2.0 + i / 3,
+            usage=Usage(input_tokens=7, output_tokens=1, cost_usd=0.1 / 3),
+        )
+        later = t + _dt.timedelta(seconds=4)
+        store.end_attempt(
+            op,
+            end,
+            StateChange(
+                state=TaskState.RETRYING, reason="rate limited", at=end.ended_at, next_run_at=later
+            ),
+        )
+        store.begin_attempt(
+            op,
+            number=2,
+            attempt_id=f"{op}:2",
+            output_dir=str(workspace / op / "2"),
+            at=later,
+            candidate="mock/spare-model",
+        )
+        if i == 0:  # the fallback failed too
+            end = AttemptEnd(
+                number=2,
+                outcome=AttemptOutcome.FAILED,
+                ended_at=later,
+                failure=Failure(code="ERR_LLM_CONTENT_FILTER"),
+                usage=Usage(),
+            )
+            change = StateChange(state=TaskState.FAILED, reason="content_policy", at=later)
+        else:
+            end = AttemptEnd(
+                number=2,
+                outcome=AttemptOutcome.SUCCEEDED,
+                ended_at=later,
+                usage=Usage(input_tokens=3, output_tokens=2, cache_read_tokens=5, cost_usd=0.07),
+            )
+            result: dict[str, Any] = {"ok": True}
+            if i == 2:
+                result |= {"requested_model": "claude-x", "model": "spare-model"}
+            change = StateChange(
+                state=TaskState.SUCCEEDED, reason="succeeded", at=later, result=result
+            )
+        store.end_attempt(op, end, change)
+
+
+def _circuits(log: CircuitLog) -> None:
+    at = _dt.datetime(2026, 1, 2, 3, 4, 9, tzinfo=_dt.UTC)
+    for i, change in enumerate((CircuitChange.OPENED, CircuitChange.WAITED, CircuitChange.CLOSED)):
+        wait = 1.25 if change is CircuitChange.WAITED else None
+        log.add(
+            CircuitEntry(
+                breaker="anthropic-api/claude-x",
+                change=change,
+                at=at + _dt.timedelta(seconds=i),
+                reason="rate_limit",
+                wait_s=wait,
+            )
+        )
+
+
+@pytest.fixture(scope="module")
+def sqlite_batch(batch_states: ModuleType, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    state = tmp_path_factory.mktemp("report-pages") / "state"
+    with SQLiteTaskStore(state) as store:
+        batch_states.fill(store, TASKS, state.parent)
+        _retried(store, state.parent)
+    with SQLiteCircuitLog(state) as log:
+        _circuits(log)
+    return state
+
+
+def _reference(state: Path, location: StoreLocation | None, base: Path) -> str:
+    with StateReader(state, location=location, clock=FakeClock(wall=TAKEN)) as reader:
+        return reference.render_report(reader.read(), base=base)
+
+
+def _same(old: str, new: str) -> None:
+    """Equal, and where not, the first place they part (not two 400 kB strings)."""
+    if old != new:
+        at = next(i for i, (a, b) in enumerate(zip(old, new, strict=False)) if a != b)
+        assert new[max(at - 200, 0) : at + 200] == old[max(at - 200, 0) : at + 200]
+    assert len(new) == len(old)
+
+
+def test_the_report_of_a_sqlite_batch_is_the_one_every_record_made(
+    sqlite_batch: Path, tmp_path: Path
+) -> None:
+    old = _reference(sqlite_batch, None, tmp_path)
+    new = render_report(sqlite_batch, base=tmp_path, clock=FakeClock(wall=TAKEN))
+    _same(old, new)
+    for figure in (
+        f"<p>{TASKS + 3} tasks, {TASKS - 6 + 6} attempts.</p>",
+        "retry_after",
+        "spare-model",
+        "anthropic-api/claude-x",
+    ):
+        assert figure in new
+
+
+def test_the_file_written_is_the_report_and_no_spec_is_decoded(
+    sqlite_batch: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    decoded: list[str] = []
+    real = decode_spec
+
+    def counting(text: str, **kwargs: Any) -> Any:
+        decoded.append(text)
+        return real(text, **kwargs)
+
+    monkeypatch.setattr(_task_rows, "decode_spec", counting)
+    path = write_report(sqlite_batch, tmp_path / "out.html", clock=FakeClock(wall=TAKEN))
+    assert decoded == []
+    assert not (tmp_path / "out.html.tmp").exists()
+    monkeypatch.undo()
+    _same(_reference(sqlite_batch, None, tmp_path), path.read_text(encoding="utf-8"))
+
+
+def test_the_report_of_a_redis_batch_is_the_one_every_record_made(
+    batch_states: ModuleType, redis_location: StoreLocation, tmp_path: Path
+) -> None:
+    state = tmp_path / "runner"
+    bundle = open_stores(redis_location, state_dir=state, secrets={})
+    try:
+        batch_states.fill(bundle.tasks, TASKS, tmp_path)
+        _retried(bundle.tasks, tmp_path)
+        _circuits(bundle.circuit_log)
+    finally:
+        bundle.close()
+    old = _reference(state, redis_location, tmp_path)
+    new = render_report(state, base=tmp_path, location=redis_location, clock=FakeClock(wall=TAKEN))
+    _same(old, new)
+    assert "spare-model" in new
+
+
+@pytest.mark.parametrize(
+    ("path", "base"),
+    [
+        ("/b/runs/t/1", "/b"),
+        ("/b/runs/t/1", "/b/runs"),
+        ("/b/runs", "/b/runs"),
+        ("/b/runs", "/b/runs/t"),
+        ("/b", "/b/runs/t"),
+        ("/a/x", "/b/c"),
+        ("runs", "/b"),
+        ("runs/", "/b"),
+        ("/b/runs/..", "/b"),
+        ("", "/b"),
+    ],
+)
+def test_links_are_the_relative_paths_os_path_gives(path: str, base: str) -> None:
+    links = _Links(Path(base))
+    try:
+        expected = os.path.relpath(path, base)
+    except ValueError:
+        expected = path
+    assert links.relative(path) == expected
+    assert links.relative(path) == expected  # and again, from its caches
