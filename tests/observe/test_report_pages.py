@@ -22,6 +22,7 @@ from backstay.engine import AttemptOutcome, TaskSpec, TaskState
 from backstay.engine._spec_codec import decode_spec
 from backstay.engine.circuit_log import CircuitChange, CircuitEntry, CircuitLog
 from backstay.engine.records import AttemptEnd, StateChange
+from backstay.engine.task_index import TaskFilter
 from backstay.engine.taskstore import TaskStore
 from backstay.failure import Failure
 from backstay.fallback.candidate import Candidate
@@ -234,3 +235,21 @@ def test_links_are_the_relative_paths_os_path_gives(path: str, base: str) -> Non
         expected = path
     assert links.relative(path) == expected
     assert links.relative(path) == expected  # and again, from its caches
+
+
+def test_a_sqlite_report_reads_one_moment_while_the_batch_moves(
+    batch_states: ModuleType, tmp_path: Path
+) -> None:
+    state = tmp_path / "state"
+    with SQLiteTaskStore(state) as writer, SQLiteTaskStore(state) as reader:
+        batch_states.fill(writer, 30, tmp_path)  # t000020..22 stay pending
+        pending = TaskFilter(states=frozenset({TaskState.PENDING}))
+        with reader.report_snapshot():
+            before = reader.state_counts()
+            op = next(iter(reader.report_lines(pending, size=1)))[0].operation_id
+            writer.begin_attempt(op, number=1, attempt_id=f"{op}:1", output_dir="runs", at=TAKEN)
+            assert reader.state_counts() == before
+            assert [len(p) for p in reader.report_lines(pending, size=2)] == [2, 1]
+            assert reader.attempts_of([op]) == ()
+        assert reader.state_counts()[TaskState.PENDING] == before[TaskState.PENDING] - 1
+        assert len(reader.attempts_of([op])) == 1

@@ -16,7 +16,9 @@ lets SQLite pick the few fields out of the JSON):
   timeline's second pass);
 * ``attempts_of`` and ``escalations(open_only=True)`` from the ``TaskStore``: the whole
   records, read only for the tasks the report details (those that failed an attempt or
-  did not succeed) and the open escalations.
+  did not succeed) and the open escalations;
+* ``report_snapshot()``: a context the reads are made in; SQLite holds one read
+  transaction in it (the report is of one moment of the file), Redis nothing.
 
 Rows are named tuples rather than frozen dataclasses: a report makes one per task and one
 per attempt, and building a tuple costs a fraction of a dataclass's ``__init__``.
@@ -26,6 +28,7 @@ Times are Unix seconds, as stored.
 from __future__ import annotations
 
 from collections.abc import Collection, Iterator
+from contextlib import AbstractContextManager
 from typing import NamedTuple, Protocol, runtime_checkable
 
 from backstay.engine.records import AttemptRecord, Escalation
@@ -96,6 +99,8 @@ class AttemptFact(NamedTuple):
 @runtime_checkable
 class ReportReads(Protocol):
     """The reads of a task store the report is made from; see the module docstring."""
+
+    def report_snapshot(self) -> AbstractContextManager[None]: ...
 
     def state_counts(self) -> dict[TaskState, int]: ...
 

@@ -15,9 +15,10 @@ It is made from the task store's ``ReportReads`` (``backstay.engine.report_reads
 page at a time, and written as it is made: the summary sections from the counts and two
 passes over the attempts' light rows, the tasks section page by page, so neither the
 time nor the memory it takes holds a decoded record of every task. Only the tasks it
-details (an attempt failed, or the task did not succeed) are read in full. While a batch
-runs, the sections are read one after another: a task that moves meanwhile may be
-counted in its old state and listed in its new one.
+details (an attempt failed, or the task did not succeed) are read in full. On SQLite all
+of it is read in one read transaction, so the report is of one moment even while a batch
+runs; on Redis the sections are read one after another (a task that moves meanwhile may
+be counted in one state and listed in the next).
 """
 
 from __future__ import annotations
@@ -82,7 +83,7 @@ def _write(
     """Write the report to ``out``. The tasks section is made first, into a temporary
     file (it adds up the usage section on the way), and copied in last."""
     usage = UsageByModel()
-    with tempfile.TemporaryFile("w+", encoding="utf-8") as tasks:
+    with reads.report_snapshot(), tempfile.TemporaryFile("w+", encoding="utf-8") as tasks:
         tasks.writelines(task_rows(reads, base, usage))
         totals = add_up(reads.attempt_facts(size=PAGE_SIZE))
         found = timeline_bins(

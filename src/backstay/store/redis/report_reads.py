@@ -9,8 +9,10 @@ Specs are parsed as JSON for the few fields the report needs, never decoded into
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import Iterator
+from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any
 
 from backstay.engine.report_reads import AttemptFact, AttemptTimes, TaskLine
@@ -66,6 +68,11 @@ class RedisReportReads:
         def _ids(self, where: TaskFilter) -> list[str]: ...
         def _task_key(self, operation_id: str) -> str: ...
         def _attempt_key(self, operation_id: str) -> str: ...
+
+    def report_snapshot(self) -> AbstractContextManager[None]:
+        """Nothing to hold: each page is read as it stands (a task that moves meanwhile
+        may be counted in one state and listed in the next)."""
+        return contextlib.nullcontext()
 
     def report_lines(self, where: TaskFilter, *, size: int) -> Iterator[tuple[TaskLine, ...]]:
         ids = self._ids(where)

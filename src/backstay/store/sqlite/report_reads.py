@@ -5,11 +5,13 @@ SQLite picks the few fields the report needs out of the stored JSON (``json_extr
 so no spec, result or usage is decoded in Python: tasks a page at a time by ``rowid``
 (through the index on ``state`` when some states are asked for), each page's attempts
 added up by one ``GROUP BY`` (the last attempt's columns taken with ``max(rowid)``),
-and attempts a page at a time by their ``rowid`` (the order they were made).
+and attempts a page at a time by their ``rowid`` (the order they were made) — all in one
+read transaction (``report_snapshot``), so the report is of one moment of the file.
 """
 
 from __future__ import annotations
 
+import contextlib
 import sqlite3
 import threading
 from collections.abc import Iterator
@@ -63,6 +65,19 @@ class SQLiteReportReads:
 
     _conn: sqlite3.Connection
     _lock: threading.Lock
+
+    @contextlib.contextmanager
+    def report_snapshot(self) -> Iterator[None]:
+        """One read transaction around the report's reads: every page sees the file as it
+        was at the first (a batch writing meanwhile is not blocked: WAL)."""
+        with self._lock:
+            self._conn.execute("BEGIN")
+        try:
+            yield
+        finally:
+            with self._lock:
+                if self._conn.in_transaction:
+                    self._conn.execute("COMMIT")
 
     def _fetch(self, query: str, params: tuple[Any, ...] | list[Any]) -> list[tuple[Any, ...]]:
         with self._lock:
