@@ -78,3 +78,50 @@ def test_a_lazy_policy_name_loads_only_its_module() -> None:
     assert "backstay.policy.retry" in loaded
     assert "backstay.policy.spend" not in loaded
     assert "backstay.policy.ratelimit" not in loaded
+
+
+# Each package loads a name's module on first use, not every module up front.
+LAZY_PACKAGES = {
+    "from backstay.engine import TaskState": ("backstay.engine.runner", "backstay.engine.task"),
+    "from backstay.engine.suite_batch import read_identity": (
+        "backstay.engine.runner",
+        "backstay.adapters.base",
+        "backstay.config._model",
+    ),
+    "from backstay.adapters.contract import AgentRequest": ("backstay.adapters.base",),
+    "from backstay.fallback.candidate import Candidate": ("backstay.fallback.chain",),
+    "from backstay.breaker.events import CircuitOpened": ("backstay.breaker.breaker",),
+    "from backstay.executors.events import WorkerLost": ("backstay.executors.ray_executor",),
+    "from backstay.idempotency.ids import operation_id": ("backstay.idempotency.guard",),
+    "from backstay.config.suite.spec import DEFAULT_TIMEOUT_S": ("backstay.config._model",),
+}
+
+
+@pytest.mark.parametrize("statement", list(LAZY_PACKAGES))
+def test_a_packages_module_loads_without_the_rest_of_the_package(statement: str) -> None:
+    loaded = _loaded_after(statement)
+    assert [name for name in LAZY_PACKAGES[statement] if name in loaded] == []
+
+
+@pytest.mark.parametrize(
+    "package", ["engine", "adapters", "fallback", "breaker", "executors", "idempotency", "config"]
+)
+def test_every_name_of_a_lazy_package_resolves(package: str) -> None:
+    script = (
+        f"import backstay.{package} as p\n"
+        "missing = [n for n in p.__all__ if getattr(p, n, None) is None]\n"
+        "assert not missing, missing\n"
+        "assert set(p.__all__) <= set(dir(p))\n"
+    )
+    subprocess.run([sys.executable, "-c", script], check=True, timeout=60)
+
+
+def test_the_engines_suite_diff_stays_the_function_once_its_module_is_imported() -> None:
+    # The package's name suite_diff is the function; importing the module of that name
+    # (which sets the package's attribute to it) leaves it so.
+    script = (
+        "import backstay.engine.suite_diff\n"
+        "from backstay.engine import suite_diff\n"
+        "assert callable(suite_diff) and suite_diff.__name__ == 'suite_diff', suite_diff\n"
+    )
+    subprocess.run([sys.executable, "-c", script], check=True, timeout=60)

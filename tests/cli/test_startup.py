@@ -18,6 +18,10 @@ import typer.main
 
 from backstay.cli import app
 from backstay.cli._lazy import COMMANDS, LazyCommands, Listed, load
+from backstay.cli._options import ServePortOption
+from backstay.cli._state import _BATCH_FILES
+from backstay.observe.server import TOKEN_ENV_VAR
+from backstay.store.sqlite.tasks import STATE_FILE
 
 # What a command's module may pull in; none of it belongs to --version or the root's --help.
 HEAVY = (
@@ -148,3 +152,40 @@ def test_the_roots_help_reads_no_package_metadata() -> None:
     # The version is read when --version asks for it, not by every command.
     loaded = _loaded_after(["--help"], prefix="importlib.metadata")
     assert loaded == []
+
+
+# What a command needs only when it runs: the engine's runner, the stores, the configuration
+# models and loader, the adapters' harness, the observe server and the Ray executor.
+RUN_ONLY = (
+    "backstay.engine.runner",
+    "backstay.engine.driver",
+    "backstay.store.open",
+    "backstay.store.sqlite.tasks",
+    "backstay.store.redis",
+    "backstay.config._model",
+    "backstay.config._load",
+    "backstay.adapters.base",
+    "backstay.observe.server",
+    "backstay.observe.snapshot",
+    "backstay.observe.report",
+    "backstay.executors.ray_executor",
+    "backstay.runtime",
+    "backstay.gateway",
+)
+
+
+@pytest.mark.parametrize("command", ["run", "batch", "resume", "status"])
+def test_a_state_commands_help_loads_what_it_runs_with_only_when_it_runs(command: str) -> None:
+    loaded = _loaded_after([command, "--help"], prefix="")
+    assert f"backstay.cli.{command}" in loaded
+    assert not [name for name in loaded if name.startswith(RUN_ONLY)]
+    assert not [name for name in loaded if name.split(".")[0] in SDKS]
+
+
+def test_the_serve_port_option_names_the_servers_token_variable() -> None:
+    (option,) = ServePortOption.__metadata__
+    assert f"${TOKEN_ENV_VAR} " in option.help
+
+
+def test_a_batchs_own_files_include_the_sqlite_stores() -> None:
+    assert STATE_FILE in _BATCH_FILES

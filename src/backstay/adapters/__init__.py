@@ -26,27 +26,32 @@
 
 from __future__ import annotations
 
-from backstay.adapters.base import BaseAdapter
-from backstay.adapters.capture import METRICS_KEYS, Capture, Stream
-from backstay.adapters.cli.process import ProcessOutcome, run_process, run_process_sync
-from backstay.adapters.contract import (
-    TIMEOUT_EXIT_CODE,
-    Adapter,
-    AgentRequest,
-    AgentResult,
-    AgentStatus,
-    TierConfig,
-)
-from backstay.adapters.provider_env import ProviderEnv
-from backstay.adapters.registry import (
-    ENTRY_POINT_GROUP,
-    PLANNED_ADAPTERS,
-    adapter_class,
-    adapter_names,
-    get_adapter,
-)
-from backstay.adapters.tiers import TIER_PRESET_IDS, tier_preset
-from backstay.adapters.usage import Usage
+import importlib
+from typing import TYPE_CHECKING, Any, Final
+
+if TYPE_CHECKING:
+    from backstay.adapters.base import BaseAdapter
+    from backstay.adapters.capture import METRICS_KEYS, Capture, Stream
+    from backstay.adapters.cli.process import ProcessOutcome, run_process, run_process_sync
+    from backstay.adapters.contract import (
+        TIMEOUT_EXIT_CODE,
+        Adapter,
+        AgentRequest,
+        AgentResult,
+        AgentStatus,
+        TierConfig,
+    )
+    from backstay.adapters.provider_env import ProviderEnv
+    from backstay.adapters.registry import (
+        ENTRY_POINT_GROUP,
+        PLANNED_ADAPTERS,
+        adapter_class,
+        adapter_names,
+        get_adapter,
+    )
+    from backstay.adapters.tiers import TIER_PRESET_IDS, tier_preset
+    from backstay.adapters.usage import Usage
+
 
 __all__ = [
     "ENTRY_POINT_GROUP",
@@ -72,3 +77,43 @@ __all__ = [
     "run_process_sync",
     "tier_preset",
 ]
+
+# Where each name lives, imported on first use: importing a module of this package
+# (``contract``, ``usage`` …) loads only what that module needs.
+_LAZY: Final = {
+    "Adapter": "backstay.adapters.contract",
+    "AgentRequest": "backstay.adapters.contract",
+    "AgentResult": "backstay.adapters.contract",
+    "AgentStatus": "backstay.adapters.contract",
+    "BaseAdapter": "backstay.adapters.base",
+    "Capture": "backstay.adapters.capture",
+    "ENTRY_POINT_GROUP": "backstay.adapters.registry",
+    "METRICS_KEYS": "backstay.adapters.capture",
+    "PLANNED_ADAPTERS": "backstay.adapters.registry",
+    "ProcessOutcome": "backstay.adapters.cli.process",
+    "ProviderEnv": "backstay.adapters.provider_env",
+    "Stream": "backstay.adapters.capture",
+    "TIER_PRESET_IDS": "backstay.adapters.tiers",
+    "TIMEOUT_EXIT_CODE": "backstay.adapters.contract",
+    "TierConfig": "backstay.adapters.contract",
+    "Usage": "backstay.adapters.usage",
+    "adapter_class": "backstay.adapters.registry",
+    "adapter_names": "backstay.adapters.registry",
+    "get_adapter": "backstay.adapters.registry",
+    "run_process": "backstay.adapters.cli.process",
+    "run_process_sync": "backstay.adapters.cli.process",
+    "tier_preset": "backstay.adapters.tiers",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

@@ -7,15 +7,16 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from backstay.cli._errors import usage_error
 from backstay.cli._state import say
-from backstay.cli.serve import serving_while
-from backstay.config._otel import OtelSettings
 from backstay.errors import ConfigError
 from backstay.events import add_sink, remove_sink
-from backstay.observe.otel_setup import otel_sink
-from backstay.store.location import StoreLocation
+
+if TYPE_CHECKING:
+    from backstay.config._otel import OtelSettings
+    from backstay.store.location import StoreLocation
 
 
 @contextlib.contextmanager
@@ -28,6 +29,9 @@ def observed(
     """Serve metrics of the batch (in ``location``: default ``state_dir``) on
     ``serve_port`` (if given) and export to OpenTelemetry (if ``otel`` or the environment
     asks for it) during the block; the spans are flushed when it ends."""
+    from backstay.cli.serve import serving_while  # noqa: PLC0415 - when a batch runs
+    from backstay.observe.otel_setup import otel_sink  # noqa: PLC0415
+
     try:
         sink = otel_sink(otel, warn=say)
     except ConfigError as err:

@@ -25,9 +25,9 @@ from rich.progress import (
     TimeElapsedColumn,
 )
 
-from backstay.breaker import CircuitClosed, CircuitHalfOpened, CircuitOpened
+from backstay.breaker.events import CircuitClosed, CircuitHalfOpened, CircuitOpened
 from backstay.cli._report import task_label
-from backstay.engine import (
+from backstay.engine.events import (
     TaskCancelled,
     TaskDeferred,
     TaskEscalated,
@@ -36,9 +36,9 @@ from backstay.engine import (
     TaskPaused,
     TaskResumed,
     TaskStarted,
-    TaskState,
     TaskSucceeded,
 )
+from backstay.engine.states import TaskState
 from backstay.events import Event, RetryScheduled, add_sink, remove_sink
 from backstay.executors.events import WorkerLost
 

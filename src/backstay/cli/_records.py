@@ -15,13 +15,15 @@ from __future__ import annotations
 
 import sqlite3
 from pathlib import Path
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
-from backstay.engine import BATCH_FILE, BatchIdentity, read_identity
+from backstay.engine.suite_batch import BATCH_FILE, read_identity
 from backstay.errors import ConfigError
 from backstay.events import EVENTS_FILE
 from backstay.store.sqlite._peek import Peek, peek
-from backstay.store.sqlite.tasks import STATE_FILE
+
+if TYPE_CHECKING:
+    from backstay.engine.suite_batch import BatchIdentity
 
 __all__ = ["check_recorded", "check_startable"]
 
@@ -84,7 +86,7 @@ def check_recorded(state_dir: Path, store_dir: Path | None = None) -> None:
     ``state.sqlite`` in ``store_dir``, default ``state_dir``): a ``ConfigError`` when the
     records ``batch.json`` speaks of are gone, or when ``state.sqlite`` is missing, empty
     or holds no task table (it is never initialised here)."""
-    db = (store_dir or state_dir) / STATE_FILE
+    db = (store_dir or state_dir) / _state_file()
     identity = read_identity(state_dir)
     found = _peek(db)
     if found is None:
@@ -122,7 +124,7 @@ def check_startable(state_dir: Path, store_dir: Path | None = None) -> None:
     ``ConfigError`` when ``state.sqlite`` holds a batch that ``batch.json`` does not name
     (it was deleted: ``backstay batch`` would start a second one), or when the records
     ``batch.json`` speaks of are gone (it would run every task again)."""
-    db = (store_dir or state_dir) / STATE_FILE
+    db = (store_dir or state_dir) / _state_file()
     identity = read_identity(state_dir)
     found = _peek(db)
     if found is not None and found.workflows:
@@ -149,3 +151,11 @@ def check_startable(state_dir: Path, store_dir: Path | None = None) -> None:
         raise _gone(
             db, identity, "is empty (0 bytes)" if found.size == 0 else "holds no task", trace
         )
+
+
+def _state_file() -> str:
+    """``STATE_FILE``, the SQLite store's file name, its module imported when a store is
+    looked at rather than when a command is loaded."""
+    from backstay.store.sqlite.tasks import STATE_FILE  # noqa: PLC0415 - see above
+
+    return STATE_FILE

@@ -6,17 +6,20 @@ from __future__ import annotations
 import sys
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
 from backstay.cli._state import batch_flags
-from backstay.engine import BatchIdentity, Engine, Summary, TaskRecord, TaskReport, TaskState
+from backstay.engine.states import TaskState
 from backstay.errors import ConfigError
 from backstay.idempotency.ids import parse_operation_id
 from backstay.policy.spend import ScopeTotals
+
+if TYPE_CHECKING:  # the engine's runner is imported by the commands that run it
+    from backstay.engine import BatchIdentity, Engine, Summary, TaskRecord, TaskReport
 
 _STYLES = {
     TaskState.SUCCEEDED: "green",

@@ -7,7 +7,7 @@ import dataclasses
 import os
 import sqlite3
 from pathlib import Path
-from typing import Annotated, Any, Final
+from typing import TYPE_CHECKING, Annotated, Any, Final
 
 import typer
 from rich.console import Console
@@ -16,11 +16,10 @@ from rich.markup import escape
 from backstay._private import make_private_dirs
 from backstay.cli import _faults, _options, _records
 from backstay.cli._errors import usage_error
-from backstay.config import BackstayConfig, load_config
-from backstay.engine import BATCH_FILE, TERMINAL, Engine, Summary, TaskState, read_identity
+from backstay.engine.states import TERMINAL, TaskState
+from backstay.engine.suite_batch import BATCH_FILE, read_identity
 from backstay.errors import ConfigError
 from backstay.idempotency.settings import DEFAULT_LEASE_TTL_S, GuardSettings
-from backstay.policy.spend import BATCH_SCOPE, SpendBudget
 from backstay.store.location import (
     STORE_ENV_VAR,
     StoreKind,
@@ -30,8 +29,14 @@ from backstay.store.location import (
     parse_store,
     resolve_store,
 )
-from backstay.store.open import open_stores
-from backstay.store.sqlite.tasks import STATE_FILE
+
+# The engine, the stores and the configuration are imported where a command uses them,
+# not when it is loaded: its --help pays for none of them (tests/cli/test_startup.py).
+if TYPE_CHECKING:
+    from backstay.config import BackstayConfig
+    from backstay.engine.runner import Engine
+    from backstay.engine.summary import Summary
+    from backstay.policy.spend import SpendBudget
 
 # Exit codes of `batch` and `resume` (docs/cli.md); 2 is bad usage, as for every command.
 ALL_SUCCEEDED: Final = 0
@@ -109,7 +114,8 @@ INTERRUPTED: Final = 130
 SetOption = _options.SetOption
 
 
-_BATCH_FILES: Final = (BATCH_FILE, STATE_FILE, "events.jsonl", "runs")
+# A batch's own files: batch.json, the SQLite store's file (``STATE_FILE``), its events.
+_BATCH_FILES: Final = (BATCH_FILE, "state.sqlite", "events.jsonl", "runs")
 AllowNonEmptyOption = Annotated[
     bool,
     typer.Option(
@@ -197,6 +203,8 @@ def store_location(
             unavailable = "stop" if config is None else config.store_unavailable
             return dataclasses.replace(recorded, unavailable=StoreUnavailable(unavailable))
     if config is None and not flag and not os.environ.get(STORE_ENV_VAR):
+        from backstay.config import load_config  # noqa: PLC0415 - see the imports
+
         config = load_config(overrides=sets or [])
     return resolve_store(
         flag,
@@ -217,6 +225,9 @@ def open_engine(
     Unless ``create``, the state must already hold a batch; a missing, unusable or damaged
     one, or one whose records are gone (``_records.check_recorded``), is a ``ConfigError``
     naming it."""
+    from backstay.engine.runner import Engine  # noqa: PLC0415 - see the imports
+    from backstay.store.sqlite.tasks import STATE_FILE  # noqa: PLC0415
+
     if location is not None and location.kind is StoreKind.REDIS:
         _faults.using(state_dir, location.display)
         return _open_shared(state_dir, location, create=create, **options)
@@ -261,6 +272,8 @@ def check_startable(state_dir: Path, location: StoreLocation) -> None:
 def _check_shared_startable(state_dir: Path, location: StoreLocation) -> None:
     """The Redis twin of ``_records.check_startable``: one batch per namespace, so a
     namespace that holds a batch ``batch.json`` does not name is never given a second."""
+    from backstay.store.open import open_stores  # noqa: PLC0415 - see the imports
+
     identity = read_identity(state_dir) if state_dir.is_dir() else None
     stores = open_stores(location, state_dir=state_dir, secrets=os.environ)
     try:
@@ -302,6 +315,9 @@ def _open_shared(
 ) -> Engine:
     """The engine with its state in the Redis store ``location`` (artefacts in
     ``state_dir``); without ``create`` the store must hold a batch."""
+    from backstay.engine.runner import Engine  # noqa: PLC0415 - see the imports
+    from backstay.store.open import open_stores  # noqa: PLC0415
+
     check_not_a_file(state_dir)
     make_private_dirs(state_dir)
     env = options.get("env")
@@ -403,6 +419,8 @@ def keep_budget(
     directory) with the limits the flags give in place of its own."""
     if base is None and usd is None and tokens is None:
         return
+    from backstay.policy.spend import BATCH_SCOPE, SpendBudget  # noqa: PLC0415 - see the imports
+
     kept = base or engine.spend.budget(BATCH_SCOPE)
     budget = SpendBudget(
         usd=kept.usd if usd is None else usd, tokens=kept.tokens if tokens is None else tokens

@@ -7,13 +7,18 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 from backstay.cli._report import task_label
-from backstay.config import BackstayConfig, load_suite, with_frameworks
-from backstay.engine import REOPENABLE, SuiteBatch, SuiteDiff, TaskRecord, TaskState, suite_diff
-from backstay.engine.suite_batch import BatchIdentity
+from backstay.engine.states import REOPENABLE, TaskState
 from backstay.errors import ConfigError
+
+# The suite's loader and the diff are imported when a suite is compared (see
+# ``suite_changes``), not when ``resume`` is loaded.
+if TYPE_CHECKING:
+    from backstay.config import BackstayConfig
+    from backstay.engine import SuiteDiff, TaskRecord
+    from backstay.engine.suite_batch import BatchIdentity
 
 # How many tasks each part of the note names before it says how many more there are.
 _SHOWN: Final = 10
@@ -39,6 +44,10 @@ def suite_changes(
     file = Path(identity.suite_file)
     if not file.is_file():
         return []
+    from backstay.config import load_suite, with_frameworks  # noqa: PLC0415 - see the imports
+    from backstay.engine.suite_batch import SuiteBatch  # noqa: PLC0415
+    from backstay.engine.suite_diff import suite_diff  # noqa: PLC0415
+
     try:
         suite = with_frameworks(load_suite(file, registry=config.registry), config.frameworks)
         batch = SuiteBatch.open(suite, state_dir)

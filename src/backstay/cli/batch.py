@@ -5,7 +5,7 @@ was reached)."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -22,14 +22,18 @@ from backstay.cli._executor import (
 from backstay.cli._gateway_runs import GatewayUrlOption, NoGatewayOption, agent_gateway
 from backstay.cli._logging import apply_log_level
 from backstay.cli._observe import observed
+from backstay.cli._options import ServePortOption
 from backstay.cli._progress import showing_progress
 from backstay.cli._report import report_run
-from backstay.cli.serve import ServePortOption
-from backstay.config import load_config, load_suite, with_frameworks
-from backstay.engine import DEFAULT_CONCURRENCY, Engine, SuiteBatch, TaskState, suite_adapters
+from backstay.engine.executor import DEFAULT_CONCURRENCY
+from backstay.engine.states import TaskState
 from backstay.errors import ConfigError
-from backstay.executors import ClusterLost
 from backstay.store.location import StoreUnreachable
+
+# The configuration, the engine and the executors are imported when the command runs, not
+# for its --help (tests/cli/test_startup.py).
+if TYPE_CHECKING:
+    from backstay.engine import Engine, SuiteBatch
 
 CONFIG_HELP = (
     "The configuration file whose policies the suite may name and whose "
@@ -93,6 +97,10 @@ def batch(
     read-only; nothing recorded was lost). With --executor ray each run is a task on a Ray
     cluster (see docs/scale-out.md).
     """
+    from backstay.config import load_config, load_suite, with_frameworks  # noqa: PLC0415
+    from backstay.engine.suite_batch import SuiteBatch, suite_adapters  # noqa: PLC0415
+    from backstay.executors.ray_executor import ClusterLost  # noqa: PLC0415
+
     try:
         executor = executor_for(executor_kind, ray_address)
         config = load_config(config_file, overrides=sets or [])

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -23,16 +23,20 @@ from backstay.cli._executor import (
 from backstay.cli._gateway_runs import GatewayUrlOption, NoGatewayOption, agent_gateway
 from backstay.cli._logging import apply_log_level
 from backstay.cli._observe import observed
+from backstay.cli._options import ServePortOption
 from backstay.cli._progress import showing_progress
 from backstay.cli._report import report_run
 from backstay.cli._suite_changes import suite_changes
 from backstay.cli.batch import CONFIG_HELP
-from backstay.cli.serve import ServePortOption
-from backstay.config import load_config
-from backstay.engine import DEFAULT_CONCURRENCY, TaskRecord, read_identity
+from backstay.engine.executor import DEFAULT_CONCURRENCY
+from backstay.engine.suite_batch import read_identity
 from backstay.errors import ConfigError
-from backstay.executors import ClusterLost
 from backstay.store.location import StoreUnreachable
+
+# The configuration and the executors are imported when the command runs, not for its
+# --help (tests/cli/test_startup.py).
+if TYPE_CHECKING:
+    from backstay.engine import TaskRecord
 
 
 def _adapters_of(records: Iterable[TaskRecord]) -> set[str]:
@@ -68,6 +72,9 @@ def resume(
     once its claim lapses (--lease-ttl of that runner). Exit codes as for backstay batch.
     --executor ray drives the runs on a Ray cluster, as for backstay batch.
     """
+    from backstay.config import load_config  # noqa: PLC0415 - see the imports
+    from backstay.executors.ray_executor import ClusterLost  # noqa: PLC0415
+
     try:
         executor = executor_for(executor_kind, ray_address)
         config = load_config(config_file, overrides=sets or [])

@@ -6,40 +6,34 @@ from __future__ import annotations
 import dataclasses
 import json
 from pathlib import Path
-from typing import Annotated, Any, Final
+from typing import TYPE_CHECKING, Annotated, Any, Final
 
 import typer
 from rich.console import Console
 from rich.markup import escape
 
-from backstay.adapters.base import CANCELLED_EXIT_CODE, BaseAdapter
 from backstay.adapters.capture import METRICS_FILE, write_json_atomic
 from backstay.adapters.contract import TIMEOUT_EXIT_CODE
-from backstay.adapters.harness.run_budget import BUDGET_CODE, BUDGET_EXIT_CODE
-from backstay.adapters.registry import get_adapter
 from backstay.cli import _state
 from backstay.cli._errors import usage_error
 from backstay.cli._gateway_runs import GatewayUrlOption, NoGatewayOption, agent_gateway
 from backstay.cli._logging import apply_log_level, failures_on_stderr
 from backstay.cli._run_progress import SHOWN, showing_run
-from backstay.config import (
-    DEFAULT_TIMEOUT_S,
-    HarnessRun,
-    harness_run,
-    load_config,
-    with_framework,
-)
-from backstay.config.run.harness import NO_RETRY_POLICY
+from backstay.config.suite.spec import DEFAULT_TIMEOUT_S
 from backstay.errors import ConfigError
-from backstay.fallback.harness import run_harness_chain
-from backstay.policy import PolicyRegistry
+
+# The configuration, the adapter's harness and the fallback chain are imported when the
+# command runs, not for its --help (tests/cli/test_startup.py).
+if TYPE_CHECKING:
+    from backstay.config import HarnessRun
+    from backstay.policy import PolicyRegistry
 
 # The key ``metrics.json`` of a run numbered by ``RUN_NUMBER`` holds that number in.
 RUN_NUMBER_KEY: Final = "run_number"
 # Events already said: the run's final failure (``_report``), its retries and fallback
 # moves (``_run_progress``).
 _FINAL_FAILURES: Final = frozenset({"retry.gave_up"}) | SHOWN
-_OUTCOMES = {0: "succeeded", TIMEOUT_EXIT_CODE: "timed out", CANCELLED_EXIT_CODE: "cancelled"}
+_OUTCOMES = {0: "succeeded", TIMEOUT_EXIT_CODE: "timed out"}
 
 
 def _error_of(output_dir: Path) -> str | None:
@@ -86,7 +80,10 @@ def _answered(spec: HarnessRun) -> str:
 
 
 def _report(spec: HarnessRun, code: int) -> None:
-    outcome = _OUTCOMES.get(code, "failed")
+    from backstay.adapters.harness.run import CANCELLED_EXIT_CODE  # noqa: PLC0415 - see imports
+    from backstay.adapters.harness.run_budget import BUDGET_CODE, BUDGET_EXIT_CODE  # noqa: PLC0415
+
+    outcome = "cancelled" if code == CANCELLED_EXIT_CODE else _OUTCOMES.get(code, "failed")
     error = None if code == 0 else _error_of(spec.output_dir)
     if code == BUDGET_EXIT_CODE and error is not None and error.startswith(BUDGET_CODE):
         outcome = "stopped at its spending budget"  # not an agent's own exit code 5
@@ -132,6 +129,11 @@ def _start(
 
 
 def _start_run(spec: HarnessRun) -> int:
+    from backstay.adapters.base import CANCELLED_EXIT_CODE, BaseAdapter  # noqa: PLC0415
+    from backstay.adapters.registry import get_adapter  # noqa: PLC0415
+    from backstay.config.run.harness import NO_RETRY_POLICY  # noqa: PLC0415
+    from backstay.fallback.harness import run_harness_chain  # noqa: PLC0415
+
     if spec.fallbacks:  # each attempt on a candidate of the chain (docs/fallback.md)
         try:
             return run_harness_chain(spec)
@@ -280,6 +282,9 @@ def run(
     ANTHROPIC_BASE_URL) from the environment, each --fallback those of its own adapter's
     provider; nothing else is taken unless named.
     """
+    from backstay.config import harness_run, load_config, with_framework  # noqa: PLC0415
+    from backstay.config.run.harness import NO_RETRY_POLICY  # noqa: PLC0415
+
     try:
         _check_unused(output_dir)
         config = load_config(config_file, overrides=sets or [])

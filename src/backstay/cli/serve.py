@@ -14,7 +14,7 @@ from typing import Annotated
 
 import typer
 
-from backstay.cli import _state
+from backstay.cli import _options, _state
 from backstay.cli._errors import usage_error
 from backstay.errors import ConfigError
 from backstay.events import add_sink, remove_sink
@@ -157,16 +157,7 @@ def serve(
             signal.signal(signal.SIGTERM, previous)
 
 
-ServePortOption = Annotated[
-    int | None,
-    typer.Option(
-        "--serve-port",
-        min=0,
-        max=65535,
-        help="While the batch runs, serve /metrics, /healthz and /readyz on this port "
-        f"(127.0.0.1), as backstay serve does (with ${TOKEN_ENV_VAR} as bearer token if set).",
-    ),
-]
+ServePortOption = _options.ServePortOption
 
 
 @contextlib.contextmanager

@@ -16,14 +16,18 @@ makes that safe (a finished task is never dispatched again, a running one never 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Final, Protocol, runtime_checkable
 
 from backstay.engine.records import TaskRecord
 
 if TYPE_CHECKING:
     from backstay.engine.runner import Engine
 
-__all__ = ["Executor"]
+__all__ = ["DEFAULT_CONCURRENCY", "Executor"]
+
+# Agent runs are heavy (a CLI process each, provider rate limits shared): a few at a time.
+# Here rather than in ``runner`` so that a command's --help shows it without the runner.
+DEFAULT_CONCURRENCY: Final = 4
 
 
 @runtime_checkable

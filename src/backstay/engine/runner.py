@@ -80,7 +80,7 @@ from backstay.engine.circuits import breaker_key as default_breaker_key
 from backstay.engine.controls import Revoker, TaskControls
 from backstay.engine.driver import TaskDriver, TaskStopped
 from backstay.engine.escalations import EscalationQueue
-from backstay.engine.executor import Executor
+from backstay.engine.executor import DEFAULT_CONCURRENCY, Executor
 from backstay.engine.fallback import TaskFallback, candidate_config
 from backstay.engine.pacing import Pacing, engine_pacing
 from backstay.engine.records import StateChange, TaskRecord
@@ -108,8 +108,6 @@ from backstay.store.location import StoreKind, StoreLocation
 
 __all__ = ["DEFAULT_BREAKER", "DEFAULT_CONCURRENCY", "AdapterSource", "Engine"]
 
-# Agent runs are heavy (a CLI process each, provider rate limits shared): a few at a time.
-DEFAULT_CONCURRENCY: Final = 4
 # The circuit breaker every engine has unless told otherwise (docs/design/breaker.md).
 DEFAULT_BREAKER: Final = BreakerSettings()
 AdapterSource = Adapter | Callable[[], Adapter]

@@ -37,16 +37,18 @@ import secrets
 import shutil
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from backstay._private import PRIVATE_DIR, make_private_dirs, open_private
-from backstay.adapters.contract import Adapter
-from backstay.adapters.limits import apply_task_limits
-from backstay.adapters.registry import adapter_class, get_adapter
 from backstay.clock import SYSTEM_CLOCK, Clock
-from backstay.config import Suite, SuiteTask, workflow_id
 from backstay.engine.task import TaskSpec
 from backstay.errors import ConfigError
+
+# The adapters and the configuration are imported where a suite is opened: reading a
+# batch's identity (``read_identity``) needs neither.
+if TYPE_CHECKING:
+    from backstay.adapters.contract import Adapter
+    from backstay.config import Suite, SuiteTask
 
 __all__ = [
     "BATCH_FILE",
@@ -177,6 +179,8 @@ def _identity_for(
             f"suite {suite.name!r}: give each suite its own state directory",
             where=str(state_dir),
         )
+    from backstay.config import workflow_id  # noqa: PLC0415 - see the imports
+
     workflow_id(suite, kept.run_id)  # the run id read back must still make a valid id
     return kept
 
@@ -184,6 +188,8 @@ def _identity_for(
 def suite_adapters(suite: Suite) -> dict[str, Adapter]:
     """One adapter per adapter name the suite's tasks use (``get_adapter``); a
     ``ConfigError`` for one that cannot be had (not installed, not available yet)."""
+    from backstay.adapters.registry import get_adapter  # noqa: PLC0415 - see the imports
+
     return {name: get_adapter(name) for name in _adapter_names(suite)}
 
 
@@ -276,6 +282,9 @@ class SuiteBatch:
         ``inherit_env: false`` or ``inherit_env`` is false here (``--isolated-env``).
         ``store``: where the batch is recorded, kept in a new ``batch.json`` (never with
         a password: ``StoreLocation.display``); ``None``: in the state directory."""
+        from backstay.adapters.limits import apply_task_limits  # noqa: PLC0415 - see the imports
+        from backstay.adapters.registry import adapter_class  # noqa: PLC0415
+
         source = os.environ if environ is None else environ
         envs = {name: suite.options_for(name).child_env(source) for name in _adapter_names(suite)}
         root = Path(state_dir).resolve()

@@ -9,11 +9,16 @@ Ray itself is imported only when a batch is placed on it. See ``docs/scale-out.m
 
 from __future__ import annotations
 
-from backstay.engine.executor import Executor
-from backstay.executors._ray_cluster import RAY_EXTRA_HINT
-from backstay.executors.events import WorkerLost
-from backstay.executors.ray_executor import ClusterLost, RayExecutor
-from backstay.executors.ray_settings import RaySettings
+import importlib
+from typing import TYPE_CHECKING, Any, Final
+
+if TYPE_CHECKING:
+    from backstay.engine.executor import Executor
+    from backstay.executors._ray_cluster import RAY_EXTRA_HINT
+    from backstay.executors.events import WorkerLost
+    from backstay.executors.ray_executor import ClusterLost, RayExecutor
+    from backstay.executors.ray_settings import RaySettings
+
 
 __all__ = [
     "RAY_EXTRA_HINT",
@@ -23,3 +28,27 @@ __all__ = [
     "RaySettings",
     "WorkerLost",
 ]
+
+# Where each name lives, imported on first use: importing a module of this package
+# (``events``, ``ray_settings`` …) loads only what that module needs.
+_LAZY: Final = {
+    "ClusterLost": "backstay.executors.ray_executor",
+    "Executor": "backstay.engine.executor",
+    "RAY_EXTRA_HINT": "backstay.executors._ray_cluster",
+    "RayExecutor": "backstay.executors.ray_executor",
+    "RaySettings": "backstay.executors.ray_settings",
+    "WorkerLost": "backstay.executors.events",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

@@ -14,15 +14,14 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any, Final
 
-from backstay.fallback.candidate import Candidate, Needs
-from backstay.fallback.chain import Answer, FallbackChain, NoCandidateAvailable
-from backstay.fallback.events import CandidateCooledDown, FellBack
-from backstay.fallback.health import CandidateHealth
-from backstay.fallback.rules import DEFAULT_MOVES, FallbackRules, Move
-from backstay.fallback.select import ChainStep, Tried, choose, plan_failure
-from backstay.fallback.store import FallbackStore, MemoryFallbackStore
-
 if TYPE_CHECKING:
+    from backstay.fallback.candidate import Candidate, Needs
+    from backstay.fallback.chain import Answer, FallbackChain, NoCandidateAvailable
+    from backstay.fallback.events import CandidateCooledDown, FellBack
+    from backstay.fallback.health import CandidateHealth
+    from backstay.fallback.rules import DEFAULT_MOVES, FallbackRules, Move
+    from backstay.fallback.select import ChainStep, Tried, choose, plan_failure
+    from backstay.fallback.store import FallbackStore, MemoryFallbackStore
     from backstay.store.sqlite.fallback import SQLiteFallbackStore as SQLiteFallbackStore
 
 __all__ = [
@@ -45,14 +44,40 @@ __all__ = [
     "plan_failure",
 ]
 
+# Where each name lives, imported on first use: importing a module of this package
+# (``candidate``, ``rules`` …) loads only what that module needs.
+_LAZY: Final = {
+    "Answer": "backstay.fallback.chain",
+    "Candidate": "backstay.fallback.candidate",
+    "CandidateCooledDown": "backstay.fallback.events",
+    "CandidateHealth": "backstay.fallback.health",
+    "ChainStep": "backstay.fallback.select",
+    "DEFAULT_MOVES": "backstay.fallback.rules",
+    "FallbackChain": "backstay.fallback.chain",
+    "FallbackRules": "backstay.fallback.rules",
+    "FallbackStore": "backstay.fallback.store",
+    "FellBack": "backstay.fallback.events",
+    "MemoryFallbackStore": "backstay.fallback.store",
+    "Move": "backstay.fallback.rules",
+    "Needs": "backstay.fallback.candidate",
+    "NoCandidateAvailable": "backstay.fallback.chain",
+    "Tried": "backstay.fallback.select",
+    "choose": "backstay.fallback.select",
+    "plan_failure": "backstay.fallback.select",
+}
 _MOVED: Final = {"SQLiteFallbackStore": "backstay.store"}
 
 
 def __getattr__(name: str) -> Any:
-    # Moved to backstay.store (the SQLite wing); kept here for one release.
-    module = _MOVED.get(name)
+    # A name of this package, or one moved to backstay.store (the SQLite wing; kept here
+    # for one release): imported on first use.
+    module = _LAZY.get(name) or _MOVED.get(name)
     if module is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     value = getattr(importlib.import_module(module), name)
     globals()[name] = value
     return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})
