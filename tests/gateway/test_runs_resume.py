@@ -13,7 +13,8 @@ real key is in no file the run left.
 Two ways past the gateway's policy: a ``retry-after`` longer than it waits
 (``max_retry_after_s``: it gives up at the first 529), and 529s until the gateway's
 failures open the model's circuit (``slow``: its backoff waits about 10 s, and the open
-circuit answers 503 until its probe, which the run's policy waits out).
+circuit answers 503 until its probe; the attempt it refuses carries the probe's time as
+its wait, so the run's next attempt is the probe).
 
 Skipped, with the reason, when Claude Code is not installed (``make agents``) or no
 namespace can be made here.
@@ -75,10 +76,15 @@ def _files_text(folder: Path) -> str:
 
 
 def _run_continued(
-    providers: Providers, tmp_path: Path, scenario: dict[str, Any], *flags: str
-) -> int:
+    providers: Providers,
+    tmp_path: Path,
+    scenario: dict[str, Any],
+    *flags: str,
+    starts: int = 2,
+) -> tuple[int, str]:
     """``backstay run`` of the session; checks that its second attempt continued the
-    first's session and the run succeeded; the requests the provider saw at turn 3."""
+    first's session (its ``starts``-th the run's last) and the run succeeded; the requests
+    the provider saw at turn 3, and the run's ``agent.log``."""
     served = providers.serve(scenario)
     workspace, out = tmp_path / "workspace", tmp_path / "out"
     workspace.mkdir()
@@ -99,8 +105,8 @@ def _run_continued(
     assert done.returncode == 0, f"{done.stderr}\n{log}"
     # Two CLI starts, both through the gateway: the first failed of the 529 it handed on,
     # the second continued the session.
-    assert log.count("started pid ") == 2, log
-    assert log.count("through the gateway at http://127.0.0.1:") == 2, log
+    assert log.count("started pid ") == starts, log
+    assert log.count("through the gateway at http://127.0.0.1:") == starts, log
     assert "attempt_1 failed: server_error/ERR_HTTP_529_OVERLOADED" in log, log
     assert "attempt 1 starts: fresh" in log, log
     assert "attempt 2 starts: resumed_session" in log, log
@@ -124,7 +130,7 @@ def _run_continued(
     assert not (out / SNAPSHOT_DIR).exists()
     assert not (out / SESSION_HOME_DIR).exists()
     assert CANARY_KEY not in _files_text(out) + done.stdout + done.stderr
-    return int(refused_turn)
+    return int(refused_turn), log
 
 
 def test_claude_code_continues_its_session_after_a_retry_after_longer_than_the_gateway_waits(
@@ -133,7 +139,7 @@ def test_claude_code_continues_its_session_after_a_retry_after_longer_than_the_g
     retry_after = GATEWAY_POLICY.max_retry_after_s + 100.0
     scenario = _scenario(retry_after_s=retry_after)
     # The gateway gave up at the first 529; the continued session's turn 3 was answered.
-    assert _run_continued(providers, tmp_path, scenario) == 2
+    assert _run_continued(providers, tmp_path, scenario)[0] == 2
 
 
 @pytest.mark.slow
@@ -141,11 +147,15 @@ def test_claude_code_continues_its_session_after_the_gateway_opened_the_circuit(
     providers: Providers, tmp_path: Path
 ) -> None:
     # 529s until the gateway's failures open the model's circuit: it gives up and hands
-    # the last one on. The circuit stays open for the breaker's open_duration_s, and the
-    # CLI does not pass on the 503's retry-after, so the run waits that long itself.
+    # the last one on. agent_dispatch's next attempt, 2 s later, meets the open circuit:
+    # the gateway's 503 says when its probe is ("next probe in N s"), and the attempt's
+    # failure carries that wait, so the run's third attempt waits for the probe instead
+    # of spending agent_dispatch's 4 and 8 s retries on the open circuit.
     breaker = BreakerSettings()
     scenario = _scenario(times=breaker.failure_threshold, retry_after_s=0.1)
-    policy = f"{{extends: agent_dispatch, initial_delay_s: {breaker.open_duration_s + 1}}}"
+    refused, log = _run_continued(providers, tmp_path, scenario, starts=3)
     # The continued session's turn 3 was the circuit's probe, and was answered.
-    refused = _run_continued(providers, tmp_path, scenario, "--policy", policy)
     assert refused == breaker.failure_threshold + 1
+    assert "attempt_2 failed: server_error/ERR_HTTP_503_UNAVAILABLE" in log, log
+    assert "next probe in" in log, log
+    assert "attempt 3 starts: resumed_session" in log, log

@@ -234,7 +234,10 @@ class BaseAdapter(abc.ABC):  # noqa: B024 - a subclass with only run() must inst
         finally:
             if run is not None:
                 run.close()
-        capture.add_usage(_answered_call_counted(result))
+        # The gateway's counts are what the provider answered: a request its open circuit
+        # refused reached no provider, though the CLI reports an HTTP status.
+        counted = run is not None and run.counts is not None
+        capture.add_usage(result.usage if counted else _answered_call_counted(result))
         if result.exit_code is not None:
             capture.record_exit(result.exit_code)
         if result.failure is not None:

@@ -130,9 +130,11 @@ _UNIT_WORD = (
 )
 _DURATION_TEXT = rf"(?:\d+(?:\.\d+)?\s*{_UNIT_WORD}[\s,]*(?:and\s+)?)+"
 # "Please try again in 34.337s", "try again in 6m0s", "Please retry in 35.4s",
-# "retry after 6 seconds", "try again in 4 days 10 hours 5 minutes", "reset after 4h28m20s".
+# "retry after 6 seconds", "try again in 4 days 10 hours 5 minutes", "reset after 4h28m20s",
+# and an open circuit's "next probe in 27.412 s" (``CircuitOpen``, as the gateway words it).
 _MESSAGE_WAIT = re.compile(
-    rf"(?i)\b(?:try again|retry|resets?|will reset)\s+(?:in|after)\s+({_DURATION_TEXT})"
+    rf"(?i)\b(?:try again|retry|resets?|will reset|next probe)\s+(?:in|after)\s+"
+    rf"({_DURATION_TEXT})"
 )
 _DURATION_PART = re.compile(rf"(?i)(\d+(?:\.\d+)?)\s*({_UNIT_WORD})")
 
