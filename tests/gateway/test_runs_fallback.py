@@ -268,6 +268,7 @@ def test_claude_code_goes_on_at_the_tasks_fallback_model_when_its_model_is_down(
     assert CANARY_KEY not in done.stdout + done.stderr
 
 
+@pytest.mark.slow
 def test_backstay_run_with_a_fallback_goes_on_at_its_model_when_the_runs_model_is_down(
     providers: Providers, tmp_path: Path
 ) -> None:

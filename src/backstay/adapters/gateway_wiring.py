@@ -21,6 +21,11 @@ driver and ``backstay.fallback.harness``): ``gateway_fallback`` names it, the fi
 candidate of the chain on the same provider and key with another model. The run's ticket
 carries it (``RunTicket.fallback_model``).
 
+A task with a spending budget sets the object its attempt's requests are asked of
+(``use_request_budget``, around the dispatch; ``backstay.engine.request_budget``): an
+in-process gateway holds each request's estimate against it before forwarding and refuses
+one it has no room for; a shared gateway is not handed it.
+
 The gateway is reached through the ``RunGateway`` protocol (``backstay.gateway`` sits on
 the same floor as the adapters and is not imported here): ``backstay.gateway.runs``'s
 ``LocalRunGateway`` for an in-process gateway, ``RemoteRunGateway`` for a shared one.
@@ -48,10 +53,12 @@ __all__ = [
     "RunGateway",
     "current_fallback_model",
     "current_gateway",
+    "current_request_budget",
     "gateway_fallback",
     "open_run",
     "use_fallback_model",
     "use_gateway",
+    "use_request_budget",
 ]
 
 # A CLI's own request timeout is the gateway's deadline plus this: the gateway answers
@@ -98,9 +105,11 @@ class RunGateway(Protocol):
         traceparent: str | None,
         model: str | None,
         fallback_model: str | None = None,
+        budget: Any = None,
     ) -> str:
         """A new token standing for the run and its real ``key``; its requests move to
-        ``fallback_model`` while the circuit of their own model is open."""
+        ``fallback_model`` while the circuit of their own model is open, and are asked of
+        ``budget`` (``backstay.gateway.runs.RequestBudget``) when given."""
         ...
 
     def close_run(self, token: str) -> RunCounts | None:
@@ -179,6 +188,28 @@ def use_fallback_model(model: str | None) -> Iterator[None]:
         yield
     finally:
         _FALLBACK.reset(reset)
+
+
+_BUDGET: contextvars.ContextVar[Any] = contextvars.ContextVar(
+    "backstay_run_request_budget", default=None
+)
+
+
+def current_request_budget() -> Any:
+    """The spending budget the requests of the attempt started now are asked of, if any
+    (a ``backstay.gateway.runs.RequestBudget``)."""
+    return _BUDGET.get()
+
+
+@contextlib.contextmanager
+def use_request_budget(budget: Any) -> Iterator[None]:
+    """Ask ``budget`` (a ``backstay.gateway.runs.RequestBudget``; ``None``: none) for each
+    request of the runs opened in this context."""
+    reset = _BUDGET.set(budget)
+    try:
+        yield
+    finally:
+        _BUDGET.reset(reset)
 
 
 class ChainEntry(Protocol):
@@ -290,6 +321,7 @@ def open_run(
     ):
         return None  # a base URL the gateway cannot stand in for: sent straight there
     trace = current_trace()
+    budget = current_request_budget()
     token = gateway.open_run(
         provider=wiring.provider,
         key=request.env[held],
@@ -299,6 +331,7 @@ def open_run(
         traceparent=None if trace is None else trace.traceparent,
         model=request.model,
         fallback_model=current_fallback_model(),
+        **({} if budget is None else {"budget": budget}),
     )
     dropped = {*names, *base_names, *wiring.strip_env}
     env = {name: value for name, value in request.env.items() if name not in dropped}

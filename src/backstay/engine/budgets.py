@@ -165,6 +165,10 @@ class BudgetGate:
         self._wake()
         return charged
 
+    def held(self, spec: TaskSpec, number: int) -> Spend:
+        """The estimate reserved for attempt ``number`` (nothing if none is held)."""
+        return self._estimates.get(make_attempt_id(spec.operation_id, number), Spend())
+
     def release(self, spec: TaskSpec, number: int) -> None:
         """Drop attempt ``number``'s reservation: it never started."""
         attempt_id = make_attempt_id(spec.operation_id, number)
@@ -222,6 +226,11 @@ class BudgetGate:
     def recover(self, operation_id: str) -> int:
         """Charge the reservations a dead runner left open at their estimates."""
         return self.ledger.settle_open(operation_id, at=self.clock.now())
+
+    def told(self, record: TaskRecord, refusal: SpendRefusal, *, attempt: int, policy: str) -> None:
+        """Emit ``budget.exceeded`` and ``task.paused`` for ``record``, paused for
+        ``refusal`` at attempt ``attempt`` (one its run's request was refused in)."""
+        _emit(record, refusal, attempt=attempt, policy=policy)
 
     def pause(
         self, store: TaskStore, record: TaskRecord, refusal: SpendRefusal, *, policy: str

@@ -21,7 +21,10 @@ attempt is counted. The attempt's end is reported on the permit (success, its
 With a ``BudgetGate``, the attempt's estimated spend is reserved after the permit and
 before step 1; when a budget has no room the task is paused (``budget_exceeded``) without
 an attempt, and the permit is given back (a refusal is no failure of the candidate). The
-real use is charged right after the dispatch (docs/budgets.md).
+real use is charged right after the dispatch (docs/budgets.md). Through the gateway, each
+request of an agent CLI's attempt is held against the budgets too
+(``engine.request_budget``): one they have no room for is refused, and the attempt ends
+failed with its task paused (``budget_exceeded``).
 
 ``drive`` returns the result of a task that succeeded (recorded before it returns) and
 raises ``TaskStopped`` for any other end, so the guard caches only successes.
@@ -50,7 +53,11 @@ from typing import Any
 
 from backstay.adapters.cli.orphans import attempt_tag, stop_tagged
 from backstay.adapters.contract import Adapter, AgentRequest
-from backstay.adapters.gateway_wiring import gateway_fallback, use_fallback_model
+from backstay.adapters.gateway_wiring import (
+    gateway_fallback,
+    use_fallback_model,
+    use_request_budget,
+)
 from backstay.clock import Clock
 from backstay.engine import _notify as notify
 from backstay.engine._attempt_done import AttemptDone, dispatch, escalation_context, result_data
@@ -67,6 +74,7 @@ from backstay.engine.records import (
     StateChange,
     TaskRecord,
 )
+from backstay.engine.request_budget import AttemptBudget, stop_attempt
 from backstay.engine.resume import StartStep, plan_start
 from backstay.engine.states import InvalidTransition, TaskState
 from backstay.engine.task import TaskSpec
@@ -74,6 +82,7 @@ from backstay.engine.taskstore import TaskStore
 from backstay.idempotency.ids import attempt_id as make_attempt_id
 from backstay.policy.protocols import Permit, RateLimiterLike, ReservationLike
 from backstay.policy.retry import RetryPolicy
+from backstay.policy.spend import SpendRefusal
 from backstay.store.location import StoreLocation
 from backstay.taxonomy import FailureKind
 
@@ -307,9 +316,17 @@ class TaskDriver:
             adapter, request, number=number, attempts=self.store.attempts(self.operation_id)
         )
         # Through a gateway, its requests move to the next candidate's model of the same
-        # provider while their own model's circuit is open.
+        # provider while their own model's circuit is open, and each is held against the
+        # task's spending budgets (engine.request_budget).
         current = 0 if self.fallback is None else self.fallback.current
-        with use_fallback_model(gateway_fallback(self.spec.candidates, current)):
+        budget = None
+        if self.budgets is not None:
+            spec, target = attempt_target(self.spec, self.adapter, self.fallback)
+            budget = AttemptBudget(self.budgets, spec, target, number)
+        with (
+            use_fallback_model(gateway_fallback(self.spec.candidates, current)),
+            use_request_budget(budget),
+        ):
             done = await dispatch(
                 adapter,
                 request,
@@ -330,6 +347,10 @@ class TaskDriver:
         if self.budgets is not None:
             spec, adapter = attempt_target(self.spec, self.adapter, self.fallback)
             self.budgets.settle(spec, adapter, number, done.usage)
+        if done.result is None and budget is not None and budget.refusal is not None:
+            return self._stopped_by_budget(
+                done, ended_at, number, budget.refusal, started_at=started_at, keys=keys
+            )
         if done.result is not None:
             end = AttemptEnd(
                 number=number,
@@ -354,6 +375,32 @@ class TaskDriver:
         return self._failed(
             record, done, ended_at, number, str(output_dir), started_at=started_at, keys=keys
         )
+
+    def _stopped_by_budget(
+        self,
+        done: AttemptDone,
+        ended_at: _dt.datetime,
+        number: int,
+        refusal: SpendRefusal,
+        *,
+        started_at: _dt.datetime,
+        keys: Mapping[str, str],
+    ) -> tuple[TaskRecord, float]:
+        """The attempt whose run's request a budget refused: failed, the task paused."""
+        record, end = stop_attempt(
+            self.store,
+            self.operation_id,
+            number=number,
+            refusal=refusal,
+            ended_at=ended_at,
+            exit_code=done.exit_code,
+            usage=done.usage,
+        )
+        attempt_id = make_attempt_id(self.operation_id, number)
+        notify.attempt_ended(record, end, attempt_id, started_at, keys, policy=self.policy.name)
+        if self.budgets is not None:
+            self.budgets.told(record, refusal, attempt=number, policy=self.policy.name)
+        return record, 0.0
 
     def _failed(
         self,

@@ -52,6 +52,7 @@ from backstay.gateway.settings import TOKEN_HEADER, GatewaySettings
 from backstay.gateway.spans import RequestSpan, request_span
 from backstay.gateway.usage import UsageScan, usage_of
 from backstay.gateway.wire_errors import GatewayError, gateway_error
+from backstay.policy._paced import estimate_tokens
 from backstay.redact import redact, register_secret
 from backstay.taxonomy import FailureKind
 
@@ -154,8 +155,20 @@ class Proxy:
         )
         credential = ticket.key if ticket is not None else next(iter(keys), None)
         tally = _Tally(token, credential)
-        with request_span(found, ticket, self._tracer_provider) as span:
-            return await self._forward(request, found, upstream, key, tally, ticket, span)
+        budget = None if token is None or self._runs is None else self._runs.budget(token)
+        if budget is None:
+            with request_span(found, ticket, self._tracer_provider) as span:
+                return await self._forward(request, found, upstream, key, tally, ticket, span)
+        # A run with a spending budget: the request's prompt tokens are held while it runs.
+        estimate = estimate_tokens(body, output=False)
+        refused = budget.admit(estimate)
+        if refused is not None:
+            return _error(gateway_error(found.provider, 400, redact(refused)))
+        try:
+            with request_span(found, ticket, self._tracer_provider) as span:
+                return await self._forward(request, found, upstream, key, tally, ticket, span)
+        finally:
+            budget.release(estimate)
 
     def _fallen_back(
         self, found: Route, ticket: RunTicket, raw_path: str, body: bytes

@@ -22,7 +22,7 @@ import urllib.request
 from typing import TYPE_CHECKING, Any, Final
 
 from backstay.errors import ConfigError
-from backstay.gateway.runs import OpensRuns, RunTally, RunTicket, RunTokens
+from backstay.gateway.runs import OpensRuns, RequestBudget, RunTally, RunTicket, RunTokens
 from backstay.gateway.settings import TOKEN_HEADER, GatewaySettings
 from backstay.redact import redact, register_secret
 
@@ -122,7 +122,10 @@ class RemoteRunGateway(OpensRuns):
                 f"cannot reach the gateway at {self._url}: {err}", where=self._where
             ) from None
 
-    def open_ticket(self, ticket: RunTicket) -> str:
+    def open_ticket(self, ticket: RunTicket, budget: RequestBudget | None = None) -> str:
+        # A shared gateway is not handed the budget: the run's spend is checked between
+        # attempts, as without a gateway.
+        del budget
         answer = self._call("POST", RUNS_PATH, dataclasses.asdict(ticket))
         token = answer.get("token") if isinstance(answer, dict) else None
         if not isinstance(token, str):

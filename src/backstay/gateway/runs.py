@@ -7,6 +7,12 @@ process never holds the real key; it counts what the provider answered per token
 ``RunTokens`` is the table, shared by the gateway's thread and the threads that open and
 close runs (a lock guards it). A gateway given one (``Gateway(runs=...)``) admits only
 requests carrying a live token: any other key is answered 401 in its provider's format.
+
+A run opened with a ``RequestBudget`` (its task's spending budget, from the engine) has
+each request asked before it is forwarded: ``admit`` holds the request's estimated tokens
+or refuses (the gateway answers a 400 in the provider's format with the refusal, so the
+CLI stops); every answer's usage is ``charge``-d, and the request's hold ``release``-d
+when it is done. Only an in-process gateway (``LocalRunGateway``) takes one.
 """
 
 from __future__ import annotations
@@ -15,12 +21,20 @@ import dataclasses
 import secrets
 import threading
 from collections.abc import Iterable
-from typing import Final
+from typing import Final, Protocol
 
 from backstay.errors import ConfigError
 from backstay.gateway.usage import TokenUsage
 
-__all__ = ["TOKEN_PREFIX", "LocalRunGateway", "OpensRuns", "RunTally", "RunTicket", "RunTokens"]
+__all__ = [
+    "TOKEN_PREFIX",
+    "LocalRunGateway",
+    "OpensRuns",
+    "RequestBudget",
+    "RunTally",
+    "RunTicket",
+    "RunTokens",
+]
 
 # A run token says what it is; a provider shown one answers 401 (it is no key of theirs).
 TOKEN_PREFIX: Final = "bsgw-run-"  # noqa: S105 - a prefix, not a secret
@@ -74,6 +88,16 @@ class RunTally:
         return dataclasses.replace(self)
 
 
+class RequestBudget(Protocol):
+    """A run's spending budget, asked for each of its requests (called on the gateway's
+    thread): ``admit`` the request's estimated ``tokens`` (held until ``release``) or
+    refuse it with a message naming the budget; ``charge`` what an answer used."""
+
+    def admit(self, tokens: float) -> str | None: ...
+    def release(self, tokens: float) -> None: ...
+    def charge(self, usage: TokenUsage) -> None: ...
+
+
 class RunTokens:
     """The live tokens: ``open`` one per attempt, ``close`` it when the attempt ends (its
     tally is returned), ``find`` the ticket of any of a request's keys."""
@@ -82,22 +106,34 @@ class RunTokens:
         self._lock = threading.Lock()
         self._tickets: dict[str, RunTicket] = {}
         self._tallies: dict[str, RunTally] = {}
+        self._budgets: dict[str, RequestBudget] = {}
 
-    def open(self, ticket: RunTicket) -> str:
-        """A new token for ``ticket``, live until ``close``."""
+    def open(self, ticket: RunTicket, budget: RequestBudget | None = None) -> str:
+        """A new token for ``ticket``, live until ``close``; its requests asked of
+        ``budget`` (if any)."""
         if not isinstance(ticket, RunTicket):
             raise ConfigError(f"must be a RunTicket, got {ticket!r}", where="ticket")
         token = TOKEN_PREFIX + secrets.token_urlsafe(24)
         with self._lock:
             self._tickets[token] = ticket
             self._tallies[token] = RunTally()
+            if budget is not None:
+                self._budgets[token] = budget
         return token
 
     def close(self, token: str) -> RunTally | None:
         """Revoke ``token``; what its requests were answered (``None``: not live)."""
         with self._lock:
             self._tickets.pop(token, None)
+            self._budgets.pop(token, None)
             return self._tallies.pop(token, None)
+
+    def budget(self, token: str) -> RequestBudget | None:
+        """The spending budget ``token``'s requests are asked of, if any."""
+        if not self._budgets:
+            return None
+        with self._lock:
+            return self._budgets.get(token)
 
     def find(self, keys: Iterable[str]) -> tuple[str, RunTicket] | None:
         """The live token among ``keys`` (a request's credentials) and its ticket."""
@@ -129,7 +165,7 @@ class RunTokens:
                 tally.refused += status >= 400
 
     def used(self, token: str, usage: TokenUsage) -> None:
-        """Add the tokens an answer to ``token`` reported."""
+        """Add the tokens an answer to ``token`` reported (charged to its budget too)."""
         with self._lock:
             tally = self._tallies.get(token)
             if tally is None:
@@ -138,6 +174,9 @@ class RunTokens:
             tally.output_tokens += usage.output_tokens
             tally.cache_read_tokens += usage.cache_read_tokens
             tally.cache_write_tokens += usage.cache_write_tokens
+            budget = self._budgets.get(token)
+        if budget is not None:
+            budget.charge(usage)
 
     def __len__(self) -> int:
         with self._lock:
@@ -171,7 +210,10 @@ class OpensRuns:
         traceparent: str | None,
         model: str | None,
         fallback_model: str | None = None,
+        budget: RequestBudget | None = None,
     ) -> str:
+        """A token for the run; its requests asked of ``budget`` (an in-process gateway
+        only: a shared one is not handed it)."""
         ticket = RunTicket(
             provider=provider,
             key=key,
@@ -182,10 +224,10 @@ class OpensRuns:
             model=model,
             fallback_model=fallback_model,
         )
-        return self.open_ticket(ticket)
+        return self.open_ticket(ticket, budget)
 
-    def open_ticket(self, ticket: RunTicket) -> str:
-        """A new token standing for ``ticket``."""
+    def open_ticket(self, ticket: RunTicket, budget: RequestBudget | None = None) -> str:
+        """A new token standing for ``ticket`` (its requests asked of ``budget``)."""
         raise NotImplementedError
 
 
@@ -199,8 +241,8 @@ class LocalRunGateway(OpensRuns):
         self.runs = runs
         self._deadline_s = deadline_s
 
-    def open_ticket(self, ticket: RunTicket) -> str:
-        return self.runs.open(ticket)
+    def open_ticket(self, ticket: RunTicket, budget: RequestBudget | None = None) -> str:
+        return self.runs.open(ticket, budget)
 
     def close_run(self, token: str) -> RunTally | None:
         return self.runs.close(token)

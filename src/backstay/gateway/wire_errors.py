@@ -1,6 +1,7 @@
 """Errors the gateway answers itself, in the wire format of the provider the client
 speaks, so that its SDK raises its usual exception: a circuit that is open, an upstream
-that could not be reached or timed out, a missing gateway token, a path it does not serve.
+that could not be reached or timed out, a missing gateway token, a path it does not serve,
+a run's request its spending budget has no room for (400).
 An upstream's own error answers never pass through here: they are returned unchanged."""
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ __all__ = ["GatewayError", "gateway_error"]
 
 # status → (Anthropic error.type, OpenAI error.type, Gemini status)
 _SHAPES: Final = {
+    400: ("invalid_request_error", "invalid_request_error", "INVALID_ARGUMENT"),
     401: ("authentication_error", "invalid_request_error", "UNAUTHENTICATED"),
     404: ("not_found_error", "invalid_request_error", "NOT_FOUND"),
     413: ("request_too_large", "invalid_request_error", "INVALID_ARGUMENT"),

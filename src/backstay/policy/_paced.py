@@ -73,10 +73,11 @@ def _output_limit(value: object) -> float:
     return 0.0
 
 
-def estimate_tokens(content: bytes) -> float:
+def estimate_tokens(content: bytes, *, output: bool = True) -> float:
     """The tokens a request body is expected to cost: the text in it (JSON string values
     other than names and ids) at ``CHARS_PER_TOKEN`` characters a token, plus the output
-    limit it sets. A body that is not JSON counts by its length; an empty one is 0."""
+    limit it sets (unless ``output`` is false: its prompt alone). A body that is not JSON
+    counts by its length; an empty one is 0."""
     if not content:
         return 0.0
     try:
@@ -84,7 +85,7 @@ def estimate_tokens(content: bytes) -> float:
     except ValueError:
         return float(len(content)) / CHARS_PER_TOKEN
     chars = sum(len(text) for text in _texts(body))
-    return chars / CHARS_PER_TOKEN + _output_limit(body)
+    return chars / CHARS_PER_TOKEN + (_output_limit(body) if output else 0.0)
 
 
 class PacedRequest:
