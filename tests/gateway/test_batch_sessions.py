@@ -1,25 +1,36 @@
 """Parallel agent sessions under a provider limit below their demand: one ``backstay batch``
-of real Claude Code sessions (each a scripted four-turn session of the fake provider, in a
+of real agent CLI sessions (each a scripted four-turn session of the fake provider, in a
 workspace of its own), started inside a private network namespace with nothing but the
-standard exported variables (``ANTHROPIC_API_KEY``, ``ANTHROPIC_BASE_URL`` pointing at the
-fake provider), against a provider enforcing ``rate_limit.requests_per_minute`` below what
-the sessions ask for together.
+standard exported variables (``ANTHROPIC_API_KEY`` and ``ANTHROPIC_BASE_URL`` for Claude
+Code, ``OPENAI_…`` for Codex, ``GEMINI_API_KEY`` and ``GOOGLE_GEMINI_BASE_URL`` for Gemini
+CLI, pointing at the fake provider), against a provider enforcing
+``rate_limit.requests_per_minute`` below what the sessions ask for together.
 
 Every task succeeds with one attempt (the CLI started once, its ``agent.log`` saying one
 attempt), at most 5 % of the requests the provider answered are 429s, each workspace file
 has each step once, and the canary key is in no output, file or record of the batch.
 
-Six sessions at once run in ``make test``; twelve, six at a time, at twice the limit, are
-slow (``make test-all``). Skipped, with the reason, when Claude Code is not installed
-(``make agents``) or no namespace can be made here.
+Gemini's answers carry no rate-limit headers, so its limit is the one the configuration
+gives (``retry.rate_limits``); the gateway learns the others' from their answers. The
+gateway a batch starts itself does not read ``retry.rate_limits`` yet, so the Gemini CLI
+sessions go through a shared ``backstay gateway --agent-runs --config`` (``--gateway URL``).
+
+Six Claude Code sessions at once run in ``make test``; six Codex and six Gemini CLI
+sessions, and twelve Claude Code ones six at a time, are slow (``make test-all``).
+Skipped, with the reason, when the CLI is not installed (``make agents``) or no namespace
+can be made here.
 """
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import os
+import selectors
+import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any, Final
 
@@ -40,12 +51,14 @@ from backstay.engine.states import TaskState
 from backstay.store.sqlite.tasks import SQLiteTaskStore
 
 TURNS: Final = 4
-MODEL: Final = "claude-sonnet-4-5"
+MODEL: Final = "claude-sonnet-4-5"  # the drain's (the provider's limit is one for all)
 TIMEOUT_S: Final = 240.0
 BATCH_TIMEOUT_S: Final = 420.0
 FINAL: Final = "All four steps are done."
 MAX_429_SHARE: Final = 0.05
 DRAIN_LIMIT: Final = 2_000
+GATEWAY_PORT: Final = 8791
+GATEWAY_TOKEN: Final = "shared-gateway-token-for-batch-0123"
 # Run inside the namespace: requests (outside any session) until the provider's first 429.
 DRAIN_SCRIPT: Final = """
 import json, sys, urllib.error, urllib.request
@@ -73,15 +86,54 @@ def _scenario(requests_per_minute: int) -> dict[str, Any]:
     }
 
 
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Agent:
+    """An agent CLI as a batch runs it: its adapter and model, the variables exported
+    (``{url}`` is the fake provider's); ``config``: the ``retry.rate_limits`` of a shared
+    gateway (``backstay gateway --agent-runs --config``) the batch sends its runs through
+    (``--gateway URL``) instead of the one it starts itself."""
+
+    adapter: str
+    model: str
+    exported: Mapping[str, str]
+    config: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    drain: bool = True
+
+
+CLAUDE_CODE: Final = Agent(
+    adapter="claude-code",
+    model=MODEL,
+    exported={"ANTHROPIC_API_KEY": CANARY_KEY, "ANTHROPIC_BASE_URL": "{url}"},
+)
+CODEX: Final = Agent(
+    adapter="codex",
+    model="gpt-5.4",
+    exported={"OPENAI_API_KEY": CANARY_KEY, "OPENAI_BASE_URL": "{url}/v1"},
+)
+
+
+def _gemini(requests_per_minute: int) -> Agent:
+    """Gemini CLI, with the limit known from the configuration only (10 % under the
+    provider's): its bucket starts full, as the provider's, which is therefore not drained."""
+    configured = int(requests_per_minute * 0.9)
+    return Agent(
+        adapter="gemini-cli",
+        model="gemini-2.5-flash",
+        exported={"GEMINI_API_KEY": CANARY_KEY, "GOOGLE_GEMINI_BASE_URL": "{url}"},
+        config={"retry": {"rate_limits": {"gemini": {"requests_per_minute": configured}}}},
+        drain=False,
+    )
+
+
 @pytest.fixture(scope="module")
 def providers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Providers]:
     yield from namespace_providers(tmp_path_factory)
 
 
-def _suite(tmp_path: Path, sessions: int) -> Path:
+def _suite(tmp_path: Path, sessions: int, agent: Agent) -> Path:
     suite = {
         "suite": "sessions",
-        "defaults": {"adapter": "claude-code", "model": MODEL, "timeout_s": TIMEOUT_S},
+        "defaults": {"adapter": agent.adapter, "model": agent.model, "timeout_s": TIMEOUT_S},
         "tasks": [
             {"id": f"session-{i}", "prompt": "Run the four steps, one command at a time."}
             for i in range(1, sessions + 1)
@@ -90,6 +142,33 @@ def _suite(tmp_path: Path, sessions: int) -> Path:
     path = tmp_path / "suite.yaml"
     path.write_text(yaml.safe_dump(suite, sort_keys=False), encoding="utf-8")
     return path
+
+
+@contextlib.contextmanager
+def _shared_gateway(
+    providers: Providers, tmp_path: Path, agent: Agent
+) -> Iterator[tuple[str, ...]]:
+    """A ``backstay gateway --agent-runs`` with ``agent.config`` in the namespace while the
+    block runs; the batch's flags for it (none without a config)."""
+    if not agent.config:
+        yield ()
+        return
+    config = tmp_path / "gateway.yaml"
+    config.write_text(yaml.safe_dump(dict(agent.config), sort_keys=False), encoding="utf-8")
+    argv = [*BACKSTAY, "gateway", "--agent-runs", "--port", str(GATEWAY_PORT)]
+    argv += ["--config", str(config)]
+    env = {**BASE_ENV, "BACKSTAY_GATEWAY_TOKEN": GATEWAY_TOKEN}
+    gateway = providers.namespace.popen(argv, env=env, stdout=subprocess.PIPE, text=True)
+    try:
+        assert gateway.stdout is not None
+        with selectors.DefaultSelector() as selector:
+            selector.register(gateway.stdout, selectors.EVENT_READ)
+            assert selector.select(60.0), "the shared gateway did not start"
+        assert "gateway listening" in gateway.stdout.readline()
+        yield ("--gateway", f"http://127.0.0.1:{GATEWAY_PORT}")
+    finally:
+        gateway.terminate()
+        gateway.wait(timeout=30)
 
 
 def _drain(providers: Providers, served: Served) -> None:
@@ -116,24 +195,31 @@ def _batch(
     sessions: int,
     concurrency: int,
     requests_per_minute: int,
+    agent: Agent = CLAUDE_CODE,
 ) -> None:
+    installed(agent.adapter)
     served = providers.serve(_scenario(requests_per_minute))
-    _drain(providers, served)
+    if agent.drain:
+        _drain(providers, served)
     before = served.stats()
-    suite, state = _suite(tmp_path, sessions), tmp_path / "state"
+    suite, state = _suite(tmp_path, sessions, agent), tmp_path / "state"
     env = {
         **BASE_ENV,
         "HOME": os.environ.get("HOME", "/root"),
-        "ANTHROPIC_API_KEY": CANARY_KEY,
-        "ANTHROPIC_BASE_URL": served.url,
+        **{name: value.replace("{url}", served.url) for name, value in agent.exported.items()},
     }
+    if agent.config:
+        env["BACKSTAY_GATEWAY_TOKEN"] = GATEWAY_TOKEN
     argv = [
         *BACKSTAY, "batch", str(suite), "--state-dir", str(state),
         "--concurrency", str(concurrency),
     ]  # fmt: skip
-    started = time.monotonic()
-    done = providers.namespace.run(argv, timeout_s=BATCH_TIMEOUT_S, env=env, cwd=tmp_path)
-    elapsed_s = time.monotonic() - started
+    with _shared_gateway(providers, tmp_path, agent) as flags:
+        started = time.monotonic()
+        done = providers.namespace.run(
+            [*argv, *flags], timeout_s=BATCH_TIMEOUT_S, env=env, cwd=tmp_path
+        )
+        elapsed_s = time.monotonic() - started
     after = served.stats()
     # The batch's part of the provider's counters (the drain's requests had no turn).
     requests = after["requests"] - before["requests"]
@@ -147,7 +233,8 @@ def _batch(
     # The figures, for the record (``pytest -s`` shows them) and for every failure.
     succeeded = sum(t.state is TaskState.SUCCEEDED for t in tasks)
     figures = (
-        f"{sessions} sessions at {requests_per_minute} requests/min: {succeeded} succeeded, "
+        f"{sessions} {agent.adapter} sessions at {requests_per_minute} requests/min: "
+        f"{succeeded} succeeded, "
         f"{len(attempts)} CLI starts, {requests} requests, {refused} 429s "
         f"({refused / max(1, requests):.1%}), {elapsed_s:.1f} s; "
         f"by_turn {after['by_turn']}, by_status {statuses}"
@@ -182,8 +269,24 @@ def test_six_claude_code_sessions_in_one_batch_keep_under_a_provider_limit_below
     providers: Providers, tmp_path: Path
 ) -> None:
     # 30 requests at 60 a minute from a used-up bucket; unpaced, they come in about 6 s.
-    installed("claude-code")
     _batch(providers, tmp_path, sessions=6, concurrency=6, requests_per_minute=60)
+
+
+@pytest.mark.slow
+def test_six_codex_sessions_in_one_batch_keep_under_a_provider_limit_below_demand(
+    providers: Providers, tmp_path: Path
+) -> None:
+    _batch(providers, tmp_path, sessions=6, concurrency=6, requests_per_minute=60, agent=CODEX)
+
+
+@pytest.mark.slow
+def test_six_gemini_cli_sessions_in_one_batch_keep_under_a_provider_limit_below_demand(
+    providers: Providers, tmp_path: Path
+) -> None:
+    # Gemini's answers carry no rate-limit headers: the configured limit paces them. 30
+    # requests against a bucket of 20 refilled at 20 a minute.
+    agent = _gemini(requests_per_minute=20)
+    _batch(providers, tmp_path, sessions=6, concurrency=6, requests_per_minute=20, agent=agent)
 
 
 @pytest.mark.slow
@@ -191,5 +294,4 @@ def test_twelve_claude_code_sessions_six_at_a_time_keep_under_a_provider_limit(
     providers: Providers, tmp_path: Path
 ) -> None:
     # 60 requests at 60 a minute: the second six start where the first left the limit.
-    installed("claude-code")
     _batch(providers, tmp_path, sessions=12, concurrency=6, requests_per_minute=60)
