@@ -221,22 +221,30 @@ def _batch(providers: Providers, tmp_path: Path, tokens: int) -> tuple[Any, dict
     return done, served.stats()
 
 
-def test_claude_code_is_stopped_at_its_tasks_token_budget_mid_session(
-    providers: Providers, tmp_path: Path
-) -> None:
+@pytest.fixture(scope="module")
+def session_tokens(providers: Providers, tmp_path_factory: pytest.TempPathFactory) -> int:
+    """The tokens one whole session uses, without a budget in the way."""
     installed("claude-code")
-    # What one whole session uses, without a budget in the way.
-    free = tmp_path / "free"
-    free.mkdir()
-    done, stats = _batch(providers, free, tokens=10_000_000)
+    done, stats = _batch(providers, tmp_path_factory.mktemp("free"), tokens=10_000_000)
     assert done.returncode == 0, done.stderr
-    whole = stats["input_tokens"] + stats["output_tokens"]
     assert stats["requests"] == TURNS + 1, stats
-    # A budget of half of it: the session is stopped part way, in its one CLI start.
-    budgeted = tmp_path / "budgeted"
-    budgeted.mkdir()
-    done, stats = _batch(providers, budgeted, tokens=whole // 2)
-    state = budgeted / "state"
+    whole: int = stats["input_tokens"] + stats["output_tokens"]
+    return whole
+
+
+def _stopped_part_way(stats: dict[str, Any], whole: int) -> None:
+    """The provider answered some turns, not all: the refused request never reached it."""
+    assert 1 <= stats["requests"] < TURNS + 1, stats
+    assert stats["by_status"] == {"200": stats["requests"]}, stats
+    assert stats["input_tokens"] + stats["output_tokens"] <= whole // 2, (stats, whole)
+
+
+def test_claude_code_is_stopped_at_its_tasks_token_budget_mid_session(
+    providers: Providers, tmp_path: Path, session_tokens: int
+) -> None:
+    # A budget of half what the session uses: stopped part way, in its one CLI start.
+    done, stats = _batch(providers, tmp_path, tokens=session_tokens // 2)
+    state = tmp_path / "state"
     with SQLiteTaskStore(state) as store:
         (task,) = store.tasks()
         attempts = store.attempts()
@@ -247,13 +255,39 @@ def test_claude_code_is_stopped_at_its_tasks_token_budget_mid_session(
     assert attempt.outcome is AttemptOutcome.FAILED
     assert attempt.failure is not None
     assert attempt.failure.code == "ERR_LIMIT_BUDGET"
-    # The provider answered some turns, not all: the refused request never reached it.
-    assert 1 <= stats["requests"] < TURNS + 1, stats
-    assert stats["by_status"] == {"200": stats["requests"]}, stats
-    used = stats["input_tokens"] + stats["output_tokens"]
-    assert used <= whole // 2, (used, whole)
+    _stopped_part_way(stats, session_tokens)
     lines = [json.loads(line) for line in (state / EVENTS_FILE).read_text().splitlines()]
     names = [line["event"] for line in lines]
     assert "budget.exceeded" in names, names
     assert "task.paused" in names, names
     assert CANARY_KEY not in done.stdout + done.stderr
+
+
+@pytest.mark.slow
+def test_backstay_run_stops_claude_code_at_its_token_budget_mid_session(
+    providers: Providers, tmp_path: Path, session_tokens: int
+) -> None:
+    served = providers.serve(_session())
+    workspace, out = tmp_path / "workspace", tmp_path / "out"
+    workspace.mkdir()
+    prompt = tmp_path / "prompt.txt"
+    prompt.write_text("Run the five steps, one command at a time.", encoding="utf-8")
+    env = {
+        **BASE_ENV,
+        "HOME": os.environ.get("HOME", "/root"),
+        "ANTHROPIC_API_KEY": CANARY_KEY,
+        "ANTHROPIC_BASE_URL": served.url,
+    }
+    argv = [*BACKSTAY, "run", "--adapter", "claude-code", "--model", "claude-sonnet-4-5"]
+    argv += ["--prompt-file", str(prompt), "--workspace", str(workspace)]
+    argv += ["--output-dir", str(out), "--timeout", str(TIMEOUT_S)]
+    argv += ["--budget-tokens", str(session_tokens // 2)]
+    done = providers.namespace.run(argv, timeout_s=TIMEOUT_S + 60, env=env, cwd=tmp_path)
+    stats = served.stats()
+    log = (out / "agent.log").read_text() if (out / "agent.log").exists() else ""
+    assert done.returncode == 5, f"{done.stderr}\n{log}"
+    assert log.count("started pid ") == 1, log
+    metrics = json.loads((out / "metrics.json").read_text())
+    assert metrics["error"].startswith("ERR_BUDGET_EXCEEDED: "), metrics
+    assert "no room for the next request of attempt 1" in done.stderr, done.stderr
+    _stopped_part_way(stats, session_tokens)

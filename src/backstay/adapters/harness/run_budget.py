@@ -14,6 +14,11 @@ run capture's usage grew by it) is charged (``charge_spend``). The mean use of t
 earlier attempts of the same adapter and model informs the next estimate, as the engine's
 state directory does for its tasks.
 
+Through the gateway, each request of an attempt is held against the run's budget too
+(``backstay.adapters.request_spend``): one with no room is answered with a 400 naming the
+budget, the agent stops, and the run ends as above (``ERR_BUDGET_EXCEEDED``, exit code 5),
+what the attempt used charged.
+
 The refusal travels through the retry driver or the fallback chain as ``_Refused``, a
 ``BaseException`` like a cancellation: neither counts it a failure, so the candidate's
 breaker permit is given back, no retry or move is decided, and no cooldown starts.
@@ -28,6 +33,8 @@ from typing import Final, TypeVar
 
 from backstay.adapters.capture import Capture
 from backstay.adapters.contract import Adapter, AgentRequest, AgentResult
+from backstay.adapters.gateway_wiring import use_request_budget
+from backstay.adapters.request_spend import RequestSpend
 from backstay.adapters.spend import attempt_prompt, charge_spend, estimate_spend
 from backstay.adapters.usage import Usage
 from backstay.errors import AdapterError, ConfigError
@@ -145,11 +152,26 @@ class RunBudget:
             f"${estimate.usd:.6f}, {estimate.tokens} tokens "
             f"(spent so far ${self.spent.usd:.6f}, {self.spent.tokens} tokens)"
         )
+        # Through the gateway, each request of the attempt is held against the budget.
+        requests = RequestSpend(
+            totals=lambda: [self._ledger.totals(_SCOPE)],
+            held=held.estimate,
+            adapter=adapter,
+            model=request.model,
+            config=request.config,
+            describe=lambda refusal: self._failure(refusal, number, adapter, request).message,
+        )
         before = run.usage
         try:
-            return await make()
+            with use_request_budget(requests):
+                return await make()
+        except AdapterError:
+            refused = requests.refusal
+            if refused is None:
+                raise
         finally:
             self._charge(held, adapter, request, _used(before, run.usage))
+        raise _Refused(self._failure(refused, number, adapter, request, stopped=True))
 
     def _charge(
         self, held: SpendHold, adapter: Adapter, request: AgentRequest, used: Usage
@@ -166,19 +188,28 @@ class RunBudget:
             use.usd += charged.usd
 
     def _failure(
-        self, refusal: SpendRefusal, number: int, adapter: Adapter, request: AgentRequest
+        self,
+        refusal: SpendRefusal,
+        number: int,
+        adapter: Adapter,
+        request: AgentRequest,
+        *,
+        stopped: bool = False,
     ) -> Failure:
+        """Why attempt ``number`` was not started or, ``stopped``, was stopped at a request
+        its run's budget had no room for."""
         dimension = refusal.dimension
         budget = self.budget or SpendBudget()
         limit = f"${budget.usd:g}" if dimension == "usd" else f"{budget.tokens} tokens"
         what = "USD" if dimension == "usd" else "token"
+        room = "the next request of attempt" if stopped else "attempt"
+        end = "the agent was stopped" if stopped else "the attempt was not started"
         return Failure(
             code=BUDGET_CODE,
             message=(
-                f"the run's {what} budget {limit} has no room for attempt {number} on "
+                f"the run's {what} budget {limit} has no room for {room} {number} on "
                 f"{adapter.name} {request.model} ({_describe(refusal.totals.spent, dimension)} "
-                f"spent, estimate {_describe(refusal.estimate, dimension)}); "
-                "the attempt was not started"
+                f"spent, estimate {_describe(refusal.estimate, dimension)}); {end}"
             ),
             details={
                 "source": "budget",
