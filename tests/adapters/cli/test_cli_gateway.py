@@ -32,6 +32,8 @@ from backstay.adapters.usage import Usage
 from backstay.agents import CLIS
 from backstay.agents.locate import Located
 from backstay.events.tracecontext import TraceContext, set_current
+from backstay.failure import Failure
+from backstay.testing import ScriptedAdapter
 
 TOKEN = "bsgw-run-test-token"
 GATEWAY_URL = "http://127.0.0.1:4321"
@@ -240,3 +242,44 @@ def test_aider_goes_through_for_an_openai_model_only_and_loses_other_keys(tmp_pa
     assert gateway.opened[0]["upstream"] == "http://upstream.test:1"
     assert opened.request.config["base_url"] == f"{GATEWAY_URL}/v1"
     assert dict(opened.request.env) == {"PATH": "/usr/bin", "OPENAI_API_KEY": TOKEN}
+
+
+class _Refused(ScriptedAdapter):
+    """An agent whose one request is refused with a 503 it reports (no usage of its own),
+    pointed at the gateway as Claude Code is."""
+
+    gateway_wiring = ClaudeCodeAdapter.gateway_wiring
+
+
+class _Unanswered(_Gateway):
+    """A gateway that answered none of the run's requests itself (its open circuit did)."""
+
+    def close_run(self, token: str) -> _Counts:
+        self.closed.append(token)
+        return _Counts(requests=0, input_tokens=0, output_tokens=0, cache_read_tokens=0)
+
+
+@pytest.mark.parametrize(("gateway", "api_calls"), [(None, 1), (_Unanswered(), 0)])
+def test_a_refusal_no_provider_answered_counts_no_api_call_through_the_gateway(
+    tmp_path: Path, gateway: _Gateway | None, api_calls: int
+) -> None:
+    refused = Failure(code="ERR_HTTP_503_UNAVAILABLE", status=503)
+    adapter = _Refused([refused])
+    prompt = tmp_path / "prompt.txt"
+    prompt.write_text("hi", encoding="utf-8")
+    with use_gateway(gateway):
+        code = adapter.run(
+            "m-1",
+            prompt,
+            tmp_path,
+            tmp_path / "out",
+            {},
+            30.0,
+            env={"ANTHROPIC_API_KEY": CANARY_KEY},
+            policy="no_retry",
+            inherit_env=False,
+        )
+    assert code != 0
+    # Without a gateway the CLI's HTTP status shows one answered call; through one, the
+    # gateway's count (none reached a provider) is the attempt's.
+    assert json.loads((tmp_path / "out" / "metrics.json").read_text())["api_calls"] == api_calls
