@@ -69,3 +69,12 @@ def test_every_kind_of_client_key_is_found() -> None:
         TOKEN_HEADER: "tok",
     }
     assert client_keys(headers, "alt=sse&key=g-d") == ["sk-a", "g-b", "sk-c", "tok", "g-d"]
+
+
+def test_aiohttps_headers_are_read_in_any_case() -> None:
+    from multidict import CIMultiDict, CIMultiDictProxy  # noqa: PLC0415 - aiohttp's own
+
+    given = CIMultiDictProxy(CIMultiDict([("IDEMPOTENCY-KEY", "mine"), ("X-Api-Key", "sk-a")]))
+    assert idempotency_key("POST", "openai", given) == "mine"
+    assert client_keys(given, "") == ["sk-a"]
+    assert client_keys({"X-API-KEY": "sk-b"}, "") == ["sk-b"]

@@ -20,6 +20,7 @@ timeouts) propagate as aiohttp raised them; the retry driver classifies them.
 from __future__ import annotations
 
 import dataclasses
+import json
 from typing import TYPE_CHECKING, Any, Final
 
 from backstay.classify import check_response
@@ -33,6 +34,14 @@ __all__ = ["Answer", "OpenStream", "Request", "StreamTooLarge", "UpstreamFailed"
 
 _SSE: Final = "text/event-stream"
 _EVENT_ENDS: Final = (b"\n\n", b"\r\n\r\n")
+# The top-level keys by which ``check_response`` tells an error's shape in a body (an
+# ``error`` object or text, a Responses ``response.error``, flat ``error_type`` /
+# ``error_code``, ``message`` beside ``code`` / ``type``, an AI-SDK ``data.statusCode``).
+_ERROR_KEYS: Final = frozenset(
+    {"error", "response", "error_type", "error_code", "message", "data", "statusCode"}
+)
+# Bodies the classifier reads whole (it cuts longer ones, which may read differently).
+_MAX_CLEAN_BYTES: Final = 200_000
 
 
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
@@ -87,9 +96,29 @@ class StreamTooLarge(Exception):
         self.failure = Failure(code="ERR_LIMIT_EXCEEDED", message=message)
 
 
+def _clean_success(status: int, body: bytes) -> bool:
+    """Whether a 2xx answer's body is a JSON object without any of the shapes an error is
+    told by (``_ERROR_KEYS``, ``"type": "error"``): ``check_response`` would find in it at
+    most the success body's own report of a refusal, which is an answer here, so the
+    common answer skips the classifier's full reading. Anything else is read whole."""
+    if not 200 <= status < 300 or len(body) > _MAX_CLEAN_BYTES or not body.startswith(b"{"):
+        return False
+    try:
+        parsed = json.loads(body)
+    except (ValueError, RecursionError):
+        return False
+    return (
+        isinstance(parsed, dict)
+        and parsed.get("type") != "error"
+        and _ERROR_KEYS.isdisjoint(parsed)
+    )
+
+
 def failure_of(status: int, headers: Any, body: bytes, provider: str) -> Failure | None:
     """The failure an answer shows, or ``None``: a success body's own report (a refusal, a
     blocked prompt) counts as an answer."""
+    if _clean_success(status, body):
+        return None
     found = check_response(status, headers, body, provider=provider)
     if found is None:
         return None

@@ -17,6 +17,13 @@ from urllib.parse import parse_qsl
 
 from backstay.gateway.settings import TOKEN_HEADER
 
+try:  # aiohttp's headers: looked up without regard to case already
+    from multidict import CIMultiDict, CIMultiDictProxy
+
+    _CASELESS: tuple[type, ...] = (CIMultiDict, CIMultiDictProxy)
+except ImportError:  # pragma: no cover - multidict comes with aiohttp
+    _CASELESS = ()
+
 __all__ = [
     "ATTEMPTS_HEADER",
     "IDEMPOTENCY_HEADER",
@@ -91,7 +98,7 @@ def client_keys(headers: Mapping[str, str], query: str) -> list[str]:
 
 def _get(headers: Mapping[str, str], name: str) -> str | None:
     value = headers.get(name)
-    if value is None:
+    if value is None and not isinstance(headers, _CASELESS):
         for key, candidate in headers.items():
             if key.lower() == name:
                 return candidate

@@ -3,12 +3,15 @@ the request came with a run token whose attempt had one (``RunTicket.traceparent
 
 OpenTelemetry is optional: without ``opentelemetry-api`` installed, ``request_span`` does
 nothing. Spans go to the given tracer provider, else the global one (the application's,
-or the one ``backstay.observe`` set up). No header, key or body is put on a span.
+or the one ``backstay.observe`` set up). While neither is set (the global one is still
+OpenTelemetry's stand-in, which records nothing), no span is made at all: a request costs
+no span work when nobody exports spans. No header, key or body is put on a span.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import importlib.util
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any, Final, Protocol
@@ -34,6 +37,12 @@ class _NoSpan:
         return None
 
 
+@functools.lru_cache(maxsize=8)
+def _tracer(provider: Any) -> Any:
+    """The gateway's tracer of ``provider`` (asked once per provider, not per request)."""
+    return provider.get_tracer("backstay.gateway")
+
+
 @contextlib.contextmanager
 def request_span(
     route: Route, ticket: RunTicket | None, tracer_provider: Any = None
@@ -48,7 +57,10 @@ def request_span(
     )
 
     provider = tracer_provider or trace.get_tracer_provider()
-    tracer = provider.get_tracer("backstay.gateway")
+    if isinstance(provider, (trace.ProxyTracerProvider, trace.NoOpTracerProvider)):
+        yield _NoSpan()  # no provider set: its spans would record nothing
+        return
+    tracer = _tracer(provider)
     parent = None
     if ticket is not None and ticket.traceparent:
         parent = TraceContextTextMapPropagator().extract({"traceparent": ticket.traceparent})
