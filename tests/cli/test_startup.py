@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import inspect
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -19,9 +20,17 @@ import typer.main
 from backstay.cli import app
 from backstay.cli._lazy import COMMANDS, LazyCommands, Listed, load
 from backstay.cli._options import ServePortOption
-from backstay.cli._state import _BATCH_FILES
+from backstay.cli._state import (
+    _BATCH_FILES,
+    _CONFIG_ENV_PREFIX,
+    _CONFIG_ENV_VAR,
+    _CONFIG_FILES,
+    configured,
+)
+from backstay.config import CONFIG_ENV_VAR, DEFAULT_CONFIG_FILE, ENV_PREFIX, load_config
+from backstay.config._dialect import AGENT_CONFIG_FILE, CONTRACT_DEFAULTS_FILE
 from backstay.observe.server import TOKEN_ENV_VAR
-from backstay.store.sqlite.tasks import STATE_FILE
+from backstay.store.sqlite.tasks import STATE_FILE, SQLiteTaskStore
 
 # What a command's module may pull in; none of it belongs to --version or the root's --help.
 HEAVY = (
@@ -65,9 +74,11 @@ tasks:
 """
 
 
-def _loaded_after(args: list[str], prefix: str = "backstay") -> list[str]:
+def _loaded_after(
+    args: list[str], prefix: str = "backstay", *, cwd: Path | None = None
+) -> list[str]:
     """The modules (those under ``prefix``) loaded by ``backstay ARGS`` run in a fresh
-    interpreter."""
+    interpreter (in ``cwd``, without the ``BACKSTAY_*`` variables of this one)."""
     script = (
         "import json, sys\n"
         f"sys.argv = ['backstay', *{args!r}]\n"
@@ -79,8 +90,15 @@ def _loaded_after(args: list[str], prefix: str = "backstay") -> list[str]:
         f"loaded = sorted(m for m in sys.modules if m.startswith({prefix!r}))\n"
         "sys.stderr.write(json.dumps(loaded))\n"
     )
+    env = {k: v for k, v in os.environ.items() if not k.upper().startswith("BACKSTAY")}
     done = subprocess.run(
-        [sys.executable, "-c", script], capture_output=True, text=True, check=True, timeout=60
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+        cwd=cwd,
+        env=env,
     )
     loaded: list[str] = json.loads(done.stderr.strip().splitlines()[-1])
     return loaded
@@ -189,3 +207,60 @@ def test_the_serve_port_option_names_the_servers_token_variable() -> None:
 
 def test_a_batchs_own_files_include_the_sqlite_stores() -> None:
     assert STATE_FILE in _BATCH_FILES
+
+
+@pytest.mark.parametrize("command", [["health", "--json"], ["status"]])
+def test_reading_a_batch_imports_no_runner_adapter_or_configuration_model(
+    tmp_path: Path, command: list[str]
+) -> None:
+    with SQLiteTaskStore(tmp_path / "batch"):
+        pass  # a batch's state file, on SQLite
+    loaded = _loaded_after([*command, "--state-dir", "batch"], prefix="", cwd=tmp_path)
+    assert "backstay.store.sqlite.tasks" in loaded  # it did read the batch
+    unwanted = ("backstay.engine.runner", "backstay.adapters.base", "backstay.config._model")
+    assert not [name for name in loaded if name.startswith(unwanted)]
+    assert not [name for name in loaded if name.split(".")[0] in SDKS]
+
+
+def test_what_the_state_commands_look_for_is_what_the_configuration_reads() -> None:
+    assert _CONFIG_ENV_VAR == CONFIG_ENV_VAR
+    assert _CONFIG_ENV_PREFIX == ENV_PREFIX
+    assert (
+        DEFAULT_CONFIG_FILE,
+        str(AGENT_CONFIG_FILE),
+        str(CONTRACT_DEFAULTS_FILE),
+    ) == _CONFIG_FILES
+
+
+def test_with_nothing_to_read_the_configuration_names_no_store(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name in [n for n in os.environ if n.upper().startswith("BACKSTAY")]:
+        monkeypatch.delenv(name)
+    monkeypatch.chdir(tmp_path)
+    assert not configured(None)
+    config = load_config()
+    # What store_location takes when it does not load the configuration.
+    assert (config.store, config.store_unavailable) == (None, "stop")
+
+
+@pytest.mark.parametrize(
+    "where", ["backstay.yaml", "agent/config.yml", "config/defaults.yaml", "set", "env", "named"]
+)
+def test_a_configuration_to_read_is_found(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, where: str
+) -> None:
+    for name in [n for n in os.environ if n.upper().startswith("BACKSTAY")]:
+        monkeypatch.delenv(name)
+    monkeypatch.chdir(tmp_path)
+    sets = None
+    if where == "set":
+        sets = ["store=redis://127.0.0.1:1"]
+    elif where == "env":
+        monkeypatch.setenv("backstay__store", "redis://127.0.0.1:1")
+    elif where == "named":
+        monkeypatch.setenv("BACKSTAY_CONFIG", "elsewhere.yaml")
+    else:
+        (tmp_path / where).parent.mkdir(exist_ok=True)
+        (tmp_path / where).write_text("store: redis://127.0.0.1:1\n", encoding="utf-8")
+    assert configured(sets)

@@ -3,9 +3,11 @@ a batch's summary comes to."""
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 import sqlite3
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Final
 
@@ -35,6 +37,7 @@ from backstay.store.location import (
 if TYPE_CHECKING:
     from backstay.config import BackstayConfig
     from backstay.engine.runner import Engine
+    from backstay.engine.stores import StoreBundle
     from backstay.engine.summary import Summary
     from backstay.policy.spend import SpendBudget
 
@@ -186,6 +189,27 @@ def _from_batch_file(state_dir: Path) -> StoreLocation | None:
     return parse_store(identity.store, where=where)
 
 
+# What ``load_config`` reads, besides ``--set``: the file ``$BACKSTAY_CONFIG`` names, else
+# the first of these in the working directory, and every ``BACKSTAY__*`` variable
+# (``backstay.config``: ``CONFIG_ENV_VAR``, ``DEFAULT_CONFIG_FILE``, ``AGENT_CONFIG_FILE``,
+# ``CONTRACT_DEFAULTS_FILE``, ``ENV_PREFIX``; tests/cli/test_startup.py holds them alike).
+_CONFIG_ENV_VAR: Final = "BACKSTAY_CONFIG"
+_CONFIG_FILES: Final = ("backstay.yaml", "agent/config.yml", "config/defaults.yaml")
+_CONFIG_ENV_PREFIX: Final = "BACKSTAY__"
+
+
+def configured(sets: list[str] | None) -> bool:
+    """Whether ``load_config(overrides=sets)`` has anything to read. When not, it would
+    give the defaults (no ``store:``), and a command that only needs the store in force
+    (``health``, ``status``) does not import the configuration's models to learn that."""
+    return bool(
+        sets
+        or os.environ.get(_CONFIG_ENV_VAR, "").strip()
+        or any(name.upper().startswith(_CONFIG_ENV_PREFIX) for name in os.environ)
+        or any(Path(name).is_file() for name in _CONFIG_FILES)
+    )
+
+
 def store_location(
     flag: str | None,
     state_dir: Path,
@@ -202,7 +226,7 @@ def store_location(
         if recorded is not None:
             unavailable = "stop" if config is None else config.store_unavailable
             return dataclasses.replace(recorded, unavailable=StoreUnavailable(unavailable))
-    if config is None and not flag and not os.environ.get(STORE_ENV_VAR):
+    if config is None and not flag and not os.environ.get(STORE_ENV_VAR) and configured(sets):
         from backstay.config import load_config  # noqa: PLC0415 - see the imports
 
         config = load_config(overrides=sets or [])
@@ -226,34 +250,70 @@ def open_engine(
     one, or one whose records are gone (``_records.check_recorded``), is a ``ConfigError``
     naming it."""
     from backstay.engine.runner import Engine  # noqa: PLC0415 - see the imports
-    from backstay.store.sqlite.tasks import STATE_FILE  # noqa: PLC0415
 
     if location is not None and location.kind is StoreKind.REDIS:
         _faults.using(state_dir, location.display)
         return _open_shared(state_dir, location, create=create, **options)
+    store_dir = _sqlite_store_dir(state_dir, location, create=create)
+    with _opening(store_dir):
+        return Engine(store_dir, **options)
+
+
+def open_batch_stores(state_dir: Path, *, location: StoreLocation | None = None) -> StoreBundle:
+    """The stores ``open_engine(state_dir, location=location)`` would run on, opened and
+    checked alike (the same ``ConfigError`` for a missing or damaged batch), for a command
+    that only reads them (``status``): without the engine's runner and its imports."""
+    from backstay.clock import SYSTEM_CLOCK  # noqa: PLC0415 - see the imports
+    from backstay.store.open import open_stores  # noqa: PLC0415
+
+    if location is not None and location.kind is StoreKind.REDIS:
+        _faults.using(state_dir, location.display)
+        return _shared_stores(state_dir, location, create=False, env=None)
+    store_dir = _sqlite_store_dir(state_dir, location, create=False).absolute()
+    with _opening(store_dir):
+        # As ``Engine(store_dir)`` opens them.
+        return open_stores(
+            StoreLocation.sqlite(store_dir), state_dir=store_dir, clock=SYSTEM_CLOCK,
+            secrets=os.environ,
+        )  # fmt: skip
+
+
+def _sqlite_store_dir(state_dir: Path, location: StoreLocation | None, *, create: bool) -> Path:
+    """Where the SQLite store of ``state_dir``'s batch is, checked: unless ``create`` it
+    must hold the batch's records (``_records.check_recorded``) and its state file."""
+    from backstay.store.sqlite.tasks import STATE_FILE  # noqa: PLC0415 - see the imports
+
     store_dir = state_dir if location is None or location.path is None else location.path
     _faults.using(state_dir, store_dir / STATE_FILE)
     if not create and state_dir.is_dir():
         _records.check_recorded(state_dir, store_dir)
-    state_dir = store_dir
-    if not create and not (state_dir / STATE_FILE).is_file():
-        what = "does not exist" if not state_dir.exists() else f"holds no {STATE_FILE}"
+    if not create and not (store_dir / STATE_FILE).is_file():
+        what = "does not exist" if not store_dir.exists() else f"holds no {STATE_FILE}"
         raise ConfigError(
-            f"{state_dir} {what}: no batch ran there (start one with backstay batch)",
+            f"{store_dir} {what}: no batch ran there (start one with backstay batch)",
             where="--state-dir",
         )
-    check_not_a_file(state_dir)
+    check_not_a_file(store_dir)
+    return store_dir
+
+
+@contextlib.contextmanager
+def _opening(store_dir: Path) -> Iterator[None]:
+    """Opening the SQLite store in ``store_dir``: a file system's refusal, or the lock of
+    another process, is a ``ConfigError`` naming it."""
+    from backstay.store.sqlite.tasks import STATE_FILE  # noqa: PLC0415 - see the imports
+
     try:
-        return Engine(state_dir, **options)
+        yield
     except OSError as exc:
         raise ConfigError(
-            f"cannot use {state_dir}: {exc.strerror or exc}", where="--state-dir"
+            f"cannot use {store_dir}: {exc.strerror or exc}", where="--state-dir"
         ) from None
     except sqlite3.OperationalError as exc:
         if getattr(exc, "sqlite_errorname", "") not in _CONTENTION:
             raise
         raise ConfigError(
-            f"{state_dir / STATE_FILE} is locked by another process (a batch or resume "
+            f"{store_dir / STATE_FILE} is locked by another process (a batch or resume "
             "still running on it?); nothing was changed: try again when it has finished",
             where="--state-dir",
         ) from None
@@ -316,11 +376,24 @@ def _open_shared(
     """The engine with its state in the Redis store ``location`` (artefacts in
     ``state_dir``); without ``create`` the store must hold a batch."""
     from backstay.engine.runner import Engine  # noqa: PLC0415 - see the imports
-    from backstay.store.open import open_stores  # noqa: PLC0415
+
+    stores = _shared_stores(state_dir, location, create=create, env=options.get("env"))
+    try:
+        return Engine(state_dir, stores=stores, **options)
+    except BaseException:
+        stores.close()
+        raise
+
+
+def _shared_stores(
+    state_dir: Path, location: StoreLocation, *, create: bool, env: Mapping[str, str] | None
+) -> StoreBundle:
+    """The stores of the Redis store ``location`` (artefacts in ``state_dir``), their
+    warnings said; without ``create`` the store must hold a batch."""
+    from backstay.store.open import open_stores  # noqa: PLC0415 - see the imports
 
     check_not_a_file(state_dir)
     make_private_dirs(state_dir)
-    env = options.get("env")
     stores = open_stores(
         location,
         state_dir=state_dir,
@@ -336,11 +409,7 @@ def _open_shared(
             "(start one with backstay batch --store …)",
             where="--store",
         )
-    try:
-        return Engine(state_dir, stores=stores, **options)
-    except BaseException:
-        stores.close()
-        raise
+    return stores
 
 
 def say(message: str) -> None:

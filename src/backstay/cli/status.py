@@ -9,6 +9,7 @@ follows what it shows, not the size of the batch: by default the tasks that need
 
 from __future__ import annotations
 
+import contextlib
 import sys
 from typing import Annotated, Final
 
@@ -19,7 +20,7 @@ from backstay.cli import _state
 from backstay.cli._errors import usage_error
 from backstay.cli._report import console, tasks_table
 from backstay.cli._status_json import write_status_json
-from backstay.engine import read_identity
+from backstay.engine.suite_batch import read_identity
 from backstay.engine.summary import summarize
 from backstay.engine.task_index import TaskIndex
 from backstay.errors import ConfigError
@@ -119,12 +120,12 @@ def status(
         selection = _selection(states, task, show_all, as_json=as_json)
         shown_limit = _limit(limit, show_all, as_json=as_json)
         location = _state.store_location(store, state_dir, sets=sets)
-        engine = _state.open_engine(state_dir, location=location)
+        # The batch's stores, read: not the engine, which would only import its runner.
+        stores = _state.open_batch_stores(state_dir, location=location)
         identity = read_identity(state_dir)
     except ConfigError as err:
         raise usage_error(err) from None
-    with engine:
-        stores = engine.stores
+    with contextlib.closing(stores):
         tasks = stores.tasks
         if not isinstance(tasks, TaskIndex):
             raise usage_error(ConfigError("this store keeps no task index", where="--store"))
@@ -137,8 +138,8 @@ def status(
                 limit=shown_limit,
                 state_dir=state_dir,
                 identity=identity,
-                circuits=engine.circuit_log.entries(),
-                spending=engine.spending(),
+                circuits=stores.circuit_log.entries(),
+                spending=stores.spend.overview(),  # Engine.spending
             )
             return
         name = "" if identity is None else f" {identity.workflow_id}"
