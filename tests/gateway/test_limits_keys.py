@@ -16,6 +16,8 @@ from tests.gateway.helpers import ANTHROPIC_MODEL, CANARY_KEY, FAST_POLICY, TIME
 from tests.gateway.limits_support import REQUESTS
 from tests.gateway.test_cli import WAIT_S, _command
 
+from backstay.adapters.gateway_wiring import current_gateway
+from backstay.cli._gateway_runs import agent_gateway
 from backstay.config import load_config
 from backstay.errors import ConfigError
 from backstay.fakeprovider import FakeProvider, Scenario
@@ -121,3 +123,32 @@ def test_the_gateway_command_prints_a_keys_fingerprint() -> None:
     assert unset.returncode == 2
     assert "$S5_KEY is not set" in unset.stderr
     assert "Traceback" not in unset.stderr
+
+
+def test_the_gateway_of_agent_runs_paces_at_the_configurations_limits() -> None:
+    """``backstay run`` / ``batch`` / ``resume`` hand their gateway ``retry.rate_limits``:
+    a run's requests wait at the limit of its real key."""
+    fp = key_fingerprint(CANARY_KEY)
+    with (
+        FakeProvider(Scenario()) as fake,
+        capture_events() as events,
+        agent_gateway(["claude-code"], rate_limits={f"anthropic#{fp}": ONE_PER_S}) as url,
+    ):
+        gateway = current_gateway()
+        assert gateway is not None
+        assert url is not None
+        token = gateway.open_run(
+            provider="anthropic",
+            key=CANARY_KEY,
+            upstream=fake.url,
+            task="op-run",
+            attempt=None,
+            traceparent=None,
+            model=ANTHROPIC_MODEL,
+        )
+        statuses = [_post(url, token) for _ in range(2)]
+    assert statuses == [200, 200]
+    paced = [e for e in events if isinstance(e, RequestPaced)]
+    assert [(e.limiter, e.operation) for e in paced] == [
+        (f"anthropic#{fp}/{ANTHROPIC_MODEL}", "op-run")
+    ]

@@ -23,6 +23,7 @@ from backstay.errors import ConfigError
 
 if TYPE_CHECKING:
     from backstay.policy import PolicyRegistry
+    from backstay.policy.ratelimit import RateLimitSettings
 
 
 def _say(text: str) -> None:
@@ -117,13 +118,16 @@ def agent_gateway(
     enabled: bool = True,
     url: str | None = None,
     registry: PolicyRegistry | None = None,
+    rate_limits: Mapping[str, RateLimitSettings] | None = None,
 ) -> Iterator[str | None]:
     """A gateway for the agent runs of ``adapters`` while the block runs (its URL), or
     nothing (``None``) when none of them drives an agent CLI or ``enabled`` is false.
     ``url``: a shared gateway instead of one started here (``ConfigError`` when it cannot
     be reached or refuses the token). The gateway started here retries with
     ``registry``'s policy ``gateway`` (``retry.policies.gateway`` of the configuration),
-    else ``GATEWAY_POLICY``; a shared one with its own."""
+    else ``GATEWAY_POLICY``, and paces at ``rate_limits`` (``retry.rate_limits``: a ceiling
+    per provider, model or API key, the headers teaching the rest); a shared one keeps its
+    own."""
     if url is not None and not enabled:
         raise ConfigError("cannot be given with --no-gateway", where="--gateway")
     if not enabled or not wired(adapters):
@@ -144,12 +148,17 @@ def agent_gateway(
     from backstay.gateway import Gateway, GatewaySettings  # noqa: PLC0415
     from backstay.gateway.runs import LocalRunGateway, RunTokens  # noqa: PLC0415
     from backstay.gateway.settings import configured_policy  # noqa: PLC0415
+    from backstay.policy.limit_keys import credential_limits, provider_limits  # noqa: PLC0415
+    from backstay.policy.limiters import RateLimiterRegistry  # noqa: PLC0415
 
     runs = RunTokens()
     settings = GatewaySettings(port=0, policy=configured_policy(registry))
+    limiters = RateLimiterRegistry(credential_limits(provider_limits(rate_limits or {})))
     deadline = settings.policy.deadline_s or DEFAULT_DEADLINE_S
     with (
-        Gateway(settings, runs=runs, tracer_provider=_tracer_provider()) as gateway,
+        Gateway(
+            settings, runs=runs, tracer_provider=_tracer_provider(), limiters=limiters
+        ) as gateway,
         use_gateway(LocalRunGateway(gateway.url, runs, deadline)),
     ):
         yield gateway.url

@@ -148,6 +148,7 @@ def batch(
                     enabled=not no_gateway and (suite.gateway or gateway_url is not None),
                     url=gateway_url,
                     registry=config.registry,
+                    rate_limits=config.engine_rate_limits(),
                 ),
             ):
                 code = run_batch(engine, opened)

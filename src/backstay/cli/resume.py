@@ -116,6 +116,7 @@ def resume(
                     enabled=not no_gateway,
                     url=gateway_url,
                     registry=config.registry,
+                    rate_limits=config.engine_rate_limits(),
                 ),
             ):
                 summary = engine.resume_sync()

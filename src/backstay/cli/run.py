@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Final
 
@@ -27,6 +28,7 @@ from backstay.errors import ConfigError
 if TYPE_CHECKING:
     from backstay.config import HarnessRun
     from backstay.policy import PolicyRegistry
+    from backstay.policy.ratelimit import RateLimitSettings
 
 # The key ``metrics.json`` of a run numbered by ``RUN_NUMBER`` holds that number in.
 RUN_NUMBER_KEY: Final = "run_number"
@@ -116,6 +118,7 @@ def _start(
     gateway: bool = True,
     gateway_url: str | None = None,
     registry: PolicyRegistry | None = None,
+    rate_limits: Mapping[str, RateLimitSettings] | None = None,
 ) -> int:
     # Each attempt's failure on stderr; the final one is printed by ``_report``.
     adapters = [spec.adapter, *(c.adapter for c in spec.fallbacks if c.adapter)]
@@ -123,7 +126,13 @@ def _start(
     with (
         failures_on_stderr(printed=_FINAL_FAILURES),
         showing_run(candidate),
-        agent_gateway(adapters, enabled=gateway, url=gateway_url, registry=registry),
+        agent_gateway(
+            adapters,
+            enabled=gateway,
+            url=gateway_url,
+            registry=registry,
+            rate_limits=rate_limits,
+        ),
     ):
         return _start_run(spec)
 
@@ -316,7 +325,11 @@ def run(
         options = with_framework(spec.options, config.frameworks, used_by="--adapter is")
         spec = dataclasses.replace(spec, options=options)
         code = _start(
-            spec, gateway=not no_gateway, gateway_url=gateway_url, registry=config.registry
+            spec,
+            gateway=not no_gateway,
+            gateway_url=gateway_url,
+            registry=config.registry,
+            rate_limits=config.engine_rate_limits(),
         )
     except ConfigError as err:
         raise usage_error(err) from None
