@@ -65,6 +65,8 @@ class SecretValues:
         self._state = None
 
     def register(self, value: str) -> None:
+        if value in self._registered:
+            return  # known already (an API adapter registers its key every call): still fresh
         with self._lock:
             self._registered.add(value)
             self._stale = True

@@ -151,6 +151,28 @@ def redact(text: object) -> str:
     return _redact(out, secrets)
 
 
+# The words (lower-cased) one of which every match of each pattern of ``_PATTERNS``
+# contains, in the same order: a pattern runs only on a text holding one of its words (a
+# replacement only adds ``[REDACTED]``, which holds none, so a text a pattern changes
+# held its word before). ``_TRIGGERS`` is their union.
+_PATTERN_WORDS: Final[tuple[tuple[str, ...], ...]] = (
+    ("sk-",),
+    ("aiza",),
+    ("ya29.",),
+    ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "xoxa-", "xoxb-", "xoxp-", "xoxr-"),
+    ("eyj",),
+    ("bearer", "basic"),
+    ("api-key", "authorization", "cookie"),
+    ("key", "token", "secret", "passw"),
+    ("://",),
+    ("key=", "token=", "sig="),
+)
+_WORDED_PATTERNS: Final = tuple(
+    (pattern, replacement, words)
+    for (pattern, replacement), words in zip(_PATTERNS, _PATTERN_WORDS, strict=True)
+)
+
+
 def _redact(out: str, secrets: tuple[str, ...]) -> str:
     for secret in secrets:
         if secret in out:
@@ -158,8 +180,9 @@ def _redact(out: str, secrets: tuple[str, ...]) -> str:
     lowered = out.lower()
     if not any(word in lowered for word in _TRIGGERS):
         return out  # nothing any pattern could match
-    for pattern, replacement in _PATTERNS:
-        out = pattern.sub(replacement, out)
+    for pattern, replacement, words in _WORDED_PATTERNS:
+        if any(word in lowered for word in words):
+            out = pattern.sub(replacement, out)
     return out
 
 
@@ -168,6 +191,7 @@ _CACHED_TEXT_LEN: Final = 4096
 _redact_cached = functools.lru_cache(maxsize=4096)(_redact)
 
 
+@functools.lru_cache(maxsize=1024)  # keys repeat: an event's fields, a result's
 def _looks_secret(key: object) -> bool:
     return isinstance(key, str) and bool(_SECRET_KEY.search(key))
 
@@ -271,9 +295,21 @@ def personal_data(text: str) -> str:
 def redact_personal(text: object) -> str:
     """``redact(text)`` with personal and payment data replaced as well. Never raises."""
     out = text if isinstance(text, str) else redact(text)
+    if len(out) <= _CACHED_PERSONAL_LEN:
+        return _redact_personal_cached(out, _secrets.current())  # the secrets are in the key
+    return _redact_personal(out)
+
+
+def _redact_personal(out: str, secrets: tuple[str, ...] | None = None) -> str:
     if "eyJ" in out:  # before ``redact``, whose own JWT pattern would say [REDACTED]
         out = _JWT_RE.sub(JWT, out)
     return personal_data(redact(out))
+
+
+# Short texts repeat (an event's operation id, adapter and model; a result's keys): they
+# are redacted once per set of known secrets.
+_CACHED_PERSONAL_LEN: Final = 256
+_redact_personal_cached = functools.lru_cache(maxsize=4096)(_redact_personal)
 
 
 def redact_personal_mapping(value: Any) -> Any:

@@ -130,6 +130,15 @@ class _RedactingFile:
                 self._emit(pending[:end])
             self._pending = pending[end:]
 
+    def write_line(self, stamp: str, text: str) -> None:
+        """One whole line: ``stamp`` (made here, nothing to redact) and ``text``, redacted
+        apart from it (short texts repeat, and their redaction is remembered)."""
+        with self._lock:
+            if not self._pending:
+                self._emit(f"{stamp} {redact_personal(text)}\n", redacted=True)
+                return
+        self.write(f"{stamp} {text}\n")  # after a part line, with it, as ``write`` does
+
     def close(self) -> None:
         with self._lock:
             if self._closed:
@@ -144,12 +153,12 @@ class _RedactingFile:
             else:
                 os.close(self._fd)
 
-    def _emit(self, text: str) -> None:
+    def _emit(self, text: str, *, redacted: bool = False) -> None:
         if self._closed:
             raise ValueError(f"{self._path} is closed")
         if self._file is None:
             self._file = os.fdopen(self._fd, "ab")
-        self._file.write(redact_personal(text).encode("utf-8"))
+        self._file.write((text if redacted else redact_personal(text)).encode("utf-8"))
         self._file.flush()
 
 
@@ -196,7 +205,7 @@ class Capture:
     def log(self, message: str) -> None:
         """One timestamped line in ``agent.log``."""
         stamp = utc_iso(_dt.datetime.now(_dt.UTC))
-        self._files[Stream.AGENT].write(f"{stamp} {message.rstrip()}\n")
+        self._files[Stream.AGENT].write_line(stamp, message.rstrip())
 
     async def alog(self, message: str) -> None:
         """``log`` from a coroutine: one short line, written inline (a thread hand-off

@@ -18,9 +18,10 @@ from __future__ import annotations
 import dataclasses
 import functools
 import importlib.metadata
+import time
 from collections.abc import Mapping
 from types import MappingProxyType
-from typing import Any, Final
+from typing import Final
 
 from backstay._checks import check_name, check_number
 from backstay.adapters.usage import Usage
@@ -121,29 +122,56 @@ def _package_version() -> str:
 
 def _from_package(usage: Usage, model: str, provider: str) -> Cost:
     try:
-        import genai_prices  # noqa: PLC0415 - optional extra, imported on first use
+        import genai_prices  # noqa: F401, PLC0415 - optional extra, imported on first use
     except ImportError:
         return Cost(
             usd=None,
             source=f"unknown: {PRICES_PACKAGE} is not installed (pip install 'backstay[prices]')",
         )
     version = _package_version()
-    counts: dict[str, Any] = {
-        # genai-prices counts every prompt token as input, cache reads and writes included.
-        "input_tokens": usage.prompt_tokens,
-        "output_tokens": usage.output_tokens,
-        "cache_read_tokens": usage.cache_read_tokens,
-        "cache_write_tokens": usage.cache_write_tokens,
-    }
-    try:
-        found = genai_prices.calc_price(genai_prices.Usage(**counts), model, provider_id=provider)
-    except LookupError:
+    # genai-prices counts every prompt token as input, cache reads and writes included.
+    counts = (
+        usage.prompt_tokens,
+        usage.output_tokens,
+        usage.cache_read_tokens,
+        usage.cache_write_tokens,
+    )
+    usd = _package_price(model, provider, counts, int(time.time() // _PRICE_PERIOD_S))
+    if usd is None:
         return Cost(
             usd=None,
             source=f"unknown: {PRICES_PACKAGE} {version} has no price for "
             f"{provider} model {model!r}",
         )
-    return Cost(usd=float(found.total_price), source=f"{PRICES_PACKAGE} {version}")
+    return Cost(usd=usd, source=f"{PRICES_PACKAGE} {version}")
+
+
+# genai-prices takes about 0.1 ms of CPU a price (twice an attempt: its estimate and its
+# charge); the same model, provider and token counts are priced once a minute (its
+# prices change by date and, for some providers, by the time of day).
+_PRICE_PERIOD_S: Final = 60
+
+
+@functools.lru_cache(maxsize=1024)
+def _package_price(
+    model: str, provider: str, counts: tuple[int, int, int, int], period: int
+) -> float | None:
+    """The package's price of ``counts`` (input, output, cache read, cache write tokens);
+    ``None`` when it has no price. ``period``, the minute, is part of the key only."""
+    import genai_prices  # noqa: PLC0415 - imported by the caller already
+
+    input_tokens, output_tokens, cache_read, cache_write = counts
+    found_usage = genai_prices.Usage(
+        input_tokens=input_tokens,
+        output_tokens=output_tokens,
+        cache_read_tokens=cache_read,
+        cache_write_tokens=cache_write,
+    )
+    try:
+        found = genai_prices.calc_price(found_usage, model, provider_id=provider)
+    except LookupError:
+        return None
+    return float(found.total_price)
 
 
 def price_usage(

@@ -312,9 +312,8 @@ class TaskDriver:
         if self.fallback is not None:
             adapter, request = self.fallback.target(adapter, output_dir)
         request = dataclasses.replace(request, store=self.location)
-        request, start = self.starts.prepare(
-            adapter, request, number=number, attempts=self.store.attempts(self.operation_id)
-        )
+        earlier = self.store.attempts(self.operation_id) if number > 1 else ()  # none before 1
+        request, start = self.starts.prepare(adapter, request, number=number, attempts=earlier)
         # Through a gateway, its requests move to the next candidate's model of the same
         # provider while their own model's circuit is open, and each is held against the
         # task's spending budgets (engine.request_budget).

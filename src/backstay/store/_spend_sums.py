@@ -127,11 +127,15 @@ def row_vectors(row: Row | None, *, sign: int = 1) -> dict[str, Vector]:
     out: dict[str, Vector] = {}
     scope = _scope_vector(row)
     if scope is not None:
+        if sign != 1:
+            scope = tuple(sign * v for v in scope)
         for each in _scopes(row):
-            out[scope_field(each)] = tuple(sign * v for v in scope)
+            out[scope_field(each)] = scope
     use = _use_vector(row)
     if use is not None:
-        out[use_field(row["adapter"], row["model"])] = tuple(sign * v for v in use)
+        out[use_field(row["adapter"], row["model"])] = (
+            use if sign == 1 else tuple(sign * v for v in use)
+        )
     return out
 
 
@@ -152,11 +156,44 @@ def add(into: dict[str, Vector], deltas: Iterable[Mapping[str, Vector]]) -> dict
 
 
 def encode(vector: Sequence[Fraction]) -> str:
-    return json.dumps([str(v) for v in vector])
+    text = json.dumps([str(v) for v in vector])
+    _remember(text, tuple(vector))
+    return text
 
 
 def decode(raw: bytes | str | None) -> Vector | None:
-    return None if raw is None else tuple(Fraction(v) for v in json.loads(raw))
+    if raw is None:
+        return None
+    text = raw.decode() if isinstance(raw, bytes) else raw
+    known = _KNOWN.get(text)
+    if known is not None:
+        return known
+    vector = tuple(_fraction(v) for v in json.loads(text))
+    _remember(text, vector)
+    return vector
+
+
+# The vectors of texts this process wrote or read lately: the next reservation or
+# settlement of a batch mostly reads back what the last one wrote (a text stands for one
+# vector only, so a remembered one is never stale; parsing a dozen fractions is not free).
+_KNOWN: Final[dict[str, Vector]] = {}
+_KNOWN_MAX: Final = 1024
+
+
+def _remember(text: str, vector: Vector) -> None:
+    if len(_KNOWN) >= _KNOWN_MAX:
+        _KNOWN.clear()
+    _KNOWN[text] = vector
+
+
+def _fraction(text: str) -> Fraction:
+    """``Fraction(text)`` of what ``encode`` wrote (``"n/d"`` or ``"n"``), without the
+    general parser (twice as slow; a reservation and a settlement read about a dozen)."""
+    numerator, slash, denominator = text.partition("/")
+    try:
+        return Fraction(int(numerator), int(denominator) if slash else 1)
+    except ValueError:
+        return Fraction(text)
 
 
 def scope_totals(vector: Vector | None, scope: SpendScope, budget: SpendBudget) -> ScopeTotals:

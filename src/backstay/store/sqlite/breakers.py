@@ -1,8 +1,10 @@
 """``SQLiteBreakerStore``: breaker records in a SQLite file, shared by processes.
 
-Every transition is one ``BEGIN IMMEDIATE`` transaction: the write lock is taken before
-the record is read, so two processes can never both decide from the same record (two
-half-open probes can never both be reserved). The file is in WAL mode, so plain reads
+Every transition that changes a record is one ``BEGIN IMMEDIATE`` transaction: the write
+lock is taken before the record is read, so two processes can never both decide from the
+same record (two half-open probes can never both be reserved). A transition is decided
+first from a plain read, and one that keeps the record as it is (most successes on a
+closed circuit) ends there, without the write lock. The file is in WAL mode, so plain reads
 (``load``) do not wait for writers. Records survive restarts; times in them are Unix
 seconds (``shared`` is true).
 
@@ -74,6 +76,13 @@ class SQLiteBreakerStore(SQLiteFile):
     def transition(self, name: str, fn: TransitionFn) -> Step:
         with self._lock:
             conn = self._conn
+            # First as a read: a step that keeps the record as read (a success on a closed
+            # circuit whose window has not moved) is a read-only transaction at that read,
+            # and takes no write lock. One that changes it is decided again under the lock.
+            record = _decode(conn.execute(_SELECT, (name,)).fetchone()) or CLOSED_RECORD
+            step = fn(record)
+            if step.record is record:
+                return step
             conn.execute("BEGIN IMMEDIATE")
             try:
                 record = _decode(conn.execute(_SELECT, (name,)).fetchone()) or CLOSED_RECORD
