@@ -168,6 +168,37 @@ def test_a_run_without_a_fallback_model_hands_the_last_failure_on() -> None:
     assert dict(stats.by_status) == {529: 2}
 
 
+def test_a_shared_gateway_moves_a_run_opened_over_http_to_its_fallback_model() -> None:
+    """``RemoteRunGateway`` (``--gateway URL``) carries the fallback model in the ticket."""
+    from backstay.gateway.run_admin import RemoteRunGateway  # noqa: PLC0415
+
+    gateway_token = "shared-gateway-token-fallback-0123"
+    faults = (Fault(kind=FaultKind.OVERLOADED, model=ANTHROPIC_MODEL),)
+    with FakeProvider(Scenario(faults=faults), log_path=None) as fake:
+        settings = GatewaySettings(
+            port=0, policy=FAST_POLICY, upstreams=Upstreams.all(fake.url), token=gateway_token
+        )
+        with Gateway(settings, runs=RunTokens(), breakers=_breakers()) as gateway:
+            remote = RemoteRunGateway(gateway.url, gateway_token)
+            with use_gateway(remote), use_fallback_model(FALLBACK):
+                token = remote.open_run(
+                    provider="anthropic",
+                    key=CANARY_KEY,
+                    upstream=None,
+                    task="op-shared",
+                    attempt=None,
+                    traceparent=None,
+                    model=ANTHROPIC_MODEL,
+                    fallback_model=current_fallback_model(),
+                )
+            with anthropic.Anthropic(base_url=gateway.url, api_key=token, max_retries=0) as c:
+                answer = c.messages.create(model=ANTHROPIC_MODEL, max_tokens=20, messages=MESSAGES)  # type: ignore[arg-type]
+            remote.close_run(token)
+        stats = fake.stats()
+    assert answer.model == FALLBACK
+    assert dict(stats.by_status) == {529: 2, 200: 1}
+
+
 # -- end to end: backstay batch, the real Claude Code ------------------------------------
 
 
