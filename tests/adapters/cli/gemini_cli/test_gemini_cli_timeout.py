@@ -90,7 +90,10 @@ def _run_held(providers: Providers, tmp_path: Path, timeout_s: float) -> tuple[i
     installed("gemini-cli")
     served = providers.serve(
         {
-            "reply": {"text": "Done."},
+            "session": {
+                "turns": [{"shell": 'echo "options=$NODE_OPTIONS" > seen.txt'}],
+                "final": "Done.",
+            },
             "faults": [{"fault": "slow", "requests": [1], "delay_s": HELD_S}],
         }
     )
@@ -107,7 +110,6 @@ def _run_held(providers: Providers, tmp_path: Path, timeout_s: float) -> tuple[i
     code = GeminiCliAdapter().run(
         MODEL, prompt, workspace, out, config, 90.0, env=env, policy="no_retry"
     )
-    assert served.stats()["requests"] == 1
     return code, (out / "agent.log").read_text()
 
 
@@ -124,4 +126,6 @@ def test_the_real_cli_waits_for_a_request_held_within_its_limit(
 ) -> None:
     code, log = _run_held(providers, tmp_path, timeout_s=30.0)
     assert code == 0, log
-    assert json.loads((tmp_path / "out" / "metrics.json").read_text())["api_calls"] == 1
+    assert json.loads((tmp_path / "out" / "metrics.json").read_text())["api_calls"] == 2
+    # The relaunched CLI took the preload out of NODE_OPTIONS: its shell commands lack it.
+    assert (tmp_path / "workspace" / "seen.txt").read_text() == "options=\n"
