@@ -29,6 +29,7 @@ from backstay.cli._state import (
 )
 from backstay.config import CONFIG_ENV_VAR, DEFAULT_CONFIG_FILE, ENV_PREFIX, load_config
 from backstay.config._dialect import AGENT_CONFIG_FILE, CONTRACT_DEFAULTS_FILE
+from backstay.observe import health
 from backstay.observe.server import TOKEN_ENV_VAR
 from backstay.store.sqlite.tasks import STATE_FILE, SQLiteTaskStore
 
@@ -192,7 +193,9 @@ RUN_ONLY = (
 )
 
 
-@pytest.mark.parametrize("command", ["run", "batch", "resume", "status"])
+@pytest.mark.parametrize(
+    "command", ["run", "batch", "resume", "status", "health", "retry", "cancel", "events"]
+)
 def test_a_state_commands_help_loads_what_it_runs_with_only_when_it_runs(command: str) -> None:
     loaded = _loaded_after([command, "--help"], prefix="")
     assert f"backstay.cli.{command}" in loaded
@@ -207,6 +210,7 @@ def test_the_serve_port_option_names_the_servers_token_variable() -> None:
 
 def test_a_batchs_own_files_include_the_sqlite_stores() -> None:
     assert STATE_FILE in _BATCH_FILES
+    assert health.STATE_FILE == STATE_FILE
 
 
 @pytest.mark.parametrize("command", [["health", "--json"], ["status"]])

@@ -6,15 +6,17 @@ from __future__ import annotations
 import fnmatch
 from collections.abc import Collection, Sequence
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from backstay.cli._report import task_label
-from backstay.config import load_config, load_suite, with_frameworks
-from backstay.engine import SuiteBatch, TaskRecord, TaskState
+from backstay.engine.states import TaskState
 from backstay.errors import ConfigError
 from backstay.idempotency.ids import SEPARATOR
+
+if TYPE_CHECKING:  # the configuration and the suite's batch: imported when a suite is read
+    from backstay.engine import SuiteBatch, TaskRecord
 
 TasksArgument = Annotated[
     list[str] | None,
@@ -81,6 +83,9 @@ def select(
 def suite_batch(file: Path, state_dir: Path, config_file: Path | None) -> SuiteBatch:
     """The batch ``file`` (a suite) makes in ``state_dir``: its current specs, with the
     operation ids of the batch kept there (``ConfigError`` for another suite's)."""
+    from backstay.config import load_config, load_suite, with_frameworks  # noqa: PLC0415
+    from backstay.engine.suite_batch import SuiteBatch  # noqa: PLC0415
+
     config = load_config(config_file)
     suite = with_frameworks(load_suite(file, registry=config.registry), config.frameworks)
     return SuiteBatch.open(suite, state_dir)

@@ -8,7 +8,7 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Annotated, Any, Final
+from typing import TYPE_CHECKING, Annotated, Any, Final
 
 import typer
 from rich.console import Console
@@ -18,11 +18,14 @@ from backstay.cli import _state
 from backstay.cli._errors import usage_error
 from backstay.cli._operator import select
 from backstay.cli._report import task_label
-from backstay.engine import TERMINAL, Engine, TaskState
+from backstay.engine.states import TERMINAL, TaskState
 from backstay.errors import ConfigError
 from backstay.events import EVENTS_FILE
 from backstay.idempotency.ids import SEPARATOR
 from backstay.idempotency.owners import holder_is_dead
+
+if TYPE_CHECKING:  # the engine's runner: imported when the events are followed
+    from backstay.engine import Engine
 
 # How often --follow looks for new lines.
 POLL_S: Final = 0.2

@@ -12,9 +12,8 @@ import typer
 from backstay.cli import _faults, _records, _state
 from backstay.cli._errors import usage_error
 from backstay.errors import ConfigError
-from backstay.observe.health import FAIL, PASS, HealthReport, health_check
+from backstay.observe.health import FAIL, PASS, STATE_FILE, HealthReport, health_check
 from backstay.store.location import StoreKind, StoreLocation, StoreUnreachable
-from backstay.store.sqlite.tasks import STATE_FILE
 
 # Exit code when the check fails (the store takes no writes).
 UNHEALTHY = 1

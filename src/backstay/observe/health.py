@@ -26,20 +26,17 @@ import os
 import sqlite3
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
-from backstay._version import __version__
 from backstay.clock import SYSTEM_CLOCK
-from backstay.engine.circuit_log import CircuitEntry
-from backstay.engine.records import EscalationStatus
-from backstay.engine.task_index import TaskIndex
 from backstay.errors import ConfigError
-from backstay.observe.batch_view import BatchView
-from backstay.observe.prometheus import circuit_states
-from backstay.observe.snapshot import StateSnapshot
 from backstay.store.location import StoreKind, StoreLocation
-from backstay.store.open import open_stores
-from backstay.store.sqlite.tasks import STATE_FILE
+
+# The stores and what reads them are imported by the checks that use them: a command that
+# only names this module (``backstay health --help``, ``serve``'s options) pays for none.
+if TYPE_CHECKING:
+    from backstay.engine.circuit_log import CircuitEntry
+    from backstay.observe.snapshot import StateSnapshot
 
 __all__ = [
     "HEALTH_CONTENT_TYPE",
@@ -52,6 +49,8 @@ __all__ = [
 ]
 
 HEALTH_CONTENT_TYPE: Final = "application/health+json"
+# ``backstay.store.sqlite.tasks.STATE_FILE`` (tests/cli/test_startup.py holds them alike).
+STATE_FILE: Final = "state.sqlite"
 PASS: Final = "pass"  # noqa: S105 - a health status, not a password
 WARN: Final = "warn"
 FAIL: Final = "fail"
@@ -76,6 +75,8 @@ class HealthReport:
         return 503 if self.status == FAIL else 200
 
     def to_dict(self) -> dict[str, Any]:
+        from backstay._version import __version__  # noqa: PLC0415 - read from the metadata
+
         return {
             "status": self.status,
             "version": __version__,
@@ -127,6 +128,8 @@ def check_writable(state_dir: Path) -> dict[str, Any]:
 
 def health_of(snap: StateSnapshot, *, store: Mapping[str, Any] | None = None) -> HealthReport:
     """The report of ``snap`` (``store``: the result of the write check, if made)."""
+    from backstay.engine.records import EscalationStatus  # noqa: PLC0415 - see the imports
+
     waiting = sum(1 for e in snap.escalations if e.status is EscalationStatus.OPEN)
     return _report(snap.taken_at, snap.circuits, waiting, store=store)
 
@@ -139,6 +142,8 @@ def _report(
     store: Mapping[str, Any] | None = None,
     interrupted: int | None = None,
 ) -> HealthReport:
+    from backstay.observe.prometheus import circuit_states  # noqa: PLC0415 - see the imports
+
     at = taken_at.isoformat()
     checks: dict[str, tuple[Mapping[str, Any], ...]] = {}
     if store is not None:
@@ -185,6 +190,10 @@ def health_check(
     SQLite there): its store takes writes (SQLite), which circuits are open, how many
     escalations wait and how many tasks were interrupted. ``ConfigError`` when it holds
     no batch."""
+    from backstay.engine.task_index import TaskIndex  # noqa: PLC0415 - see the imports
+    from backstay.observe.batch_view import BatchView  # noqa: PLC0415
+    from backstay.store.open import open_stores  # noqa: PLC0415
+
     folder = Path(state_dir)
     shared = location is not None and location.kind is StoreKind.REDIS
     store_dir = folder if location is None or location.path is None else Path(location.path)
