@@ -6,7 +6,7 @@ In ``make bench`` the batches are those ``scale.py`` leaves (SQLite and Redis). 
 ``python bench/status.py [SIZE ...]`` records batches of those sizes through the stores'
 own API (``batch_states.py``: a mix with failed, paused, escalated and interrupted tasks)
 on SQLite and, when ``redis-server`` is installed, on Redis, and times the commands on
-them. Targets: ``health --json``
+them (``--only report``, repeatable: those commands alone). Targets: ``health --json``
 ≤ 0.3 s at any size; ``status`` ≤ 0.6 s at 10,000 tasks and ≤ 1 s at 100,000; ``report``
 ≤ 3 s at 100,000; ``status --json`` streams (its peak memory is printed: flat).
 """
@@ -58,8 +58,11 @@ def _has_store_flag(command: str) -> bool:
     return "--store" in shown.stdout
 
 
-def report(batches: dict[str, tuple[Path, str | None]]) -> None:
-    """Time each command on each batch (``label → (state_dir, redis_url or None)``)."""
+def report(
+    batches: dict[str, tuple[Path, str | None]], *, only: frozenset[str] | None = None
+) -> None:
+    """Time each command (those named in ``only``: every one with ``None``) on each batch
+    (``label → (state_dir, redis_url or None)``)."""
     print(f"\n== Reading a large batch (CPU s of a fresh process, least of {ROUNDS}) ==")
     out = Path(tempfile.mkdtemp(prefix="backstay-bench-report-"))
     health_store = _has_store_flag("health")
@@ -67,6 +70,8 @@ def report(batches: dict[str, tuple[Path, str | None]]) -> None:
         for label, (state, url) in batches.items():
             size = int(label.split()[-1].replace(",", ""))
             for name, extra, targets in COMMANDS:
+                if only is not None and name not in only:
+                    continue
                 if url is not None and name.startswith("health") and not health_store:
                     continue
                 words = name.split()[:1]
@@ -84,7 +89,7 @@ def report(batches: dict[str, tuple[Path, str | None]]) -> None:
         shutil.rmtree(out, ignore_errors=True)
 
 
-def _alone(sizes: list[int]) -> None:
+def _alone(sizes: list[int], only: frozenset[str] | None = None) -> None:
     import batch_states  # noqa: PLC0415 - only when run alone
     from backstay.store.location import parse_store  # noqa: PLC0415
     from backstay.store.redis._client import RedisConnection  # noqa: PLC0415
@@ -100,7 +105,7 @@ def _alone(sizes: list[int]) -> None:
                 batch_states.fill(store, n, root)
             batches[f"sqlite {n:,}"] = (root / f"sqlite{n}", None)
         if shutil.which("redis-server") is None:
-            report(batches)
+            report(batches, only=only)
             return
         with redis_server() as url:
             for n in sizes:
@@ -109,10 +114,26 @@ def _alone(sizes: list[int]) -> None:
                 batch_states.fill(RedisTaskStore(conn), n, root)
                 conn.close()
                 batches[f"redis {n:,}"] = (root / f"redis{n}", ns)
-            report(batches)
+            report(batches, only=only)
     finally:
         shutil.rmtree(root, ignore_errors=True)
 
 
+def _main(argv: list[str]) -> None:
+    """``[--only COMMAND]... [SIZE ...]``: ``--only report`` times ``report`` alone."""
+    only: set[str] = set()
+    sizes: list[int] = []
+    words = iter(argv)
+    for word in words:
+        if word == "--only":
+            only.add(next(words))
+        else:
+            sizes.append(int(word))
+    unknown = only - {name for name, _, _ in COMMANDS}
+    if unknown:
+        raise SystemExit(f"--only: no command {', '.join(sorted(unknown))}")
+    _alone(sizes or [10_000, 100_000], frozenset(only) or None)
+
+
 if __name__ == "__main__":
-    _alone([int(a) for a in sys.argv[1:]] or [10_000, 100_000])
+    _main(sys.argv[1:])
