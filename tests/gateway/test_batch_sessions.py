@@ -11,9 +11,8 @@ attempt), at most 5 % of the requests the provider answered are 429s, each works
 has each step once, and the canary key is in no output, file or record of the batch.
 
 Gemini's answers carry no rate-limit headers, so its limit is the one the configuration
-gives (``retry.rate_limits``); the gateway learns the others' from their answers. The
-gateway a batch starts itself does not read ``retry.rate_limits`` yet, so the Gemini CLI
-sessions go through a shared ``backstay gateway --agent-runs --config`` (``--gateway URL``).
+gives (``retry.rate_limits`` of the batch's ``backstay.yaml``, which the gateway the batch
+starts paces at); the gateway learns the others' from their answers.
 
 Six Claude Code sessions at once run in ``make test``; six Codex and six Gemini CLI
 sessions, and twelve Claude Code ones six at a time, are slow (``make test-all``).
@@ -23,11 +22,8 @@ can be made here.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import os
-import selectors
-import subprocess
 import sys
 import time
 from collections.abc import Iterator, Mapping
@@ -57,8 +53,6 @@ BATCH_TIMEOUT_S: Final = 420.0
 FINAL: Final = "All four steps are done."
 MAX_429_SHARE: Final = 0.05
 DRAIN_LIMIT: Final = 2_000
-GATEWAY_PORT: Final = 8791
-GATEWAY_TOKEN: Final = "shared-gateway-token-for-batch-0123"
 # Run inside the namespace: requests (outside any session) until the provider's first 429.
 DRAIN_SCRIPT: Final = """
 import json, sys, urllib.error, urllib.request
@@ -89,9 +83,7 @@ def _scenario(requests_per_minute: int) -> dict[str, Any]:
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class Agent:
     """An agent CLI as a batch runs it: its adapter and model, the variables exported
-    (``{url}`` is the fake provider's); ``config``: the ``retry.rate_limits`` of a shared
-    gateway (``backstay gateway --agent-runs --config``) the batch sends its runs through
-    (``--gateway URL``) instead of the one it starts itself."""
+    (``{url}`` is the fake provider's), and the ``backstay.yaml`` the batch reads."""
 
     adapter: str
     model: str
@@ -141,34 +133,10 @@ def _suite(tmp_path: Path, sessions: int, agent: Agent) -> Path:
     }
     path = tmp_path / "suite.yaml"
     path.write_text(yaml.safe_dump(suite, sort_keys=False), encoding="utf-8")
+    if agent.config:  # the batch runs in tmp_path: its backstay.yaml
+        config = yaml.safe_dump(dict(agent.config), sort_keys=False)
+        (tmp_path / "backstay.yaml").write_text(config, encoding="utf-8")
     return path
-
-
-@contextlib.contextmanager
-def _shared_gateway(
-    providers: Providers, tmp_path: Path, agent: Agent
-) -> Iterator[tuple[str, ...]]:
-    """A ``backstay gateway --agent-runs`` with ``agent.config`` in the namespace while the
-    block runs; the batch's flags for it (none without a config)."""
-    if not agent.config:
-        yield ()
-        return
-    config = tmp_path / "gateway.yaml"
-    config.write_text(yaml.safe_dump(dict(agent.config), sort_keys=False), encoding="utf-8")
-    argv = [*BACKSTAY, "gateway", "--agent-runs", "--port", str(GATEWAY_PORT)]
-    argv += ["--config", str(config)]
-    env = {**BASE_ENV, "BACKSTAY_GATEWAY_TOKEN": GATEWAY_TOKEN}
-    gateway = providers.namespace.popen(argv, env=env, stdout=subprocess.PIPE, text=True)
-    try:
-        assert gateway.stdout is not None
-        with selectors.DefaultSelector() as selector:
-            selector.register(gateway.stdout, selectors.EVENT_READ)
-            assert selector.select(60.0), "the shared gateway did not start"
-        assert "gateway listening" in gateway.stdout.readline()
-        yield ("--gateway", f"http://127.0.0.1:{GATEWAY_PORT}")
-    finally:
-        gateway.terminate()
-        gateway.wait(timeout=30)
 
 
 def _drain(providers: Providers, served: Served) -> None:
@@ -208,18 +176,13 @@ def _batch(
         "HOME": os.environ.get("HOME", "/root"),
         **{name: value.replace("{url}", served.url) for name, value in agent.exported.items()},
     }
-    if agent.config:
-        env["BACKSTAY_GATEWAY_TOKEN"] = GATEWAY_TOKEN
     argv = [
         *BACKSTAY, "batch", str(suite), "--state-dir", str(state),
         "--concurrency", str(concurrency),
     ]  # fmt: skip
-    with _shared_gateway(providers, tmp_path, agent) as flags:
-        started = time.monotonic()
-        done = providers.namespace.run(
-            [*argv, *flags], timeout_s=BATCH_TIMEOUT_S, env=env, cwd=tmp_path
-        )
-        elapsed_s = time.monotonic() - started
+    started = time.monotonic()
+    done = providers.namespace.run(argv, timeout_s=BATCH_TIMEOUT_S, env=env, cwd=tmp_path)
+    elapsed_s = time.monotonic() - started
     after = served.stats()
     # The batch's part of the provider's counters (the drain's requests had no turn).
     requests = after["requests"] - before["requests"]
