@@ -26,6 +26,7 @@ from backstay.cli._errors import usage_error
 from backstay.config import load_config
 from backstay.errors import ConfigError
 from backstay.gateway import GATEWAY_POLICY, Gateway, GatewaySettings, Upstreams
+from backstay.gateway._aiohttp import loop_factory
 from backstay.gateway.settings import configured_policy
 
 if TYPE_CHECKING:
@@ -277,7 +278,8 @@ def gateway(
 
             served.runs = RunTokens()
         try:
-            asyncio.run(_serve(served))
+            with asyncio.Runner(loop_factory=loop_factory()) as runner:  # uvloop's if installed
+                runner.run(_serve(served))
         finally:
             if bundle is not None:
                 bundle.close()
