@@ -195,21 +195,36 @@ def test_the_file_written_is_the_report_and_no_spec_is_decoded(
     _same(_reference(sqlite_batch, None, tmp_path), path.read_text(encoding="utf-8"))
 
 
-def test_the_report_of_a_redis_batch_is_the_one_every_record_made(
-    batch_states: ModuleType, redis_location: StoreLocation, tmp_path: Path
-) -> None:
+def _redis_reports(
+    batch_states: ModuleType, location: StoreLocation, tmp_path: Path, tasks: int
+) -> tuple[str, str]:
     state = tmp_path / "runner"
-    bundle = open_stores(redis_location, state_dir=state, secrets={})
+    bundle = open_stores(location, state_dir=state, secrets={})
     try:
-        batch_states.fill(bundle.tasks, TASKS, tmp_path)
+        batch_states.fill(bundle.tasks, tasks, tmp_path)
         _retried(bundle.tasks, tmp_path)
         _circuits(bundle.circuit_log)
     finally:
         bundle.close()
-    old = _reference(state, redis_location, tmp_path)
-    new = render_report(state, base=tmp_path, location=redis_location, clock=FakeClock(wall=TAKEN))
+    old = _reference(state, location, tmp_path)
+    new = render_report(state, base=tmp_path, location=location, clock=FakeClock(wall=TAKEN))
+    return old, new
+
+
+def test_the_report_of_a_redis_batch_is_the_one_every_record_made(
+    batch_states: ModuleType, redis_location: StoreLocation, tmp_path: Path
+) -> None:
+    old, new = _redis_reports(batch_states, redis_location, tmp_path, TASKS)
     _same(old, new)
     assert "spare-model" in new
+
+
+def test_the_report_reads_a_redis_cluster_through_its_scripts(
+    batch_states: ModuleType, cluster_location: StoreLocation, tmp_path: Path
+) -> None:
+    old, new = _redis_reports(batch_states, cluster_location, tmp_path, 30)
+    _same(old, new)
+    assert f"<p>{30 + 3} tasks" in new
 
 
 @pytest.mark.parametrize(

@@ -1,10 +1,12 @@
 """``RedisReportReads``: the ``ReportReads`` of ``RedisTaskStore`` (see
 ``backstay.engine.report_reads``).
 
-A page of tasks is one pipeline (each task's spec and row, and its attempts' hash); a page
-of attempts is one range of the ``attempt-order`` list and one pipeline of their rows.
-Specs are parsed as JSON for the few fields the report needs, never decoded into a
-``TaskSpec``.
+A page of tasks is one Lua script (each task's spec and row, and its attempts' hash); a
+page of attempts is one Lua script too (a range of the ``attempt-order`` list and the rows
+it names): one round trip and one reply per page, not a command per task. The keys a
+script reads are named from its arguments, all under the tasks' hash tag (one Cluster
+slot), as ``ensure_index`` does. Specs are parsed as JSON for the few fields the report
+needs, never decoded into a ``TaskSpec``.
 """
 
 from __future__ import annotations
@@ -13,24 +15,50 @@ import contextlib
 import json
 from collections.abc import Iterator
 from contextlib import AbstractContextManager
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 from backstay.engine.report_reads import AttemptFact, AttemptTimes, TaskLine
 from backstay.engine.states import TaskState
 from backstay.engine.task_index import TaskFilter
-from backstay.store.redis._task_move import SEP, text
 
 if TYPE_CHECKING:
     from backstay.store.redis._client import RedisConnection
 
 __all__ = ["RedisReportReads"]
 
+# KEYS: attempt-order (unread: it takes the script to the node of the tasks' slot);
+# ARGV: the key prefix of tasks ("…:t:"), of attempts ("…:a:"), then operation ids.
+# Per task: its spec, its row (false when gone), its attempts' hash as a flat list.
+_LINES: Final = """
+local out = {}
+for i = 3, #ARGV do
+  local found = redis.call('HMGET', ARGV[1] .. ARGV[i], 'spec', 'row')
+  out[#out + 1] = found[1]
+  out[#out + 1] = found[2]
+  out[#out + 1] = redis.call('HGETALL', ARGV[2] .. ARGV[i])
+end
+return out
+"""
+# KEYS: attempt-order; ARGV: first, last index, the key prefix of attempts ("…:a:").
+# Per entry of the range: the attempt's row (false when gone).
+_ATTEMPTS: Final = """
+local entries = redis.call('LRANGE', KEYS[1], ARGV[1], ARGV[2])
+local out = {}
+for i, entry in ipairs(entries) do
+  local at = string.find(entry, '\\31', 1, true)
+  out[i] = redis.call('HGET', ARGV[3] .. string.sub(entry, 1, at - 1), string.sub(entry, at + 1))
+end
+return out
+"""
 
-def _line(op: str, spec_raw: bytes | str, row_raw: bytes | str, found: dict[Any, Any]) -> TaskLine:
+
+def _line(op: str, spec_raw: bytes | str, row_raw: bytes | str, flat: list[Any]) -> TaskLine:
+    """The line of ``op`` from its spec, row and attempts' hash (``[number, row, …]``)."""
     spec = json.loads(spec_raw)
     row = json.loads(row_raw)
     result = {} if row[5] is None else json.loads(row[5])
-    attempts = [json.loads(raw) for _, raw in sorted(found.items(), key=lambda i: int(i[0]))]
+    numbered = sorted(zip(flat[::2], flat[1::2], strict=True), key=lambda i: int(i[0]))
+    attempts = [json.loads(raw) for _, raw in numbered]
     usages = [json.loads(a[10]) for a in attempts if a[10] is not None]
     fallbacks = spec.get("fallbacks")
     last = attempts[-1] if attempts else None
@@ -74,22 +102,21 @@ class RedisReportReads:
         may be counted in one state and listed in the next)."""
         return contextlib.nullcontext()
 
+    def _script(self, source: str, keys: list[str], args: list[Any]) -> list[Any]:
+        script = self._conn.client.register_script(source)
+        return list(self._conn.call(lambda client: script(keys=keys, args=args, client=client)))
+
     def report_lines(self, where: TaskFilter, *, size: int) -> Iterator[tuple[TaskLine, ...]]:
         ids = self._ids(where)
+        prefixes = [self._conn.key("tasks", "t", ""), self._conn.key("tasks", "a", "")]
         for start in range(0, len(ids), size):
             chunk = ids[start : start + size]
-
-            def read(client: Any, chunk: list[str] = chunk) -> list[Any]:
-                pipe = client.pipeline(transaction=False)
-                for op in chunk:
-                    pipe.hmget(self._task_key(op), "spec", "row")
-                    pipe.hgetall(self._attempt_key(op))
-                return list(pipe.execute())
-
-            found = self._conn.call(read)
+            found = self._script(_LINES, [self._attempt_order], [*prefixes, *chunk])
             lines = (
                 _line(op, spec, row, attempts)
-                for op, (spec, row), attempts in zip(chunk, found[::2], found[1::2], strict=True)
+                for op, spec, row, attempts in zip(
+                    chunk, found[::3], found[1::3], found[2::3], strict=True
+                )
                 if spec is not None and row is not None
             )
             # A task that moved out of the selected states since its id was read is left out.
@@ -101,24 +128,16 @@ class RedisReportReads:
 
     def _attempt_rows(self, size: int) -> Iterator[list[list[Any]]]:
         """Pages of attempt rows, in the order the attempts were made."""
+        prefix = self._conn.key("tasks", "a", "")
         start = 0
         while True:
-
-            def span(client: Any, first: int = start) -> list[Any]:
-                return list(client.lrange(self._attempt_order, first, first + size - 1))
-
-            entries = [text(e).split(SEP) for e in self._conn.call(span)]
-            if not entries:
+            found = self._script(
+                _ATTEMPTS, [self._attempt_order], [start, start + size - 1, prefix]
+            )
+            if not found:
                 return
-
-            def read(client: Any, entries: list[list[str]] = entries) -> list[Any]:
-                pipe = client.pipeline(transaction=False)
-                for op, number in entries:
-                    pipe.hget(self._attempt_key(op), number)
-                return list(pipe.execute())
-
-            yield [json.loads(raw) for raw in self._conn.call(read) if raw is not None]
-            if len(entries) < size:
+            yield [json.loads(raw) for raw in found if raw is not None]
+            if len(found) < size:
                 return
             start += size
 
