@@ -11,8 +11,9 @@ before the commit). No page is held in memory after it is pushed.
 
 The commit keeps Redis busy while it runs (about a second per 100,000 tasks on a quiet
 machine, as registering a batch in one script always did); a reply that outlasts the
-client's socket timeout is waited for by sending the script again, which Redis runs after
-the first one and which then finds the list gone (registering nothing twice).
+client's socket timeout is waited for by sending the script again (Redis answers ``BUSY``
+until the first one ends, then runs it, and it finds the list gone: nothing is registered
+twice).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import contextlib
 import functools
 import json
 import secrets
+import time
 from collections.abc import Iterable, Iterator
 from itertools import islice
 from typing import Any, Final
@@ -39,8 +41,10 @@ __all__ = ["PAGE", "register_pages"]
 PAGE: Final = 1000
 # A staging list left by a killed process goes away on its own.
 _STAGING_TTL_S: Final = 86_400
-# Sends of the commit whose reply may time out (the socket timeout each) before it fails.
-_COMMIT_TRIES: Final = 12
+# How long the commit is waited for when its reply is late, and the pause between tries
+# while Redis answers that it is busy running it.
+_COMMIT_WAIT_S: Final = 300.0
+_BUSY_PAUSE_S: Final = 0.5
 
 # KEYS: order, counts, the pending set, the staging list; ARGV: the new row, the prefix of
 # the task keys, the window. The list holds operation_id, spec, operation_id, spec, …
@@ -107,13 +111,20 @@ def _pages(specs: Iterable[TaskSpec]) -> Iterator[list[TaskSpec]]:
 
 
 def _commit(commit: Script, client: Any, *, keys: list[str], args: list[str]) -> None:
-    for _ in range(_COMMIT_TRIES - 1):
+    deadline = time.monotonic() + _COMMIT_WAIT_S
+    while True:
         try:
             commit(keys=keys, args=args, client=client)
         except redis.exceptions.TimeoutError:
-            continue  # it runs on in Redis; the next one waits for it, then finds nothing
-        return
-    commit(keys=keys, args=args, client=client)
+            if time.monotonic() > deadline:
+                raise
+            # It runs on in Redis; sent again, it runs after it and finds nothing.
+        except redis.exceptions.ResponseError as exc:
+            if not str(exc).startswith("BUSY") or time.monotonic() > deadline:
+                raise
+            time.sleep(_BUSY_PAUSE_S)  # Redis says so while a script runs past its limit
+        else:
+            return
 
 
 def _push(client: Any, *, staging: str, args: list[str]) -> None:
