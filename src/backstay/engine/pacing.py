@@ -18,6 +18,14 @@ API adapters record them in the attempt's ``Capture``) are fed back first
 lowers its level (never raises it: see ``_learn``). A task whose
 adapter matches no key is not paced.
 
+A limit of one API key (``anthropic#<fingerprint>``, ``anthropic/<model>#<fingerprint>``)
+paces an API task (an adapter with API ``settings``: ``anthropic-api``, ``openai-api``,
+``gemini-api``) whose attempt sends that key — the one its adapter reads from the task's
+environment (``api_key_env``, else the provider's variables) — at the limiter
+``anthropic#<fingerprint>`` (``limit_keys.key_limit``, the rule the gateway follows for
+its requests): on one store, an API task and a CLI session through the gateway with the
+same key share one limiter. The key is hashed, never kept.
+
 Retry budget. A task's first attempt records a call; a retry the policy decides on is
 taken from the budget first, and a retry the budget refuses ends the task as a give-up
 does (``failed``, reason ``… (retry_budget_exhausted)``, ``task.failed``).
@@ -34,11 +42,17 @@ from typing import TYPE_CHECKING, Final
 
 from backstay.adapters.contract import Adapter
 from backstay.clock import Clock
+from backstay.engine.api_credential import api_credential
 from backstay.engine.task import TaskSpec
 from backstay.errors import ConfigError
 from backstay.failure import Failure
 from backstay.policy.budget import BudgetSettings
-from backstay.policy.limit_keys import limit_key, provider_limits
+from backstay.policy.limit_keys import (
+    KEY_MARK,
+    credential_limits,
+    limit_key,
+    provider_limits,
+)
 from backstay.policy.protocols import (
     LimiterRegistryLike,
     RateLimiterLike,
@@ -81,6 +95,7 @@ class Pacing:
     ) -> None:
         self.limiters = limiters
         self.keys = frozenset(keys)
+        self._keyed = any(KEY_MARK in key for key in self.keys)
         self.budget = budget
         self.clock = clock
 
@@ -94,10 +109,18 @@ class Pacing:
             adapter=spec.adapter,
             provider=provider if isinstance(provider, str) else "",
             model=spec.model,
+            credential=self._credential(spec, adapter),
         )
         if found is None:
             return None
         return self.limiters.limiter_for(*found)
+
+    def _credential(self, spec: TaskSpec, adapter: Adapter) -> str | None:
+        """The API key an API task's attempt sends (``None``: not an API task, no key
+        limit configured, or no key set), read as its adapter reads it."""
+        if not self._keyed:
+            return None
+        return api_credential(spec, adapter)
 
     async def wait_turn(self, limiter: RateLimiterLike, tokens: float) -> ReservationLike:
         """Reserve one request and ``tokens`` at ``limiter`` and sleep until it is due
@@ -181,7 +204,7 @@ def engine_pacing(
             f"must be a BudgetSettings or None, got {type(retry_budget).__name__}",
             where="retry_budget",
         )
-    limits = provider_limits(dict(rate_limits or {}))
+    limits = credential_limits(provider_limits(dict(rate_limits or {})))
     if not limits and retry_budget is None:
         return None
     return Pacing(

@@ -41,7 +41,7 @@ from backstay.events import BUS, Event
 from backstay.gateway.attempt import Answer, OpenStream, UpstreamFailed
 from backstay.gateway.routes import ANY_MODEL, Route
 from backstay.policy._paced import PacedRequest, estimate_tokens
-from backstay.policy.limit_keys import KEY_MARK, key_fingerprint
+from backstay.policy.limit_keys import KEY_MARK, key_limit
 from backstay.policy.limiters import RateLimiterRegistry
 from backstay.policy.protocols import LimiterRegistryLike, RateLimiterLike, ReservationLike
 from backstay.policy.ratelimit import RateLimiter
@@ -151,17 +151,17 @@ class GatewayLimits:
             registry if registry is not None else RateLimiterRegistry()
         )
         limits = getattr(self.registry, "limits", None) or {}
-        # The providers of keyed limits (``anthropic#<fingerprint>``), by that name.
-        self._keyed = frozenset(
-            name.partition("/")[0] for name in limits if KEY_MARK in name.partition("/")[0]
-        )
+        # The names of keyed limits (``anthropic#<fingerprint>[/<model>]``).
+        self._keyed = frozenset(name for name in limits if KEY_MARK in name)
 
     def limiter(self, found: Route, credential: str | None = None) -> RateLimiterLike:
         """The limiter of a request on ``found`` sent with ``credential``: its key's own
         when a limit of that key is configured, else its provider's and model's."""
         if credential and self._keyed:
-            keyed = f"{found.provider}{KEY_MARK}{key_fingerprint(credential)}"
-            if keyed in self._keyed:
+            keyed = key_limit(
+                self._keyed, provider=found.provider, model=found.model, credential=credential
+            )
+            if keyed is not None:
                 return self.registry.limiter_for(keyed, found.model)
         return self.registry.limiter_for(found.provider, found.model)
 

@@ -18,10 +18,14 @@ one) keeps its own name.
 
 A limit can also belong to one API key: ``anthropic#<fingerprint>`` or
 ``anthropic/claude-sonnet-4-6#<fingerprint>``, the fingerprint the first 12 hex digits of
-the key's SHA-256 (``key_fingerprint``; the key itself is never written anywhere). The
-gateway paces the requests sent with that key at a limiter of their own
-(``credential_limits`` names it ``anthropic#<fingerprint>/<model>``), and every other key's
-at the provider's.
+the key's SHA-256 (``key_fingerprint``; the key itself is never written anywhere). One
+rule (``key_limit``) says which calls take it, for the engine and the gateway alike: a call
+with that key on that provider (and, for ``provider/model#fp``, that model) is paced at the
+limiter ``anthropic#<fingerprint>`` (``credential_limits`` names the registry's entries
+``anthropic#<fingerprint>`` and ``anthropic#<fingerprint>/<model>``), every other call at
+its provider's. The engine's API tasks (the key the adapter would send), the gateway's
+requests (a run's real key, else the client's own) and so an API task and a CLI session
+with one key on one store share one limiter.
 """
 
 from __future__ import annotations
@@ -40,6 +44,7 @@ __all__ = [
     "adapter_keys",
     "credential_limits",
     "key_fingerprint",
+    "key_limit",
     "limit_key",
     "provider_limits",
     "provider_of",
@@ -100,6 +105,21 @@ def credential_limits(limits: Mapping[str, V]) -> dict[str, V]:
     return out
 
 
+def key_limit(
+    keys: Collection[str], *, provider: str, model: str | None, credential: str | None
+) -> str | None:
+    """The name of the limiter (``provider#fp``) that paces a call to ``provider`` on
+    ``model`` sent with the API key ``credential``, when ``keys`` (read by
+    ``credential_limits``) hold a limit of that key for that model or the whole provider;
+    ``None`` otherwise (the call takes its provider's limiter)."""
+    if not credential or not provider or not any(KEY_MARK in key for key in keys):
+        return None
+    keyed = f"{provider}{KEY_MARK}{key_fingerprint(credential)}"
+    if keyed in keys or (model and f"{keyed}/{model}" in keys):
+        return keyed
+    return None
+
+
 def provider_of(adapter: str, model: str = "", *, provider: str = "") -> tuple[str, str]:
     """The ``(provider, model)`` an attempt of ``adapter`` on ``model`` spends the limit
     of; ``provider``: what the adapter itself says (an API adapter's ``provider``).
@@ -140,13 +160,20 @@ def adapter_keys(limits: Collection[str]) -> list[str]:
 
 
 def limit_key(
-    keys: Collection[str], *, adapter: str, provider: str, model: str
+    keys: Collection[str],
+    *,
+    adapter: str,
+    provider: str,
+    model: str,
+    credential: str | None = None,
 ) -> tuple[str, str | None] | None:
     """The ``(name, model)`` of the limiter that paces an attempt of ``adapter`` (whose own
-    provider is ``provider``, ``""`` if it has none) on ``model``, given the configured
-    ``keys`` (read by ``provider_limits`` first); ``None`` when no key matches.
+    provider is ``provider``, ``""`` if it has none) on ``model`` sent with the API key
+    ``credential`` (if known), given the configured ``keys`` (read by ``provider_limits``
+    and ``credential_limits`` first); ``None`` when no key matches.
 
-    The name is the attempt's provider (``provider_of``), most specific key first
+    The name is the key's (``key_limit``: ``provider#fp``) when a limit of that key
+    applies, else the attempt's provider (``provider_of``), most specific key first
     (``provider/model``, then ``provider``); an adapter of no known provider is looked up
     under its own name the same way."""
     name, bare = provider_of(adapter, model, provider=provider)
@@ -154,6 +181,9 @@ def limit_key(
         name, bare = adapter, model
     if not name:
         return None
+    keyed = key_limit(keys, provider=name, model=bare or None, credential=credential)
+    if keyed is not None:
+        return keyed, bare or None
     if bare and f"{name}/{bare}" in keys:
         return name, bare
     if name in keys:
