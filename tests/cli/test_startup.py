@@ -17,7 +17,8 @@ from typing import Any
 import pytest
 import typer.main
 
-from backstay.cli import app
+from backstay.adapters.capture import METRICS_FILE
+from backstay.cli import app, run
 from backstay.cli._lazy import COMMANDS, LazyCommands, Listed, load
 from backstay.cli._options import ServePortOption
 from backstay.cli._state import (
@@ -211,6 +212,10 @@ def test_the_serve_port_option_names_the_servers_token_variable() -> None:
 def test_a_batchs_own_files_include_the_sqlite_stores() -> None:
     assert STATE_FILE in _BATCH_FILES
     assert health.STATE_FILE == STATE_FILE
+
+
+def test_run_names_the_metrics_file_the_adapters_write() -> None:
+    assert run.METRICS_FILE == METRICS_FILE
 
 
 @pytest.mark.parametrize("command", [["health", "--json"], ["status"]])

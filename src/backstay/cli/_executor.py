@@ -6,15 +6,17 @@ from __future__ import annotations
 
 import enum
 from pathlib import Path
-from typing import Annotated, Final
+from typing import TYPE_CHECKING, Annotated, Final
 
 import typer
 from rich.console import Console
 from rich.markup import escape
 
 from backstay.cli._state import SOME_WAITING
-from backstay.engine.executor import Executor
 from backstay.errors import ConfigError
+
+if TYPE_CHECKING:
+    from backstay.engine.executor import Executor
 
 
 class ExecutorKind(enum.StrEnum):

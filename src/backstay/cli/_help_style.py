@@ -156,6 +156,21 @@ def _plain_help(original: Any) -> Any:
     return format_help
 
 
+def _help_flag_off(original: Any) -> Any:
+    """``get_help_option`` whose flag, when not given, is ``False`` rather than ``None``:
+    typer takes a flag's ``bool`` as it is, but checks a ``None`` through pydantic, whose
+    import (about 0.1 s of CPU) a command's ``--help`` then paid for the root's unused
+    ``--help``. Nothing else reads the value (the option exposes none)."""
+
+    def get_help_option(self: Any, ctx: Any) -> Any:
+        option = original(self, ctx)
+        if option is not None and option.default is None:
+            option.default = False
+        return option
+
+    return get_help_option
+
+
 def apply() -> None:
     """Install the style (once per process). typer has no setting for any of it: its own
     hooks are replaced. Errors in a command's flags are printed by the root group
@@ -167,3 +182,4 @@ def apply() -> None:
     setattr(typer.core.TyperOption, "display_type_rich", _value_word)  # noqa: B010
     for cls in (typer.core.TyperCommand, typer.core.TyperGroup):
         setattr(cls, "format_help", _plain_help(cls.format_help))  # noqa: B010
+        setattr(cls, "get_help_option", _help_flag_off(cls.get_help_option))  # noqa: B010

@@ -11,19 +11,14 @@ import datetime as _dt
 import logging
 import sys
 from collections.abc import Iterator, Mapping
-from typing import Final, Protocol
+from typing import TYPE_CHECKING, Final, Protocol
 
 import typer
 from rich.console import Console
 from rich.markup import escape
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    SpinnerColumn,
-    TextColumn,
-    TimeElapsedColumn,
-)
+
+if TYPE_CHECKING:  # the live bar: imported on a terminal only (``showing_progress``)
+    from rich.progress import Progress
 
 from backstay.breaker.events import CircuitClosed, CircuitHalfOpened, CircuitOpened
 from backstay.cli._report import task_label
@@ -207,6 +202,15 @@ def showing_progress(states: Mapping[str, TaskState]) -> Iterator[ProgressSink]:
         finally:
             remove_sink(sink)
         return
+    from rich.progress import (  # noqa: PLC0415 - see the imports
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        SpinnerColumn,
+        TextColumn,
+        TimeElapsedColumn,
+    )
+
     columns = (
         SpinnerColumn(),
         TextColumn("{task.description}"),

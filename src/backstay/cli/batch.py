@@ -23,15 +23,13 @@ from backstay.cli._gateway_runs import GatewayUrlOption, NoGatewayOption, agent_
 from backstay.cli._logging import apply_log_level
 from backstay.cli._observe import observed
 from backstay.cli._options import ServePortOption
-from backstay.cli._progress import showing_progress
-from backstay.cli._report import report_run
 from backstay.engine.executor import DEFAULT_CONCURRENCY
 from backstay.engine.states import TaskState
 from backstay.errors import ConfigError
 from backstay.store.location import StoreUnreachable
 
-# The configuration, the engine and the executors are imported when the command runs, not
-# for its --help (tests/cli/test_startup.py).
+# The configuration, the engine, the executors and what a batch shows are imported when the
+# command runs, not for its --help (tests/cli/test_startup.py).
 if TYPE_CHECKING:
     from backstay.engine import Engine, SuiteBatch
 
@@ -44,6 +42,9 @@ CONFIG_HELP = (
 
 def run_batch(engine: Engine, batch: SuiteBatch) -> int:
     """Run ``batch`` on ``engine`` showing its progress, report it; its exit code."""
+    from backstay.cli._progress import showing_progress  # noqa: PLC0415 - see the imports
+    from backstay.cli._report import report_run  # noqa: PLC0415
+
     known = {record.operation_id: record.state for record in engine.store.tasks()}
     states = {
         spec.operation_id: known.get(spec.operation_id, TaskState.PENDING) for spec in batch.specs

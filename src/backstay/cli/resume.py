@@ -24,17 +24,14 @@ from backstay.cli._gateway_runs import GatewayUrlOption, NoGatewayOption, agent_
 from backstay.cli._logging import apply_log_level
 from backstay.cli._observe import observed
 from backstay.cli._options import ServePortOption
-from backstay.cli._progress import showing_progress
-from backstay.cli._report import report_run
-from backstay.cli._suite_changes import suite_changes
 from backstay.cli.batch import CONFIG_HELP
 from backstay.engine.executor import DEFAULT_CONCURRENCY
 from backstay.engine.suite_batch import read_identity
 from backstay.errors import ConfigError
 from backstay.store.location import StoreUnreachable
 
-# The configuration and the executors are imported when the command runs, not for its
-# --help (tests/cli/test_startup.py).
+# The configuration, the executors and what a batch shows are imported when the command
+# runs, not for its --help (tests/cli/test_startup.py).
 if TYPE_CHECKING:
     from backstay.engine import TaskRecord
 
@@ -72,7 +69,10 @@ def resume(
     once its claim lapses (--lease-ttl of that runner). Exit codes as for backstay batch.
     --executor ray drives the runs on a Ray cluster, as for backstay batch.
     """
-    from backstay.config import load_config  # noqa: PLC0415 - see the imports
+    from backstay.cli._progress import showing_progress  # noqa: PLC0415 - see the imports
+    from backstay.cli._report import report_run  # noqa: PLC0415
+    from backstay.cli._suite_changes import suite_changes  # noqa: PLC0415
+    from backstay.config import load_config  # noqa: PLC0415
     from backstay.executors.ray_executor import ClusterLost  # noqa: PLC0415
 
     try:

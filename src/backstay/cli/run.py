@@ -13,18 +13,16 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from backstay.adapters.capture import METRICS_FILE, write_json_atomic
 from backstay.adapters.contract import TIMEOUT_EXIT_CODE
-from backstay.cli import _state
+from backstay.cli import _options
 from backstay.cli._errors import usage_error
 from backstay.cli._gateway_runs import GatewayUrlOption, NoGatewayOption, agent_gateway
 from backstay.cli._logging import apply_log_level, failures_on_stderr
-from backstay.cli._run_progress import SHOWN, showing_run
 from backstay.config.suite.spec import DEFAULT_TIMEOUT_S
 from backstay.errors import ConfigError
 
-# The configuration, the adapter's harness and the fallback chain are imported when the
-# command runs, not for its --help (tests/cli/test_startup.py).
+# The configuration, the adapter's harness, the fallback chain and what the run shows are
+# imported when the command runs, not for its --help (tests/cli/test_startup.py).
 if TYPE_CHECKING:
     from backstay.config import HarnessRun
     from backstay.policy import PolicyRegistry
@@ -32,9 +30,11 @@ if TYPE_CHECKING:
 
 # The key ``metrics.json`` of a run numbered by ``RUN_NUMBER`` holds that number in.
 RUN_NUMBER_KEY: Final = "run_number"
-# Events already said: the run's final failure (``_report``), its retries and fallback
-# moves (``_run_progress``).
-_FINAL_FAILURES: Final = frozenset({"retry.gave_up"}) | SHOWN
+# ``backstay.adapters.capture.METRICS_FILE`` (tests/cli/test_startup.py holds them alike).
+METRICS_FILE: Final = "metrics.json"
+# The run's final failure, said by ``_report`` (its retries and fallback moves are said by
+# ``_run_progress``: ``SHOWN``).
+_FINAL_FAILURE: Final = "retry.gave_up"
 _OUTCOMES = {0: "succeeded", TIMEOUT_EXIT_CODE: "timed out"}
 
 
@@ -109,6 +109,8 @@ def _record_run_number(spec: HarnessRun) -> None:
     except (OSError, ValueError):
         return
     if isinstance(metrics, dict):
+        from backstay.adapters.capture import write_json_atomic  # noqa: PLC0415 - see imports
+
         write_json_atomic(path, {**metrics, RUN_NUMBER_KEY: spec.run_number})
 
 
@@ -120,11 +122,13 @@ def _start(
     registry: PolicyRegistry | None = None,
     rate_limits: Mapping[str, RateLimitSettings] | None = None,
 ) -> int:
+    from backstay.cli._run_progress import SHOWN, showing_run  # noqa: PLC0415 - see imports
+
     # Each attempt's failure on stderr; the final one is printed by ``_report``.
     adapters = [spec.adapter, *(c.adapter for c in spec.fallbacks if c.adapter)]
     candidate = f"{spec.adapter}/{spec.model}" if spec.model else spec.adapter
     with (
-        failures_on_stderr(printed=_FINAL_FAILURES),
+        failures_on_stderr(printed=SHOWN | {_FINAL_FAILURE}),
         showing_run(candidate),
         agent_gateway(
             adapters,
@@ -252,7 +256,7 @@ def run(
             "(default: $BACKSTAY_CONFIG, else ./backstay.yaml if any).",
         ),
     ] = None,
-    sets: _state.SetOption = None,
+    sets: _options.SetOption = None,
     budget_usd: Annotated[
         float | None,
         typer.Option(

@@ -18,9 +18,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Final, Protocol, runtime_checkable
 
-from backstay.engine.records import TaskRecord
-
 if TYPE_CHECKING:
+    from backstay.engine.records import TaskRecord
     from backstay.engine.runner import Engine
 
 __all__ = ["DEFAULT_CONCURRENCY", "Executor"]

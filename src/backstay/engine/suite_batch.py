@@ -41,14 +41,14 @@ from typing import TYPE_CHECKING, Any, Final
 
 from backstay._private import PRIVATE_DIR, make_private_dirs, open_private
 from backstay.clock import SYSTEM_CLOCK, Clock
-from backstay.engine.task import TaskSpec
 from backstay.errors import ConfigError
 
-# The adapters and the configuration are imported where a suite is opened: reading a
-# batch's identity (``read_identity``) needs neither.
+# The adapters, the configuration and the task specs are imported where a suite is opened:
+# reading a batch's identity (``read_identity``) needs none of them.
 if TYPE_CHECKING:
     from backstay.adapters.contract import Adapter
     from backstay.config import Suite, SuiteTask
+    from backstay.engine.task import TaskSpec
 
 __all__ = [
     "BATCH_FILE",
@@ -284,6 +284,7 @@ class SuiteBatch:
         a password: ``StoreLocation.display``); ``None``: in the state directory."""
         from backstay.adapters.limits import apply_task_limits  # noqa: PLC0415 - see the imports
         from backstay.adapters.registry import adapter_class  # noqa: PLC0415
+        from backstay.engine.task import TaskSpec  # noqa: PLC0415
 
         source = os.environ if environ is None else environ
         envs = {name: suite.options_for(name).child_env(source) for name in _adapter_names(suite)}
