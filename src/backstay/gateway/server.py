@@ -112,6 +112,9 @@ class Gateway(ServedOnAThread):
             ),
             connector=aiohttp.TCPConnector(limit=0),
             auto_decompress=True,
+            # One session serves every client: an upstream's cookies are not kept, never
+            # sent with another client's request (and none is looked up per request).
+            cookie_jar=aiohttp.DummyCookieJar(),
         )
         proxy = Proxy(
             settings,
