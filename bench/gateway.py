@@ -8,10 +8,12 @@ process), the same load (this process, aiohttp), each proxy one process of its o
    machine shared with other work, each hop between processes may wait for a core): the
    fake provider and a gateway on threads of the bench's process, one request at a time.
 2. Throughput: non-streaming requests/s through one proxy process, 64 in flight, against
-   the fake provider (itself one process, so its own rate is the ceiling: printed too);
-   and the proxy's CPU time per request, which a machine shared with other work does not
-   distort as it does the rate: 1,000 / (CPU ms per request) is what one free core would
-   carry.
+   the fake provider (itself one process, so its own rate is the ceiling: printed too),
+   sent by a lean load generator in a process of its own (``http_load``: raw keep-alive
+   connections, about a tenth of an aiohttp client's CPU per request), so that the three
+   processes' CPU is mostly the servers'; and the proxy's CPU time per request, which a
+   machine shared with other work does not distort as it does the rate: 1,000 / (CPU ms
+   per request) is what one free core would carry.
 3. Memory: the proxy's resident set (its process tree) idle and with 1,000 concurrent
    streams open (the fake provider sends each stream's first events, then holds it).
 4. A fleet: two gateways on one ``redis-server`` (``--store redis://``), a provider
@@ -49,6 +51,7 @@ from typing import Any, Final
 import httpx
 from aiohttp import ClientSession, ClientTimeout, TCPConnector
 
+import http_load
 import provider_process
 import shared_state
 
@@ -57,7 +60,9 @@ LATENCY_REQUESTS: Final = 2_000
 SEQUENTIAL: Final = 1_000
 SEQUENTIAL_WARMUP: Final = 100
 WARMUP: Final = 200
-THROUGHPUT_REQUESTS: Final = 4_000
+THROUGHPUT_REQUESTS: Final = 10_000
+# litellm's proxy carries 20 to 100 times fewer a second: fewer requests measure it as well.
+LITELLM_THROUGHPUT_REQUESTS: Final = 2_000
 CONCURRENCY: Final = 64
 STREAMS: Final = 1_000
 FLEET_RPM: Final = 1_200
@@ -236,26 +241,15 @@ async def open_loop(base: str, kind: str, rate: float, count: int) -> list[float
         return list(await asyncio.gather(*tasks))
 
 
-async def closed_loop(base: str, kind: str, count: int) -> float:
-    """``count`` requests, CONCURRENCY in flight; requests per second."""
-    url, headers, body = base + "/v1/chat/completions", _headers(kind), json.dumps(CHAT).encode()
-    timeout = ClientTimeout(total=LOAD_TIMEOUT_S)
-    left = count
-
-    async def worker(session: ClientSession) -> None:
-        nonlocal left
-        while left > 0:
-            left -= 1
-            await _post(session, url, headers, body)
-
-    connector = TCPConnector(limit=CONCURRENCY)
-    async with ClientSession(connector=connector, timeout=timeout) as session:
-        left = WARMUP
-        await asyncio.gather(*(worker(session) for _ in range(CONCURRENCY)))
-        left = count
-        started = time.perf_counter()
-        await asyncio.gather(*(worker(session) for _ in range(CONCURRENCY)))
-        return count / (time.perf_counter() - started)
+def closed_loop(
+    base: str, kind: str, count: int, pid: int | None = None
+) -> tuple[float, float | None]:
+    """``count`` requests, CONCURRENCY in flight, from ``http_load``'s process: requests per
+    second, and the CPU ms per request of ``pid`` (with its children) while they ran."""
+    url, body = base + "/v1/chat/completions", json.dumps(CHAT).encode()
+    cpu = (lambda: cpu_s(pid)) if pid is not None else (lambda: 0.0)
+    rps, used = http_load.load(url, body, _headers(kind), count, CONCURRENCY, WARMUP, cpu)
+    return rps, (used * 1000 / count if pid is not None else None)
 
 
 async def held_streams(base: str, kind: str, count: int, pid: int) -> tuple[float, int]:
@@ -303,7 +297,8 @@ def _latency_and_throughput(binary: str | None) -> None:
     print(
         f"\n  Added latency at {LATENCY_RATE:.0f} requests/s (open loop, {LATENCY_REQUESTS:,} "
         "non-streaming Chat Completions), and requests/s with "
-        f"{CONCURRENCY} in flight ({THROUGHPUT_REQUESTS:,})"
+        f"{CONCURRENCY} in flight ({THROUGHPUT_REQUESTS:,}; litellm "
+        f"{LITELLM_THROUGHPUT_REQUESTS:,}) from a load generator of its own"
     )
     print(
         f"  {'path':<22} {'p50 ms':>8} {'p99 ms':>8} {'+p50 ms':>8} {'+p99 ms':>8} "
@@ -312,7 +307,7 @@ def _latency_and_throughput(binary: str | None) -> None:
     with provider_process.serve() as fake:
         base = asyncio.run(open_loop(fake, "direct", LATENCY_RATE, LATENCY_REQUESTS))
         base_p50, base_p99 = _percentiles(base)
-        direct_rps = asyncio.run(closed_loop(fake, "direct", THROUGHPUT_REQUESTS))
+        direct_rps, _ = closed_loop(fake, "direct", THROUGHPUT_REQUESTS)
         print(f"  {'direct (fake provider)':<22} {base_p50:8.2f} {base_p99:8.2f} {'':>8} {'':>8} "
               f"{direct_rps:8.0f}")  # fmt: skip
         peers: list[tuple[str, Any]] = [("backstay gateway", lambda: gateway(fake))]
@@ -323,9 +318,9 @@ def _latency_and_throughput(binary: str | None) -> None:
             with start() as (url, pid):
                 lat = asyncio.run(open_loop(url, kind, LATENCY_RATE, LATENCY_REQUESTS))
                 p50, p99 = _percentiles(lat)
-                used = cpu_s(pid)
-                rps = asyncio.run(closed_loop(url, kind, THROUGHPUT_REQUESTS))
-                cpu_ms = (cpu_s(pid) - used) * 1000 / (THROUGHPUT_REQUESTS + WARMUP)
+                count = LITELLM_THROUGHPUT_REQUESTS if kind == "litellm" else THROUGHPUT_REQUESTS
+                rps, cpu_ms = closed_loop(url, kind, count, pid)
+                assert cpu_ms is not None
                 rss = rss_mb(pid)
             print(f"  {name:<22} {p50:8.2f} {p99:8.2f} {p50 - base_p50:8.2f} "
                   f"{p99 - base_p99:8.2f} {rps:8.0f} {cpu_ms:7.3f} {rss:7.0f}")  # fmt: skip
