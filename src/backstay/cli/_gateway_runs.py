@@ -22,6 +22,8 @@ from backstay.adapters.registry import adapter_class
 from backstay.errors import ConfigError
 
 if TYPE_CHECKING:
+    from backstay.engine.stores import StoreBundle
+    from backstay.gateway.runs import RunTokens
     from backstay.policy import PolicyRegistry
     from backstay.policy.ratelimit import RateLimitSettings
 
@@ -39,6 +41,7 @@ __all__ = [
     "GatewayUrlOption",
     "NoGatewayOption",
     "agent_gateway",
+    "shared_runs",
     "wired",
 ]
 
@@ -78,6 +81,19 @@ def wired(adapters: Iterable[str]) -> list[str]:
         if getattr(cls, "gateway_wiring", None) is not None:
             found.append(name)
     return found
+
+
+def shared_runs(bundle: StoreBundle | None) -> RunTokens:
+    """The run tokens of ``backstay gateway --agent-runs``: with a store (``--store``), a
+    run opened with its task's budget scopes has each request held against that store's
+    spend ledger (``backstay.engine.shared_budget``); without one, runs are not asked."""
+    from backstay.gateway.runs import RunTokens  # noqa: PLC0415
+
+    if bundle is None:
+        return RunTokens()
+    from backstay.engine.shared_budget import SharedBudgets  # noqa: PLC0415
+
+    return RunTokens(budgets=SharedBudgets(bundle.spend))
 
 
 def _tracer_provider() -> object:

@@ -274,9 +274,9 @@ def gateway(
         _check_agent_runs(agent_runs, settings)
         served, bundle = _gateway(settings, store, config)
         if agent_runs:  # run tokens, opened over HTTP (backstay.gateway.run_admin)
-            from backstay.gateway.runs import RunTokens  # noqa: PLC0415
+            from backstay.cli._gateway_runs import shared_runs  # noqa: PLC0415
 
-            served.runs = RunTokens()
+            served.runs = shared_runs(bundle)  # budgets held against the store's ledger
         try:
             with asyncio.Runner(loop_factory=loop_factory()) as runner:  # uvloop's if installed
                 runner.run(_serve(served))

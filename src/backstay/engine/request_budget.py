@@ -14,7 +14,7 @@ gateway's thread reads them.
 from __future__ import annotations
 
 import datetime as _dt
-from typing import Final
+from typing import Any, Final
 
 from backstay.adapters.contract import Adapter
 from backstay.adapters.request_spend import RequestSpend
@@ -29,7 +29,7 @@ from backstay.failure import Failure
 from backstay.idempotency.ids import attempt_id as make_attempt_id
 from backstay.policy.spend import ScopeKind, ScopeTotals, Spend, SpendRefusal
 
-__all__ = ["REQUEST_BUDGET_CODE", "AttemptBudget", "stop_attempt"]
+__all__ = ["REQUEST_BUDGET_CODE", "AttemptBudget", "refused_request", "stop_attempt"]
 
 # The failure of an attempt whose request a budget refused (the run reached its budget).
 REQUEST_BUDGET_CODE: Final = "ERR_LIMIT_BUDGET"
@@ -70,8 +70,31 @@ class AttemptBudget(RequestSpend):
         ]
 
     def _message(self, refusal: SpendRefusal) -> str:
-        reason = refusal.reason.replace("the next attempt", "the next request of its run")
-        return f"{reason}; task {self._task_id} stops here and is paused"
+        return refused_request(refusal, self._task_id)
+
+    def shared(self) -> dict[str, Any]:
+        """What a shared gateway needs to ask its own spend ledger for this attempt's
+        requests (``backstay.engine.shared_budget``), as JSON: the scopes, the task's
+        budget, the attempt's reservation, and what prices a request. No key or prompt."""
+        attempt = self._attempt
+        budget = attempt.task_budget
+        prices = self._config.get("prices")
+        return {
+            "operation_id": attempt.operation_id,
+            "task_id": self._task_id,
+            "tenant": attempt.tenant,
+            "task_budget": None if budget is None else budget.to_dict(),
+            "held": self._held.to_dict(),
+            "adapter": attempt.adapter,
+            "model": attempt.model,
+            **({} if prices is None else {"prices": prices}),
+        }
+
+
+def refused_request(refusal: SpendRefusal, task_id: str) -> str:
+    """What a request ``refusal`` refused is answered with (the gateway's 400)."""
+    reason = refusal.reason.replace("the next attempt", "the next request of its run")
+    return f"{reason}; task {task_id} stops here and is paused"
 
 
 def stop_attempt(

@@ -5,11 +5,21 @@
 | method | path | |
 |---|---|---|
 | ``GET`` | ``/_backstay/runs`` | ``{"deadline_s": …, "live": N}`` |
-| ``POST`` | ``/_backstay/runs`` | a ``RunTicket``'s fields as JSON → ``{"token": …}`` |
-| ``DELETE`` | ``/_backstay/runs/{token}`` | revoke it → its ``RunTally`` as JSON (404: not live) |
+| ``POST`` | ``/_backstay/runs`` | a ``RunTicket``'s fields, ``budget`` → ``{"token": …}`` |
+| ``DELETE`` | ``/_backstay/runs/{token}`` | revoke it → ``RunTally``, ``refusal`` (404: not live) |
 
 ``RemoteRunGateway`` is the client the agent adapters use (the same ``open_run`` /
 ``close_run`` as ``LocalRunGateway``).
+
+A run of a task with a spending budget carries its budget scopes in ``budget`` (what the
+task's ``AttemptBudget.shared`` says: no key, no prompt). A gateway whose ``RunTokens``
+make budgets (``backstay gateway --agent-runs --store …``: over that store's spend
+ledger, ``backstay.engine.shared_budget``) asks it for each of the run's requests, as an
+in-process gateway asks the engine's, and refuses one with a 400 naming the budget; a
+gateway without a store opens the run without (its spend is checked between attempts).
+The first refusal comes back with the run's tally (``refusal``: the scope's totals, the
+estimate, the dimension), and the client hands it to the task's budget, so the task is
+paused as with an in-process gateway.
 """
 
 from __future__ import annotations
@@ -24,6 +34,14 @@ from typing import TYPE_CHECKING, Any, Final
 from backstay.errors import ConfigError
 from backstay.gateway.runs import OpensRuns, RequestBudget, RunTally, RunTicket, RunTokens
 from backstay.gateway.settings import TOKEN_HEADER, GatewaySettings
+from backstay.policy.spend import (
+    ScopeKind,
+    ScopeTotals,
+    Spend,
+    SpendBudget,
+    SpendRefusal,
+    SpendScope,
+)
 from backstay.redact import redact, register_secret
 
 if TYPE_CHECKING:
@@ -33,6 +51,9 @@ __all__ = ["RUNS_PATH", "RemoteRunGateway", "add_run_routes"]
 
 RUNS_PATH: Final = "/_backstay/runs"
 _FIELDS: Final = frozenset(f.name for f in dataclasses.fields(RunTicket))
+# The opening request's budget scopes, and the closing answer's refusal.
+_BUDGET: Final = "budget"
+_REFUSAL: Final = "refusal"
 # Seconds a call to a shared gateway may take (it is on loopback or a local network).
 _CALL_TIMEOUT_S: Final = 10.0
 
@@ -62,28 +83,66 @@ def add_run_routes(app: web.Application, runs: RunTokens, settings: GatewaySetti
             return no
         try:
             data = json.loads(await request.read())
-            if not isinstance(data, dict) or set(data) - _FIELDS:
+            if not isinstance(data, dict) or set(data) - _FIELDS - {_BUDGET}:
                 raise ConfigError(
-                    f"must be an object of {', '.join(sorted(_FIELDS))}", where="body"
+                    f"must be an object of {', '.join(sorted(_FIELDS | {_BUDGET}))}", where="body"
                 )
+            scopes = data.pop(_BUDGET, None)
             ticket = RunTicket(**data)
+            register_secret(ticket.key)
+            budget = None if scopes is None or runs.budgets is None else runs.budgets(scopes)
         except (ValueError, TypeError) as err:
             return web.json_response({"error": redact(str(err))}, status=400)
-        register_secret(ticket.key)
-        return web.json_response({"token": runs.open(ticket)}, status=201)
+        return web.json_response({"token": runs.open(ticket, budget)}, status=201)
 
     async def close_one(request: web.Request) -> web.StreamResponse:
         no = refused(request)
         if no is not None:
             return no
-        tally = runs.close(request.match_info["token"])
+        token = request.match_info["token"]
+        refusal = getattr(runs.budget(token), "refusal", None)
+        tally = runs.close(token)
         if tally is None:
             return web.json_response({"error": "no such live run token"}, status=404)
-        return web.json_response(dataclasses.asdict(tally))
+        answer: dict[str, Any] = dataclasses.asdict(tally)
+        if isinstance(refusal, SpendRefusal):
+            answer[_REFUSAL] = _refusal_json(refusal)
+        return web.json_response(answer)
 
     app.router.add_get(RUNS_PATH, info)
     app.router.add_post(RUNS_PATH, open_one)
     app.router.add_delete(RUNS_PATH + "/{token}", close_one)
+
+
+def _refusal_json(refusal: SpendRefusal) -> dict[str, Any]:
+    return {
+        "totals": refusal.totals.to_dict(),
+        "estimate": refusal.estimate.to_dict(),
+        "dimension": refusal.dimension,
+    }
+
+
+def _spend(data: Any) -> Spend:
+    return Spend(usd=float(data.get("usd", 0.0)), tokens=int(data.get("tokens", 0)))
+
+
+def _refusal(data: Any) -> SpendRefusal | None:
+    """The ``SpendRefusal`` of a closing answer's ``refusal`` (``None``: none, or not one)."""
+    try:
+        totals = data["totals"]
+        scope = SpendScope(kind=ScopeKind(totals["scope"]), name=str(totals["name"]))
+        return SpendRefusal(
+            totals=ScopeTotals(
+                scope=scope,
+                budget=SpendBudget.from_dict(totals["budget"]),
+                spent=_spend(totals["spent"]),
+                reserved=_spend(totals["reserved"]),
+            ),
+            estimate=_spend(data["estimate"]),
+            dimension=str(data["dimension"]),
+        )
+    except (KeyError, TypeError, ValueError, AttributeError):
+        return None
 
 
 class RemoteRunGateway(OpensRuns):
@@ -95,6 +154,8 @@ class RemoteRunGateway(OpensRuns):
         self._url = url.rstrip("/")
         self._token = token
         self._where = where
+        # The budgets of the runs opened with one, by token, until they are closed.
+        self._budgets: dict[str, RequestBudget] = {}
         found = self._call("GET", RUNS_PATH)
         deadline = found.get("deadline_s") if isinstance(found, dict) else None
         self._deadline_s = float(deadline) if isinstance(deadline, int | float) else 900.0
@@ -123,18 +184,27 @@ class RemoteRunGateway(OpensRuns):
             ) from None
 
     def open_ticket(self, ticket: RunTicket, budget: RequestBudget | None = None) -> str:
-        # A shared gateway is not handed the budget: the run's spend is checked between
-        # attempts, as without a gateway.
-        del budget
-        answer = self._call("POST", RUNS_PATH, dataclasses.asdict(ticket))
+        # The budget's scopes go with the run (``AttemptBudget.shared``), never the budget.
+        body = dataclasses.asdict(ticket)
+        shared = getattr(budget, "shared", None)
+        if callable(shared):
+            body[_BUDGET] = shared()
+        answer = self._call("POST", RUNS_PATH, body)
         token = answer.get("token") if isinstance(answer, dict) else None
         if not isinstance(token, str):
             raise ConfigError(f"the gateway at {self._url} gave no run token", where=self._where)
+        if budget is not None and callable(shared):
+            self._budgets[token] = budget
         return token
 
     def close_run(self, token: str) -> RunTally | None:
+        budget = self._budgets.pop(token, None)
         answer = self._call("DELETE", f"{RUNS_PATH}/{token}")
         if not isinstance(answer, dict):
             return None
+        refusal = _refusal(answer.get(_REFUSAL)) if _REFUSAL in answer else None
+        if refusal is not None and getattr(budget, "refusal", False) is None:
+            # The shared gateway refused a request: the task stops at its budget.
+            budget.refusal = refusal  # type: ignore[union-attr]
         known = {f.name for f in dataclasses.fields(RunTally)}
         return RunTally(**{k: v for k, v in answer.items() if k in known and isinstance(v, int)})

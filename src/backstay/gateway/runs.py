@@ -12,7 +12,9 @@ A run opened with a ``RequestBudget`` (its task's spending budget, from the engi
 each request asked before it is forwarded: ``admit`` holds the request's estimated tokens
 or refuses (the gateway answers a 400 in the provider's format with the refusal, so the
 CLI stops); every answer's usage is ``charge``-d, and the request's hold ``release``-d
-when it is done. Only an in-process gateway (``LocalRunGateway``) takes one.
+when it is done. An in-process gateway (``LocalRunGateway``) is handed the engine's; a
+shared one (``backstay.gateway.run_admin``) makes one with ``RunTokens.budgets`` from the
+budget scopes a run's opening request carries, over the spend ledger of its own store.
 """
 
 from __future__ import annotations
@@ -20,8 +22,8 @@ from __future__ import annotations
 import dataclasses
 import secrets
 import threading
-from collections.abc import Iterable
-from typing import Final, Protocol
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, Final, Protocol
 
 from backstay.errors import ConfigError
 from backstay.gateway.usage import TokenUsage
@@ -100,9 +102,12 @@ class RequestBudget(Protocol):
 
 class RunTokens:
     """The live tokens: ``open`` one per attempt, ``close`` it when the attempt ends (its
-    tally is returned), ``find`` the ticket of any of a request's keys."""
+    tally is returned), ``find`` the ticket of any of a request's keys. ``budgets``: what
+    makes a run's ``RequestBudget`` from the budget scopes sent with it over HTTP (``None``:
+    runs opened over HTTP are not asked per request)."""
 
-    def __init__(self) -> None:
+    def __init__(self, budgets: Callable[[Mapping[str, Any]], RequestBudget] | None = None) -> None:
+        self.budgets = budgets
         self._lock = threading.Lock()
         self._tickets: dict[str, RunTicket] = {}
         self._tallies: dict[str, RunTally] = {}

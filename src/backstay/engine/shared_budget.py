@@ -1,0 +1,111 @@
+"""``SharedBudgets``: the spending budgets of runs opened at a shared gateway
+(``backstay gateway --agent-runs --store …``), asked for each of their requests against
+the spend ledger of that store, as the in-process gateway asks the engine's.
+
+The process that runs the task sends, with the run's opening request, what its
+``AttemptBudget`` knows (``AttemptBudget.shared``: the task's operation id, tenant and own
+budget, the attempt's reservation, its adapter and model, the adapter's ``prices`` if
+configured; no key, no prompt). The gateway makes from it a ``RequestSpend`` over the
+scopes task, tenant and batch of its own ledger: the same rule, the same refusal (a 400 in
+the provider's format naming the budget: ``refused_request``). The ledger must be the
+batch's: a Redis store, or the batch's SQLite state directory.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from backstay.adapters.contract import Adapter
+from backstay.adapters.registry import adapter_class
+from backstay.adapters.request_spend import RequestSpend
+from backstay.engine.request_budget import refused_request
+from backstay.engine.spend_ledger import AttemptSpend, SpendLedger
+from backstay.errors import ConfigError
+from backstay.policy.spend import ScopeKind, ScopeTotals, Spend, SpendBudget, SpendRefusal
+
+__all__ = ["SharedBudgets"]
+
+_KEYS = frozenset(
+    {"operation_id", "task_id", "tenant", "task_budget", "held", "adapter", "model", "prices"}
+)
+
+
+def _optional(data: Mapping[str, Any], name: str) -> str | None:
+    value = data.get(name)
+    return None if value is None else _text(data, name)
+
+
+def _text(data: Mapping[str, Any], name: str) -> str:
+    value = data.get(name)
+    if not isinstance(value, str) or not value:
+        raise ConfigError(f"must be a non-empty string, got {value!r}", where=f"budget.{name}")
+    return value
+
+
+def _spend(data: Mapping[str, Any]) -> Spend:
+    value = data.get("held")
+    if not isinstance(value, Mapping):
+        raise ConfigError("must be an object of usd and tokens", where="budget.held")
+    usd, tokens = value.get("usd", 0.0), value.get("tokens", 0)
+    if not isinstance(usd, int | float) or not isinstance(tokens, int) or usd < 0 or tokens < 0:
+        raise ConfigError("must hold non-negative usd and tokens", where="budget.held")
+    return Spend(usd=float(usd), tokens=tokens)
+
+
+class SharedBudgets:
+    """Make the ``RequestSpend`` of a run from its opening request's ``budget`` object,
+    over ``ledger``; ``ConfigError`` naming a wrong field."""
+
+    def __init__(self, ledger: SpendLedger) -> None:
+        self.ledger = ledger
+
+    def __call__(self, data: Mapping[str, Any]) -> RequestSpend:
+        if not isinstance(data, Mapping):
+            raise ConfigError("must be an object", where="budget")
+        unknown = sorted(set(data) - _KEYS)
+        if unknown:
+            raise ConfigError(
+                f"unknown key (known: {', '.join(sorted(_KEYS))})", where=f"budget.{unknown[0]}"
+            )
+        operation_id = _text(data, "operation_id")
+        task_id = _text(data, "task_id")
+        adapter_name = _text(data, "adapter")
+        model = _optional(data, "model") or ""
+        tenant = _optional(data, "tenant")
+        raw_budget = data.get("task_budget")
+        if raw_budget is not None and not isinstance(raw_budget, Mapping):
+            raise ConfigError("must be an object of usd and tokens", where="budget.task_budget")
+        task_budget = None if raw_budget is None else SpendBudget.from_dict(raw_budget)
+        adapter = adapter_class(adapter_name)()
+        if not isinstance(adapter, Adapter):
+            raise ConfigError(f"{adapter_name!r} is no adapter", where="budget.adapter")
+        attempt = AttemptSpend(
+            attempt_id="",
+            operation_id=operation_id,
+            tenant=tenant,
+            adapter=adapter_name,
+            model=model,
+            task_budget=task_budget,
+            estimate=Spend(),
+        )
+        ledger = self.ledger
+
+        def totals() -> list[ScopeTotals]:
+            return [
+                ledger.totals(scope, task_budget if scope.kind is ScopeKind.TASK else None)
+                for scope in attempt.scopes()
+            ]
+
+        def describe(refusal: SpendRefusal) -> str:
+            return refused_request(refusal, task_id)
+
+        prices = data.get("prices")
+        return RequestSpend(
+            totals=totals,
+            held=_spend(data),
+            adapter=adapter,
+            model=model,
+            config={} if prices is None else {"prices": prices},
+            describe=describe,
+        )
