@@ -21,6 +21,12 @@ after launch plus the SDK import.
 
 Run alone with ``python bench/batch_cpu.py [SMALL LARGE]`` (default 1000 10000);
 ``make bench`` runs it with the rest (at ``BENCH_SIZES`` when set, e.g. ``200 1000``).
+
+``python bench/batch_cpu.py --against SRC [TASKS [ROUNDS]]`` compares this tree with
+another one's ``src`` folder (``git archive`` of a commit, unpacked): batches of ``TASKS``
+(default 1000) alternate between the two, ``ROUNDS`` each (default 3), against one fake
+provider, so that both see the same load of a shared machine; the least CPU per task of
+each is printed.
 """
 
 from __future__ import annotations
@@ -91,9 +97,9 @@ def _first_attempt(events: Path) -> dt.datetime:
     raise RuntimeError(f"no attempt.started in {events}")
 
 
-def batch(url: str, tasks: int) -> tuple[float, float]:
+def batch(url: str, tasks: int, *, src: str | None = None) -> tuple[float, float]:
     """``backstay batch`` of ``tasks`` runs: (its CPU seconds, seconds from launch to its
-    first attempt)."""
+    first attempt); with ``src``, backstay imported from that folder instead."""
     with tempfile.TemporaryDirectory(
         prefix="backstay-batch-cpu-", ignore_cleanup_errors=True
     ) as tmp:
@@ -101,6 +107,8 @@ def batch(url: str, tasks: int) -> tuple[float, float]:
         suite = root / "suite.yaml"
         suite.write_text(SUITE.format(model=MODEL, url=url, tasks=_tasks(tasks)), encoding="utf-8")
         env = {**os.environ, "ANTHROPIC_API_KEY": KEY}
+        if src is not None:
+            env["PYTHONPATH"] = src
         argv = [BACKSTAY, "batch", str(suite), "--state-dir", str(root / "state")]
         launched = dt.datetime.now(dt.UTC)
         cpu, code = _cpu([*argv, "--concurrency", str(CONCURRENCY)], env)
@@ -197,5 +205,27 @@ def report() -> None:
         )
 
 
+def against(src: str, tasks: int, rounds: int) -> None:
+    """Alternate batches of this tree and of ``src``; print each and the least of each."""
+    if not (Path(src) / "backstay" / "__init__.py").is_file():
+        raise SystemExit(f"--against {src}: no backstay package in that folder")
+    least: dict[str, float] = {}
+    with provider_process.serve() as url:
+        for _ in range(rounds):
+            for name, where in (("other", src), ("this", None)):
+                cpu, _first = batch(url, tasks, src=where)
+                per = cpu * 1e3 / tasks
+                least[name] = min(least.get(name, per), per)
+                print(f"  {name} tree: {per:6.2f} ms CPU per task", flush=True)
+    print(
+        f"  least of {rounds}: this tree {least['this']:.2f} ms, the other "
+        f"{least['other']:.2f} ms per task ({tasks:,} tasks)"
+    )
+
+
 if __name__ == "__main__":
-    report()
+    if sys.argv[1:2] == ["--against"]:
+        extra = [int(n) for n in sys.argv[3:5]]
+        against(sys.argv[2], *(extra + [1000, 3][len(extra) :]))
+    else:
+        report()
