@@ -268,3 +268,25 @@ def test_a_sqlite_report_reads_one_moment_while_the_batch_moves(
             assert reader.attempts_of([op]) == ()
         assert reader.state_counts()[TaskState.PENDING] == before[TaskState.PENDING] - 1
         assert len(reader.attempts_of([op])) == 1
+
+
+def test_a_batch_that_made_no_attempt_yet_has_the_same_report(tmp_path: Path) -> None:
+    state = tmp_path / "state"
+    specs = [
+        TaskSpec(
+            workflow_id="w",
+            task_id=f"t{i}",
+            adapter="mock",
+            model="m",
+            workspace=tmp_path,
+            timeout_s=1.0,
+            prompt="p",
+        )
+        for i in range(5)
+    ]
+    with SQLiteTaskStore(state) as store:
+        store.register_all(specs, at=TAKEN)
+    old = _reference(state, None, tmp_path)
+    new = render_report(state, base=tmp_path, clock=FakeClock(wall=TAKEN))
+    _same(old, new)
+    assert "<p>5 tasks, 0 attempts.</p>" in new
