@@ -7,6 +7,7 @@ against the fake provider (one per key: its count is the key's)."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Final
@@ -17,6 +18,9 @@ from tests.gateway.helpers import FAST_POLICY
 from tests.gateway.limits_support import REQUESTS
 
 from backstay.adapters.api.anthropic import AnthropicApiAdapter
+from backstay.adapters.cli.claude_code import ClaudeCodeAdapter
+from backstay.adapters.gateway_wiring import current_gateway
+from backstay.cli._gateway_runs import agent_gateway, pacing_limiters
 from backstay.engine import Engine, TaskSpec, TaskState
 from backstay.fakeprovider import FakeProvider, Scenario
 from backstay.gateway import Gateway, GatewaySettings, Upstreams
@@ -146,5 +150,50 @@ def test_an_api_task_and_a_gateway_request_with_one_key_share_one_bucket(
         assert [e.limiter for e in paced] == [f"anthropic#{FP_A}/{MODEL}"]
         assert paced[0].wait_s > 0.0
         assert all(KEY_A not in repr(e) for e in events)
+    finally:
+        engine.close()
+
+
+def test_the_gateway_of_a_batch_paces_at_the_engines_limiters(
+    tmp_path: Path, location: StoreLocation | None
+) -> None:
+    """``backstay batch`` / ``resume`` hand their gateway the engine's limiters
+    (``pacing_limiters``): a CLI session's request waits for what an API task with its
+    key took; the CLI's attempt itself is not paced by the engine (the gateway paces each
+    of its requests)."""
+    limits = {f"anthropic#{FP_A}": ONE_PER_3S, "anthropic": ROOMY}
+    engine = _engine(tmp_path, location, limits)
+    cli_spec = dataclasses.replace(
+        _spec(tmp_path, "cli", KEY_A, "http://127.0.0.1:9"), adapter="claude-code", config={}
+    )
+    try:
+        assert engine.pacing is not None
+        assert engine.pacing.limiter(cli_spec, ClaudeCodeAdapter()) is not None
+        with FakeProvider(Scenario()) as fake, capture_events() as events:
+            summary = engine.run_sync([_spec(tmp_path, "api", KEY_A, fake.url)])
+            with agent_gateway(
+                ["claude-code"], rate_limits=limits, limiters=pacing_limiters(engine)
+            ) as url:
+                gateway = current_gateway()
+                assert url is not None
+                assert gateway is not None
+                assert engine.pacing.limiter(cli_spec, ClaudeCodeAdapter()) is None
+                token = gateway.open_run(
+                    provider="anthropic",
+                    key=KEY_A,
+                    upstream=fake.url,
+                    task="op-cli",
+                    attempt=None,
+                    traceparent=None,
+                    model=MODEL,
+                )
+                statuses = [_post(url, token)]
+        assert summary.by_state[TaskState.SUCCEEDED] == 1
+        assert statuses == [200]
+        paced = [e for e in events if isinstance(e, RequestPaced)]
+        assert [(e.limiter, e.operation) for e in paced] == [
+            (f"anthropic#{FP_A}/{MODEL}", "op-cli")
+        ]
+        assert paced[0].wait_s > 0.0
     finally:
         engine.close()

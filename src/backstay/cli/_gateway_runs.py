@@ -22,9 +22,11 @@ from backstay.adapters.registry import adapter_class
 from backstay.errors import ConfigError
 
 if TYPE_CHECKING:
+    from backstay.engine import Engine
     from backstay.engine.stores import StoreBundle
     from backstay.gateway.runs import RunTokens
     from backstay.policy import PolicyRegistry
+    from backstay.policy.protocols import LimiterRegistryLike
     from backstay.policy.ratelimit import RateLimitSettings
 
 
@@ -41,6 +43,7 @@ __all__ = [
     "GatewayUrlOption",
     "NoGatewayOption",
     "agent_gateway",
+    "pacing_limiters",
     "shared_runs",
     "wired",
 ]
@@ -81,6 +84,13 @@ def wired(adapters: Iterable[str]) -> list[str]:
         if getattr(cls, "gateway_wiring", None) is not None:
             found.append(name)
     return found
+
+
+def pacing_limiters(engine: Engine) -> LimiterRegistryLike | None:
+    """The rate limiters ``engine`` paces at (``None``: it has no rate limits), for the
+    gateway of its batch to pace at too."""
+    pacing = engine.pacing
+    return None if pacing is None else pacing.limiters
 
 
 def shared_runs(bundle: StoreBundle | None) -> RunTokens:
@@ -135,6 +145,7 @@ def agent_gateway(
     url: str | None = None,
     registry: PolicyRegistry | None = None,
     rate_limits: Mapping[str, RateLimitSettings] | None = None,
+    limiters: LimiterRegistryLike | None = None,
 ) -> Iterator[str | None]:
     """A gateway for the agent runs of ``adapters`` while the block runs (its URL), or
     nothing (``None``) when none of them drives an agent CLI or ``enabled`` is false.
@@ -143,7 +154,9 @@ def agent_gateway(
     ``registry``'s policy ``gateway`` (``retry.policies.gateway`` of the configuration),
     else ``GATEWAY_POLICY``, and paces at ``rate_limits`` (``retry.rate_limits``: a ceiling
     per provider, model or API key, the headers teaching the rest); a shared one keeps its
-    own."""
+    own. ``limiters``: the engine's registry of those limits (``pacing_limiters``), paced
+    at instead of one of the gateway's own, so that the batch's API tasks and CLI sessions
+    of one provider or key share one limiter (in Redis with a Redis store)."""
     if url is not None and not enabled:
         raise ConfigError("cannot be given with --no-gateway", where="--gateway")
     if not enabled or not wired(adapters):
@@ -169,7 +182,8 @@ def agent_gateway(
 
     runs = RunTokens()
     settings = GatewaySettings(port=0, policy=configured_policy(registry))
-    limiters = RateLimiterRegistry(credential_limits(provider_limits(rate_limits or {})))
+    if limiters is None:
+        limiters = RateLimiterRegistry(credential_limits(provider_limits(rate_limits or {})))
     deadline = settings.policy.deadline_s or DEFAULT_DEADLINE_S
     with (
         Gateway(

@@ -19,7 +19,12 @@ from backstay.cli._executor import (
     executor_for,
     left_for_resume,
 )
-from backstay.cli._gateway_runs import GatewayUrlOption, NoGatewayOption, agent_gateway
+from backstay.cli._gateway_runs import (
+    GatewayUrlOption,
+    NoGatewayOption,
+    agent_gateway,
+    pacing_limiters,
+)
 from backstay.cli._logging import apply_log_level
 from backstay.cli._observe import observed
 from backstay.cli._options import ServePortOption
@@ -150,6 +155,7 @@ def batch(
                     url=gateway_url,
                     registry=config.registry,
                     rate_limits=config.engine_rate_limits(),
+                    limiters=pacing_limiters(engine),
                 ),
             ):
                 code = run_batch(engine, opened)

@@ -26,6 +26,11 @@ environment (``api_key_env``, else the provider's variables) — at the limiter
 its requests): on one store, an API task and a CLI session through the gateway with the
 same key share one limiter. The key is hashed, never kept.
 
+An attempt of an agent CLI sent through a gateway (``adapters.gateway_wiring``) is not
+paced here: the gateway paces each of its requests, at the engine's own limiters when it
+is the one ``backstay batch`` / ``resume`` start (``cli._gateway_runs``), so a session
+takes one request from the bucket per request it sends, not one more for its start.
+
 Retry budget. A task's first attempt records a call; a retry the policy decides on is
 taken from the budget first, and a retry the budget refuses ends the task as a give-up
 does (``failed``, reason ``… (retry_budget_exhausted)``, ``task.failed``).
@@ -41,6 +46,7 @@ from collections.abc import Collection, Mapping
 from typing import TYPE_CHECKING, Final
 
 from backstay.adapters.contract import Adapter
+from backstay.adapters.gateway_wiring import current_gateway
 from backstay.clock import Clock
 from backstay.engine.api_credential import api_credential
 from backstay.engine.task import TaskSpec
@@ -100,8 +106,13 @@ class Pacing:
         self.clock = clock
 
     def limiter(self, spec: TaskSpec, adapter: Adapter) -> RateLimiterLike | None:
-        """The limiter of an attempt of ``spec`` on ``adapter``, or ``None``."""
+        """The limiter of an attempt of ``spec`` on ``adapter``, or ``None`` (an agent CLI
+        sent through a gateway among them: the gateway paces each of its requests)."""
         if self.limiters is None or not self.keys:
+            return None
+        if getattr(type(adapter), "gateway_wiring", None) is not None and (
+            current_gateway() is not None
+        ):
             return None
         provider = getattr(type(adapter), "provider", "")
         found = limit_key(
