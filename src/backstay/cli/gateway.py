@@ -45,7 +45,8 @@ _FLAGS: Final = {
 }
 _STORE_HELP: Final = (
     "Keep rate limiters and breakers in this store: redis://host:port/db (?namespace=NAME), "
-    "shared by every gateway and batch on it, or a state directory (SQLite: breakers only)."
+    "shared by every gateway and batch on it, or a state directory (SQLite: breakers only); "
+    "with --agent-runs, runs' requests are held against its spending budgets."
 )
 
 
