@@ -18,11 +18,7 @@ from rich.markup import escape
 
 from backstay.cli import _state
 from backstay.cli._errors import usage_error
-from backstay.cli._report import console, tasks_table
-from backstay.cli._status_json import write_status_json
 from backstay.engine.suite_batch import read_identity
-from backstay.engine.summary import summarize
-from backstay.engine.task_index import TaskIndex
 from backstay.errors import ConfigError
 from backstay.observe.batch_view import (
     INTERRUPTED,
@@ -116,6 +112,11 @@ def status(
     resume continues it. Changes nothing; safe while the batch runs. Exit code 0, or 2
     when --state-dir holds no batch (or a damaged one) or a flag is wrong.
     """
+    from backstay.cli._report import console, tasks_table  # noqa: PLC0415 - not for --help
+    from backstay.cli._status_json import write_status_json  # noqa: PLC0415
+    from backstay.engine.summary import summarize  # noqa: PLC0415
+    from backstay.engine.task_index import TaskIndex  # noqa: PLC0415
+
     try:
         selection = _selection(states, task, show_all, as_json=as_json)
         shown_limit = _limit(limit, show_all, as_json=as_json)

@@ -18,12 +18,14 @@ import dataclasses
 import datetime as _dt
 import enum
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from backstay.adapters.usage import Usage
 from backstay.engine.states import TaskState
-from backstay.engine.task import TaskSpec
 from backstay.failure import Failure
+
+if TYPE_CHECKING:  # a record's spec, typed: reading records needs not the spec's checks
+    from backstay.engine.task import TaskSpec
 
 __all__ = [
     "AttemptEnd",
