@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import importlib
+import json
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -32,6 +33,7 @@ from backstay.observe.snapshot import StateReader
 from backstay.store import _task_rows
 from backstay.store.location import StoreLocation
 from backstay.store.open import open_stores
+from backstay.store.redis import report_reads as redis_report_reads
 from backstay.store.sqlite.circuit_log import SQLiteCircuitLog
 from backstay.store.sqlite.tasks import SQLiteTaskStore
 from backstay.testing.fakeclock import FakeClock
@@ -290,3 +292,65 @@ def test_a_batch_that_made_no_attempt_yet_has_the_same_report(tmp_path: Path) ->
     new = render_report(state, base=tmp_path, clock=FakeClock(wall=TAKEN))
     _same(old, new)
     assert "<p>5 tasks, 0 attempts.</p>" in new
+
+
+def _stored_lines(store: Any, where: TaskFilter) -> list[Any]:
+    """The lines Python makes from each selected task's stored texts, in registration
+    order (the way the Redis store made them before its scripts picked the fields)."""
+    client = store._conn.client
+    out = []
+    for op in store._ids(where):
+        spec, row = client.hmget(store._task_key(op), "spec", "row")
+        flat = [part for pair in client.hgetall(store._attempt_key(op)).items() for part in pair]
+        out.append(redis_report_reads._line(op, spec, row, flat))
+    return out
+
+
+def test_the_lines_redis_scripts_pick_are_those_python_makes_of_the_stored_texts(
+    batch_states: ModuleType, redis_location: StoreLocation, tmp_path: Path
+) -> None:
+    bundle = open_stores(redis_location, state_dir=tmp_path / "runner", secrets={})
+    try:
+        store = bundle.tasks
+        batch_states.fill(store, 40, tmp_path)
+        _retried(store, tmp_path)
+        for state in TaskState:
+            where = TaskFilter(states=frozenset({state}))
+            pages = list(store.report_lines(where, size=2))
+            assert all(0 < len(page) <= 2 for page in pages)
+            assert [line for page in pages for line in page] == _stored_lines(store, where)
+        everything = [line for page in store.report_lines(TaskFilter(), size=7) for line in page]
+        assert everything == _stored_lines(store, TaskFilter())
+        assert len(everything) == 43
+        assert {line.fallbacks for line in everything} >= {None}
+        assert any(line.fallbacks and "spare-model" in line.fallbacks for line in everything)
+        assert any(line.cost_usd == 0.1 / 3 + 0.07 for line in everything)
+    finally:
+        bundle.close()
+
+
+def test_stored_values_a_compact_line_cannot_carry_are_read_from_the_stored_texts(
+    batch_states: ModuleType, redis_location: StoreLocation, tmp_path: Path
+) -> None:
+    bundle = open_stores(redis_location, state_dir=tmp_path / "runner", secrets={})
+    try:
+        store = bundle.tasks
+        batch_states.fill(store, 30, tmp_path)
+        client = store._conn.client
+        succeeded = TaskFilter(states=frozenset({TaskState.SUCCEEDED}))
+        first, second = store._ids(succeeded)[:2]
+        row = client.hget(store._task_key(first), "row")
+        fields = json.loads(row)
+        fields[5] = json.dumps({"model": 1 / 3, "requested_model": None})
+        client.hset(store._task_key(first), "row", json.dumps(fields))
+        attempt = json.loads(client.hget(store._attempt_key(second), "1"))
+        attempt[10] = json.dumps({"input_tokens": 2 / 3, "cost_usd": None})
+        client.hset(store._attempt_key(second), "1", json.dumps(attempt))
+        lines = [line for page in store.report_lines(succeeded, size=4) for line in page]
+        assert lines == _stored_lines(store, succeeded)
+        by_op = {line.operation_id: line for line in lines}
+        assert by_op[first].answered_model == 1 / 3
+        assert by_op[second].input_tokens == 2 / 3
+        assert by_op[second].cost_usd == 0.0
+    finally:
+        bundle.close()

@@ -1,17 +1,28 @@
 """``RedisReportReads``: the ``ReportReads`` of ``RedisTaskStore`` (see
 ``backstay.engine.report_reads``).
 
-A page of tasks is one Lua script (each task's spec and row, and its attempts' hash); a
-page of attempts is one Lua script too (a range of the ``attempt-order`` list and the rows
-it names): one round trip and one reply per page, not a command per task. The keys a
-script reads are named from its arguments, all under the tasks' hash tag (one Cluster
-slot), as ``ensure_index`` does. Specs are parsed as JSON for the few fields the report
-needs, never decoded into a ``TaskSpec``.
+Redis does the picking, as SQLite's ``json_extract`` does: a page of tasks is one Lua
+script that decodes each task's spec, row and attempts in Redis (``cjson``), adds up the
+attempts, and answers with one JSON text of the few fields a ``TaskLine`` holds — one
+round trip and one reply string per page, not a reply element per field (parsing those
+in Python was most of the report's time). A page of one state's tasks is taken from that
+state's sorted set by score (registration order) inside the same script, so no list of
+every id is read first. A page of attempts is one script too (a range of the
+``attempt-order`` list): the rows it names, joined into one JSON array. The keys a script
+reads are named from its arguments, all under the tasks' hash tag (one Cluster slot), as
+``ensure_index`` does.
+
+Values a compact line cannot carry exactly (a token count that is not a whole number, a
+model named by a non-string, a missing field) make the script hand back that task's
+stored texts instead, and the line is made from them in Python as before. Sums are made
+in the order of the attempts' numbers, as Python would, and the cost is handed back as
+``%.17g`` text, so every float is the very one a Python sum makes.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 from collections.abc import Iterator
 from contextlib import AbstractContextManager
@@ -26,29 +37,166 @@ if TYPE_CHECKING:
 
 __all__ = ["RedisReportReads"]
 
+_STATES: Final = {state.value: state for state in TaskState}
+# The fields of an attempt as the attempts' script picks them.
+_COMPACT: Final = 5
+# line(op, task prefix, attempt prefix): nil when the task is gone; its stored texts
+# {op, spec, row, attempts' hash} when a field is not what a compact line carries;
+# otherwise {op, task_id, state, reason, adapter, model, spec text when it names
+# fallbacks (else null), requested model, answered model, attempts, failed attempts,
+# last folder, last candidate, input, output, cache read, cache write tokens, cost}.
+_LINE: Final = r"""
+local null = cjson.null
+local function whole(v)
+  if v == nil then return 0 end
+  if type(v) == 'number' and v == math.floor(v) and math.abs(v) < 1e14 then return v end
+  return nil
+end
+local function name(v)
+  if v == nil or v == null then return null end
+  if type(v) == 'string' then return v end
+  return nil
+end
+local function line(op, tp, ap)
+  local found = redis.call('HMGET', tp .. op, 'spec', 'row')
+  local spec_raw, row_raw = found[1], found[2]
+  if not spec_raw or not row_raw then return nil end
+  local flat = redis.call('HGETALL', ap .. op)
+  local raw = {op, spec_raw, row_raw, flat}
+  local spec, row = cjson.decode(spec_raw), cjson.decode(row_raw)
+  if type(spec) ~= 'table' or type(row) ~= 'table' then return raw end
+  local task_id, adapter, model = spec.task_id, spec.adapter, spec.model
+  local state, reason = row[1], row[2]
+  if type(task_id) ~= 'string' or type(adapter) ~= 'string' or type(model) ~= 'string'
+      or type(state) ~= 'string' or type(reason) ~= 'string' then
+    return raw
+  end
+  local fallbacks = null
+  if spec.fallbacks ~= nil and spec.fallbacks ~= null then fallbacks = spec_raw end
+  local requested, answered = null, null
+  local result = row[6]
+  if result ~= nil and result ~= null then
+    if type(result) ~= 'string' then return raw end
+    local r = cjson.decode(result)
+    if type(r) == 'table' then
+      requested, answered = name(r.requested_model), name(r.model)
+      if requested == nil or answered == nil then return raw end
+    end
+  end
+  local numbers, by_number = {}, {}
+  for j = 1, #flat, 2 do
+    local n = tonumber(flat[j])
+    if n == nil or by_number[n] ~= nil then return raw end
+    numbers[#numbers + 1] = n
+    by_number[n] = flat[j + 1]
+  end
+  table.sort(numbers)
+  local failed, cost = 0, 0
+  local tokens = {0, 0, 0, 0}
+  local fields = {'input_tokens', 'output_tokens', 'cache_read_tokens', 'cache_write_tokens'}
+  local last_dir, last_candidate = null, null
+  for _, n in ipairs(numbers) do
+    local a = cjson.decode(by_number[n])
+    if type(a) ~= 'table' or #a < 12 then return raw end
+    if a[8] ~= null then failed = failed + 1 end
+    local u = a[11]
+    if u ~= null then
+      if type(u) ~= 'string' then return raw end
+      u = cjson.decode(u)
+      if type(u) ~= 'table' then return raw end
+      for k = 1, 4 do
+        local v = whole(u[fields[k]])
+        if v == nil then return raw end
+        tokens[k] = tokens[k] + v
+      end
+      local c = u.cost_usd
+      if c == nil or c == null or c == false then c = 0 end
+      if type(c) ~= 'number' then return raw end
+      cost = cost + c
+    end
+    last_dir, last_candidate = name(a[4]), name(a[12])
+    if last_dir == nil or last_candidate == nil then return raw end
+  end
+  for k = 1, 4 do
+    if whole(tokens[k]) == nil then return raw end
+  end
+  return {op, task_id, state, reason, adapter, model, fallbacks, requested, answered,
+          #numbers, failed, last_dir, last_candidate, tokens[1], tokens[2], tokens[3],
+          tokens[4], string.format('%.17g', cost)}
+end
+"""
 # KEYS: attempt-order (unread: it takes the script to the node of the tasks' slot);
 # ARGV: the key prefix of tasks ("…:t:"), of attempts ("…:a:"), then operation ids.
-# Per task: its spec, its row (false when gone), its attempts' hash as a flat list.
-_LINES: Final = """
+_LINES_OF: Final = (
+    _LINE
+    + """
 local out = {}
 for i = 3, #ARGV do
-  local found = redis.call('HMGET', ARGV[1] .. ARGV[i], 'spec', 'row')
-  out[#out + 1] = found[1]
-  out[#out + 1] = found[2]
-  out[#out + 1] = redis.call('HGETALL', ARGV[2] .. ARGV[i])
+  local found = line(ARGV[i], ARGV[1], ARGV[2])
+  if found then out[#out + 1] = found end
 end
-return out
+return cjson.encode(out)
 """
+)
+# KEYS: the sorted set of a state's tasks; ARGV: the key prefixes of tasks and attempts,
+# the score after which to start ("(12", or "-inf"), the page's size. Answers the JSON of
+# [the last score read (null: none), how many ids were read, the lines].
+_LINES_IN: Final = (
+    _LINE
+    + """
+local found = redis.call('ZRANGEBYSCORE', KEYS[1], ARGV[3], '+inf', 'WITHSCORES',
+                         'LIMIT', 0, tonumber(ARGV[4]))
+local out = {}
+for i = 1, #found, 2 do
+  local one = line(found[i], ARGV[1], ARGV[2])
+  if one then out[#out + 1] = one end
+end
+local last = cjson.null
+if #found > 0 then last = found[#found] end
+return cjson.encode({last, #found / 2, out})
+"""
+)
 # KEYS: attempt-order; ARGV: first, last index, the key prefix of attempts ("…:a:").
-# Per entry of the range: the attempt's row (false when gone).
-_ATTEMPTS: Final = """
+# Answers how many entries the range held and the JSON array of their attempts, each
+# [started, ended, outcome, delay, failure text] (numbers as %.17g text, which Python
+# reads back as the very float; a whole number gets ".0", as Python wrote it), or its
+# stored row when a field is not of its kind.
+_ATTEMPTS: Final = r"""
+local null = cjson.null
+local function num(v)
+  if v == null then return 'null' end
+  if type(v) ~= 'number' or v ~= v or v == math.huge or v == -math.huge then return nil end
+  local text = string.format('%.17g', v)
+  if not string.find(text, '[.e]') then text = text .. '.0' end
+  return text
+end
+local function str(v)
+  if v == null then return 'null' end
+  if type(v) ~= 'string' then return nil end
+  return cjson.encode(v)
+end
 local entries = redis.call('LRANGE', KEYS[1], ARGV[1], ARGV[2])
 local out = {}
-for i, entry in ipairs(entries) do
-  local at = string.find(entry, '\\31', 1, true)
-  out[i] = redis.call('HGET', ARGV[3] .. string.sub(entry, 1, at - 1), string.sub(entry, at + 1))
+for _, entry in ipairs(entries) do
+  local at = string.find(entry, '\31', 1, true)
+  local row = redis.call('HGET', ARGV[3] .. string.sub(entry, 1, at - 1), string.sub(entry, at + 1))
+  if row then
+    local a = cjson.decode(row)
+    local started, ended, outcome, delay, failure
+    if type(a) == 'table' and #a >= 12 then
+      started, ended, outcome = num(a[5]), num(a[6]), str(a[7])
+      delay, failure = num(a[9]), str(a[8])
+    end
+    if started and started ~= 'null' and ended and outcome and outcome ~= 'null' and delay
+        and failure then
+      out[#out + 1] = '[' .. started .. ',' .. ended .. ',' .. outcome .. ',' .. delay .. ','
+        .. failure .. ']'
+    else
+      out[#out + 1] = row
+    end
+  end
 end
-return out
+return {#entries, '[' .. table.concat(out, ',') .. ']'}
 """
 
 
@@ -85,6 +233,34 @@ def _line(op: str, spec_raw: bytes | str, row_raw: bytes | str, flat: list[Any])
     )
 
 
+def _lines(found: Any) -> list[TaskLine]:
+    """The lines of a script's entries (an empty JSON array comes back as ``{}``)."""
+    out = []
+    for e in found if isinstance(found, list) else ():
+        if len(e) == 4:  # the task's stored texts
+            out.append(_line(e[0], e[1], e[2], e[3] if isinstance(e[3], list) else []))
+            continue
+        state = _STATES.get(e[2]) or TaskState(e[2])
+        fallbacks = None if e[6] is None else _fallbacks(e[6])
+        out.append(
+            TaskLine(e[0], e[1], e[0].rpartition(":")[2], state, e[3], e[4], e[5], fallbacks,
+                     e[7], e[8], e[9], e[10], e[11], e[12], e[13], e[14], e[15], e[16],
+                     float(e[17]))
+        )  # fmt: skip
+    return out
+
+
+def _fallbacks(spec_raw: str) -> str:
+    return json.dumps(json.loads(spec_raw)["fallbacks"], sort_keys=True)
+
+
+@functools.lru_cache(maxsize=1024)
+def _failure(failure_json: str) -> tuple[str, bool]:
+    """``(code, whether it carried a provider's wait)`` of a stored failure."""
+    failure = json.loads(failure_json)
+    return failure["code"], failure.get("retry_after_ms") is not None
+
+
 class RedisReportReads:
     """The report's reads; mixed into ``RedisTaskStore`` (its connection and keys)."""
 
@@ -102,63 +278,73 @@ class RedisReportReads:
         may be counted in one state and listed in the next)."""
         return contextlib.nullcontext()
 
-    def _script(self, source: str, keys: list[str], args: list[Any]) -> list[Any]:
+    def _script(self, source: str, keys: list[str], args: list[Any]) -> Any:
         script = self._conn.client.register_script(source)
-        return list(self._conn.call(lambda client: script(keys=keys, args=args, client=client)))
+        return self._conn.call(lambda client: script(keys=keys, args=args, client=client))
 
     def report_lines(self, where: TaskFilter, *, size: int) -> Iterator[tuple[TaskLine, ...]]:
-        ids = self._ids(where)
         prefixes = [self._conn.key("tasks", "t", ""), self._conn.key("tasks", "a", "")]
+        if where.task_glob is None and where.states is not None and len(where.states) == 1:
+            yield from self._lines_in(next(iter(where.states)), prefixes, size)
+            return
+        ids = self._ids(where)
         for start in range(0, len(ids), size):
             chunk = ids[start : start + size]
-            found = self._script(_LINES, [self._attempt_order], [*prefixes, *chunk])
-            lines = (
-                _line(op, spec, row, attempts)
-                for op, spec, row, attempts in zip(
-                    chunk, found[::3], found[1::3], found[2::3], strict=True
-                )
-                if spec is not None and row is not None
-            )
+            found = json.loads(self._script(_LINES_OF, [self._attempt_order], [*prefixes, *chunk]))
             # A task that moved out of the selected states since its id was read is left out.
             page = tuple(
-                line for line in lines if where.states is None or line.state in where.states
+                line for line in _lines(found) if where.states is None or line.state in where.states
             )
             if page:
                 yield page
+
+    def _lines_in(
+        self, state: TaskState, prefixes: list[str], size: int
+    ) -> Iterator[tuple[TaskLine, ...]]:
+        """The lines of ``state``'s tasks, a page of its sorted set at a time."""
+        key = self._conn.key("tasks", "in", state.value)
+        after = "-inf"
+        while True:
+            last, read, found = json.loads(self._script(_LINES_IN, [key], [*prefixes, after, size]))
+            page = tuple(line for line in _lines(found) if line.state is state)
+            if page:
+                yield page
+            if last is None or read < size:
+                return
+            after = f"({last}"
 
     def _attempt_rows(self, size: int) -> Iterator[list[list[Any]]]:
         """Pages of attempt rows, in the order the attempts were made."""
         prefix = self._conn.key("tasks", "a", "")
         start = 0
         while True:
-            found = self._script(
+            read, rows = self._script(
                 _ATTEMPTS, [self._attempt_order], [start, start + size - 1, prefix]
             )
-            if not found:
-                return
-            yield [json.loads(raw) for raw in found if raw is not None]
-            if len(found) < size:
+            found = json.loads(rows)
+            if found:
+                yield found
+            if read < size:
                 return
             start += size
 
     def attempt_facts(self, *, size: int) -> Iterator[tuple[AttemptFact, ...]]:
         for page in self._attempt_rows(size):
             facts = []
-            for row in page:
-                failure = None if row[7] is None else json.loads(row[7])
-                facts.append(
-                    AttemptFact(
-                        started_at=row[4],
-                        ended_at=row[5],
-                        outcome=row[6],
-                        delay_s=row[8],
-                        code=None if failure is None else failure["code"],
-                        retry_after=failure is not None
-                        and failure.get("retry_after_ms") is not None,
-                    )
-                )
+            for a in page:
+                if len(a) == _COMPACT:
+                    started, ended, outcome, delay, failure = a
+                else:  # its stored row
+                    started, ended, outcome, delay, failure = a[4], a[5], a[6], a[8], a[7]
+                code, retry_after = (None, False) if failure is None else _failure(failure)
+                facts.append(AttemptFact(started, ended, outcome, delay, code, retry_after))
             yield tuple(facts)
 
     def attempt_times(self, *, size: int) -> Iterator[tuple[AttemptTimes, ...]]:
         for page in self._attempt_rows(size):
-            yield tuple(AttemptTimes(row[4], row[5], row[6], row[8]) for row in page)
+            yield tuple(
+                AttemptTimes(a[0], a[1], a[2], a[3])
+                if len(a) == _COMPACT
+                else AttemptTimes(a[4], a[5], a[6], a[8])
+                for a in page
+            )
