@@ -325,8 +325,29 @@ def test_the_lines_redis_scripts_pick_are_those_python_makes_of_the_stored_texts
         assert {line.fallbacks for line in everything} >= {None}
         assert any(line.fallbacks and "spare-model" in line.fallbacks for line in everything)
         assert any(line.cost_usd == 0.1 / 3 + 0.07 for line in everything)
+        rows = _stored_attempt_rows(store)
+        # A field that is not of its kind comes back as the stored row, read in Python.
+        odd = json.loads(rows[-1])
+        odd[8] = "later"
+        op, number = odd[0], str(odd[1])
+        store._conn.client.hset(store._attempt_key(op), number, json.dumps(odd))
+        rows = _stored_attempt_rows(store)
+        facts = [fact for page in store.attempt_facts(size=3) for fact in page]
+        assert facts == [redis_report_reads._stored_fact(json.loads(row)) for row in rows]
+        assert facts[-1].delay_s == "later"
+        assert any(fact.retry_after for fact in facts)
+        assert any(fact.delay_s == 2.0 + 1 / 3 for fact in facts)
+        times = [t for page in store.attempt_times(size=4) for t in page]
+        assert times == [(f.started_at, f.ended_at, f.outcome, f.delay_s) for f in facts]
     finally:
         bundle.close()
+
+
+def _stored_attempt_rows(store: Any) -> list[Any]:
+    """Every attempt's stored row, in the order they were made."""
+    client = store._conn.client
+    entries = [e.decode().split("\x1f") for e in client.lrange(store._attempt_order, 0, -1)]
+    return [client.hget(store._attempt_key(op), number) for op, number in entries]
 
 
 def test_stored_values_a_compact_line_cannot_carry_are_read_from_the_stored_texts(

@@ -22,7 +22,6 @@ in the order of the attempts' numbers, as Python would, and the cost is handed b
 from __future__ import annotations
 
 import contextlib
-import functools
 import json
 from collections.abc import Iterator
 from contextlib import AbstractContextManager
@@ -38,8 +37,9 @@ if TYPE_CHECKING:
 __all__ = ["RedisReportReads"]
 
 _STATES: Final = {state.value: state for state in TaskState}
-# The fields of an attempt as the attempts' script picks them.
-_COMPACT: Final = 5
+# The fields of an attempt the attempts' script picks (a stored row has 12).
+_FACT: Final = 6
+_TIMES: Final = 4
 # line(op, task prefix, attempt prefix): nil when the task is gone; its stored texts
 # {op, spec, row, attempts' hash} when a field is not what a compact line carries;
 # otherwise {op, task_id, state, reason, adapter, model, spec text when it names
@@ -156,11 +156,12 @@ if #found > 0 then last = found[#found] end
 return cjson.encode({last, #found / 2, out})
 """
 )
-# KEYS: attempt-order; ARGV: first, last index, the key prefix of attempts ("…:a:").
-# Answers how many entries the range held and the JSON array of their attempts, each
-# [started, ended, outcome, delay, failure text] (numbers as %.17g text, which Python
-# reads back as the very float; a whole number gets ".0", as Python wrote it), or its
-# stored row when a field is not of its kind.
+# KEYS: attempt-order; ARGV: first, last index, the key prefix of attempts ("…:a:"),
+# "facts" or "times". Answers how many entries the range held and the JSON array of their
+# attempts, each the fields of an ``AttemptFact`` (started, ended, outcome, delay, failure
+# code, whether it carried a provider's wait) or of an ``AttemptTimes`` (the first four),
+# numbers as %.17g (which Python reads back as the very float; a whole number gets ".0",
+# as Python wrote it), or its stored row when a field is not of its kind.
 _ATTEMPTS: Final = r"""
 local null = cjson.null
 local function num(v)
@@ -170,31 +171,26 @@ local function num(v)
   if not string.find(text, '[.e]') then text = text .. '.0' end
   return text
 end
-local function str(v)
-  if v == null then return 'null' end
-  if type(v) ~= 'string' then return nil end
-  return cjson.encode(v)
+local facts = ARGV[4] == 'facts'
+local function picked(a)
+  if type(a) ~= 'table' or #a < 12 or type(a[7]) ~= 'string' then return nil end
+  local started, ended, delay = num(a[5]), num(a[6]), num(a[9])
+  if not started or started == 'null' or not ended or not delay then return nil end
+  local head = '[' .. started .. ',' .. ended .. ',' .. cjson.encode(a[7]) .. ',' .. delay
+  if not facts then return head .. ']' end
+  if a[8] == null then return head .. ',null,false]' end
+  if type(a[8]) ~= 'string' then return nil end
+  local failure = cjson.decode(a[8])
+  if type(failure) ~= 'table' or type(failure.code) ~= 'string' then return nil end
+  local waited = failure.retry_after_ms ~= nil and failure.retry_after_ms ~= null
+  return head .. ',' .. cjson.encode(failure.code) .. ',' .. tostring(waited) .. ']'
 end
 local entries = redis.call('LRANGE', KEYS[1], ARGV[1], ARGV[2])
 local out = {}
 for _, entry in ipairs(entries) do
   local at = string.find(entry, '\31', 1, true)
   local row = redis.call('HGET', ARGV[3] .. string.sub(entry, 1, at - 1), string.sub(entry, at + 1))
-  if row then
-    local a = cjson.decode(row)
-    local started, ended, outcome, delay, failure
-    if type(a) == 'table' and #a >= 12 then
-      started, ended, outcome = num(a[5]), num(a[6]), str(a[7])
-      delay, failure = num(a[9]), str(a[8])
-    end
-    if started and started ~= 'null' and ended and outcome and outcome ~= 'null' and delay
-        and failure then
-      out[#out + 1] = '[' .. started .. ',' .. ended .. ',' .. outcome .. ',' .. delay .. ','
-        .. failure .. ']'
-    else
-      out[#out + 1] = row
-    end
-  end
+  if row then out[#out + 1] = picked(cjson.decode(row)) or row end
 end
 return {#entries, '[' .. table.concat(out, ',') .. ']'}
 """
@@ -254,11 +250,17 @@ def _fallbacks(spec_raw: str) -> str:
     return json.dumps(json.loads(spec_raw)["fallbacks"], sort_keys=True)
 
 
-@functools.lru_cache(maxsize=1024)
-def _failure(failure_json: str) -> tuple[str, bool]:
-    """``(code, whether it carried a provider's wait)`` of a stored failure."""
-    failure = json.loads(failure_json)
-    return failure["code"], failure.get("retry_after_ms") is not None
+def _stored_fact(row: list[Any]) -> AttemptFact:
+    """The fact of an attempt's stored row."""
+    failure = None if row[7] is None else json.loads(row[7])
+    return AttemptFact(
+        started_at=row[4],
+        ended_at=row[5],
+        outcome=row[6],
+        delay_s=row[8],
+        code=None if failure is None else failure["code"],
+        retry_after=failure is not None and failure.get("retry_after_ms") is not None,
+    )
 
 
 class RedisReportReads:
@@ -313,13 +315,13 @@ class RedisReportReads:
                 return
             after = f"({last}"
 
-    def _attempt_rows(self, size: int) -> Iterator[list[list[Any]]]:
-        """Pages of attempt rows, in the order the attempts were made."""
+    def _attempt_rows(self, size: int, kind: str) -> Iterator[list[list[Any]]]:
+        """Pages of attempts (``kind``: "facts" or "times"), in the order they were made."""
         prefix = self._conn.key("tasks", "a", "")
         start = 0
         while True:
             read, rows = self._script(
-                _ATTEMPTS, [self._attempt_order], [start, start + size - 1, prefix]
+                _ATTEMPTS, [self._attempt_order], [start, start + size - 1, prefix, kind]
             )
             found = json.loads(rows)
             if found:
@@ -329,22 +331,13 @@ class RedisReportReads:
             start += size
 
     def attempt_facts(self, *, size: int) -> Iterator[tuple[AttemptFact, ...]]:
-        for page in self._attempt_rows(size):
-            facts = []
-            for a in page:
-                if len(a) == _COMPACT:
-                    started, ended, outcome, delay, failure = a
-                else:  # its stored row
-                    started, ended, outcome, delay, failure = a[4], a[5], a[6], a[8], a[7]
-                code, retry_after = (None, False) if failure is None else _failure(failure)
-                facts.append(AttemptFact(started, ended, outcome, delay, code, retry_after))
-            yield tuple(facts)
+        make = AttemptFact._make
+        for page in self._attempt_rows(size, "facts"):
+            yield tuple(make(a) if len(a) == _FACT else _stored_fact(a) for a in page)
 
     def attempt_times(self, *, size: int) -> Iterator[tuple[AttemptTimes, ...]]:
-        for page in self._attempt_rows(size):
+        make = AttemptTimes._make
+        for page in self._attempt_rows(size, "times"):
             yield tuple(
-                AttemptTimes(a[0], a[1], a[2], a[3])
-                if len(a) == _COMPACT
-                else AttemptTimes(a[4], a[5], a[6], a[8])
-                for a in page
+                make(a) if len(a) == _TIMES else AttemptTimes(a[4], a[5], a[6], a[8]) for a in page
             )
