@@ -19,6 +19,7 @@ from tests.gateway.limits_support import REQUESTS
 
 from backstay.adapters.api.anthropic import AnthropicApiAdapter
 from backstay.adapters.cli.claude_code import ClaudeCodeAdapter
+from backstay.adapters.cli.codex import CodexAdapter
 from backstay.adapters.gateway_wiring import current_gateway
 from backstay.cli._gateway_runs import agent_gateway, pacing_limiters
 from backstay.engine import Engine, TaskSpec, TaskState
@@ -195,5 +196,36 @@ def test_the_gateway_of_a_batch_paces_at_the_engines_limiters(
             (f"anthropic#{FP_A}/{MODEL}", "op-cli")
         ]
         assert paced[0].wait_s > 0.0
+    finally:
+        engine.close()
+
+
+def test_a_cli_attempt_sent_straight_to_its_provider_is_paced_by_the_engine(
+    tmp_path: Path,
+) -> None:
+    """The engine leaves an agent CLI's pacing to the gateway only where the attempt goes
+    through it (``gateway_wiring.through_gateway``, as ``open_run`` decides): a Codex task
+    whose base URL the gateway cannot stand in for (no ``/v1``: an Azure deployment) is
+    sent straight to its provider, so the engine paces its attempt."""
+    engine = _engine(tmp_path, None, {"openai": ROOMY})
+    straight = TaskSpec(
+        workflow_id="keys",
+        task_id="azure",
+        adapter="codex",
+        model="gpt-5",
+        workspace=tmp_path,
+        timeout_s=TIMEOUT_S,
+        prompt="Say hi",
+        env={"OPENAI_API_KEY": "sk-straight-0123456789abcdef"},
+        inherit_env=False,
+        config={"base_url": "https://example.openai.azure.com/openai/deployments/gpt-5"},
+    )
+    proxied = dataclasses.replace(straight, task_id="proxied", config={})
+    try:
+        assert engine.pacing is not None
+        with agent_gateway(["codex"], rate_limits={"openai": ROOMY}) as url:
+            assert url is not None
+            assert engine.pacing.limiter(proxied, CodexAdapter()) is None
+            assert engine.pacing.limiter(straight, CodexAdapter()) is not None
     finally:
         engine.close()

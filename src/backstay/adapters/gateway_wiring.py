@@ -291,6 +291,48 @@ def _key_names(wiring: GatewayWiring, config: Mapping[str, Any]) -> tuple[str, .
     return wiring.key_env
 
 
+def _configured_base(wiring: GatewayWiring, request: AgentRequest) -> object:
+    """The base URL the user set for ``request`` (its config's ``base_url``, else the
+    provider's variables), or ``None``."""
+    base_names = (wiring.base_url_env, *wiring.other_base_url_env)
+    return request.config.get("base_url") or next(
+        (request.env[name] for name in base_names if request.env.get(name, "").strip()), None
+    )
+
+
+def _held_key(wiring: GatewayWiring, request: AgentRequest) -> str | None:
+    """The variable holding the key the gateway stands in for in an attempt of
+    ``request``; ``None`` when the attempt goes straight to its provider: a model of
+    another provider, no key (the adapter reports it), or a base URL the gateway cannot
+    stand in for."""
+    if wiring.model_prefixes and not request.model.startswith(wiring.model_prefixes):
+        return None
+    held = next(
+        (name for name in _key_names(wiring, request.config) if request.env.get(name)), None
+    )
+    if held is None:
+        return None
+    configured = _configured_base(wiring, request)
+    if (
+        wiring.url_path
+        and isinstance(configured, str)
+        and configured.strip()
+        and not configured.strip().rstrip("/").endswith(wiring.url_path)
+    ):
+        return None
+    return held
+
+
+def through_gateway(wiring: GatewayWiring | None, request: AgentRequest) -> bool:
+    """Whether an attempt of ``request`` would be sent through the current gateway (which
+    then paces each of its requests), as ``open_run`` decides."""
+    return (
+        current_gateway() is not None
+        and wiring is not None
+        and (_held_key(wiring, request) is not None)
+    )
+
+
 def open_run(
     wiring: GatewayWiring | None,
     request: AgentRequest,
@@ -299,27 +341,17 @@ def open_run(
     attempt_id: str,
 ) -> OpenedRun | None:
     """The attempt of ``request`` pointed at the current gateway with a run token of its
-    own; ``None`` (the request unchanged) without a gateway, a wiring or a key."""
+    own; ``None`` (the request unchanged) without a gateway, a wiring or a key, or with a
+    base URL the gateway cannot stand in for (sent straight there)."""
     gateway = current_gateway()
     if gateway is None or wiring is None:
         return None
-    if wiring.model_prefixes and not request.model.startswith(wiring.model_prefixes):
+    held = _held_key(wiring, request)
+    if held is None:
         return None
     names = _key_names(wiring, request.config)
-    held = next((name for name in names if request.env.get(name)), None)
-    if held is None:
-        return None  # nothing to stand in for: the adapter reports the missing key
     base_names = (wiring.base_url_env, *wiring.other_base_url_env)
-    configured = request.config.get("base_url") or next(
-        (request.env[name] for name in base_names if request.env.get(name, "").strip()), None
-    )
-    if (
-        wiring.url_path
-        and isinstance(configured, str)
-        and configured.strip()
-        and not configured.strip().rstrip("/").endswith(wiring.url_path)
-    ):
-        return None  # a base URL the gateway cannot stand in for: sent straight there
+    configured = _configured_base(wiring, request)
     trace = current_trace()
     budget = current_request_budget()
     token = gateway.open_run(

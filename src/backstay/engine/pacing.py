@@ -43,10 +43,11 @@ key and one budget for the whole fleet) with a Redis store.
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping
+from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
 from backstay.adapters.contract import Adapter
-from backstay.adapters.gateway_wiring import current_gateway
+from backstay.adapters.gateway_wiring import through_gateway
 from backstay.clock import Clock
 from backstay.engine.api_credential import api_credential
 from backstay.engine.task import TaskSpec
@@ -110,9 +111,7 @@ class Pacing:
         sent through a gateway among them: the gateway paces each of its requests)."""
         if self.limiters is None or not self.keys:
             return None
-        if getattr(type(adapter), "gateway_wiring", None) is not None and (
-            current_gateway() is not None
-        ):
+        if through_gateway(getattr(type(adapter), "gateway_wiring", None), spec.request(Path())):
             return None
         provider = getattr(type(adapter), "provider", "")
         found = limit_key(
