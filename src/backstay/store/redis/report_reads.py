@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any, Final
 from backstay.engine.report_reads import AttemptFact, AttemptTimes, TaskLine
 from backstay.engine.states import TaskState
 from backstay.engine.task_index import TaskFilter
+from backstay.store.redis._task_move import text
 
 if TYPE_CHECKING:
     from backstay.store.redis._client import RedisConnection
@@ -40,11 +41,11 @@ _STATES: Final = {state.value: state for state in TaskState}
 # The fields of an attempt the attempts' script picks (a stored row has 12).
 _FACT: Final = 6
 _TIMES: Final = 4
-# line(op, task prefix, attempt prefix): nil when the task is gone; its stored texts
-# {op, spec, row, attempts' hash} when a field is not what a compact line carries;
-# otherwise {op, task_id, state, reason, adapter, model, spec text when it names
-# fallbacks (else null), requested model, answered model, attempts, failed attempts,
-# last folder, last candidate, input, output, cache read, cache write tokens, cost}.
+# line(op, task prefix, attempt prefix): nil when the task is gone; else the JSON text of
+# its stored texts [op, spec, row, attempts' hash] when a field is not what a compact line
+# carries, otherwise of the fields of its ``TaskLine`` in order (the spec's text in place
+# of the fallbacks when it names some; the cost as %.17g, which Python reads back as the
+# very float).
 _LINE: Final = r"""
 local null = cjson.null
 local function whole(v)
@@ -62,7 +63,7 @@ local function line(op, tp, ap)
   local spec_raw, row_raw = found[1], found[2]
   if not spec_raw or not row_raw then return nil end
   local flat = redis.call('HGETALL', ap .. op)
-  local raw = {op, spec_raw, row_raw, flat}
+  local raw = cjson.encode({op, spec_raw, row_raw, flat})
   local spec, row = cjson.decode(spec_raw), cjson.decode(row_raw)
   if type(spec) ~= 'table' or type(row) ~= 'table' then return raw end
   local task_id, adapter, model = spec.task_id, spec.adapter, spec.model
@@ -120,9 +121,13 @@ local function line(op, tp, ap)
   for k = 1, 4 do
     if whole(tokens[k]) == nil then return raw end
   end
-  return {op, task_id, state, reason, adapter, model, fallbacks, requested, answered,
-          #numbers, failed, last_dir, last_candidate, tokens[1], tokens[2], tokens[3],
-          tokens[4], string.format('%.17g', cost)}
+  local cost_text = string.format('%.17g', cost)
+  if not string.find(cost_text, '[.e]') then cost_text = cost_text .. '.0' end
+  local head = cjson.encode({op, task_id, string.match(op, '[^:]*$'), state, reason, adapter,
+                             model, fallbacks, requested, answered, #numbers, failed,
+                             last_dir, last_candidate, tokens[1], tokens[2], tokens[3],
+                             tokens[4]})
+  return string.sub(head, 1, -2) .. ',' .. cost_text .. ']'
 end
 """
 # KEYS: attempt-order (unread: it takes the script to the node of the tasks' slot);
@@ -135,12 +140,12 @@ for i = 3, #ARGV do
   local found = line(ARGV[i], ARGV[1], ARGV[2])
   if found then out[#out + 1] = found end
 end
-return cjson.encode(out)
+return '[' .. table.concat(out, ',') .. ']'
 """
 )
 # KEYS: the sorted set of a state's tasks; ARGV: the key prefixes of tasks and attempts,
 # the score after which to start ("(12", or "-inf"), the page's size. Answers the JSON of
-# [the last score read (null: none), how many ids were read, the lines].
+# the last score read (nil: none), how many ids were read, the JSON array of the lines.
 _LINES_IN: Final = (
     _LINE
     + """
@@ -151,9 +156,9 @@ for i = 1, #found, 2 do
   local one = line(found[i], ARGV[1], ARGV[2])
   if one then out[#out + 1] = one end
 end
-local last = cjson.null
+local last = false
 if #found > 0 then last = found[#found] end
-return cjson.encode({last, #found / 2, out})
+return {last, #found / 2, '[' .. table.concat(out, ',') .. ']'}
 """
 )
 # KEYS: attempt-order; ARGV: first, last index, the key prefix of attempts ("…:a:"),
@@ -230,19 +235,16 @@ def _line(op: str, spec_raw: bytes | str, row_raw: bytes | str, flat: list[Any])
 
 
 def _lines(found: Any) -> list[TaskLine]:
-    """The lines of a script's entries (an empty JSON array comes back as ``{}``)."""
-    out = []
-    for e in found if isinstance(found, list) else ():
+    """The lines of a script's entries."""
+    out, make = [], TaskLine._make
+    for e in found:
         if len(e) == 4:  # the task's stored texts
             out.append(_line(e[0], e[1], e[2], e[3] if isinstance(e[3], list) else []))
             continue
-        state = _STATES.get(e[2]) or TaskState(e[2])
-        fallbacks = None if e[6] is None else _fallbacks(e[6])
-        out.append(
-            TaskLine(e[0], e[1], e[0].rpartition(":")[2], state, e[3], e[4], e[5], fallbacks,
-                     e[7], e[8], e[9], e[10], e[11], e[12], e[13], e[14], e[15], e[16],
-                     float(e[17]))
-        )  # fmt: skip
+        e[3] = _STATES.get(e[3]) or TaskState(e[3])
+        if e[7] is not None:
+            e[7] = _fallbacks(e[7])
+        out.append(make(e))
     return out
 
 
@@ -307,13 +309,14 @@ class RedisReportReads:
         key = self._conn.key("tasks", "in", state.value)
         after = "-inf"
         while True:
-            last, read, found = json.loads(self._script(_LINES_IN, [key], [*prefixes, after, size]))
+            last, read, found = self._script(_LINES_IN, [key], [*prefixes, after, size])
+            found = json.loads(found)
             page = tuple(line for line in _lines(found) if line.state is state)
             if page:
                 yield page
             if last is None or read < size:
                 return
-            after = f"({last}"
+            after = f"({text(last)}"
 
     def _attempt_rows(self, size: int, kind: str) -> Iterator[list[list[Any]]]:
         """Pages of attempts (``kind``: "facts" or "times"), in the order they were made."""
