@@ -27,6 +27,8 @@ from rich.markup import escape
 from rich.text import Text
 from typer._click import exceptions as click_errors
 
+from backstay.cli import _plain_values
+
 __all__ = ["HELP_OPTIONS", "apply", "error_line", "print_error"]
 
 HELP_OPTIONS: Final = {"help_option_names": ["-h", "--help"]}
@@ -178,6 +180,7 @@ def apply() -> None:
     if _applied:
         return
     _applied.append(True)
+    _plain_values.install()
     setattr(typer.core._TyperParameter, "display_type_rich", _value_word)  # noqa: B010
     setattr(typer.core.TyperOption, "display_type_rich", _value_word)  # noqa: B010
     for cls in (typer.core.TyperCommand, typer.core.TyperGroup):
