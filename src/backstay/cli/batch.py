@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from backstay.cli import _state
+from backstay.cli._batch_gc import collector_for_batch
 from backstay.cli._errors import usage_error
 from backstay.cli._executor import (
     DEFAULT_EXECUTOR,
@@ -54,7 +55,7 @@ def run_batch(engine: Engine, batch: SuiteBatch) -> int:
     states = {
         spec.operation_id: known.get(spec.operation_id, TaskState.PENDING) for spec in batch.specs
     }
-    with showing_progress(states):
+    with showing_progress(states), collector_for_batch():
         engine.run_sync(batch.specs)
     summary = engine.summary(states)
     report_run(

@@ -24,6 +24,7 @@ prompt redaction leaves alone is stored exactly as before; ``keep_prompt`` (the 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import json
 from collections.abc import Mapping
@@ -145,6 +146,21 @@ def encode_spec(spec: TaskSpec) -> str:
         ) from None
 
 
+@functools.lru_cache(maxsize=256)
+def _policy_from_text(text: str) -> RetryPolicy:
+    """The policy of a spec's stored ``policy`` object, given as canonical JSON: built
+    once per distinct policy (a batch's tasks share a few), as ``RetryPolicy`` is frozen."""
+    return RetryPolicy.from_dict(json.loads(text))
+
+
+def _decoded_policy(policy: Any) -> Any:
+    """A stored ``policy`` read back: a name or ``None`` as it is, an object as its
+    ``RetryPolicy`` (the same one for every spec that stores the same object)."""
+    if not isinstance(policy, dict):
+        return policy
+    return _policy_from_text(json.dumps(policy, sort_keys=True, allow_nan=False))
+
+
 def missing_secret(task_id: str, names: tuple[str, ...]) -> ConfigError:
     """The error for a task whose secret variables are not available to resume it."""
     return ConfigError(
@@ -164,9 +180,7 @@ def decode_spec(text: str, *, secrets: Mapping[str, str]) -> tuple[TaskSpec, tup
     missing = tuple(name for name in data["secret_env"] if name not in secrets)
     env.update({name: secrets[name] for name in data["secret_env"] if name in secrets})
     tier = None if data["tier"] is None else TierConfig(**data["tier"])
-    policy = data["policy"]
-    if isinstance(policy, dict):
-        policy = RetryPolicy.from_dict(policy)
+    policy = _decoded_policy(data["policy"])
     budget = data.get("budget")  # absent from specs stored before budgets existed
     spec = TaskSpec(
         workflow_id=data["workflow_id"],

@@ -15,6 +15,7 @@ naming the part.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from typing import Final, overload
 
 from backstay.errors import ConfigError
@@ -78,8 +79,20 @@ class AttemptIdParts:
 
 def operation_id(workflow_id: str, task_id: str, task_run_id: str) -> str:
     """``"{workflow_id}:{task_id}:{task_run_id}"``, each part validated."""
+    if type(workflow_id) is str and type(task_id) is str and type(task_run_id) is str:
+        return _joined(workflow_id, task_id, task_run_id)
+    return _join(workflow_id, task_id, task_run_id)
+
+
+def _join(workflow_id: str, task_id: str, task_run_id: str) -> str:
     parts = (workflow_id, task_id, task_run_id)
     return SEPARATOR.join(_check_part(v, w) for v, w in zip(parts, _PARTS, strict=True))
+
+
+# A task's id is asked for many times while it runs (about 28 times an attempt): the
+# checked join is kept for the tasks in flight. Plain strings only (hashable, and what the
+# checks accept); an invalid part raises every time, as errors are not cached.
+_joined = functools.lru_cache(maxsize=4096)(_join)
 
 
 def parse_operation_id(text: str) -> OperationIdParts:
