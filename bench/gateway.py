@@ -1,5 +1,6 @@
 """The gateway (``backstay gateway``) beside litellm's proxy: the same fake provider (its own
-process), the same load (this process, aiohttp), each proxy one process of its own.
+process), the same load (this process, aiohttp; the throughput from ``http_load``'s own
+process), each proxy one process of its own.
 
 1. Added latency at 200 requests/s: 2,000 non-streaming Chat Completions sent open-loop
    (one every 5 ms, whatever the answers do) straight to the fake provider, through the
