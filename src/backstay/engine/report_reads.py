@@ -4,7 +4,8 @@ A report lists every task and adds up every attempt. Decoding each task's spec i
 ``TaskSpec`` (and each attempt into an ``AttemptRecord``) was most of its cost on a large
 batch, and holding them all most of its memory. A store that implements these reads hands
 out light rows instead, a page at a time, taken from its stored columns (the SQLite store
-lets SQLite pick the few fields out of the JSON):
+lets SQLite pick the few fields out of the JSON; the Redis store's Lua scripts pick them in
+Redis and answer one JSON text per page):
 
 * ``report_lines(where, size=N)``: a ``TaskLine`` per task ``where`` selects, in
   registration order: its ids, state and reason, the adapter, model and fallbacks of its

@@ -3,20 +3,22 @@
 
 Redis does the picking, as SQLite's ``json_extract`` does: a page of tasks is one Lua
 script that decodes each task's spec, row and attempts in Redis (``cjson``), adds up the
-attempts, and answers with one JSON text of the few fields a ``TaskLine`` holds — one
-round trip and one reply string per page, not a reply element per field (parsing those
-in Python was most of the report's time). A page of one state's tasks is taken from that
-state's sorted set by score (registration order) inside the same script, so no list of
-every id is read first. A page of attempts is one script too (a range of the
-``attempt-order`` list): the rows it names, joined into one JSON array. The keys a script
-reads are named from its arguments, all under the tasks' hash tag (one Cluster slot), as
-``ensure_index`` does.
+attempts, and answers with one JSON text of each task's ``TaskLine`` fields in order —
+one round trip and one reply string per page, not a reply element per field (parsing
+those in Python was most of the report's time); Python reads each line with
+``TaskLine._make``. A page of one state's tasks is taken from that state's sorted set by
+score (registration order) inside the same script, so no list of every id is read first.
+A page of attempts is one script too (a range of the ``attempt-order`` list), answering
+each attempt's ``AttemptFact`` or ``AttemptTimes`` fields (the failure's code picked out
+in Redis). The keys a script reads are named from its arguments, all under the tasks'
+hash tag (one Cluster slot), as ``ensure_index`` does.
 
-Values a compact line cannot carry exactly (a token count that is not a whole number, a
-model named by a non-string, a missing field) make the script hand back that task's
-stored texts instead, and the line is made from them in Python as before. Sums are made
-in the order of the attempts' numbers, as Python would, and the cost is handed back as
-``%.17g`` text, so every float is the very one a Python sum makes.
+Numbers go back as ``%.17g`` text inside the JSON (a whole number with ``.0``, as Python
+wrote it), which Python reads back as the very float; sums are made in the order of the
+attempts' numbers, as a Python sum makes them. A value a compact line cannot carry
+exactly (a token count that is not a whole number, a model named by a non-string, a
+field of another kind) makes the script hand back the stored texts instead, read in
+Python as before (``_line``, ``_stored_fact``).
 """
 
 from __future__ import annotations
