@@ -231,6 +231,9 @@ def test_reading_a_batch_imports_no_runner_adapter_or_configuration_model(
     assert not [name for name in loaded if name.split(".")[0] in SDKS]
     # typer checks --state-dir and the other text and path flags without pydantic.
     assert not [name for name in loaded if name.split(".")[0] in ("pydantic", "pydantic_core")]
+    # The counts, not a snapshot of the batch or its metrics.
+    unread = ("backstay.observe.prometheus", "backstay.observe.snapshot")
+    assert not [name for name in loaded if name.startswith(unread)]
 
 
 def test_what_the_state_commands_look_for_is_what_the_configuration_reads() -> None:

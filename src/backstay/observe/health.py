@@ -46,6 +46,7 @@ __all__ = [
     "health_check",
     "health_of",
     "liveness",
+    "open_circuits",
 ]
 
 HEALTH_CONTENT_TYPE: Final = "application/health+json"
@@ -57,7 +58,9 @@ FAIL: Final = "fail"
 _RANK: Final = {PASS: 0, WARN: 1, FAIL: 2}
 # How long the write check waits for a batch's own write to finish.
 _WRITE_TIMEOUT_S: Final = 2.0
-_CIRCUIT_NAMES: Final = {1.0: "half-open", 2.0: "open"}
+# A circuit's state by its last change of state (``prometheus.CIRCUIT_STATES``' changes):
+# the shown name, ``None`` for closed. A task's wait (``waited``) changes no state.
+_CIRCUIT_NAMES: Final = {"half_opened": "half-open", "opened": "open", "closed": None}
 # SQLite's companions of a WAL-mode file, written by every transaction.
 _SIDE_FILES: Final = ("-wal", "-shm")
 
@@ -134,6 +137,18 @@ def health_of(snap: StateSnapshot, *, store: Mapping[str, Any] | None = None) ->
     return _report(snap.taken_at, snap.circuits, waiting, store=store)
 
 
+def open_circuits(entries: Iterable[CircuitEntry]) -> dict[str, str]:
+    """The circuits not closed by their last change in ``entries`` (the circuit log, in
+    order): name → ``open`` or ``half-open``, as ``prometheus.circuit_states`` finds them
+    (that module, a batch's metrics, is not imported for it)."""
+    last: dict[str, str] = {}
+    for entry in entries:
+        change = str(entry.change)
+        if change in _CIRCUIT_NAMES:
+            last[entry.breaker] = change
+    return {name: shown for name, change in last.items() if (shown := _CIRCUIT_NAMES[change])}
+
+
 def _report(
     taken_at: _dt.datetime,
     circuit_entries: Iterable[CircuitEntry],
@@ -142,21 +157,13 @@ def _report(
     store: Mapping[str, Any] | None = None,
     interrupted: int | None = None,
 ) -> HealthReport:
-    from backstay.observe.prometheus import circuit_states  # noqa: PLC0415 - see the imports
-
     at = taken_at.isoformat()
     checks: dict[str, tuple[Mapping[str, Any], ...]] = {}
     if store is not None:
         checks["store:writable"] = ({**store, "time": at},)
     circuits = [
-        {
-            "componentId": name,
-            "status": WARN,
-            "observedValue": _CIRCUIT_NAMES[value],
-            "time": at,
-        }
-        for name, value in sorted(circuit_states(tuple(circuit_entries)).items())
-        if value in _CIRCUIT_NAMES
+        {"componentId": name, "status": WARN, "observedValue": shown, "time": at}
+        for name, shown in sorted(open_circuits(circuit_entries).items())
     ]
     checks["circuits:open"] = tuple(circuits) or (
         {"status": PASS, "observedValue": 0, "observedUnit": "circuits", "time": at},
