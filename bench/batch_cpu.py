@@ -27,6 +27,12 @@ another one's ``src`` folder (``git archive`` of a commit, unpacked): batches of
 (default 1000) alternate between the two, ``ROUNDS`` each (default 3), against one fake
 provider, so that both see the same load of a shared machine; the least CPU per task of
 each is printed.
+
+``python bench/batch_cpu.py --collector SRC [TASKS]`` runs one batch of ``TASKS`` (default
+1000) with another tree's ``src``, then one with this tree, each timing the garbage
+collector from inside the batch process (``gc.callbacks``): its CPU time in collections
+(and, of that, while the batch runs frozen), the collections of each generation, and the
+process's CPU time.
 """
 
 from __future__ import annotations
@@ -95,6 +101,68 @@ def _first_attempt(events: Path) -> dt.datetime:
             if event.get("event") in ("retry.attempt_started", "task.started"):
                 return dt.datetime.fromisoformat(event["at"])
     raise RuntimeError(f"no attempt.started in {events}")
+
+
+# The batch process with the collector timed: ``backstay``'s CLI under gc callbacks that
+# add up each collection's CPU time, printed to stderr at exit with the process's CPU time.
+_TIMED_COLLECTOR: Final = r"""
+import atexit, gc, resource, sys, time
+spent = {"all": 0.0, "frozen": 0.0, "since": 0.0, "runs": [0, 0, 0]}
+def timed(phase, info):
+    if phase == "start":
+        spent["since"] = time.process_time()
+        return
+    took = time.process_time() - spent["since"]
+    spent["all"] += took
+    spent["runs"][info["generation"]] += 1
+    if gc.get_freeze_count():
+        spent["frozen"] += took
+def report():
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    print("COLLECTOR", usage.ru_utime + usage.ru_stime, spent["all"], spent["frozen"],
+          *spent["runs"], file=sys.stderr)
+gc.callbacks.append(timed)
+atexit.register(report)
+sys.argv = ["backstay", *sys.argv[1:]]
+from backstay.cli import main
+main()
+"""
+
+
+def collector(url: str, tasks: int, *, src: str | None = None) -> list[float]:
+    """One batch of ``tasks`` with its collector timed: [CPU s, s in collections, of which
+    frozen, gen0, gen1 and gen2 collections]."""
+    with tempfile.TemporaryDirectory(
+        prefix="backstay-batch-gc-", ignore_cleanup_errors=True
+    ) as tmp:
+        root = Path(tmp)
+        suite = root / "suite.yaml"
+        suite.write_text(SUITE.format(model=MODEL, url=url, tasks=_tasks(tasks)), encoding="utf-8")
+        env = {**os.environ, "ANTHROPIC_API_KEY": KEY}
+        if src is not None:
+            env["PYTHONPATH"] = src
+        argv = [sys.executable, "-c", _TIMED_COLLECTOR, "batch", str(suite)]
+        argv += ["--state-dir", str(root / "state"), "--concurrency", str(CONCURRENCY)]
+        done = subprocess.run(  # noqa: S603 - our own interpreter and command
+            argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, check=False
+        )
+    lines = [line for line in done.stderr.splitlines() if line.startswith("COLLECTOR ")]
+    if done.returncode != 0 or not lines:
+        raise RuntimeError(f"backstay batch of {tasks} exited with {done.returncode}")
+    return [float(field) for field in lines[-1].split()[1:]]
+
+
+def collectors(src: str, tasks: int) -> None:
+    """The collector's time in a batch of the other tree, then of this one."""
+    with provider_process.serve() as url:
+        for name, where in (("other", src), ("this", None)):
+            cpu, spent, frozen, *runs = collector(url, tasks, src=where)
+            print(
+                f"  {name} tree: {cpu:7.2f} s CPU ({cpu * 1e3 / tasks:5.2f} ms per task), "
+                f"{spent:6.3f} s in collections ({frozen:.3f} s of it frozen), "
+                f"collections by generation {[int(n) for n in runs]} ({tasks:,} tasks)",
+                flush=True,
+            )
 
 
 def batch(url: str, tasks: int, *, src: str | None = None) -> tuple[float, float]:
@@ -224,7 +292,9 @@ def against(src: str, tasks: int, rounds: int) -> None:
 
 
 if __name__ == "__main__":
-    if sys.argv[1:2] == ["--against"]:
+    if sys.argv[1:2] == ["--collector"]:
+        collectors(sys.argv[2], int(sys.argv[3]) if sys.argv[3:] else 1000)
+    elif sys.argv[1:2] == ["--against"]:
         extra = [int(n) for n in sys.argv[3:5]]
         against(sys.argv[2], *(extra + [1000, 3][len(extra) :]))
     else:
