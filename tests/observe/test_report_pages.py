@@ -364,6 +364,10 @@ def test_stored_values_a_compact_line_cannot_carry_are_read_from_the_stored_text
         fields = json.loads(row)
         fields[5] = json.dumps({"model": 1 / 3, "requested_model": None})
         client.hset(store._task_key(first), "row", json.dumps(fields))
+        third = store._ids(succeeded)[2]
+        attempt = json.loads(client.hget(store._attempt_key(third), "1"))
+        attempt[10] = json.dumps({"output_tokens": 2, "cost_usd": float("inf")})
+        client.hset(store._attempt_key(third), "1", json.dumps(attempt))
         attempt = json.loads(client.hget(store._attempt_key(second), "1"))
         attempt[10] = json.dumps({"input_tokens": 2 / 3, "cost_usd": None})
         client.hset(store._attempt_key(second), "1", json.dumps(attempt))
@@ -373,5 +377,6 @@ def test_stored_values_a_compact_line_cannot_carry_are_read_from_the_stored_text
         assert by_op[first].answered_model == 1 / 3
         assert by_op[second].input_tokens == 2 / 3
         assert by_op[second].cost_usd == 0.0
+        assert by_op[third].cost_usd == float("inf")
     finally:
         bundle.close()

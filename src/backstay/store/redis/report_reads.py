@@ -93,7 +93,7 @@ local function line(op, tp, ap)
     numbers[#numbers + 1] = n
     by_number[n] = flat[j + 1]
   end
-  table.sort(numbers)
+  if #numbers > 1 then table.sort(numbers) end
   local failed, cost = 0, 0
   local tokens = {0, 0, 0, 0}
   local fields = {'input_tokens', 'output_tokens', 'cache_read_tokens', 'cache_write_tokens'}
@@ -123,9 +123,11 @@ local function line(op, tp, ap)
   for k = 1, 4 do
     if whole(tokens[k]) == nil then return raw end
   end
+  if cost ~= cost or cost == math.huge or cost == -math.huge then return raw end
   local cost_text = string.format('%.17g', cost)
   if not string.find(cost_text, '[.e]') then cost_text = cost_text .. '.0' end
-  local head = cjson.encode({op, task_id, string.match(op, '[^:]*$'), state, reason, adapter,
+  local run_id = string.match(op, '^.*:(.*)$') or op
+  local head = cjson.encode({op, task_id, run_id, state, reason, adapter,
                              model, fallbacks, requested, answered, #numbers, failed,
                              last_dir, last_candidate, tokens[1], tokens[2], tokens[3],
                              tokens[4]})
