@@ -29,7 +29,7 @@ def _every_param() -> list[tuple[Any, Any]]:
     return [found for listed in COMMANDS for found in _params(load(listed))]
 
 
-def _outcome(check: Any, value: str, param: Any, ctx: Context) -> tuple[str, Any]:
+def _outcome(check: Any, value: Any, param: Any, ctx: Context) -> tuple[str, Any]:
     try:
         return ("value", check._coerce_value(value, param=param, ctx=ctx))
     except BadParameter as exc:
@@ -52,12 +52,15 @@ def test_each_plain_flag_takes_a_value_as_typer_does(tmp_path: Path) -> None:
     ]
     found = [(c, p) for c, p in _every_param() if is_plain(p.type_descriptor)]
     kinds = {p.type_descriptor.annotation for _, p in found}
-    assert kinds == {str, Path}  # both kinds are met among the commands' flags
+    assert kinds == {str, Path, list[str]}  # each kind is met among the commands' flags
     for command, param in found:
         ctx = Context(command)
         plain = plain_param(param.type_descriptor)
         full = build_runtime_param(param.type_descriptor)
-        for value in values:
+        given: list[Any] = list(values)
+        if param.type_descriptor.annotation == list[str]:
+            given = [(), tuple(values), ("k=v",), ["a", "a"]]
+        for value in given:
             mine = _outcome(plain, value, param, ctx)
             theirs = _outcome(full, value, param, ctx)
             assert mine == theirs, (command.name, param.name, value)

@@ -6,6 +6,7 @@ and ``backstay run`` paid for ``--state-dir DIR`` alone. For a value typer's ada
 only pass through, the same result is made here:
 
 * ``str``: the text as given (typer's adapter: ``str(value)`` of a ``str``);
+* ``list[str]`` (a repeated flag): the texts as given, in a list;
 * ``Path`` (and its subclasses): ``Path(value)`` and then typer's own path checks
   (``exists``, ``dir_okay``, ``resolve_path``…), which it makes after its adapter.
 
@@ -37,6 +38,8 @@ class _PlainParam(RuntimeParam):
     plain: bool
 
     def _coerce_value(self, value: Any, param: Any, ctx: Any) -> Any:
+        if self.plain and self.annotation == list[str] and _texts(value):
+            return list(value)
         if not (self.plain and isinstance(value, str)):
             full = build_runtime_param(self.descriptor)
             return full._coerce_value(value, param=param, ctx=ctx)
@@ -48,13 +51,18 @@ class _PlainParam(RuntimeParam):
         )
 
 
+def _texts(value: Any) -> bool:
+    return isinstance(value, list | tuple) and all(isinstance(v, str) for v in value)
+
+
 def is_plain(descriptor: TypeDescriptor) -> bool:
-    """Whether a flag takes a ``str`` or a ``Path`` that typer's adapter only passes on."""
+    """Whether a flag takes a ``str``, a ``Path`` or a ``list[str]`` that typer's adapter
+    only passes on."""
     info = descriptor.parameter_info
     if info.parser is not None or descriptor.file_annotation is not None:
         return False
     annotation = descriptor.annotation
-    if annotation is str:
+    if annotation is str or annotation == list[str]:
         return True
     return (
         isinstance(annotation, type)
