@@ -16,8 +16,9 @@ options of one adapter (``backstay run``).
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING, Any, Final
+
+from backstay._lazy_names import listed_names, load_name
 
 if TYPE_CHECKING:
     from backstay.config._configure import configure
@@ -102,13 +103,8 @@ _LAZY: Final = {
 
 
 def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+    return load_name(globals(), name, _LAZY)
 
 
 def __dir__() -> list[str]:
-    return sorted({*globals(), *__all__})
+    return listed_names(globals())

@@ -25,10 +25,11 @@ to ``backstay.store``; importing them from here still works for one release.
 
 from __future__ import annotations
 
-import importlib
 import sys
 import types
 from typing import TYPE_CHECKING, Any, Final
+
+from backstay._lazy_names import listed_names, load_name
 
 if TYPE_CHECKING:
     from backstay.engine.budgets import BudgetExceeded, BudgetGate
@@ -250,13 +251,8 @@ sys.modules[__name__].__class__ = _Package
 def __getattr__(name: str) -> Any:
     # A name of the engine, or one moved to backstay.store (the SQLite wing; kept here for
     # one release): imported on first use.
-    module = _LAZY.get(name) or _MOVED.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+    return load_name(globals(), name, _LAZY, _MOVED)
 
 
 def __dir__() -> list[str]:
-    return sorted({*globals(), *__all__})
+    return listed_names(globals())

@@ -9,8 +9,9 @@ Ray itself is imported only when a batch is placed on it. See ``docs/scale-out.m
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING, Any, Final
+
+from backstay._lazy_names import listed_names, load_name
 
 if TYPE_CHECKING:
     from backstay.engine.executor import Executor
@@ -42,13 +43,8 @@ _LAZY: Final = {
 
 
 def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+    return load_name(globals(), name, _LAZY)
 
 
 def __dir__() -> list[str]:
-    return sorted({*globals(), *__all__})
+    return listed_names(globals())

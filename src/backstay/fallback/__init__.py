@@ -11,8 +11,9 @@ here still works for one release). ``choose`` and ``plan_failure`` are the pure 
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING, Any, Final
+
+from backstay._lazy_names import listed_names, load_name
 
 if TYPE_CHECKING:
     from backstay.fallback.candidate import Candidate, Needs
@@ -71,13 +72,8 @@ _MOVED: Final = {"SQLiteFallbackStore": "backstay.store"}
 def __getattr__(name: str) -> Any:
     # A name of this package, or one moved to backstay.store (the SQLite wing; kept here
     # for one release): imported on first use.
-    module = _LAZY.get(name) or _MOVED.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+    return load_name(globals(), name, _LAZY, _MOVED)
 
 
 def __dir__() -> list[str]:
-    return sorted({*globals(), *__all__})
+    return listed_names(globals())

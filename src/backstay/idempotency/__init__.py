@@ -10,8 +10,9 @@ See ``docs/design/idempotency.md``.
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING, Any, Final
+
+from backstay._lazy_names import listed_names, load_name
 
 if TYPE_CHECKING:
     from backstay.idempotency._store_base import DEFAULT_RESULT_TTL_S
@@ -106,13 +107,8 @@ _LAZY: Final = {
 
 
 def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+    return load_name(globals(), name, _LAZY)
 
 
 def __dir__() -> list[str]:
-    return sorted({*globals(), *__all__})
+    return listed_names(globals())

@@ -3,8 +3,9 @@ breakers, budgets and rate limiters. Nothing here does I/O or reads a clock."""
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING, Any
+
+from backstay._lazy_names import load_name
 
 if TYPE_CHECKING:
     from backstay.policy.backoff import Backoff, JitterMode, next_delay
@@ -85,12 +86,7 @@ _LAZY: dict[str, str] = {
 
 
 def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'backstay.policy' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+    return load_name(globals(), name, _LAZY)
 
 
 __all__ = [
