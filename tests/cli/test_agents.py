@@ -184,7 +184,7 @@ def test_an_interrupted_install_exits_130_and_leaves_no_installer_running(
         text=True,
     )
     try:
-        deadline = time.monotonic() + 20
+        deadline = time.monotonic() + 60  # npm starts slowly on a busy machine
         while len(_carrying(marker)) < 3 and time.monotonic() < deadline:
             time.sleep(0.1)  # backstay and its two npm installs have started
         assert len(_carrying(marker)) >= 3

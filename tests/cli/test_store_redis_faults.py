@@ -18,7 +18,7 @@ import pytest
 from tests.cli.support import invoke, write_suite
 from tests.redis_server import RedisServer, start_redis
 
-from backstay.cli import resume as resume_command
+from backstay.cli import _report as report_module
 from backstay.cli._state import ALL_SUCCEEDED, STORE_UNREACHABLE
 from backstay.store.location import STORE_ENV_VAR, StoreUnreachable, parse_store
 from backstay.store.redis._client import RedisConnection
@@ -168,13 +168,13 @@ def test_redis_gone_as_a_resume_reports_is_exit_6_without_a_traceback(
     url = _url(durable)
     done = invoke("batch", suite, "--state-dir", tmp_path / "a", "--store", url)
     assert done.exit_code == ALL_SUCCEEDED, done.output
-    real_report = resume_command.report_run
+    real_report = report_module.report_run  # resume imports it from there when it runs
 
     def crash_first(*args: Any, **kwargs: Any) -> None:
         durable.crash()  # the real server, killed just before the report reads from it
         real_report(*args, **kwargs)
 
-    monkeypatch.setattr(resume_command, "report_run", crash_first)
+    monkeypatch.setattr(report_module, "report_run", crash_first)
     result = invoke("resume", "--state-dir", tmp_path / "a", "--store", url)
     assert result.exit_code == STORE_UNREACHABLE, result.output
     assert "does not answer" in result.output

@@ -158,7 +158,15 @@ class RedisConnection:
         self.call(lambda client: client.ping())
 
     def close(self) -> None:
+        # A cluster client's close() leaves its nodes' connection pools connected (each
+        # node's client was given its pool, so it does not close it): disconnect them.
+        get_nodes = getattr(self.client, "get_nodes", None)
+        nodes = list(get_nodes()) if callable(get_nodes) else []
         self.client.close()
+        for node in nodes:
+            node_client = getattr(node, "redis_connection", None)
+            if node_client is not None:
+                node_client.connection_pool.disconnect()
 
 
 def _without_query(url: str) -> str:
