@@ -27,8 +27,6 @@ from rich.markup import escape
 from rich.text import Text
 from typer._click import exceptions as click_errors
 
-from backstay.cli import _plain_values
-
 __all__ = ["HELP_OPTIONS", "apply", "error_line", "print_error"]
 
 HELP_OPTIONS: Final = {"help_option_names": ["-h", "--help"]}
@@ -173,6 +171,16 @@ def _help_flag_off(original: Any) -> Any:
     return get_help_option
 
 
+def _plain_flag_values() -> None:
+    """Check ``str`` and ``Path`` flag values without pydantic (``cli._plain_values``),
+    where typer has the per-value check it replaces; any other typer checks as it does."""
+    try:
+        from backstay.cli import _plain_values  # noqa: PLC0415 - typer's internals vary
+    except ImportError:
+        return
+    _plain_values.install()
+
+
 def apply() -> None:
     """Install the style (once per process). typer has no setting for any of it: its own
     hooks are replaced. Errors in a command's flags are printed by the root group
@@ -180,7 +188,7 @@ def apply() -> None:
     if _applied:
         return
     _applied.append(True)
-    _plain_values.install()
+    _plain_flag_values()
     setattr(typer.core._TyperParameter, "display_type_rich", _value_word)  # noqa: B010
     setattr(typer.core.TyperOption, "display_type_rich", _value_word)  # noqa: B010
     for cls in (typer.core.TyperCommand, typer.core.TyperGroup):

@@ -89,5 +89,9 @@ def _get_runtime_param(self: Any) -> RuntimeParam:
 
 
 def install() -> None:
-    """Make typer's parameters check ``str`` and ``Path`` values with ``plain_param``."""
-    setattr(typer.core._TyperParameter, "get_runtime_param", _get_runtime_param)  # noqa: B010
+    """Make typer's parameters check ``str`` and ``Path`` values with ``plain_param``
+    (nothing where typer's parameters have no ``get_runtime_param`` to replace)."""
+    parameter = getattr(typer.core, "_TyperParameter", None)
+    if parameter is None or not hasattr(parameter, "get_runtime_param"):
+        return
+    setattr(parameter, "get_runtime_param", _get_runtime_param)  # noqa: B010
