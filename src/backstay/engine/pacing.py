@@ -111,7 +111,8 @@ class Pacing:
         sent through a gateway among them: the gateway paces each of its requests)."""
         if self.limiters is None or not self.keys:
             return None
-        if through_gateway(getattr(type(adapter), "gateway_wiring", None), spec.request(Path())):
+        wiring = getattr(type(adapter), "gateway_wiring", None)
+        if wiring is not None and through_gateway(wiring, spec.request(Path())):
             return None
         provider = getattr(type(adapter), "provider", "")
         found = limit_key(
