@@ -38,6 +38,7 @@ process's CPU time.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import datetime as dt
 import json
 import os
@@ -45,6 +46,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Final
 
@@ -129,18 +131,26 @@ main()
 """
 
 
-def collector(url: str, tasks: int, *, src: str | None = None) -> list[float]:
-    """One batch of ``tasks`` with its collector timed: [CPU s, s in collections, of which
-    frozen, gen0, gen1 and gen2 collections]."""
-    with tempfile.TemporaryDirectory(
-        prefix="backstay-batch-gc-", ignore_cleanup_errors=True
-    ) as tmp:
+@contextlib.contextmanager
+def _suite(
+    url: str, tasks: int, src: str | None, *, prefix: str
+) -> Iterator[tuple[Path, Path, dict[str, str]]]:
+    """A folder of its own holding a suite of ``tasks`` runs against ``url``: (the folder,
+    the suite file, the batch's environment; with ``src``, backstay imported from there)."""
+    with tempfile.TemporaryDirectory(prefix=prefix, ignore_cleanup_errors=True) as tmp:
         root = Path(tmp)
         suite = root / "suite.yaml"
         suite.write_text(SUITE.format(model=MODEL, url=url, tasks=_tasks(tasks)), encoding="utf-8")
         env = {**os.environ, "ANTHROPIC_API_KEY": KEY}
         if src is not None:
             env["PYTHONPATH"] = src
+        yield root, suite, env
+
+
+def collector(url: str, tasks: int, *, src: str | None = None) -> list[float]:
+    """One batch of ``tasks`` with its collector timed: [CPU s, s in collections, of which
+    frozen, gen0, gen1 and gen2 collections]."""
+    with _suite(url, tasks, src, prefix="backstay-batch-gc-") as (root, suite, env):
         argv = [sys.executable, "-c", _TIMED_COLLECTOR, "batch", str(suite)]
         argv += ["--state-dir", str(root / "state"), "--concurrency", str(CONCURRENCY)]
         done = subprocess.run(  # noqa: S603 - our own interpreter and command
@@ -168,15 +178,7 @@ def collectors(src: str, tasks: int) -> None:
 def batch(url: str, tasks: int, *, src: str | None = None) -> tuple[float, float]:
     """``backstay batch`` of ``tasks`` runs: (its CPU seconds, seconds from launch to its
     first attempt); with ``src``, backstay imported from that folder instead."""
-    with tempfile.TemporaryDirectory(
-        prefix="backstay-batch-cpu-", ignore_cleanup_errors=True
-    ) as tmp:
-        root = Path(tmp)
-        suite = root / "suite.yaml"
-        suite.write_text(SUITE.format(model=MODEL, url=url, tasks=_tasks(tasks)), encoding="utf-8")
-        env = {**os.environ, "ANTHROPIC_API_KEY": KEY}
-        if src is not None:
-            env["PYTHONPATH"] = src
+    with _suite(url, tasks, src, prefix="backstay-batch-cpu-") as (root, suite, env):
         argv = [BACKSTAY, "batch", str(suite), "--state-dir", str(root / "state")]
         launched = dt.datetime.now(dt.UTC)
         cpu, code = _cpu([*argv, "--concurrency", str(CONCURRENCY)], env)
