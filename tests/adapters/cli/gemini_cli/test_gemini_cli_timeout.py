@@ -9,6 +9,9 @@ request longer than that, through the gateway).
 from __future__ import annotations
 
 import json
+import os
+import shutil
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Final
@@ -44,6 +47,38 @@ def test_timeout_env_writes_the_preload_and_keeps_the_node_options_given(tmp_pat
     assert env[TIMEOUT_ENV] == "960000"
     assert env["NODE_OPTIONS"] == f'--max-old-space-size=4096 --require "{preload}"'
     assert env["BACKSTAY_FETCH_TIMEOUT_REQUIRE"] == f'--require "{preload}"'
+
+
+def test_node_loads_the_preload_from_a_folder_whose_name_has_quotes_and_backslashes(
+    tmp_path: Path,
+) -> None:
+    node = shutil.which("node")
+    if node is None:
+        pytest.skip("node is not installed")
+    folder = tmp_path / 'a "quoted\\ folder'
+    env = timeout_env(folder, 5.0, {"NODE_OPTIONS": "--max-old-space-size=512"})
+    script = "console.log(String(fetch).includes('dispatcher'), process.env.NODE_OPTIONS || '-')"
+    base = {"PATH": os.environ.get("PATH", "/usr/bin"), "HOME": str(tmp_path)}
+    loaded = subprocess.run(
+        [node, "-e", script],
+        env={**base, **env},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert loaded.returncode == 0, loaded.stderr
+    assert loaded.stdout.split()[0] == "true"  # fetch wrapped by the preload
+    relaunched = subprocess.run(
+        [node, "-e", script],
+        check=False,
+        env={**base, **env, "GEMINI_CLI_NO_RELAUNCH": "true"},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert relaunched.returncode == 0, relaunched.stderr
+    assert relaunched.stdout.split() == ["true", "--max-old-space-size=512"]  # took itself out
 
 
 def _request(tmp_path: Path, **config: Any) -> AgentRequest:

@@ -75,10 +75,16 @@ def timeout_env(folder: Path, timeout_s: float, given: Mapping[str, str]) -> dic
     path = folder / FILE_NAME
     path.write_text(PRELOAD, encoding="utf-8")
     path.chmod(0o600)
-    require = f'--require "{path}"'
+    require = f'--require "{_quoted(str(path))}"'
     options = given.get("NODE_OPTIONS", "").strip()
     return {
         "NODE_OPTIONS": f"{options} {require}".strip(),
         TIMEOUT_ENV: str(max(1, round(timeout_s * 1000))),
         "BACKSTAY_FETCH_TIMEOUT_REQUIRE": require,
     }
+
+
+def _quoted(text: str) -> str:
+    """``text`` as it goes between double quotes in ``NODE_OPTIONS``: node reads a backslash
+    there as escaping the character after it, so a path holding ``"`` or ``\\`` stays whole."""
+    return text.replace("\\", "\\\\").replace('"', '\\"')
