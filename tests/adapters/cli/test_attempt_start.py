@@ -6,7 +6,12 @@ from typing import Any
 
 import pytest
 
-from backstay.adapters.cli.attempt_start import RESUMABLE_KINDS, StartPath, start_path
+from backstay.adapters.cli.attempt_start import (
+    BUDGET_STOP_CODES,
+    RESUMABLE_KINDS,
+    StartPath,
+    start_path,
+)
 from backstay.adapters.session import SessionOptions, SessionRecord
 from backstay.failure import Failure
 from backstay.taxonomy import FailureKind
@@ -66,6 +71,39 @@ def test_only_failures_outside_the_conversation_continue_the_session(kind: Failu
         assert path is StartPath.RESUMED_SESSION
     else:
         assert path is StartPath.WORKSPACE_RESTORED
+
+
+@pytest.mark.parametrize("code", sorted(BUDGET_STOP_CODES))
+def test_a_session_stopped_at_a_spending_budget_is_continued(code: str) -> None:
+    # The gateway refused a request at the budget (ERR_LIMIT_BUDGET, kind limit_exceeded):
+    # the session's answered turns are paid for, and a resume with room goes on from them.
+    failure = Failure(code=code, message="budget_exceeded: the task token budget 10")
+    assert failure.kind is FailureKind.LIMIT_EXCEEDED
+    assert _path(previous_failure=failure) is StartPath.RESUMED_SESSION
+
+
+@pytest.mark.parametrize(
+    "changes",
+    [
+        {"options": SessionOptions(resume_session=False)},
+        {"can_resume": False},
+        {"session_kept": False},
+        {"previous_session": SessionRecord(agent="claude-code", session_id="s-1", turns=0)},
+    ],
+    ids=lambda c: next(iter(c)),
+)
+def test_a_session_stopped_at_a_budget_that_cannot_go_on_restores_the_workspace(
+    changes: dict[str, Any],
+) -> None:
+    # No answer yet, a CLI that does not continue sessions, resume_session: false, or
+    # its session not in the kept home: the workspace is restored, as before.
+    budget = Failure(code="ERR_LIMIT_BUDGET", message="budget_exceeded: the batch budget")
+    assert _path(previous_failure=budget, **changes) is StartPath.WORKSPACE_RESTORED
+
+
+def test_other_limits_of_the_run_still_restore_the_workspace() -> None:
+    for code in ("ERR_LIMIT_EXCEEDED", "ERR_LIMIT_MAX_TURNS"):
+        assert _path(previous_failure=Failure(code=code)) is StartPath.WORKSPACE_RESTORED
 
 
 @pytest.mark.parametrize(

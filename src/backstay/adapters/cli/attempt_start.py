@@ -11,7 +11,9 @@ decides (a pure function of what the previous attempt left):
 
 * ``resumed_session``: the previous attempt's CLI session died mid-way of a failure
   that did not come from the conversation itself (``RESUMABLE_KINDS``: a provider
-  failure, a timeout, a crash; or the runner died under it), after at least one answered
+  failure, a timeout, a crash; or the runner died under it) or at a spending budget
+  (``BUDGET_STOP_CODES``: a request a budget had no room for, the task paused until
+  ``backstay resume`` raises it), after at least one answered
   turn (in it, or in the attempts whose session it continued), and its CLI can
   continue it: the attempt continues that session with a short prompt, in the workspace
   as the session left it;
@@ -61,6 +63,7 @@ from backstay.failure import Failure
 from backstay.taxonomy import FailureKind
 
 __all__ = [
+    "BUDGET_STOP_CODES",
     "RESUMABLE_KINDS",
     "SESSION_HOME_DIR",
     "SNAPSHOT_DIR",
@@ -87,6 +90,12 @@ RESUMABLE_KINDS: Final = frozenset(
         FailureKind.UNKNOWN,
     }
 )
+
+
+# Stops at a spending budget (a run's request refused, the run reaching its cost budget):
+# the conversation so far is sound and paid for; once the budget has room, continuing it
+# is the same work, and starting over would pay for its turns again.
+BUDGET_STOP_CODES: Final = frozenset({"ERR_LIMIT_BUDGET", "ERR_BUDGET_EXCEEDED"})
 
 
 class StartPath(enum.StrEnum):
@@ -117,7 +126,7 @@ def start_path(
     if (
         options.resume_session
         and can_resume
-        and (previous_failure is None or previous_failure.kind in RESUMABLE_KINDS)
+        and _session_sound(previous_failure)
         and previous_session is not None
         and previous_session.agent == agent
         and previous_session.session_id is not None
@@ -131,6 +140,12 @@ def start_path(
     if has_snapshot:
         return StartPath.WORKSPACE_RESTORED
     return StartPath.WORKSPACE_AS_LEFT
+
+
+def _session_sound(failure: Failure | None) -> bool:
+    """Whether a session that ended in ``failure`` can be continued: nothing in the
+    conversation called for its end."""
+    return failure is None or failure.kind in RESUMABLE_KINDS or failure.code in BUDGET_STOP_CODES
 
 
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
