@@ -94,16 +94,14 @@ def pacing_limiters(engine: Engine) -> LimiterRegistryLike | None:
 
 
 def shared_runs(bundle: StoreBundle | None) -> RunTokens:
-    """The run tokens of ``backstay gateway --agent-runs``: with a store (``--store``), a
-    run opened with its task's budget scopes has each request held against that store's
-    spend ledger (``backstay.engine.shared_budget``); without one, runs are not asked."""
+    """The run tokens of ``backstay gateway --agent-runs``: a run opened with its task's
+    budget scopes has each request held against the spend ledger of the store
+    (``--store``), or without one against the allowance the run carries (the room its
+    engine reserved for it; ``backstay.engine.shared_budget``)."""
+    from backstay.engine.shared_budget import SharedBudgets  # noqa: PLC0415
     from backstay.gateway.runs import RunTokens  # noqa: PLC0415
 
-    if bundle is None:
-        return RunTokens()
-    from backstay.engine.shared_budget import SharedBudgets  # noqa: PLC0415
-
-    return RunTokens(budgets=SharedBudgets(bundle.spend))
+    return RunTokens(budgets=SharedBudgets(None if bundle is None else bundle.spend))
 
 
 def _tracer_provider() -> object:

@@ -9,10 +9,15 @@ naming the budget, the CLI stops, and the driver ends the attempt failed
 reason (``stop_attempt``), as a refused attempt is paused. Other attempts in flight are
 counted at their reservations until they settle. The ledgers are thread-safe: the
 gateway's thread reads them.
+
+Through a shared gateway, the run carries what this budget knows instead (``shared``); to
+one that keeps no spend ledger, also an allowance (``allowance``: the least room of the
+task's budgets, reserved here for the attempt; ``backstay.engine.run_allowance``).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as _dt
 from typing import Any, Final
 
@@ -21,6 +26,12 @@ from backstay.adapters.request_spend import RequestSpend
 from backstay.adapters.usage import Usage
 from backstay.engine.budgets import BudgetGate
 from backstay.engine.records import AttemptEnd, AttemptOutcome, StateChange, TaskRecord
+from backstay.engine.run_allowance import (
+    allowance_hold,
+    allowance_json,
+    allowance_room,
+    others,
+)
 from backstay.engine.spend_ledger import AttemptSpend
 from backstay.engine.states import TaskState
 from backstay.engine.task import TaskSpec
@@ -29,10 +40,18 @@ from backstay.failure import Failure
 from backstay.idempotency.ids import attempt_id as make_attempt_id
 from backstay.policy.spend import ScopeKind, ScopeTotals, Spend, SpendRefusal
 
-__all__ = ["REQUEST_BUDGET_CODE", "AttemptBudget", "refused_request", "stop_attempt"]
+__all__ = [
+    "ALLOWANCE_TRIES",
+    "REQUEST_BUDGET_CODE",
+    "AttemptBudget",
+    "refused_request",
+    "stop_attempt",
+]
 
 # The failure of an attempt whose request a budget refused (the run reached its budget).
 REQUEST_BUDGET_CODE: Final = "ERR_LIMIT_BUDGET"
+# Times an allowance is reserved before the attempt keeps an empty reservation.
+ALLOWANCE_TRIES: Final = 4
 
 
 class AttemptBudget(RequestSpend):
@@ -51,6 +70,7 @@ class AttemptBudget(RequestSpend):
             estimate=Spend(),
         )
         self._task_id = spec.task_id
+        self._clock = gate.clock
         super().__init__(
             totals=self._scopes,
             held=gate.held(spec, number),
@@ -71,6 +91,35 @@ class AttemptBudget(RequestSpend):
 
     def _message(self, refusal: SpendRefusal) -> str:
         return refused_request(refusal, self._task_id)
+
+    def allowance(self) -> list[dict[str, Any]]:
+        """Give the run an allowance (``backstay.engine.run_allowance``), for a shared
+        gateway that keeps no spend ledger: the least room of the task's budgets, reserved
+        in the ledger as this attempt's reservation in place of its estimate; the scopes'
+        totals as they stand without it, as JSON (the gateway checks each request
+        against them). No key or prompt.
+
+        Reserving again replaces the reservation, and drops it when refused (another
+        runner changed the totals since they were read): the totals are read again, at
+        most ``ALLOWANCE_TRIES`` times; then an empty reservation is kept, so that the
+        attempt is still settled, with totals showing the room as it then stood."""
+        estimate = self._held
+        held = estimate
+        scopes: list[ScopeTotals] = []
+        for _ in range(ALLOWANCE_TRIES):
+            scopes = others(self._scopes(), held)
+            hold = allowance_hold(allowance_room(scopes), estimate)
+            if self._reserve(hold) is None:
+                self._held = hold
+                return allowance_json(scopes)
+            held = Spend()  # the refused reservation was dropped
+        self._reserve(Spend())
+        self._held = Spend()
+        return allowance_json(others(self._scopes(), Spend()))
+
+    def _reserve(self, amount: Spend) -> SpendRefusal | None:
+        attempt = dataclasses.replace(self._attempt, estimate=amount)
+        return self._ledger.reserve(attempt, at=self._clock.now())
 
     def shared(self) -> dict[str, Any]:
         """What a shared gateway needs to ask its own spend ledger for this attempt's

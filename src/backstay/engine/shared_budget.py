@@ -1,33 +1,52 @@
 """``SharedBudgets``: the spending budgets of runs opened at a shared gateway
-(``backstay gateway --agent-runs --store …``), asked for each of their requests against
-the spend ledger of that store, as the in-process gateway asks the engine's.
+(``backstay gateway --agent-runs``), asked for each of their requests.
 
 The process that runs the task sends, with the run's opening request, what its
 ``AttemptBudget`` knows (``AttemptBudget.shared``: the task's operation id, tenant and own
 budget, the attempt's reservation, its adapter and model, the adapter's ``prices`` if
-configured; no key, no prompt). The gateway makes from it a ``RequestSpend`` over the
-scopes task, tenant and batch of its own ledger: the same rule, the same refusal (a 400 in
-the provider's format naming the budget: ``refused_request``). The ledger must be the
-batch's: a Redis store, or the batch's SQLite state directory.
+configured; no key, no prompt). The gateway makes from it a ``RequestSpend``: the same
+rule, the same refusal (a 400 in the provider's format naming the budget:
+``refused_request``), over
+
+* with a store (``--store``: ``ledger``), the scopes task, tenant and batch of that
+  store's spend ledger, as the in-process gateway asks the engine's. The ledger must be
+  the batch's: a Redis store, or the batch's SQLite state directory;
+* without one, the run's ``allowance`` (``backstay.engine.run_allowance``): the scopes'
+  totals at the attempt's start, the least room of which the engine reserved for the
+  attempt; the run's spend is kept in memory against them. A run opened without an
+  allowance is not asked (``None``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Final
 
 from backstay.adapters.contract import Adapter
 from backstay.adapters.registry import adapter_class
 from backstay.adapters.request_spend import RequestSpend
 from backstay.engine.request_budget import refused_request
+from backstay.engine.run_allowance import parse_allowance
 from backstay.engine.spend_ledger import AttemptSpend, SpendLedger
 from backstay.errors import ConfigError
 from backstay.policy.spend import ScopeKind, ScopeTotals, Spend, SpendBudget, SpendRefusal
 
-__all__ = ["SharedBudgets"]
+__all__ = ["ALLOWANCE_KEY", "SharedBudgets"]
 
+# The run's allowance: the scopes' totals at the attempt's start (without a store only).
+ALLOWANCE_KEY: Final = "allowance"
 _KEYS = frozenset(
-    {"operation_id", "task_id", "tenant", "task_budget", "held", "adapter", "model", "prices"}
+    {
+        "operation_id",
+        "task_id",
+        "tenant",
+        "task_budget",
+        "held",
+        "adapter",
+        "model",
+        "prices",
+        ALLOWANCE_KEY,
+    }
 )
 
 
@@ -55,12 +74,19 @@ def _spend(data: Mapping[str, Any]) -> Spend:
 
 class SharedBudgets:
     """Make the ``RequestSpend`` of a run from its opening request's ``budget`` object,
-    over ``ledger``; ``ConfigError`` naming a wrong field."""
+    over ``ledger`` (``None``: over the run's allowance); ``ConfigError`` naming a wrong
+    field."""
 
-    def __init__(self, ledger: SpendLedger) -> None:
+    def __init__(self, ledger: SpendLedger | None) -> None:
         self.ledger = ledger
 
-    def __call__(self, data: Mapping[str, Any]) -> RequestSpend:
+    @property
+    def keeps_ledger(self) -> bool:
+        """Whether runs are held against a spend ledger of the gateway's (else against
+        the allowance each carries)."""
+        return self.ledger is not None
+
+    def __call__(self, data: Mapping[str, Any]) -> RequestSpend | None:
         if not isinstance(data, Mapping):
             raise ConfigError("must be an object", where="budget")
         unknown = sorted(set(data) - _KEYS)
@@ -77,25 +103,40 @@ class SharedBudgets:
         if raw_budget is not None and not isinstance(raw_budget, Mapping):
             raise ConfigError("must be an object of usd and tokens", where="budget.task_budget")
         task_budget = None if raw_budget is None else SpendBudget.from_dict(raw_budget)
+        held = _spend(data)
+        allowance = None
+        if ALLOWANCE_KEY in data:
+            allowance = parse_allowance(data[ALLOWANCE_KEY])
         adapter = adapter_class(adapter_name)()
         if not isinstance(adapter, Adapter):
             raise ConfigError(f"{adapter_name!r} is no adapter", where="budget.adapter")
-        attempt = AttemptSpend(
-            attempt_id="",
-            operation_id=operation_id,
-            tenant=tenant,
-            adapter=adapter_name,
-            model=model,
-            task_budget=task_budget,
-            estimate=Spend(),
-        )
         ledger = self.ledger
+        if ledger is not None:
+            attempt = AttemptSpend(
+                attempt_id="",
+                operation_id=operation_id,
+                tenant=tenant,
+                adapter=adapter_name,
+                model=model,
+                task_budget=task_budget,
+                estimate=Spend(),
+            )
 
-        def totals() -> list[ScopeTotals]:
-            return [
-                ledger.totals(scope, task_budget if scope.kind is ScopeKind.TASK else None)
-                for scope in attempt.scopes()
-            ]
+            def totals() -> list[ScopeTotals]:
+                return [
+                    ledger.totals(scope, task_budget if scope.kind is ScopeKind.TASK else None)
+                    for scope in attempt.scopes()
+                ]
+
+        elif allowance is not None:
+            frozen = list(allowance)
+            held = Spend()  # the totals leave the attempt's reservation out
+
+            def totals() -> list[ScopeTotals]:
+                return frozen
+
+        else:
+            return None
 
         def describe(refusal: SpendRefusal) -> str:
             return refused_request(refusal, task_id)
@@ -103,7 +144,7 @@ class SharedBudgets:
         prices = data.get("prices")
         return RequestSpend(
             totals=totals,
-            held=_spend(data),
+            held=held,
             adapter=adapter,
             model=model,
             config={} if prices is None else {"prices": prices},

@@ -4,7 +4,7 @@
 
 | method | path | |
 |---|---|---|
-| ``GET`` | ``/_backstay/runs`` | ``{"deadline_s": …, "live": N}`` |
+| ``GET`` | ``/_backstay/runs`` | ``{"deadline_s": …, "live": N, "budgets": …}`` |
 | ``POST`` | ``/_backstay/runs`` | a ``RunTicket``'s fields, ``budget`` → ``{"token": …}`` |
 | ``DELETE`` | ``/_backstay/runs/{token}`` | revoke it → ``RunTally``, ``refusal`` (404: not live) |
 
@@ -12,14 +12,22 @@
 ``close_run`` as ``LocalRunGateway``).
 
 A run of a task with a spending budget carries its budget scopes in ``budget`` (what the
-task's ``AttemptBudget.shared`` says: no key, no prompt). A gateway whose ``RunTokens``
-make budgets (``backstay gateway --agent-runs --store …``: over that store's spend
-ledger, ``backstay.engine.shared_budget``) asks it for each of the run's requests, as an
-in-process gateway asks the engine's, and refuses one with a 400 naming the budget; a
-gateway without a store opens the run without (its spend is checked between attempts).
-The first refusal comes back with the run's tally (``refusal``: the scope's totals, the
-estimate, the dimension), and the client hands it to the task's budget, so the task is
-paused as with an in-process gateway.
+task's ``AttemptBudget.shared`` says: no key, no prompt). How the gateway holds them is in
+its ``GET`` answer's ``budgets``:
+
+* ``"ledger"`` (``backstay gateway --agent-runs --store …``): each of the run's requests
+  is held against that store's spend ledger (``backstay.engine.shared_budget``), as an
+  in-process gateway holds them against the engine's;
+* ``"allowance"`` (no ``--store``): the client adds the run's allowance to ``budget``
+  (``AttemptBudget.allowance``: the scopes' totals at the attempt's start, whose least
+  room the engine reserved for the attempt; ``backstay.engine.run_allowance``), and the
+  gateway holds each request against it, the run's spend kept in memory;
+* ``null`` (a gateway that makes no budgets): runs are not asked per request.
+
+Either way a request with no room is refused with a 400 naming the budget. The first
+refusal comes back with the run's tally (``refusal``: the scope's totals, the estimate,
+the dimension), and the client hands it to the task's budget, so the task is paused as
+with an in-process gateway.
 """
 
 from __future__ import annotations
@@ -47,13 +55,18 @@ from backstay.redact import redact, register_secret
 if TYPE_CHECKING:
     from aiohttp import web
 
-__all__ = ["RUNS_PATH", "RemoteRunGateway", "add_run_routes"]
+__all__ = ["ALLOWANCE", "LEDGER", "RUNS_PATH", "RemoteRunGateway", "add_run_routes"]
 
 RUNS_PATH: Final = "/_backstay/runs"
 _FIELDS: Final = frozenset(f.name for f in dataclasses.fields(RunTicket))
 # The opening request's budget scopes, and the closing answer's refusal.
 _BUDGET: Final = "budget"
 _REFUSAL: Final = "refusal"
+# How a gateway holds runs' budgets (its ``GET`` answer's ``budgets``), and the run's
+# allowance in ``budget`` when it has no spend ledger.
+_BUDGETS: Final = "budgets"
+LEDGER: Final = "ledger"
+ALLOWANCE: Final = "allowance"
 # Seconds a call to a shared gateway may take (it is on loopback or a local network).
 _CALL_TIMEOUT_S: Final = 10.0
 
@@ -73,9 +86,13 @@ def add_run_routes(app: web.Application, runs: RunTokens, settings: GatewaySetti
             return web.json_response({"error": f"missing or wrong {TOKEN_HEADER}"}, status=401)
         return None
 
+    budgets = runs.budgets
+    holds = None if budgets is None else LEDGER if budgets.keeps_ledger else ALLOWANCE
+
     async def info(request: web.Request) -> web.StreamResponse:
         deadline = settings.policy.deadline_s
-        return refused(request) or web.json_response({"deadline_s": deadline, "live": len(runs)})
+        found = {"deadline_s": deadline, "live": len(runs), _BUDGETS: holds}
+        return refused(request) or web.json_response(found)
 
     async def open_one(request: web.Request) -> web.StreamResponse:
         no = refused(request)
@@ -159,6 +176,8 @@ class RemoteRunGateway(OpensRuns):
         found = self._call("GET", RUNS_PATH)
         deadline = found.get("deadline_s") if isinstance(found, dict) else None
         self._deadline_s = float(deadline) if isinstance(deadline, int | float) else 900.0
+        # A gateway without a spend ledger holds each run to the allowance it is given.
+        self._allowances = isinstance(found, dict) and found.get(_BUDGETS) == ALLOWANCE
 
     def _call(self, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
         data = None if body is None else json.dumps(body).encode()
@@ -184,11 +203,15 @@ class RemoteRunGateway(OpensRuns):
             ) from None
 
     def open_ticket(self, ticket: RunTicket, budget: RequestBudget | None = None) -> str:
-        # The budget's scopes go with the run (``AttemptBudget.shared``), never the budget.
+        # The budget's scopes go with the run (``AttemptBudget.shared``), never the budget;
+        # to a gateway without a spend ledger, with the allowance reserved for the run.
         body = dataclasses.asdict(ticket)
         shared = getattr(budget, "shared", None)
         if callable(shared):
             body[_BUDGET] = shared()
+            allowance = getattr(budget, "allowance", None)
+            if self._allowances and callable(allowance):
+                body[_BUDGET][ALLOWANCE] = allowance()
         answer = self._call("POST", RUNS_PATH, body)
         token = answer.get("token") if isinstance(answer, dict) else None
         if not isinstance(token, str):

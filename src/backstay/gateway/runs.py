@@ -14,7 +14,8 @@ or refuses (the gateway answers a 400 in the provider's format with the refusal,
 CLI stops); every answer's usage is ``charge``-d, and the request's hold ``release``-d
 when it is done. An in-process gateway (``LocalRunGateway``) is handed the engine's; a
 shared one (``backstay.gateway.run_admin``) makes one with ``RunTokens.budgets`` from the
-budget scopes a run's opening request carries, over the spend ledger of its own store.
+budget scopes a run's opening request carries: over the spend ledger of its own store, or,
+without one, over the allowance the run carries (the room the engine reserved for it).
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from __future__ import annotations
 import dataclasses
 import secrets
 import threading
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any, Final, Protocol
 
 from backstay.errors import ConfigError
@@ -33,6 +34,7 @@ __all__ = [
     "LocalRunGateway",
     "OpensRuns",
     "RequestBudget",
+    "RunBudgets",
     "RunTally",
     "RunTicket",
     "RunTokens",
@@ -100,13 +102,24 @@ class RequestBudget(Protocol):
     def charge(self, usage: TokenUsage) -> None: ...
 
 
+class RunBudgets(Protocol):
+    """What makes a run's ``RequestBudget`` from the budget object its opening request
+    carries over HTTP (``None``: the run is not asked per request); ``keeps_ledger``:
+    whether it holds requests against a spend ledger of its own, else against the
+    allowance a run carries (``backstay.engine.shared_budget.SharedBudgets``)."""
+
+    @property
+    def keeps_ledger(self) -> bool: ...
+    def __call__(self, data: Mapping[str, Any]) -> RequestBudget | None: ...
+
+
 class RunTokens:
     """The live tokens: ``open`` one per attempt, ``close`` it when the attempt ends (its
     tally is returned), ``find`` the ticket of any of a request's keys. ``budgets``: what
     makes a run's ``RequestBudget`` from the budget scopes sent with it over HTTP (``None``:
     runs opened over HTTP are not asked per request)."""
 
-    def __init__(self, budgets: Callable[[Mapping[str, Any]], RequestBudget] | None = None) -> None:
+    def __init__(self, budgets: RunBudgets | None = None) -> None:
         self.budgets = budgets
         self._lock = threading.Lock()
         self._tickets: dict[str, RunTicket] = {}

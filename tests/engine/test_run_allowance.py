@@ -1,0 +1,190 @@
+"""A run's allowance (``backstay.engine.run_allowance``): the least room of a task's
+budgets, what the attempt reserves for it, the wire form; the allowance's reservation in a
+real SQLite spend ledger (``AttemptBudget.allowance``); and the requests a gateway without
+a ledger holds against it (``SharedBudgets(None)``)."""
+
+from __future__ import annotations
+
+import datetime as _dt
+from pathlib import Path
+from typing import Final
+
+import pytest
+
+from backstay.adapters.cli.claude_code import ClaudeCodeAdapter
+from backstay.adapters.usage import Usage
+from backstay.clock import SYSTEM_CLOCK
+from backstay.engine.budgets import BudgetGate
+from backstay.engine.request_budget import AttemptBudget
+from backstay.engine.run_allowance import (
+    allowance_hold,
+    allowance_json,
+    allowance_room,
+    others,
+    parse_allowance,
+)
+from backstay.engine.shared_budget import SharedBudgets
+from backstay.engine.task import TaskSpec
+from backstay.errors import ConfigError
+from backstay.gateway.usage import TokenUsage
+from backstay.policy.spend import (
+    BATCH_SCOPE,
+    ScopeKind,
+    ScopeTotals,
+    Spend,
+    SpendBudget,
+    SpendScope,
+)
+from backstay.store.sqlite.spend import SQLiteSpendLedger
+
+TASK: Final = SpendScope(kind=ScopeKind.TASK, name="w:t0")
+TENANT: Final = SpendScope(kind=ScopeKind.TENANT, name="acme")
+NONE: Final = Spend()
+
+
+def _totals(
+    scope: SpendScope, budget: SpendBudget, spent: Spend = NONE, reserved: Spend = NONE
+) -> ScopeTotals:
+    return ScopeTotals(scope=scope, budget=budget, spent=spent, reserved=reserved)
+
+
+def test_the_room_is_the_least_of_the_scopes_in_each_dimension() -> None:
+    scopes = [
+        _totals(TASK, SpendBudget(tokens=10_000), spent=Spend(tokens=2_000)),
+        _totals(TENANT, SpendBudget(usd=1.0), spent=Spend(usd=0.25), reserved=Spend(usd=0.5)),
+        _totals(BATCH_SCOPE, SpendBudget(usd=2.0, tokens=7_000), reserved=Spend(tokens=1_500)),
+    ]
+    assert allowance_room(scopes) == SpendBudget(usd=0.25, tokens=5_500)
+
+
+def test_a_dimension_no_scope_limits_has_no_room_limit_and_room_is_never_negative() -> None:
+    over = _totals(TASK, SpendBudget(tokens=100), spent=Spend(tokens=150))
+    assert allowance_room([over]) == SpendBudget(usd=None, tokens=0)
+    assert allowance_room([]) == SpendBudget()
+
+
+def test_the_attempts_own_reservation_is_taken_out_and_unlimited_scopes_left_out() -> None:
+    held = Spend(usd=0.25, tokens=1_000)
+    scopes = [
+        _totals(TASK, SpendBudget(tokens=5_000), reserved=Spend(usd=0.25, tokens=1_000)),
+        _totals(BATCH_SCOPE, SpendBudget(), reserved=Spend(tokens=9_000)),
+        _totals(TENANT, SpendBudget(tokens=8_000), reserved=Spend(usd=0.75, tokens=3_000)),
+    ]
+    seen = others(scopes, held)
+    assert [s.scope for s in seen] == [TASK, TENANT]
+    assert [s.reserved for s in seen] == [Spend(), Spend(usd=0.5, tokens=2_000)]
+    assert allowance_room(seen) == SpendBudget(tokens=5_000)
+
+
+def test_the_hold_is_the_room_where_limited_and_the_estimate_elsewhere() -> None:
+    estimate = Spend(usd=0.02, tokens=1_100)
+    assert allowance_hold(SpendBudget(tokens=5_000), estimate) == Spend(usd=0.02, tokens=5_000)
+    assert allowance_hold(SpendBudget(usd=0.5), estimate) == Spend(usd=0.5, tokens=1_100)
+    assert allowance_hold(SpendBudget(), estimate) == estimate
+
+
+def test_the_wire_form_reads_back_as_the_same_totals() -> None:
+    scopes = [
+        _totals(TASK, SpendBudget(tokens=10), spent=Spend(usd=0.5, tokens=3)),
+        _totals(BATCH_SCOPE, SpendBudget(usd=1.5), reserved=Spend(usd=0.25)),
+    ]
+    assert parse_allowance(allowance_json(scopes)) == tuple(scopes)
+
+
+@pytest.mark.parametrize(
+    ("data", "where"),
+    [
+        ({"scopes": []}, "budget.allowance"),
+        ([{"scope": "planet"}], "budget.allowance[0].scope"),
+        ([{"scope": "task", "name": "t", "budget": {"tokens": 5}, "spent": {}, "x": 1}], "x"),
+        (
+            [{"scope": "batch", "budget": {"tokens": 5}, "spent": {"tokens": -1}, "reserved": {}}],
+            "budget.allowance[0].spent",
+        ),
+        ([{"scope": "batch", "budget": {"coins": 5}}], "budget.allowance[0].budget"),
+    ],
+)
+def test_a_wrong_allowance_is_a_config_error_naming_where(data: object, where: str) -> None:
+    with pytest.raises(ConfigError) as raised:
+        parse_allowance(data)
+    assert where in str(raised.value)
+
+
+def _spec(tmp_path: Path, task_id: str, tokens: int | None = None) -> TaskSpec:
+    return TaskSpec(
+        workflow_id="allowance",
+        task_id=task_id,
+        adapter="claude-code",
+        model="claude-haiku-4-5",
+        workspace=tmp_path,
+        timeout_s=60.0,
+        prompt="hi",
+        budget=None if tokens is None else SpendBudget(tokens=tokens),
+    )
+
+
+def test_the_allowance_is_reserved_in_the_ledger_in_place_of_the_estimate(
+    tmp_path: Path,
+) -> None:
+    ledger = SQLiteSpendLedger(tmp_path / "state")
+    try:
+        now = _dt.datetime.now(_dt.UTC)
+        ledger.set_budget(BATCH_SCOPE, SpendBudget(tokens=20_000), at=now)
+        gate = BudgetGate(ledger, clock=SYSTEM_CLOCK)
+        adapter = ClaudeCodeAdapter()
+        first, second = _spec(tmp_path, "t0", tokens=8_000), _spec(tmp_path, "t1")
+        assert gate.reserve(first, adapter, 1) is None
+        estimate = gate.held(first, 1)
+        assert 0 < estimate.tokens < 8_000
+        assert gate.reserve(second, adapter, 1) is None  # another task holds its estimate
+        held_by_second = gate.held(second, 1).tokens
+
+        sent = AttemptBudget(gate, first, adapter, 1).allowance()
+
+        scopes = parse_allowance(sent)
+        # The task's own budget binds: its whole room is the run's, and reserved for it.
+        assert allowance_room(scopes) == SpendBudget(tokens=8_000)
+        batch = ledger.totals(BATCH_SCOPE)
+        assert batch.reserved.tokens == 8_000 + held_by_second
+        assert [s.reserved.tokens for s in scopes] == [0, held_by_second]
+        # Settling charges what the run used in place of the allowance.
+        gate.settle(first, adapter, 1, Usage(input_tokens=1_200, output_tokens=300))
+        assert ledger.totals(BATCH_SCOPE).reserved.tokens == held_by_second
+        assert ledger.totals(BATCH_SCOPE).spent.tokens == 1_500
+    finally:
+        ledger.close()
+
+
+def _budget_object(allowance: list[dict[str, object]] | None) -> dict[str, object]:
+    data: dict[str, object] = {
+        "operation_id": "w:t0",
+        "task_id": "t0",
+        "adapter": "claude-code",
+        "model": "claude-haiku-4-5",
+        "held": {"usd": 0.0, "tokens": 1_000},
+    }
+    if allowance is not None:
+        data["allowance"] = allowance
+    return data
+
+
+def test_without_a_ledger_a_runs_requests_are_held_to_its_allowance() -> None:
+    allowance = allowance_json([_totals(TASK, SpendBudget(tokens=3_000), spent=Spend(tokens=500))])
+    budget = SharedBudgets(None)(_budget_object(allowance))
+    assert budget is not None
+    assert budget.admit(1_000) is None
+    budget.charge(TokenUsage(input_tokens=1_000, output_tokens=200))
+    budget.release(1_000)
+    assert budget.admit(1_000) is None  # 500 + 1,200 + 1,000 ≤ 3,000
+    assert budget.admit(300) is None  # 500 + 1,200 + 1,000 in flight + 300 = 3,000
+    refused = budget.admit(1)
+    assert refused is not None
+    assert refused.startswith("budget_exceeded: the task w:t0 token budget 3000 has no room")
+    assert "task t0 stops here and is paused" in refused
+    assert budget.refusal is not None
+    assert budget.refusal.totals.spent == Spend(tokens=3_000)
+
+
+def test_without_a_ledger_a_run_without_an_allowance_is_not_asked() -> None:
+    assert SharedBudgets(None)(_budget_object(None)) is None
+    assert not SharedBudgets(None).keeps_ledger
