@@ -86,17 +86,23 @@ def test_the_fallback_model_is_the_next_candidates_of_the_same_provider_and_key(
     assert gateway_fallback(_chain(*chain), index) == expected
 
 
-def _breakers() -> BreakerRegistry:
+def _breakers(open_duration_s: float = 600.0) -> BreakerRegistry:
     return BreakerRegistry(
         settings=BreakerSettings(
-            failure_threshold=2, failure_rate_threshold=None, open_duration_s=600.0
+            failure_threshold=2, failure_rate_threshold=None, open_duration_s=open_duration_s
         )
     )
 
 
-def test_a_request_whose_failures_open_its_circuit_moves_to_the_fallback_model_at_once() -> None:
+# FAST_POLICY waits up to 300 s for a probe within its 60 s deadline: a probe 30 s away is
+# one it would wait for without a fallback model, 600 s away one it would not.
+@pytest.mark.parametrize("open_duration_s", [600.0, 30.0], ids=["probe_past", "probe_within"])
+def test_a_request_whose_failures_open_its_circuit_moves_to_the_fallback_model_at_once(
+    open_duration_s: float,
+) -> None:
     """The first request meets the down model until its circuit opens, then is answered by
-    the fallback model in the same client request; the next goes there at once."""
+    the fallback model in the same client request (not waiting for the probe, however
+    near); the next goes there at once."""
     from backstay.adapters.cli.claude_code import ClaudeCodeAdapter  # noqa: PLC0415
     from backstay.adapters.contract import AgentRequest  # noqa: PLC0415
 
@@ -104,7 +110,7 @@ def test_a_request_whose_failures_open_its_circuit_moves_to_the_fallback_model_a
     faults = (Fault(kind=FaultKind.OVERLOADED, model=ANTHROPIC_MODEL),)
     with capture_events() as events, FakeProvider(Scenario(faults=faults), log_path=None) as fake:
         settings = GatewaySettings(port=0, policy=FAST_POLICY, upstreams=Upstreams.all(fake.url))
-        with Gateway(settings, runs=runs, breakers=_breakers()) as gateway:
+        with Gateway(settings, runs=runs, breakers=_breakers(open_duration_s)) as gateway:
             request = AgentRequest(
                 model=ANTHROPIC_MODEL,
                 prompt_file=Path("prompt.txt"),
@@ -142,7 +148,10 @@ def test_a_request_whose_failures_open_its_circuit_moves_to_the_fallback_model_a
     assert (tally.requests, tally.refused) == (4, 2)
 
 
-def test_a_run_without_a_fallback_model_hands_the_last_failure_on() -> None:
+def test_a_run_without_a_fallback_model_is_told_when_the_probe_is() -> None:
+    """Its failures opened the circuit, whose probe (600 s) is past what the gateway waits:
+    not the stale 529 but the open circuit's 503 with the wait (``test_circuit_probe.py``),
+    and no request more upstream."""
     runs = RunTokens()
     faults = (Fault(kind=FaultKind.OVERLOADED, model=ANTHROPIC_MODEL),)
     with FakeProvider(Scenario(faults=faults), log_path=None) as fake:
@@ -164,7 +173,9 @@ def test_a_run_without_a_fallback_model_hands_the_last_failure_on() -> None:
             ):
                 c.messages.create(model=ANTHROPIC_MODEL, max_tokens=20, messages=MESSAGES)  # type: ignore[arg-type]
         stats = fake.stats()
-    assert refused.value.status_code == 529
+    assert refused.value.status_code == 503
+    assert "next probe in 59" in refused.value.message
+    assert refused.value.response.headers["retry-after"] == "600"
     assert dict(stats.by_status) == {529: 2}
 
 

@@ -45,6 +45,7 @@ from backstay.gateway.headers import (
     upstream_headers,
 )
 from backstay.gateway.limits import GatewayLimits, paced_attempt
+from backstay.gateway.probe import Probing, await_probe
 from backstay.gateway.routes import Route, route
 from backstay.gateway.run_requests import real_key_headers, real_key_path, with_model
 from backstay.gateway.runs import RunTicket, RunTokens
@@ -75,15 +76,17 @@ _Moved = tuple[Route, Request]
 class _Tally:
     """One client request's attempts so far, and the last upstream answer that failed;
     ``token``: the run token it came with, whose attempts are counted; ``credential``: the
-    API key it is sent upstream with (a limit of that key paces it)."""
+    API key it is sent upstream with (a limit of that key paces it); ``probing``: once it
+    has waited for its circuit's probe, when it started and what is left of its policy."""
 
-    __slots__ = ("attempts", "credential", "last", "token")
+    __slots__ = ("attempts", "credential", "last", "probing", "token")
 
     def __init__(self, token: str | None = None, credential: str | None = None) -> None:
         self.attempts = 0
         self.last: UpstreamFailed | None = None
         self.token = token
         self.credential = credential
+        self.probing: Probing | None = None
 
 
 class Proxy:
@@ -258,7 +261,8 @@ class Proxy:
         ticket: RunTicket | None = None,
         span: RequestSpan | None = None,
     ) -> web.StreamResponse:
-        started = time.monotonic()
+        probing = tally.probing
+        started = time.monotonic() if probing is None else probing.since
         breaker = self._breakers.breaker_for((found.provider, found.model))
         failure: Failure | None = None
         outcome = "succeeded"
@@ -273,7 +277,7 @@ class Proxy:
                 self._one,
                 upstream,
                 tally,
-                policy=self.settings.policy,
+                policy=self.settings.policy if probing is None else probing.policy,
                 breaker=breaker,
                 limiter=pacer,
                 operation=f"gateway:{found.provider}/{found.model}",
@@ -287,7 +291,18 @@ class Proxy:
                 return await self._forward(request, *moved, key, tally, ticket, span)
             outcome = "circuit_open"
             if tally.last is not None:  # opened by this request's own failures
-                result, failure = tally.last.answer, tally.last.failure
+                # Not its stale last answer: it waits for the probe and is sent as the probe,
+                # else it is told when the probe is (``probe``).
+                waits = 0 if probing is None else probing.waits
+                waited = await await_probe(
+                    breaker, self.settings.policy, err, tally.attempts, waits, started
+                )
+                if waited.probing is not None:
+                    tally.probing = waited.probing
+                    return await self._forward(request, found, upstream, key, tally, ticket, span)
+                failure, wait = tally.last.failure, waited.retry_after_s
+                text = _opened_text(err.name, tally.attempts, wait)
+                result = gateway_error(found.provider, 503, redact(text), retry_after_s=wait)
             else:
                 result = gateway_error(
                     found.provider, 503, redact(str(err)), retry_after_s=err.retry_after_s
@@ -317,6 +332,13 @@ class Proxy:
                 scan = UsageScan(lambda used: runs.used(token, used))
             return await _pipe(request, result, tally.attempts, scan)
         return _answer(result, tally.attempts)
+
+
+def _opened_text(name: str, attempts: int, retry_after_s: float | None) -> str:
+    """The open-circuit answer of a request whose own failures met it: how many, then the
+    wait as ``CircuitOpen`` words it ("next probe in N s", read by the classifiers)."""
+    refused = CircuitOpen(name, retry_after_s=retry_after_s)
+    return f"this request's {attempts} attempts failed; {refused}"
 
 
 def _operation(found: Route, ticket: RunTicket | None) -> str:
