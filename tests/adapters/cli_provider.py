@@ -74,15 +74,16 @@ class Providers:
     def launcher(self) -> list[str]:
         return list(self.namespace.launcher)
 
-    def serve(self, scenario: Mapping[str, Any]) -> Served:
-        """A new provider acting out ``scenario`` (the mapping a scenario file holds);
-        returns once it answers."""
+    def serve(self, scenario: Mapping[str, Any], *, log: Path | None = None) -> Served:
+        """A new provider acting out ``scenario`` (the mapping a scenario file holds),
+        writing its request log to ``log`` if given; returns once it answers."""
         port = self._next
         self._next += 1
         path = self._folder / f"scenario-{port}.json"
         path.write_text(json.dumps(scenario), encoding="utf-8")
+        argv = [*BACKSTAY, "fake-provider", "serve", "--port", str(port), "--scenario", str(path)]
         process = self.namespace.popen(
-            [*BACKSTAY, "fake-provider", "serve", "--port", str(port), "--scenario", str(path)],
+            argv if log is None else [*argv, "--log", str(log)],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )
