@@ -81,6 +81,14 @@ def prompt_at_rest(spec: TaskSpec) -> tuple[str | None, str | None]:
     return (prompt, None) if redacted == prompt else (redacted, prompt_digest(prompt))
 
 
+# A batch's tasks share a few policy and tier objects (frozen): each one's data is made
+# once, keyed by the object, which the entry holds (so its id is never another's); the
+# oldest entry goes first. The data is only read (by ``json.dumps``).
+_POLICY_DATA: dict[int, tuple[Any, dict[str, Any]]] = {}
+_TIER_DATA: dict[int, tuple[Any, dict[str, Any]]] = {}
+_DATA_KEPT: Final = 256
+
+
 def _plain(value: Any) -> Any:
     """Read-only data (mapping proxies, tuples) as JSON's mappings and lists."""
     if isinstance(value, Mapping):
@@ -93,9 +101,29 @@ def _plain(value: Any) -> Any:
 def _tier(tier: TierConfig | None) -> dict[str, Any] | None:
     if tier is None:
         return None
+    found = _TIER_DATA.get(id(tier))
+    if found is not None and found[0] is tier:
+        return found[1]
     data = dataclasses.asdict(tier)
     if tier.allowed_tools is not None:
         data["allowed_tools"] = list(tier.allowed_tools)
+    _keep(_TIER_DATA, tier, data)
+    return data
+
+
+def _keep(cache: dict[int, tuple[Any, dict[str, Any]]], value: Any, data: dict[str, Any]) -> None:
+    if len(cache) >= _DATA_KEPT:
+        cache.pop(next(iter(cache)), None)
+    cache[id(value)] = (value, data)
+
+
+def _policy_data(policy: RetryPolicy) -> dict[str, Any]:
+    """``policy.to_dict()``, made once per policy object (only read by ``json.dumps``)."""
+    found = _POLICY_DATA.get(id(policy))
+    if found is not None and found[0] is policy:
+        return found[1]
+    data = policy.to_dict()
+    _keep(_POLICY_DATA, policy, data)
     return data
 
 
@@ -104,7 +132,7 @@ def encode_spec(spec: TaskSpec) -> str:
     secret = set(secret_env_names(spec.env))
     prompt, digest = prompt_at_rest(spec)
     policy: str | dict[str, Any] | None
-    policy = spec.policy.to_dict() if isinstance(spec.policy, RetryPolicy) else spec.policy
+    policy = _policy_data(spec.policy) if isinstance(spec.policy, RetryPolicy) else spec.policy
     data = {
         "format": _FORMAT,
         "workflow_id": spec.workflow_id,

@@ -70,6 +70,7 @@ from backstay.adapters.registry import get_adapter
 from backstay.breaker.settings import BreakerSettings
 from backstay.clock import SYSTEM_CLOCK, Clock
 from backstay.engine import _notify as notify
+from backstay.engine._checked_settings import CheckedSettings
 from backstay.engine._prompt_source import PromptSource
 from backstay.engine._spec_codec import missing_secret
 from backstay.engine._stored_tasks import StoredTasks
@@ -305,6 +306,7 @@ class Engine:
             fallback=chain,
             pacing=self.pacing,
             location=self.store_location,
+            attempt_spend=self.stores.attempt_spend,
         )
 
     @property
@@ -372,6 +374,7 @@ class Engine:
         driver would check it (``ConfigError`` naming the first that is wrong)."""
         order: list[str] = []
         seen: set[str] = set()
+        checked = CheckedSettings()  # each distinct setting checked once
         for i, spec in enumerate(specs):
             if not isinstance(spec, TaskSpec):
                 raise ConfigError(
@@ -381,7 +384,11 @@ class Engine:
                 raise ConfigError(f"{spec.operation_id!r} is given twice", where=f"specs[{i}]")
             seen.add(spec.operation_id)
             order.append(spec.operation_id)
-            self._check(spec)
+            if checked.known(spec):
+                self._prompts.restore(spec)
+            else:
+                self._check(spec)
+                checked.passed(spec)
         return order
 
     def _registered(self, specs: Sequence[TaskSpec]) -> Iterator[tuple[TaskSpec, TaskRecord]]:

@@ -46,7 +46,7 @@ from backstay.errors import ConfigError
 # The adapters, the configuration and the task specs are imported where a suite is opened:
 # reading a batch's identity (``read_identity``) needs none of them.
 if TYPE_CHECKING:
-    from backstay.adapters.contract import Adapter
+    from backstay.adapters.contract import Adapter, TierConfig
     from backstay.config import Suite, SuiteTask
     from backstay.engine.task import TaskSpec
 
@@ -185,6 +185,14 @@ def _identity_for(
     return kept
 
 
+def _run_dir(root: Path, task_id: str, tier: TierConfig | None, run: int) -> Path:
+    """``TaskSpec.run_dir(root)`` of a spec of ``task_id``, ``tier`` and ``run``."""
+    from backstay.engine.task import NO_TIER_DIR  # noqa: PLC0415 - see the imports
+
+    tier_dir = NO_TIER_DIR if tier is None else tier.tier_id
+    return root / "runs" / task_id / tier_dir / f"run_{run:02d}"
+
+
 def suite_adapters(suite: Suite) -> dict[str, Adapter]:
     """One adapter per adapter name the suite's tasks use (``get_adapter``); a
     ``ConfigError`` for one that cannot be had (not installed, not available yet)."""
@@ -301,7 +309,8 @@ class SuiteBatch:
                 tier=run.tier,
                 adapter=task.adapter,
                 model=task.model,
-                workspace=Path("."),
+                # ``spec.run_dir(root) / WORKSPACE_DIR``, made before the spec: built once.
+                workspace=_run_dir(root, task.id, run.tier, run.run) / WORKSPACE_DIR,
                 timeout_s=task.timeout_s,
                 stall_timeout_s=task.stall_timeout_s,
                 prompt=task.prompt,
@@ -319,12 +328,7 @@ class SuiteBatch:
                 inherit_env=inherit_env and _chain_inherits(suite, task),
                 keep_prompt=suite.keep_prompts,
             )
-            workspace = spec.run_dir(root) / WORKSPACE_DIR
-            runs.append(
-                BatchRun(
-                    spec=dataclasses.replace(spec, workspace=workspace), template=task.workspace
-                )
-            )
+            runs.append(BatchRun(spec=spec, template=task.workspace))
         return cls(suite=suite, state_dir=root, identity=identity, runs=tuple(runs))
 
     @property
