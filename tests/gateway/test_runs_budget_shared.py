@@ -52,9 +52,12 @@ def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[str,
         yield location.url or "", location
 
 
-def _start(upstream: str, store: str) -> tuple[subprocess.Popen[str], str]:
+def _start(upstream: str, store: str | None) -> tuple[subprocess.Popen[str], str]:
+    """A ``backstay gateway --agent-runs`` process on ``store`` (``None``: without
+    ``--store``) and its URL."""
     env = {**os.environ, "BACKSTAY_GATEWAY_TOKEN": GATEWAY_TOKEN}
     env.pop("ANTHROPIC_API_KEY", None)
+    stored = [] if store is None else ["--store", store]
     process = subprocess.Popen(
         [
             sys.executable,
@@ -64,8 +67,7 @@ def _start(upstream: str, store: str) -> tuple[subprocess.Popen[str], str]:
             "--agent-runs",
             "--port",
             "0",
-            "--store",
-            store,
+            *stored,
             "--anthropic-upstream",
             upstream,
         ],
