@@ -104,6 +104,26 @@ def test_a_later_attempt_continues_a_kept_session(tmp_path: Path) -> None:
     assert (event["attempt"], event["session_id"], event["agent"]) == (2, "s-1", "claude-code")
 
 
+def test_a_resume_after_a_budget_pause_continues_the_kept_session(tmp_path: Path) -> None:
+    # The gateway refused a request at the budget (ERR_LIMIT_BUDGET) after one answer; the
+    # task was paused, and a later `backstay resume` builds its own AttemptStarts.
+    spec, state = _spec(tmp_path), tmp_path / "state"
+    _prepare(AttemptStarts(spec, state_dir=state, policy="p"), spec, state, 1)
+    stopped = _attempt(spec, state, 1, Failure(code="ERR_LIMIT_BUDGET", message="budget"))
+    write_session_record(
+        Path(stopped.output_dir), SessionRecord(agent="claude-code", session_id="s-1", turns=1)
+    )
+    resumed = AttemptStarts(spec, state_dir=state, policy="p")
+    _transcript(resumed, "s-1")
+    (spec.workspace / "notes.txt").write_text("start\nstep-1\n")
+    request, path = _prepare(resumed, spec, state, 2, stopped)
+    assert path is StartPath.RESUMED_SESSION
+    assert request.session is not None
+    assert request.session.resume_id == "s-1"
+    assert request.session.home == spec.run_dir(state) / SESSION_HOME_DIR
+    assert (spec.workspace / "notes.txt").read_text() == "start\nstep-1\n"
+
+
 def test_a_session_missing_from_the_home_restores_the_workspace(tmp_path: Path) -> None:
     spec, state = _spec(tmp_path), tmp_path / "state"
     starts = AttemptStarts(spec, state_dir=state, policy="p")
