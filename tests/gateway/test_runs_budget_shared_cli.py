@@ -1,10 +1,10 @@
 """End to end, ``slow``: ``backstay batch --gateway URL`` of the real Claude Code, in a
-private network namespace, through a shared ``backstay gateway --agent-runs --store``
-process on the batch's own state directory, with a task's token budget of half what its
-session uses: the shared gateway holds each request against the batch's spend ledger, the
-session is stopped part way in its one CLI start, and the task ends ``paused`` with
-``budget_exceeded`` — as through the gateway the batch starts in process
-(``tests/gateway/test_runs_budget.py``)."""
+private network namespace, through a shared ``backstay gateway --agent-runs`` process,
+with a task's token budget of half what its session uses: the shared gateway holds each
+request against the batch's spend ledger (``--store`` on the batch's own state directory)
+or, without a store, against the allowance the batch gave the run; the session is stopped
+part way in its one CLI start, and the task ends ``paused`` with ``budget_exceeded`` — as
+through the gateway the batch starts in process (``tests/gateway/test_runs_budget.py``)."""
 
 from __future__ import annotations
 
@@ -37,14 +37,16 @@ PORT: Final = 8793
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("stored", [True, False], ids=["store", "allowance"])
 def test_claude_code_through_a_shared_gateway_is_stopped_at_its_token_budget(
-    providers: Providers, tmp_path: Path, session_tokens: int
+    providers: Providers, tmp_path: Path, session_tokens: int, stored: bool
 ) -> None:
     served = providers.serve(_session())
     state = tmp_path / "state"
     state.mkdir()
+    store = ["--store", str(state)] if stored else []
     gateway = providers.namespace.popen(
-        [*BACKSTAY, "gateway", "--agent-runs", "--port", str(PORT), "--store", str(state)],
+        [*BACKSTAY, "gateway", "--agent-runs", "--port", str(PORT), *store],
         env={**BASE_ENV, "BACKSTAY_GATEWAY_TOKEN": GATEWAY_TOKEN},
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
