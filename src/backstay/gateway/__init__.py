@@ -7,7 +7,8 @@ handling, circuit breakers and Idempotency-Key on every request. See docs/gatewa
 * ``routes``: which provider and model a request is for (pure);
 * ``headers``: what crosses upstream and back, the idempotency key (pure);
 * ``attempt``: one upstream attempt and what decides it failed;
-* ``proxy``: the handler, over ``backstay.call.acall``;
+* ``proxy``: the handler, over ``backstay.call.acall``; ``probe``: a request whose own
+  failures open its circuit waits for the probe, or is told when it is;
 * ``wire_errors``: the errors the gateway answers itself, in each provider's format;
 * ``events``: ``RequestRetried``, ``RequestFellBack``;
 * ``runs``: run tokens (``RunTokens``, ``RunTicket``, ``RunTally``): each agent attempt's

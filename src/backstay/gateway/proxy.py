@@ -2,7 +2,9 @@
 every text (``register_secret``), and its upstream attempts run by ``backstay.call.acall``
 under the gateway's ``RetryPolicy`` and the circuit breaker of its (provider, model); the
 client gets the first answer that did not fail, else the last upstream answer unchanged,
-else (no upstream answer at all) an error in its provider's format.
+else (no upstream answer at all) an error in its provider's format. A request whose own
+failures open its circuit is not handed its last answer: it waits for the circuit's probe
+and is sent as it, or gets the open circuit's 503 with the wait (``probe``).
 
 One ``Idempotency-Key`` per client request is sent on every attempt (``headers``); each
 attempt first waits its turn at the rate limiter of its provider and model (``limits``).
