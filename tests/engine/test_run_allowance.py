@@ -5,9 +5,11 @@ a ledger holds against it (``SharedBudgets(None)``)."""
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as _dt
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Final
+from typing import Any, Final
 
 import pytest
 
@@ -15,7 +17,7 @@ from backstay.adapters.cli.claude_code import ClaudeCodeAdapter
 from backstay.adapters.usage import Usage
 from backstay.clock import SYSTEM_CLOCK
 from backstay.engine.budgets import BudgetGate
-from backstay.engine.request_budget import AttemptBudget
+from backstay.engine.request_budget import ALLOWANCE_TRIES, AttemptBudget
 from backstay.engine.run_allowance import (
     allowance_hold,
     allowance_json,
@@ -24,6 +26,7 @@ from backstay.engine.run_allowance import (
     parse_allowance,
 )
 from backstay.engine.shared_budget import SharedBudgets
+from backstay.engine.spend_ledger import AttemptSpend, SpendLedger
 from backstay.engine.task import TaskSpec
 from backstay.errors import ConfigError
 from backstay.gateway.usage import TokenUsage
@@ -33,13 +36,17 @@ from backstay.policy.spend import (
     ScopeTotals,
     Spend,
     SpendBudget,
+    SpendRefusal,
     SpendScope,
 )
-from backstay.store.sqlite.spend import SQLiteSpendLedger
+from backstay.store.location import StoreLocation
+from backstay.store.open import open_stores
 
 TASK: Final = SpendScope(kind=ScopeKind.TASK, name="w:t0")
 TENANT: Final = SpendScope(kind=ScopeKind.TENANT, name="acme")
 NONE: Final = Spend()
+# More than one attempt's estimate of a short prompt (about 1,025 tokens): an allowance.
+ESTIMATE_AT_MOST: Final = 2_000
 
 
 def _totals(
@@ -123,36 +130,116 @@ def _spec(tmp_path: Path, task_id: str, tokens: int | None = None) -> TaskSpec:
     )
 
 
-def test_the_allowance_is_reserved_in_the_ledger_in_place_of_the_estimate(
-    tmp_path: Path,
-) -> None:
-    ledger = SQLiteSpendLedger(tmp_path / "state")
+@pytest.fixture(params=["sqlite", "redis"])
+def ledger(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[SpendLedger]:
+    """A batch's spend ledger with a batch budget of 20,000 tokens: in its SQLite state
+    directory, or on redis-server."""
+    state = tmp_path / "state"
+    state.mkdir()
+    location = StoreLocation.sqlite(state)
+    if request.param == "redis":
+        location = request.getfixturevalue("redis_location")
+    bundle = open_stores(location, state_dir=state)
     try:
-        now = _dt.datetime.now(_dt.UTC)
-        ledger.set_budget(BATCH_SCOPE, SpendBudget(tokens=20_000), at=now)
-        gate = BudgetGate(ledger, clock=SYSTEM_CLOCK)
-        adapter = ClaudeCodeAdapter()
-        first, second = _spec(tmp_path, "t0", tokens=8_000), _spec(tmp_path, "t1")
-        assert gate.reserve(first, adapter, 1) is None
-        estimate = gate.held(first, 1)
-        assert 0 < estimate.tokens < 8_000
-        assert gate.reserve(second, adapter, 1) is None  # another task holds its estimate
-        held_by_second = gate.held(second, 1).tokens
-
-        sent = AttemptBudget(gate, first, adapter, 1).allowance()
-
-        scopes = parse_allowance(sent)
-        # The task's own budget binds: its whole room is the run's, and reserved for it.
-        assert allowance_room(scopes) == SpendBudget(tokens=8_000)
-        batch = ledger.totals(BATCH_SCOPE)
-        assert batch.reserved.tokens == 8_000 + held_by_second
-        assert [s.reserved.tokens for s in scopes] == [0, held_by_second]
-        # Settling charges what the run used in place of the allowance.
-        gate.settle(first, adapter, 1, Usage(input_tokens=1_200, output_tokens=300))
-        assert ledger.totals(BATCH_SCOPE).reserved.tokens == held_by_second
-        assert ledger.totals(BATCH_SCOPE).spent.tokens == 1_500
+        bundle.spend.set_budget(
+            BATCH_SCOPE, SpendBudget(tokens=20_000), at=_dt.datetime.now(_dt.UTC)
+        )
+        yield bundle.spend
     finally:
-        ledger.close()
+        bundle.close()
+
+
+def test_the_allowance_is_reserved_in_the_ledger_in_place_of_the_estimate(
+    tmp_path: Path, ledger: SpendLedger
+) -> None:
+    gate = BudgetGate(ledger, clock=SYSTEM_CLOCK)
+    adapter = ClaudeCodeAdapter()
+    first, second = _spec(tmp_path, "t0", tokens=8_000), _spec(tmp_path, "t1")
+    assert gate.reserve(first, adapter, 1) is None
+    estimate = gate.held(first, 1)
+    assert 0 < estimate.tokens < 8_000
+    assert gate.reserve(second, adapter, 1) is None  # another task holds its estimate
+    held_by_second = gate.held(second, 1).tokens
+
+    sent = AttemptBudget(gate, first, adapter, 1).allowance()
+
+    scopes = parse_allowance(sent)
+    # The task's own budget binds: its whole room is the run's, and reserved for it.
+    assert allowance_room(scopes) == SpendBudget(tokens=8_000)
+    assert ledger.totals(BATCH_SCOPE).reserved.tokens == 8_000 + held_by_second
+    assert [s.reserved.tokens for s in scopes] == [0, held_by_second]
+    # Another task fits only beside the allowance, not in the room it holds.
+    third = _spec(tmp_path, "t2", tokens=50_000)
+    assert gate.reserve(third, adapter, 1) is None
+    assert ledger.totals(BATCH_SCOPE).reserved.tokens == 8_000 + 2 * held_by_second
+    # Settling charges what the run used in place of the allowance.
+    gate.settle(first, adapter, 1, Usage(input_tokens=1_200, output_tokens=300))
+    assert ledger.totals(BATCH_SCOPE).reserved.tokens == 2 * held_by_second
+    assert ledger.totals(BATCH_SCOPE).spent.tokens == 1_500
+
+
+class _Racing:
+    """A spend ledger where another runner reserves ``step`` tokens for a task of its own
+    just before each of the first ``races`` reservations of an allowance (more than the
+    attempt's estimate) is made."""
+
+    def __init__(self, ledger: SpendLedger, step: int, races: int) -> None:
+        self._ledger = ledger
+        self._step = step
+        self._races = races
+        self.raced = 0
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._ledger, name)
+
+    def reserve(self, attempt: AttemptSpend, *, at: _dt.datetime) -> SpendRefusal | None:
+        if attempt.estimate.tokens > ESTIMATE_AT_MOST and self.raced < self._races:
+            self.raced += 1
+            other = dataclasses.replace(
+                attempt,
+                attempt_id=f"other-{self.raced}",
+                operation_id=f"other:{self.raced}",
+                task_budget=None,
+                estimate=Spend(tokens=self._step),
+            )
+            assert self._ledger.reserve(other, at=at) is None
+        return self._ledger.reserve(attempt, at=at)
+
+
+def test_an_allowance_refused_by_a_race_is_read_again_and_reserved_smaller(
+    tmp_path: Path, ledger: SpendLedger
+) -> None:
+    racing = _Racing(ledger, step=3_000, races=1)
+    gate = BudgetGate(racing, clock=SYSTEM_CLOCK)
+    spec, adapter = _spec(tmp_path, "t0"), ClaudeCodeAdapter()
+    assert gate.reserve(spec, adapter, 1) is None
+    budget = AttemptBudget(gate, spec, adapter, 1)
+
+    scopes = parse_allowance(budget.allowance())
+
+    assert racing.raced == 1
+    assert allowance_room(scopes) == SpendBudget(tokens=17_000)
+    assert ledger.totals(BATCH_SCOPE).reserved.tokens == 20_000
+
+
+def test_an_allowance_raced_every_time_keeps_an_empty_reservation_to_settle(
+    tmp_path: Path, ledger: SpendLedger
+) -> None:
+    racing = _Racing(ledger, step=1_000, races=ALLOWANCE_TRIES)
+    gate = BudgetGate(racing, clock=SYSTEM_CLOCK)
+    spec, adapter = _spec(tmp_path, "t0"), ClaudeCodeAdapter()
+    assert gate.reserve(spec, adapter, 1) is None
+    budget = AttemptBudget(gate, spec, adapter, 1)
+
+    scopes = parse_allowance(budget.allowance())
+
+    assert racing.raced == ALLOWANCE_TRIES
+    # The run is told the room as it stands, none of it held for it; its attempt still
+    # has a reservation, which settling charges.
+    assert allowance_room(scopes) == SpendBudget(tokens=20_000 - ALLOWANCE_TRIES * 1_000)
+    assert ledger.totals(BATCH_SCOPE).reserved.tokens == ALLOWANCE_TRIES * 1_000
+    assert gate.settle(spec, adapter, 1, Usage(input_tokens=700)).tokens == 700
+    assert ledger.totals(BATCH_SCOPE).spent.tokens == 700
 
 
 def _budget_object(allowance: list[dict[str, object]] | None) -> dict[str, object]:

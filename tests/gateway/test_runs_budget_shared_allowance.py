@@ -24,7 +24,7 @@ from tests.gateway.test_runs_budget_shared import GATEWAY_TOKEN, _create, _start
 
 from backstay.adapters.capture import Capture
 from backstay.adapters.cli.claude_code import ClaudeCodeAdapter
-from backstay.adapters.contract import AgentRequest, AgentResult
+from backstay.adapters.contract import AgentRequest, AgentResult, AgentStatus
 from backstay.adapters.usage import Usage
 from backstay.cli._gateway_runs import agent_gateway
 from backstay.engine import Engine, TaskSpec, TaskState
@@ -74,8 +74,8 @@ class _SdkAgent(ClaudeCodeAdapter):
     ) -> AgentResult:
         failure = await asyncio.to_thread(self._session, request)
         if failure is None:
-            return AgentResult(status="succeeded", output="done", usage=Usage())
-        return AgentResult(status="failed", failure=failure, usage=Usage())
+            return AgentResult(status=AgentStatus.SUCCEEDED, output="done", usage=Usage())
+        return AgentResult(status=AgentStatus.FAILED, failure=failure, usage=Usage())
 
 
 def _provider_tokens(log: Path) -> int:
