@@ -94,6 +94,15 @@ LAZY_PACKAGES = {
     "from backstay.executors.events import WorkerLost": ("backstay.executors.ray_executor",),
     "from backstay.idempotency.ids import operation_id": ("backstay.idempotency.guard",),
     "from backstay.config.suite.spec import DEFAULT_TIMEOUT_S": ("backstay.config._model",),
+    # What health reads of Redis needs no redis-py (nor its asyncio client, nor the
+    # OpenTelemetry metrics SDK it loads).
+    "from backstay.store.redis.health_reads import read_health_facts": (
+        "redis",
+        "redis.asyncio",
+        "opentelemetry.sdk.metrics",
+        "backstay.store.redis._client",
+        "backstay.store.redis.tasks",
+    ),
 }
 
 
@@ -104,7 +113,17 @@ def test_a_packages_module_loads_without_the_rest_of_the_package(statement: str)
 
 
 @pytest.mark.parametrize(
-    "package", ["engine", "adapters", "fallback", "breaker", "executors", "idempotency", "config"]
+    "package",
+    [
+        "engine",
+        "adapters",
+        "fallback",
+        "breaker",
+        "executors",
+        "idempotency",
+        "config",
+        "store.redis",
+    ],
 )
 def test_every_name_of_a_lazy_package_resolves(package: str) -> None:
     script = (

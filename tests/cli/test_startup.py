@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 import typer.main
+from tests.store.summary_support import fill
 
 from backstay.adapters.capture import METRICS_FILE
 from backstay.cli import app, run
@@ -32,6 +33,9 @@ from backstay.config import CONFIG_ENV_VAR, DEFAULT_CONFIG_FILE, ENV_PREFIX, loa
 from backstay.config._dialect import AGENT_CONFIG_FILE, CONTRACT_DEFAULTS_FILE
 from backstay.observe import health
 from backstay.observe.server import TOKEN_ENV_VAR
+from backstay.store.location import StoreLocation
+from backstay.store.redis._client import RedisConnection
+from backstay.store.redis.tasks import RedisTaskStore
 from backstay.store.sqlite.tasks import STATE_FILE, SQLiteTaskStore
 
 # What a command's module may pull in; none of it belongs to --version or the root's --help.
@@ -234,6 +238,23 @@ def test_reading_a_batch_imports_no_runner_adapter_or_configuration_model(
     # The counts, not a snapshot of the batch or its metrics.
     unread = ("backstay.observe.prometheus", "backstay.observe.snapshot")
     assert not [name for name in loaded if name.startswith(unread)]
+
+
+def test_health_on_a_plain_redis_url_imports_no_redis_py_and_no_redis_store(
+    tmp_path: Path, redis_location: StoreLocation
+) -> None:
+    conn = RedisConnection(redis_location)
+    try:
+        fill(RedisTaskStore(conn), tmp_path)
+    finally:
+        conn.close()
+    args = ["health", "--json", "--state-dir", "batch", "--store", str(redis_location.url)]
+    loaded = _loaded_after(args, prefix="", cwd=tmp_path)
+    assert "backstay.store.redis.health_reads" in loaded  # it did read the batch
+    # redis-py (with its asyncio client and the OpenTelemetry SDK it loads), the stores.
+    assert not [name for name in loaded if name.split(".")[0] in ("redis", "opentelemetry")]
+    heavy = ("backstay.store.redis.tasks", "backstay.store.open", "backstay.engine.task_index")
+    assert not [name for name in loaded if name.startswith(heavy)]
 
 
 def test_what_the_state_commands_look_for_is_what_the_configuration_reads() -> None:

@@ -134,24 +134,25 @@ def health_of(snap: StateSnapshot, *, store: Mapping[str, Any] | None = None) ->
     from backstay.engine.records import EscalationStatus  # noqa: PLC0415 - see the imports
 
     waiting = sum(1 for e in snap.escalations if e.status is EscalationStatus.OPEN)
-    return _report(snap.taken_at, snap.circuits, waiting, store=store)
+    return _report(snap.taken_at, open_circuits(snap.circuits), waiting, store=store)
 
 
 def open_circuits(entries: Iterable[CircuitEntry]) -> dict[str, str]:
     """The circuits not closed by their last change in ``entries`` (the circuit log, in
     order): name → ``open`` or ``half-open``, as ``prometheus.circuit_states`` finds them
     (that module, a batch's metrics, is not imported for it)."""
-    last: dict[str, str] = {}
-    for entry in entries:
-        change = str(entry.change)
-        if change in _CIRCUIT_NAMES:
-            last[entry.breaker] = change
+    return _open_of((entry.breaker, str(entry.change)) for entry in entries)
+
+
+def _open_of(changes: Iterable[tuple[str, str]]) -> dict[str, str]:
+    """``open_circuits`` of the log's (breaker, change) pairs, in order."""
+    last = {breaker: change for breaker, change in changes if change in _CIRCUIT_NAMES}
     return {name: shown for name, change in last.items() if (shown := _CIRCUIT_NAMES[change])}
 
 
 def _report(
     taken_at: _dt.datetime,
-    circuit_entries: Iterable[CircuitEntry],
+    found_open: Mapping[str, str],
     waiting: int,
     *,
     store: Mapping[str, Any] | None = None,
@@ -163,7 +164,7 @@ def _report(
         checks["store:writable"] = ({**store, "time": at},)
     circuits = [
         {"componentId": name, "status": WARN, "observedValue": shown, "time": at}
-        for name, shown in sorted(open_circuits(circuit_entries).items())
+        for name, shown in sorted(found_open.items())
     ]
     checks["circuits:open"] = tuple(circuits) or (
         {"status": PASS, "observedValue": 0, "observedUnit": "circuits", "time": at},
@@ -197,10 +198,6 @@ def health_check(
     SQLite there): its store takes writes (SQLite), which circuits are open, how many
     escalations wait and how many tasks were interrupted. ``ConfigError`` when it holds
     no batch."""
-    from backstay.engine.task_index import TaskIndex  # noqa: PLC0415 - see the imports
-    from backstay.observe.batch_view import BatchView  # noqa: PLC0415
-    from backstay.store.open import open_stores  # noqa: PLC0415
-
     folder = Path(state_dir)
     shared = location is not None and location.kind is StoreKind.REDIS
     store_dir = folder if location is None or location.path is None else Path(location.path)
@@ -210,6 +207,14 @@ def health_check(
     where = location or StoreLocation(kind=StoreKind.SQLITE, path=store_dir)
     writable = None if shared else check_writable(store_dir)
     taken_at = SYSTEM_CLOCK.now()
+    if shared:
+        report = _shared_report(where, taken_at)
+        if report is not None:
+            return report
+    from backstay.engine.task_index import TaskIndex  # noqa: PLC0415 - see the imports
+    from backstay.observe.batch_view import BatchView  # noqa: PLC0415
+    from backstay.store.open import open_stores  # noqa: PLC0415
+
     stores = open_stores(where, state_dir=folder, secrets={})
     try:
         tasks = stores.tasks
@@ -217,18 +222,42 @@ def health_check(
             raise ConfigError("this store keeps no task index", where="--store")
         view = BatchView(tasks, stores.operations)
         if shared and not sum(tasks.state_counts().values()):
-            raise ConfigError(
-                f"{where.display} holds no batch (namespace {where.namespace!r})", where="--store"
-            )
+            raise _no_batch(where)
         return _report(
             taken_at,
-            stores.circuit_log.entries(),
+            open_circuits(stores.circuit_log.entries()),
             tasks.open_escalation_count(),
             store=writable,
             interrupted=len(view.interrupted()),
         )
     finally:
         stores.close()
+
+
+def _shared_report(where: StoreLocation, taken_at: _dt.datetime) -> HealthReport | None:
+    """The report of a batch in Redis read without redis-py (``health_reads``), or
+    ``None`` where the full stores must read it."""
+    from backstay.idempotency.owners import holder_is_dead  # noqa: PLC0415 - see the imports
+    from backstay.store.redis.health_reads import read_health_facts  # noqa: PLC0415
+
+    facts = read_health_facts(where)
+    if facts is None:
+        return None
+    if not sum(facts.state_counts.values()):
+        raise _no_batch(where)
+    gone = sum(1 for _, owner in facts.running if owner is None or holder_is_dead(owner))
+    return _report(
+        taken_at,
+        _open_of(facts.circuit_changes),
+        facts.open_escalations,
+        interrupted=gone,
+    )
+
+
+def _no_batch(where: StoreLocation) -> ConfigError:
+    return ConfigError(
+        f"{where.display} holds no batch (namespace {where.namespace!r})", where="--store"
+    )
 
 
 def liveness() -> HealthReport:

@@ -31,6 +31,7 @@ from redis.cluster import RedisCluster
 from redis.retry import Retry
 
 from backstay.store.location import StoreLocation, StoreUnavailable, StoreUnreachable
+from backstay.store.redis._keys import key
 
 __all__ = ["RedisConnection", "StoreUnreachable", "is_cluster", "node_time", "server_time"]
 
@@ -108,7 +109,7 @@ class RedisConnection:
 
     def key(self, tag: str, *parts: str) -> str:
         """``{namespace:tag}:part:…`` — keys with one ``tag`` share a cluster slot."""
-        return ":".join((f"{{{self.namespace}:{tag}}}", *parts))
+        return key(self.namespace, tag, *parts)
 
     def call(self, fn: Callable[[redis.Redis], T]) -> T:
         """``fn(client)``, handling an unreachable Redis as the module docstring says."""
