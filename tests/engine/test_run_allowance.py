@@ -178,6 +178,21 @@ def test_the_allowance_is_reserved_in_the_ledger_in_place_of_the_estimate(
     assert ledger.totals(BATCH_SCOPE).spent.tokens == 1_500
 
 
+def test_a_task_under_no_budget_gets_no_allowance_and_keeps_its_estimate(
+    tmp_path: Path,
+) -> None:
+    bundle = open_stores(StoreLocation.sqlite(tmp_path), state_dir=tmp_path)
+    try:
+        gate = BudgetGate(bundle.spend, clock=SYSTEM_CLOCK)
+        spec, adapter = _spec(tmp_path, "t0"), ClaudeCodeAdapter()
+        assert gate.reserve(spec, adapter, 1) is None
+        estimate = gate.held(spec, 1)
+        assert AttemptBudget(gate, spec, adapter, 1).allowance() is None
+        assert bundle.spend.totals(BATCH_SCOPE).reserved == estimate
+    finally:
+        bundle.close()
+
+
 class _Racing:
     """A spend ledger where another runner reserves ``step`` tokens for a task of its own
     just before each of the first ``races`` reservations of an allowance (more than the

@@ -92,12 +92,13 @@ class AttemptBudget(RequestSpend):
     def _message(self, refusal: SpendRefusal) -> str:
         return refused_request(refusal, self._task_id)
 
-    def allowance(self) -> list[dict[str, Any]]:
+    def allowance(self) -> list[dict[str, Any]] | None:
         """Give the run an allowance (``backstay.engine.run_allowance``), for a shared
         gateway that keeps no spend ledger: the least room of the task's budgets, reserved
         in the ledger as this attempt's reservation in place of its estimate; the scopes'
         totals as they stand without it, as JSON (the gateway checks each request
-        against them). No key or prompt.
+        against them). No key or prompt. ``None`` when none of the scopes has a budget:
+        there is nothing to hold the run to.
 
         Reserving again replaces the reservation, and drops it when refused (another
         runner changed the totals since they were read): the totals are read again, at
@@ -108,6 +109,8 @@ class AttemptBudget(RequestSpend):
         scopes: list[ScopeTotals] = []
         for _ in range(ALLOWANCE_TRIES):
             scopes = others(self._scopes(), held)
+            if not scopes:
+                return None
             hold = allowance_hold(allowance_room(scopes), estimate)
             if self._reserve(hold) is None:
                 self._held = hold

@@ -89,6 +89,8 @@ class SharedBudgets:
     def __call__(self, data: Mapping[str, Any]) -> RequestSpend | None:
         if not isinstance(data, Mapping):
             raise ConfigError("must be an object", where="budget")
+        if self.ledger is None and ALLOWANCE_KEY not in data:
+            return None  # nothing to hold the run to
         unknown = sorted(set(data) - _KEYS)
         if unknown:
             raise ConfigError(
@@ -128,15 +130,12 @@ class SharedBudgets:
                     for scope in attempt.scopes()
                 ]
 
-        elif allowance is not None:
-            frozen = list(allowance)
+        else:
+            frozen = list(allowance or ())
             held = Spend()  # the totals leave the attempt's reservation out
 
             def totals() -> list[ScopeTotals]:
                 return frozen
-
-        else:
-            return None
 
         def describe(refusal: SpendRefusal) -> str:
             return refused_request(refusal, task_id)

@@ -210,8 +210,9 @@ class RemoteRunGateway(OpensRuns):
         if callable(shared):
             body[_BUDGET] = shared()
             allowance = getattr(budget, "allowance", None)
-            if self._allowances and callable(allowance):
-                body[_BUDGET][ALLOWANCE] = allowance()
+            given = allowance() if self._allowances and callable(allowance) else None
+            if given is not None:
+                body[_BUDGET][ALLOWANCE] = given
         answer = self._call("POST", RUNS_PATH, body)
         token = answer.get("token") if isinstance(answer, dict) else None
         if not isinstance(token, str):
