@@ -7,7 +7,8 @@ collections that follow every 70,000 or so allocations re-scan that whole set ag
 again: 0.8–1 s of CPU over a 1,000-task batch. ``collector_for_batch`` moves everything
 alive when the batch starts into the collector's permanent generation (``gc.freeze``),
 which it never scans, and raises the youngest generation's threshold so that collections
-are fewer; both are put back when the batch ends. Nothing is freed later than it would
+are fewer; both are put back when the batch ends. ``backstay batch`` and ``backstay
+resume`` run their tasks under it. Nothing is freed later than it would
 be by reference counting, which frees all but cyclic garbage at once; a cycle made
 during the batch is still collected, only in fewer, larger passes.
 """

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from backstay.cli import _state
+from backstay.cli._batch_gc import collector_for_batch
 from backstay.cli._errors import usage_error
 from backstay.cli._executor import (
     DEFAULT_EXECUTOR,
@@ -124,6 +125,7 @@ def resume(
                     rate_limits=config.engine_rate_limits(),
                     limiters=pacing_limiters(engine),
                 ),
+                collector_for_batch(),
             ):
                 summary = engine.resume_sync()
         except ConfigError as err:
