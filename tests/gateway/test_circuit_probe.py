@@ -14,7 +14,9 @@ does so as before (``tests/gateway/test_runs_fallback.py``).
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import math
+import time
 from pathlib import Path
 from typing import Final
 
@@ -177,9 +179,9 @@ def test_a_probe_past_the_deadline_is_not_slept_for() -> None:
 # -- through the gateway: the anthropic SDK, the fake provider -----------------------------
 
 
-def _sent(url: str) -> tuple[anthropic.types.Message, str]:
+def _sent(url: str, **options: float) -> tuple[anthropic.types.Message, str]:
     """One client request: the answer and its ``x-backstay-attempts``."""
-    with anthropic_client(url) as client:
+    with anthropic_client(url, **options) as client:
         raw = client.messages.with_raw_response.create(
             model=ANTHROPIC_MODEL,
             max_tokens=20,
@@ -216,6 +218,25 @@ def test_a_request_that_opened_its_circuit_waits_and_is_sent_as_the_probe(
     assert retried.elapsed_s >= 1.0 * (failed_probes + 1)
     opened = events.named("circuit.opened")
     assert len(opened) == failed_probes + 1
+
+
+def test_two_requests_whose_failures_opened_the_circuit_share_its_probe(tmp_path: Path) -> None:
+    """Each fails once (the 529 asks for 1 s, so both fail before either retries), which
+    opens the circuit; both wait for the probe: one is sent as it, the other waits for its
+    answer and then goes. Both clients get a 200."""
+    overloaded = Fault(kind=FaultKind.OVERLOADED, first=THRESHOLD, retry_after_s=1.0)
+    with (
+        served(tmp_path, overloaded, breaker=_breaker(2.0)) as s,
+        capture_events() as events,
+    ):
+        with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
+            answers = list(pool.map(lambda _: _sent(s.url), range(2)))
+        stats = s.fake.stats()
+    assert [attempts for _, attempts in answers] == ["2", "2"]
+    assert dict(stats.by_status) == {529: THRESHOLD, 200: 2}
+    # One probe: the circuit opened once, half-opened once, and closed on its answer.
+    changes = [e.name for e in events if e.name.startswith("circuit.")]
+    assert changes == ["circuit.opened", "circuit.half_opened", "circuit.closed"]
 
 
 @pytest.mark.parametrize(
@@ -257,3 +278,23 @@ def test_a_request_that_opened_its_circuit_is_told_when_the_probe_is(
     assert (retried.attempts, retried.status, retried.outcome) == (THRESHOLD, 503, "circuit_open")
     assert retried.failure is not None
     assert retried.failure.code == "ERR_HTTP_529_OVERLOADED"
+
+
+def test_a_client_that_hangs_up_while_its_request_waits_for_the_probe_ends_the_wait(
+    tmp_path: Path,
+) -> None:
+    """The wait is the request's: a client gone ends it, and no probe is sent for it."""
+    overloaded = Fault(kind=FaultKind.OVERLOADED, first=THRESHOLD)
+    with served(tmp_path, overloaded, breaker=_breaker(30.0)) as s:
+        with pytest.raises(anthropic.APITimeoutError):
+            _sent(s.url, timeout=1.0)
+        bound = time.monotonic() + 20.0
+        while s.gateway.active_requests and time.monotonic() < bound:
+            time.sleep(0.02)
+        assert s.gateway.active_requests == 0
+        snapshot = s.gateway.breakers.breaker_for(("anthropic", ANTHROPIC_MODEL)).snapshot()
+        stats = s.fake.stats()
+    assert dict(stats.by_status) == {529: THRESHOLD}
+    assert snapshot.state is CircuitState.OPEN
+    assert snapshot.retry_after_s is not None
+    assert snapshot.retry_after_s > 0.0
