@@ -46,7 +46,8 @@ _FLAGS: Final = {
 _STORE_HELP: Final = (
     "Keep rate limiters and breakers in this store: redis://host:port/db (?namespace=NAME), "
     "shared by every gateway and batch on it, or a state directory (SQLite: breakers only); "
-    "with --agent-runs, runs' requests are held against its spending budgets."
+    "with --agent-runs, runs' requests are held against its spending budgets (without it, "
+    "against the allowance each run's batch reserved for it)."
 )
 
 
@@ -277,7 +278,7 @@ def gateway(
         if agent_runs:  # run tokens, opened over HTTP (backstay.gateway.run_admin)
             from backstay.cli._gateway_runs import shared_runs  # noqa: PLC0415
 
-            served.runs = shared_runs(bundle)  # budgets held against the store's ledger
+            served.runs = shared_runs(bundle)  # budgets: the store's ledger, else allowances
         try:
             with asyncio.Runner(loop_factory=loop_factory()) as runner:  # uvloop's if installed
                 runner.run(_serve(served))
