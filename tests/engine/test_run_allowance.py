@@ -178,6 +178,25 @@ def test_the_allowance_is_reserved_in_the_ledger_in_place_of_the_estimate(
     assert ledger.totals(BATCH_SCOPE).spent.tokens == 1_500
 
 
+def test_a_run_started_beside_another_runs_allowance_gets_the_room_left(
+    tmp_path: Path, ledger: SpendLedger
+) -> None:
+    gate = BudgetGate(ledger, clock=SYSTEM_CLOCK)
+    adapter = ClaudeCodeAdapter()
+    first, second = _spec(tmp_path, "t0"), _spec(tmp_path, "t1")
+    assert gate.reserve(first, adapter, 1) is None
+    assert gate.reserve(second, adapter, 1) is None
+    estimate = gate.held(second, 1)
+
+    one = parse_allowance(AttemptBudget(gate, first, adapter, 1).allowance())
+    two = parse_allowance(AttemptBudget(gate, second, adapter, 1).allowance())
+
+    # The batch's budget binds both: the first run takes all but the second's estimate.
+    assert allowance_room(one) == SpendBudget(tokens=20_000 - estimate.tokens)
+    assert allowance_room(two) == SpendBudget(tokens=estimate.tokens)
+    assert ledger.totals(BATCH_SCOPE).reserved.tokens == 20_000
+
+
 def test_a_task_under_no_budget_gets_no_allowance_and_keeps_its_estimate(
     tmp_path: Path,
 ) -> None:
