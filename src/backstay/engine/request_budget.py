@@ -106,7 +106,6 @@ class AttemptBudget(RequestSpend):
         attempt is still settled, with totals showing the room as it then stood."""
         estimate = self._held
         held = estimate
-        scopes: list[ScopeTotals] = []
         for _ in range(ALLOWANCE_TRIES):
             scopes = others(self._scopes(), held)
             if not scopes:
