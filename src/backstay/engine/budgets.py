@@ -38,6 +38,7 @@ from backstay.adapters.contract import Adapter
 from backstay.adapters.spend import attempt_prompt, charge_spend, estimate_spend
 from backstay.adapters.usage import Usage
 from backstay.clock import Clock
+from backstay.engine.attempt_spend import Settlement
 from backstay.engine.events import TaskPaused
 from backstay.engine.records import StateChange, TaskRecord
 from backstay.engine.spend_ledger import AttemptSpend, SpendLedger
@@ -125,6 +126,46 @@ class BudgetGate:
         self._estimates: dict[str, Spend] = {}
         self._waiters: list[asyncio.Future[None]] = []
 
+    def attempt(self, spec: TaskSpec, adapter: Adapter, number: int) -> AttemptSpend:
+        """What attempt ``number`` of ``spec`` on ``adapter`` is reserved under, estimated."""
+        return self._attempt(spec, adapter, number)
+
+    def reserved(self, attempt: AttemptSpend) -> None:
+        """``attempt`` was reserved elsewhere (``AttemptSpendStore.begin_reserved``): its
+        estimate is remembered as ``reserve`` remembers it."""
+        self._estimates[attempt.attempt_id] = attempt.estimate
+
+    def charge(self, spec: TaskSpec, adapter: Adapter, number: int, usage: Usage) -> Settlement:
+        """What attempt ``number``, which used ``usage``, is charged, for
+        ``AttemptSpendStore.end_settled`` (or ``record``) to write; ``settled`` once it is."""
+        attempt_id = make_attempt_id(spec.operation_id, number)
+        estimate = self._estimates.pop(attempt_id, Spend())
+        charged = charge_for(spec, adapter, usage, estimate)
+        return Settlement(
+            attempt_id=attempt_id,
+            charged=charged,
+            prompt_tokens=usage.prompt_tokens,
+            output_tokens=usage.output_tokens,
+            reported_usd=charged.usd if usage.tokens_total else None,
+            at=self.clock.now(),
+        )
+
+    def record(self, settlement: Settlement) -> None:
+        """Write ``settlement`` in a transaction of its own (``settle``'s second half)."""
+        self.ledger.settle(
+            settlement.attempt_id,
+            settlement.charged,
+            prompt_tokens=settlement.prompt_tokens,
+            output_tokens=settlement.output_tokens,
+            reported_usd=settlement.reported_usd,
+            at=settlement.at,
+        )
+        self.settled_now()
+
+    def settled_now(self) -> None:
+        """A reservation of this runner was settled: wake the tasks waiting for one."""
+        self._wake()
+
     def _attempt(self, spec: TaskSpec, adapter: Adapter, number: int) -> AttemptSpend:
         earlier = self.ledger.earlier(spec.adapter, spec.model)
         return AttemptSpend(
@@ -151,19 +192,9 @@ class BudgetGate:
 
     def settle(self, spec: TaskSpec, adapter: Adapter, number: int, usage: Usage) -> Spend:
         """Charge attempt ``number`` what it used; the charge."""
-        attempt_id = make_attempt_id(spec.operation_id, number)
-        estimate = self._estimates.pop(attempt_id, Spend())
-        charged = charge_for(spec, adapter, usage, estimate)
-        self.ledger.settle(
-            attempt_id,
-            charged,
-            prompt_tokens=usage.prompt_tokens,
-            output_tokens=usage.output_tokens,
-            reported_usd=charged.usd if usage.tokens_total else None,
-            at=self.clock.now(),
-        )
-        self._wake()
-        return charged
+        settlement = self.charge(spec, adapter, number, usage)
+        self.record(settlement)
+        return settlement.charged
 
     def held(self, spec: TaskSpec, number: int) -> Spend:
         """The estimate reserved for attempt ``number`` (nothing if none is held)."""
@@ -216,6 +247,20 @@ class BudgetGate:
         refusal = self.reserve(spec, adapter, record.attempts_used + 1)
         if refusal is None:
             return True
+        return await self.refused(store, record, refusal, permit, policy=policy)
+
+    async def refused(
+        self,
+        store: TaskStore,
+        record: TaskRecord,
+        refusal: SpendRefusal,
+        permit: Permit | None,
+        *,
+        policy: str,
+    ) -> bool | TaskRecord:
+        """``hold``'s answer to ``refusal`` of the next attempt of ``record``: ``permit``
+        released, then ``False`` after waiting for this runner's attempts in flight, or the
+        task paused."""
         if permit is not None:
             permit.release()
         if self.should_wait(refusal):

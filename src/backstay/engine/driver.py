@@ -21,8 +21,10 @@ attempt is counted. The attempt's end is reported on the permit (success, its
 With a ``BudgetGate``, the attempt's estimated spend is reserved after the permit and
 before step 1; when a budget has no room the task is paused (``budget_exceeded``) without
 an attempt, and the permit is given back (a refusal is no failure of the candidate). The
-real use is charged right after the dispatch (docs/budgets.md). Through the gateway, each
-request of an agent CLI's attempt is held against the budgets too
+real use is charged right after the dispatch (docs/budgets.md). Where the stores offer an
+``AttemptSpendStore`` (SQLite) and the task has no pacing, the reservation is written in
+step 1's transaction and the charge in step 5's instead of transactions of their own.
+Through the gateway, each request of an agent CLI's attempt is held against the budgets too
 (``engine.request_budget``): one they have no room for is refused, and the attempt ends
 failed with its task paused (``budget_exceeded``).
 
@@ -61,6 +63,7 @@ from backstay.adapters.gateway_wiring import (
 from backstay.clock import Clock
 from backstay.engine import _notify as notify
 from backstay.engine._attempt_done import AttemptDone, dispatch, escalation_context, result_data
+from backstay.engine.attempt_spend import AttemptSpendStore, Settlement
 from backstay.engine.attempt_start import AttemptStarts
 from backstay.engine.budgets import BudgetGate, estimate_attempt, paused_by_budget
 from backstay.engine.circuits import CircuitGate
@@ -70,6 +73,7 @@ from backstay.engine.pacing import RETRY_BUDGET_EXHAUSTED, Pacing
 from backstay.engine.records import (
     AttemptEnd,
     AttemptOutcome,
+    Escalation,
     NewEscalation,
     StateChange,
     TaskRecord,
@@ -115,6 +119,7 @@ class TaskDriver:
         fallback: TaskFallback | None = None,
         pacing: Pacing | None = None,
         location: StoreLocation | None = None,
+        attempt_spend: AttemptSpendStore | None = None,
     ) -> None:
         self.spec = spec
         # Where the batch's records are: every request of the task carries it.
@@ -128,6 +133,9 @@ class TaskDriver:
         self.budgets = budgets
         self.fallback = fallback  # the task's chain, when it has fallbacks
         self.pacing = pacing
+        # With budgets and no pacing, each attempt's reservation and settlement are written
+        # in the transactions that begin and end it (``engine.attempt_spend``).
+        self.joint = attempt_spend if budgets is not None and pacing is None else None
         self.operation_id = spec.operation_id
         # An agent CLI's workspace snapshot and session home (attempt_start).
         self.starts = AttemptStarts(spec, state_dir=state_dir, policy=policy.name)
@@ -156,7 +164,7 @@ class TaskDriver:
             await self.clock.asleep(wait)
         while True:
             permit = await self._admitted(record)
-            if self.budgets is not None:
+            if self.budgets is not None and self.joint is None:
                 spec, adapter = attempt_target(self.spec, self.adapter, self.fallback)
                 held = await self.budgets.hold(
                     self.store, record, spec, adapter, permit, policy=self.policy.name
@@ -167,13 +175,22 @@ class TaskDriver:
                     continue
             paced = await self._paced()
             try:
-                record, delay = await self._attempt(record, permit, paced)
+                attempted = await self._attempt(record, permit, paced)
             except BaseException:
                 if permit is not None:  # nothing reported: the attempt never ended
                     permit.release()
                 if paced is not None:
                     Pacing.attempt_ended(*paced, None)
                 raise
+            if isinstance(attempted, SpendRefusal):  # not begun: no room in a budget
+                assert self.budgets is not None  # noqa: S101 - only a budget refuses
+                held = await self.budgets.refused(
+                    self.store, record, attempted, permit, policy=self.policy.name
+                )
+                if isinstance(held, TaskRecord):  # paused
+                    raise TaskStopped(held)
+                continue
+            record, delay = attempted
             if record.state is TaskState.SUCCEEDED:
                 self.succeeded = True
                 return dict(record.result or {})
@@ -286,24 +303,21 @@ class TaskDriver:
         record: TaskRecord,
         permit: Permit | None,
         paced: tuple[RateLimiterLike, ReservationLike] | None = None,
-    ) -> tuple[TaskRecord, float]:
+    ) -> tuple[TaskRecord, float] | SpendRefusal:
         """One attempt, recorded before and after; the task as stored and the delay. The
         attempt's end is reported on ``permit`` (and its limiter, ``paced``) as soon as it
-        is known."""
+        is known. With ``joint``, the attempt's reservation is written as it is begun, and
+        a refusal returned instead when a budget has no room (nothing begun)."""
         number = record.attempts_used + 1
         if number == 1 and self.pacing is not None:
             self.pacing.first_attempt()
         attempt_id = make_attempt_id(self.operation_id, number)
         output_dir = self.spec.attempt_dir(self.state_dir, number)
         started_at = self.clock.now()
-        record = self.store.begin_attempt(
-            self.operation_id,
-            number=number,
-            attempt_id=attempt_id,
-            output_dir=str(output_dir),
-            at=started_at,
-            candidate=None if self.fallback is None else self.fallback.current_name,
-        )
+        begun = self._begin(number, attempt_id, str(output_dir), started_at)
+        if isinstance(begun, SpendRefusal):
+            return begun
+        record = begun
         keys = model_keys(self.spec, self.fallback)  # the candidate this attempt runs on
         notify.started(record, attempt_id=attempt_id, policy=self.policy.name, keys=keys)
         adapter, request = self.adapter, self.spec.request(output_dir)
@@ -343,10 +357,9 @@ class TaskDriver:
                 permit.success()
             elif done.failure is not None:
                 permit.failure(done.failure)
-        if self.budgets is not None:
-            spec, adapter = attempt_target(self.spec, self.adapter, self.fallback)
-            self.budgets.settle(spec, adapter, number, done.usage)
-        if done.result is None and budget is not None and budget.refusal is not None:
+        stopped = done.result is None and budget is not None and budget.refusal is not None
+        settlement = self._charge(number, done, written=stopped)
+        if stopped and budget is not None and budget.refusal is not None:
             return self._stopped_by_budget(
                 done, ended_at, number, budget.refusal, started_at=started_at, keys=keys
             )
@@ -364,7 +377,7 @@ class TaskDriver:
                 at=ended_at,
                 result=result_data(done.result, done.usage, keys),
             )
-            record, _ = self.store.end_attempt(self.operation_id, end, change)
+            record, _ = self._end(end, change, None, settlement)
             if start is not None:
                 self.starts.finished()
             notify.attempt_ended(record, end, attempt_id, started_at, keys, policy=self.policy.name)
@@ -372,8 +385,79 @@ class TaskDriver:
             return record, 0.0
         assert done.failure is not None  # noqa: S101 - a dispatch gives a result or a failure
         return self._failed(
-            record, done, ended_at, number, str(output_dir), started_at=started_at, keys=keys
+            record,
+            done,
+            ended_at,
+            number,
+            str(output_dir),
+            started_at=started_at,
+            keys=keys,
+            settlement=settlement,
         )
+
+    def _charge(self, number: int, done: AttemptDone, *, written: bool) -> Settlement | None:
+        """What attempt ``number`` is charged, to be written as it ends (``_end``); written
+        now (``None``) without ``joint``, or when ``written``."""
+        if self.budgets is None:
+            return None
+        spec, adapter = attempt_target(self.spec, self.adapter, self.fallback)
+        settlement = self.budgets.charge(spec, adapter, number, done.usage)
+        if self.joint is not None and not written:
+            return settlement
+        self.budgets.record(settlement)
+        return None
+
+    def _begin(
+        self, number: int, attempt_id: str, output_dir: str, started_at: _dt.datetime
+    ) -> TaskRecord | SpendRefusal:
+        """``begin_attempt``; with ``joint``, the attempt's estimate reserved in its
+        transaction, or the refusal (nothing begun)."""
+        candidate = None if self.fallback is None else self.fallback.current_name
+        if self.joint is None or self.budgets is None:
+            return self.store.begin_attempt(
+                self.operation_id,
+                number=number,
+                attempt_id=attempt_id,
+                output_dir=output_dir,
+                at=started_at,
+                candidate=candidate,
+            )
+        spec, target = attempt_target(self.spec, self.adapter, self.fallback)
+        spend = self.budgets.attempt(spec, target, number)
+        begun = self.joint.begin_reserved(
+            self.operation_id,
+            number=number,
+            attempt_id=attempt_id,
+            output_dir=output_dir,
+            at=started_at,
+            candidate=candidate,
+            spend=spend,
+        )
+        if not isinstance(begun, SpendRefusal):
+            self.budgets.reserved(spend)
+        return begun
+
+    def _end(
+        self,
+        end: AttemptEnd,
+        change: StateChange,
+        escalation: NewEscalation | None,
+        settlement: Settlement | None,
+    ) -> tuple[TaskRecord, Escalation | None]:
+        """``end_attempt``, with ``settlement`` written in its transaction when there is
+        one; should the end be refused (an operator's cancel meanwhile), the charge is
+        written on its own, so no reservation stays open."""
+        if settlement is None or self.joint is None or self.budgets is None:
+            return self.store.end_attempt(self.operation_id, end, change, escalation=escalation)
+        try:
+            ended = self.joint.end_settled(
+                self.operation_id, end, change, escalation=escalation, settlement=settlement
+            )
+        except BaseException:
+            self.budgets.record(settlement)
+            raise
+        self.budgets.settled_now()
+        return ended
 
     def _stopped_by_budget(
         self,
@@ -411,6 +495,7 @@ class TaskDriver:
         *,
         started_at: _dt.datetime,
         keys: Mapping[str, str],
+        settlement: Settlement | None = None,
     ) -> tuple[TaskRecord, float]:
         failure = done.failure
         assert failure is not None  # noqa: S101 - only failed attempts come here
@@ -450,9 +535,7 @@ class TaskDriver:
         change = StateChange(
             state=step.state, reason=step.reason, at=ended_at, next_run_at=step.next_run_at
         )
-        record, added = self.store.end_attempt(
-            self.operation_id, end, change, escalation=escalation
-        )
+        record, added = self._end(end, change, escalation, settlement)
         delay = step.delay_s or 0.0
         attempt_id = make_attempt_id(self.operation_id, number)
         notify.attempt_ended(record, end, attempt_id, started_at, keys, policy=self.policy.name)

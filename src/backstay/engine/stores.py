@@ -12,6 +12,7 @@ from backstay.clock import SYSTEM_CLOCK, Clock
 
 if TYPE_CHECKING:
     from backstay.breaker.store import BreakerStore
+    from backstay.engine.attempt_spend import AttemptSpendStore
     from backstay.engine.circuit_log import CircuitLog
     from backstay.engine.spend_ledger import SpendLedger
     from backstay.engine.taskstore import TaskStore
@@ -48,6 +49,9 @@ class StoreBundle:
     closer: Callable[[], None] | None = None
     limiters: Callable[[Mapping[str, RateLimitSettings], Clock], LimiterRegistryLike] | None = None
     budgets: Callable[[str, BudgetSettings, Clock], RetryBudgetLike] | None = None
+    # Begins and ends an attempt with its spend in one transaction each, where the task
+    # store and the spend ledger share one (``backstay.engine.attempt_spend``).
+    attempt_spend: AttemptSpendStore | None = None
 
     def has_batch(self) -> bool:
         """True when a batch was recorded here (at least one task)."""

@@ -9,6 +9,7 @@ from pathlib import Path
 from backstay.clock import Clock
 from backstay.engine.stores import StoreBundle
 from backstay.store.location import StoreLocation
+from backstay.store.sqlite.attempt_spend import SQLiteAttemptSpend
 from backstay.store.sqlite.breakers import SQLiteBreakerStore
 from backstay.store.sqlite.circuit_log import SQLiteCircuitLog
 from backstay.store.sqlite.fallback import SQLiteFallbackStore
@@ -31,7 +32,9 @@ def open_sqlite_stores(
     with ExitStack() as opened:
         tasks = opened.enter_context(SQLiteTaskStore(state_dir, secrets=secrets))
         operations = opened.enter_context(SQLiteOperationStore(tasks.path, clock=clock))
-        spend = opened.enter_context(SQLiteSpendLedger(state_dir))
+        # On the task store's connection: an attempt's spend is kept in the transactions
+        # that begin and end it (SQLiteAttemptSpend).
+        spend = opened.enter_context(SQLiteSpendLedger(state_dir, tasks=tasks))
         circuit_log = opened.enter_context(SQLiteCircuitLog(state_dir))
         breakers = opened.enter_context(SQLiteBreakerStore(tasks.path))
         fallback = opened.enter_context(SQLiteFallbackStore(tasks.path))
@@ -44,4 +47,5 @@ def open_sqlite_stores(
         fallback=fallback,
         spend=spend,
         circuit_log=circuit_log,
+        attempt_spend=SQLiteAttemptSpend(tasks, spend),
     )

@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any, Final, TypeVar
 
 from backstay._private import make_private_dirs
+from backstay.engine.attempt_spend import Settlement
 from backstay.engine.spend_ledger import AttemptSpend
 from backstay.policy.spend import (
     EarlierUse,
@@ -49,7 +50,7 @@ from backstay.policy.spend import (
 from backstay.store import _spend_sums as sums
 from backstay.store.sqlite._file import SQLiteFile
 from backstay.store.sqlite._schema import open_component
-from backstay.store.sqlite.tasks import DEFAULT_TIMEOUT_S, STATE_FILE
+from backstay.store.sqlite.tasks import DEFAULT_TIMEOUT_S, STATE_FILE, SQLiteTaskStore
 
 __all__ = ["SQLiteSpendLedger"]
 
@@ -139,7 +140,11 @@ class SQLiteSpendLedger(SQLiteFile):
     """The spend ledger of ``state_dir``; see the module docstring."""
 
     def __init__(
-        self, state_dir: str | os.PathLike[str], *, timeout_s: float = DEFAULT_TIMEOUT_S
+        self,
+        state_dir: str | os.PathLike[str],
+        *,
+        timeout_s: float = DEFAULT_TIMEOUT_S,
+        tasks: SQLiteTaskStore | None = None,
     ) -> None:
         self.path = Path(state_dir) / STATE_FILE
         self._lock = threading.Lock()
@@ -154,6 +159,21 @@ class SQLiteSpendLedger(SQLiteFile):
             migrations=_MIGRATIONS,
         )
         self._tx(self._ensure_sums)
+        # With ``tasks`` (the task store of the same file), its connection and lock are
+        # used from here on, so an attempt's reservation and settlement can be written in
+        # the transactions that begin and end it (``SQLiteAttemptSpend``); it closes them.
+        self.tasks = tasks
+        if tasks is not None:
+            if tasks.path.resolve() != self.path.resolve():
+                self._conn.close()
+                raise ValueError(f"the task store's file {tasks.path} is not {self.path}")
+            self._conn.close()
+            self._conn, self._lock = tasks.connection()
+
+    def close(self) -> None:
+        """Close the connection (the task store closes the one it shares)."""
+        if self.tasks is None:
+            super().close()
 
     def _tx(self, fn: Callable[[sqlite3.Connection], T]) -> T:
         with self._lock:
@@ -282,28 +302,32 @@ class SQLiteSpendLedger(SQLiteFile):
         """Hold the attempt's estimate in all its scopes (``None``), or refuse and hold
         nothing. Reserving an attempt again replaces its earlier reservation."""
 
-        def fn(conn: sqlite3.Connection) -> SpendRefusal | None:
-            self._release_in(conn, attempt.attempt_id)
-            refusal = self._check_in(conn, attempt)
-            if refusal is None:
-                row: sums.Row = sums.reserved_row(attempt)
-                conn.execute(
-                    _RESERVE,
-                    (
-                        attempt.attempt_id,
-                        attempt.operation_id,
-                        attempt.tenant,
-                        attempt.adapter,
-                        attempt.model,
-                        attempt.estimate.usd,
-                        attempt.estimate.tokens,
-                        at.timestamp(),
-                    ),
-                )
-                self._change_sums(conn, [(None, row)])
-            return refusal
+        return self._tx(lambda conn: self.reserve_in(conn, attempt, at=at))
 
-        return self._tx(fn)
+    def reserve_in(
+        self, conn: sqlite3.Connection, attempt: AttemptSpend, *, at: _dt.datetime
+    ) -> SpendRefusal | None:
+        """``reserve``'s reads and writes in the open transaction of ``conn`` (this ledger's
+        connection: a task store's it shares, ``SQLiteAttemptSpend``)."""
+        self._release_in(conn, attempt.attempt_id)
+        refusal = self._check_in(conn, attempt)
+        if refusal is None:
+            row: sums.Row = sums.reserved_row(attempt)
+            conn.execute(
+                _RESERVE,
+                (
+                    attempt.attempt_id,
+                    attempt.operation_id,
+                    attempt.tenant,
+                    attempt.adapter,
+                    attempt.model,
+                    attempt.estimate.usd,
+                    attempt.estimate.tokens,
+                    at.timestamp(),
+                ),
+            )
+            self._change_sums(conn, [(None, row)])
+        return refusal
 
     def settle(
         self,
@@ -316,34 +340,44 @@ class SQLiteSpendLedger(SQLiteFile):
         at: _dt.datetime,
     ) -> bool:
         """Charge ``charged`` instead of the estimate; whether a reservation was open."""
+        settlement = Settlement(
+            attempt_id=attempt_id,
+            charged=charged,
+            prompt_tokens=prompt_tokens,
+            output_tokens=output_tokens,
+            reported_usd=reported_usd,
+            at=at,
+        )
+        return self._tx(lambda conn: self.settle_in(conn, settlement))
+
+    def settle_in(self, conn: sqlite3.Connection, settlement: Settlement) -> bool:
+        """``settle``'s reads and writes in the open transaction of ``conn`` (see
+        ``reserve_in``)."""
+        charged = settlement.charged
+        before = self._row(conn, settlement.attempt_id)
+        if before is None or before["status"] != "reserved":
+            return False
         params: tuple[Any, ...] = (
             charged.usd,
             charged.tokens,
-            prompt_tokens,
-            output_tokens,
-            reported_usd,
-            at.timestamp(),
-            attempt_id,
+            settlement.prompt_tokens,
+            settlement.output_tokens,
+            settlement.reported_usd,
+            settlement.at.timestamp(),
+            settlement.attempt_id,
         )
-
-        def fn(conn: sqlite3.Connection) -> bool:
-            before = self._row(conn, attempt_id)
-            if before is None or before["status"] != "reserved":
-                return False
-            conn.execute(_SETTLE, params)
-            after = {
-                **before,
-                "status": "settled",
-                "usd": charged.usd,
-                "tokens": charged.tokens,
-                "prompt_tokens": prompt_tokens,
-                "output_tokens": output_tokens,
-                "reported_usd": reported_usd,
-            }
-            self._change_sums(conn, [(before, after)])
-            return True
-
-        return self._tx(fn)
+        conn.execute(_SETTLE, params)
+        after = {
+            **before,
+            "status": "settled",
+            "usd": charged.usd,
+            "tokens": charged.tokens,
+            "prompt_tokens": settlement.prompt_tokens,
+            "output_tokens": settlement.output_tokens,
+            "reported_usd": settlement.reported_usd,
+        }
+        self._change_sums(conn, [(before, after)])
+        return True
 
     def _release_in(self, conn: sqlite3.Connection, attempt_id: str) -> None:
         before = self._row(conn, attempt_id)

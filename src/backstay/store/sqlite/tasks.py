@@ -81,6 +81,16 @@ class SQLiteTaskStore(SQLiteTaskIndex, SQLiteReportReads, SQLiteFile):
 
     # -- plumbing ---------------------------------------------------------------------
 
+    def connection(self) -> tuple[sqlite3.Connection, threading.Lock]:
+        """This store's connection and the lock it is used under, for a store of the same
+        file that shares them (``SQLiteSpendLedger(tasks=...)``)."""
+        return self._conn, self._lock
+
+    def transaction(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        """``fn(connection)`` in one ``BEGIN IMMEDIATE`` transaction of this store's
+        connection, committed when it returns (for stores sharing the connection)."""
+        return self._tx(fn)
+
     def _tx(self, fn: Callable[[sqlite3.Connection], T]) -> T:
         with self._lock:
             conn = self._conn
@@ -192,24 +202,46 @@ class SQLiteTaskStore(SQLiteTaskIndex, SQLiteReportReads, SQLiteFile):
         at: _dt.datetime,
         candidate: str | None = None,
     ) -> TaskRecord:
-        def fn(conn: sqlite3.Connection) -> TaskRecord:
-            current, used = self._current(conn, operation_id)
-            if number != used + 1:
-                raise ConfigError(
-                    f"attempt {number} of {operation_id!r} is not the next one ({used} used)",
-                    where="number",
-                )
-            transition(current, TaskState.RUNNING)
-            change = StateChange(state=TaskState.RUNNING, reason=f"running attempt {number}", at=at)
-            self._apply(conn, operation_id, change)
-            conn.execute(sql.COUNT_ATTEMPT, (number, operation_id))
-            conn.execute(
-                sql.BEGIN_ATTEMPT,
-                (operation_id, number, attempt_id, output_dir, at.timestamp(), candidate),
+        return self._tx(
+            lambda conn: self.begin_in(
+                conn,
+                operation_id,
+                number=number,
+                attempt_id=attempt_id,
+                output_dir=output_dir,
+                at=at,
+                candidate=candidate,
             )
-            return self._task_in(conn, operation_id)
+        )
 
-        return self._tx(fn)
+    def begin_in(
+        self,
+        conn: sqlite3.Connection,
+        operation_id: str,
+        *,
+        number: int,
+        attempt_id: str,
+        output_dir: str,
+        at: _dt.datetime,
+        candidate: str | None,
+    ) -> TaskRecord:
+        """``begin_attempt``'s writes in the open transaction of ``conn`` (this store's
+        connection, shared with the spend ledger: ``SQLiteAttemptSpend``)."""
+        current, used = self._current(conn, operation_id)
+        if number != used + 1:
+            raise ConfigError(
+                f"attempt {number} of {operation_id!r} is not the next one ({used} used)",
+                where="number",
+            )
+        transition(current, TaskState.RUNNING)
+        change = StateChange(state=TaskState.RUNNING, reason=f"running attempt {number}", at=at)
+        self._apply(conn, operation_id, change)
+        conn.execute(sql.COUNT_ATTEMPT, (number, operation_id))
+        conn.execute(
+            sql.BEGIN_ATTEMPT,
+            (operation_id, number, attempt_id, output_dir, at.timestamp(), candidate),
+        )
+        return self._task_in(conn, operation_id)
 
     def end_attempt(
         self,
@@ -219,19 +251,30 @@ class SQLiteTaskStore(SQLiteTaskIndex, SQLiteReportReads, SQLiteFile):
         *,
         escalation: NewEscalation | None = None,
     ) -> tuple[TaskRecord, Escalation | None]:
-        def fn(conn: sqlite3.Connection) -> tuple[TaskRecord, Escalation | None]:
-            self._move(conn, operation_id, change)
-            ended = conn.execute(sql.END_ATTEMPT, rows.end_params(operation_id, end))
-            if ended.rowcount != 1:
-                raise ConfigError(
-                    f"attempt {end.number} of {operation_id!r} is not running", where="number"
-                )
-            added = None
-            if escalation is not None:
-                added = self._escalate(conn, operation_id, escalation, change.at)
-            return self._task_in(conn, operation_id), added
+        return self._tx(
+            lambda conn: self.end_in(conn, operation_id, end, change, escalation=escalation)
+        )
 
-        return self._tx(fn)
+    def end_in(
+        self,
+        conn: sqlite3.Connection,
+        operation_id: str,
+        end: AttemptEnd,
+        change: StateChange,
+        *,
+        escalation: NewEscalation | None,
+    ) -> tuple[TaskRecord, Escalation | None]:
+        """``end_attempt``'s writes in the open transaction of ``conn`` (see ``begin_in``)."""
+        self._move(conn, operation_id, change)
+        ended = conn.execute(sql.END_ATTEMPT, rows.end_params(operation_id, end))
+        if ended.rowcount != 1:
+            raise ConfigError(
+                f"attempt {end.number} of {operation_id!r} is not running", where="number"
+            )
+        added = None
+        if escalation is not None:
+            added = self._escalate(conn, operation_id, escalation, change.at)
+        return self._task_in(conn, operation_id), added
 
     def _escalate(
         self, conn: sqlite3.Connection, operation_id: str, new: NewEscalation, at: _dt.datetime
