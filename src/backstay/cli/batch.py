@@ -29,6 +29,7 @@ from backstay.cli._gateway_runs import (
 from backstay.cli._logging import apply_log_level
 from backstay.cli._observe import observed
 from backstay.cli._options import ServePortOption
+from backstay.cli._registration import early_start
 from backstay.engine.executor import DEFAULT_CONCURRENCY
 from backstay.engine.states import TaskState
 from backstay.errors import ConfigError
@@ -38,6 +39,7 @@ from backstay.store.location import StoreUnreachable
 # command runs, not for its --help (tests/cli/test_startup.py).
 if TYPE_CHECKING:
     from backstay.engine import Engine, SuiteBatch
+    from backstay.engine.registration import EarlyStart
 
 CONFIG_HELP = (
     "The configuration file whose policies the suite may name and whose "
@@ -46,8 +48,9 @@ CONFIG_HELP = (
 )
 
 
-def run_batch(engine: Engine, batch: SuiteBatch) -> int:
-    """Run ``batch`` on ``engine`` showing its progress, report it; its exit code."""
+def run_batch(engine: Engine, batch: SuiteBatch, early: EarlyStart | None = None) -> int:
+    """Run ``batch`` on ``engine`` showing its progress, report it; its exit code.
+    ``early``: recorded a page at a time while its first runs run (``_registration``)."""
     from backstay.cli._progress import showing_progress  # noqa: PLC0415 - see the imports
     from backstay.cli._report import report_run  # noqa: PLC0415
 
@@ -56,7 +59,7 @@ def run_batch(engine: Engine, batch: SuiteBatch) -> int:
         spec.operation_id: known.get(spec.operation_id, TaskState.PENDING) for spec in batch.specs
     }
     with showing_progress(states), collector_for_batch():
-        engine.run_sync(batch.specs)
+        engine.run_sync(batch.specs, early=early)
     summary = engine.summary(states)
     report_run(
         engine,
@@ -142,8 +145,11 @@ def batch(
     except (ConfigError, OSError) as err:
         raise _state.run_failed(err, state_dir) from None
     with engine:
+        # Each page's workspaces are made as it is recorded, or all of them now.
+        early = early_start(suite, opened, inherit_env=not isolated_env)
         try:
-            opened.prepare()
+            if early is None:
+                opened.prepare()
         except OSError as err:
             raise _state.run_failed(err, state_dir) from None
         try:
@@ -159,7 +165,7 @@ def batch(
                     limiters=pacing_limiters(engine),
                 ),
             ):
-                code = run_batch(engine, opened)
+                code = run_batch(engine, opened, early)
         except ConfigError as err:
             raise usage_error(err) from None
         except KeyboardInterrupt:

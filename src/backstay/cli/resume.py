@@ -30,6 +30,7 @@ from backstay.cli._gateway_runs import (
 from backstay.cli._logging import apply_log_level
 from backstay.cli._observe import observed
 from backstay.cli._options import ServePortOption
+from backstay.cli._registration import finish_recording
 from backstay.cli.batch import CONFIG_HELP
 from backstay.engine.executor import DEFAULT_CONCURRENCY
 from backstay.engine.suite_batch import read_identity
@@ -101,6 +102,12 @@ def resume(
         raise usage_error(err) from None
     with engine:
         _state.keep_budget(engine, None, budget_usd, budget_tokens)
+        try:  # the runs a batch killed while recording them left (cli._registration)
+            recorded = finish_recording(engine, state_dir=state_dir, config=config)
+        except ConfigError as err:
+            raise usage_error(err) from None
+        if recorded is not None:
+            _state.say(f"recorded the {recorded[0]} runs left of the batch's {recorded[1]}")
         records = engine.store.tasks()
         flags = _state.batch_flags(state_dir, location)
         for line in suite_changes(

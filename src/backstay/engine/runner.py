@@ -85,6 +85,12 @@ from backstay.engine.executor import DEFAULT_CONCURRENCY, Executor
 from backstay.engine.fallback import TaskFallback, candidate_config
 from backstay.engine.pacing import Pacing, engine_pacing
 from backstay.engine.records import StateChange, TaskRecord
+from backstay.engine.registration import (
+    EarlyStart,
+    PagedRegistration,
+    PageFeed,
+    check_same_batch,
+)
 from backstay.engine.resume import StartStep, plan_start
 from backstay.engine.spend_ledger import SpendLedger
 from backstay.engine.states import TaskState
@@ -354,20 +360,53 @@ class Engine:
 
     # -- running ------------------------------------------------------------------------
 
-    async def run(self, specs: Iterable[TaskSpec]) -> Summary:
+    async def run(self, specs: Iterable[TaskSpec], *, early: EarlyStart | None = None) -> Summary:
         """Record ``specs`` (known tasks keep their state) and drive them until each has
         succeeded, failed, or stopped to wait (paused, escalated); their summary.
 
         A sequence is read three times (checked, recorded, then each spec as its task is
-        driven) and never copied; any other iterable is read into a tuple first."""
+        driven) and never copied; any other iterable is read into a tuple first. With
+        ``early`` (on a store that records in pages), the first tasks are driven while
+        the next pages are recorded (``backstay.engine.registration``)."""
         chosen = specs if isinstance(specs, Sequence) else tuple(specs)
         order = self._checked(chosen)
-        self.store.register_each(chosen, at=self.clock.now())
+        at = self.clock.now()
+        if early is not None and isinstance(self.store, PagedRegistration):
+            feed = PageFeed(self.store, chosen, order, early=early, at=at)
+            if self.executor is not None:
+                feed.record_all()
+            else:
+                feed.record_next()  # the first page, before any task is driven
+                await self._drive_all((), operations=order, feed=feed)
+                return self.summary(order)
+        else:
+            self.store.register_each(chosen, at=at)
         if self.executor is not None:
             await self.executor.drive(self, StoredTasks(self.store, order))
         else:
             await self._drive_all(self._registered(chosen), operations=order)
         return self.summary(order)
+
+    def finish_registration(self, specs: Sequence[TaskSpec], *, early: EarlyStart) -> int:
+        """Record what is left of a batch whose paged recording was cut short (``specs``:
+        its tasks, as ``run`` was given them: ``ConfigError`` when their operation ids
+        are not the recorded batch's); how many tasks were recorded now (0 when none was
+        left). Every spec is checked first, as ``run`` checks them."""
+        header = self.store.registration() if isinstance(self.store, PagedRegistration) else None
+        if header is None:
+            return 0
+        order = self._checked(specs)
+        check_same_batch(header, order)
+        feed = PageFeed(
+            self.store,
+            specs,
+            order,
+            early=early,
+            at=self.clock.now(),
+            start=header.recorded,
+            header=header,
+        )
+        return feed.record_all()
 
     def _checked(self, specs: Sequence[TaskSpec]) -> list[str]:
         """The operation ids of ``specs`` in order, each spec checked as building its
@@ -447,9 +486,9 @@ class Engine:
         assert found is not None  # noqa: S101 - a task is never removed
         return found
 
-    def run_sync(self, specs: Iterable[TaskSpec]) -> Summary:
+    def run_sync(self, specs: Iterable[TaskSpec], *, early: EarlyStart | None = None) -> Summary:
         """``run`` for callers outside asyncio."""
-        return asyncio.run(self.run(specs))
+        return asyncio.run(self.run(specs, early=early))
 
     def resume_sync(self) -> Summary:
         """``resume`` for callers outside asyncio."""
@@ -487,7 +526,11 @@ class Engine:
         return self.spend.overview()
 
     async def _drive_all(
-        self, work: Iterable[tuple[TaskSpec, TaskRecord]], *, operations: Collection[str]
+        self,
+        work: Iterable[tuple[TaskSpec, TaskRecord]],
+        *,
+        operations: Collection[str],
+        feed: PageFeed | None = None,
     ) -> None:
         # ``concurrency`` workers take the tasks in order from one iterator (``work``, one
         # entry per operation of ``operations``, each made as a worker takes it), so only
@@ -499,6 +542,9 @@ class Engine:
         async def worker() -> None:
             for spec, record in queue:
                 await asyncio.ensure_future(self._drive_one(spec, record))
+            # ``feed``: the tasks of a batch recorded meanwhile, each once its page is in.
+            while feed is not None and (taken := await feed.take()) is not None:
+                await asyncio.ensure_future(self._drive_one(*taken))
 
         with contextlib.ExitStack() as stack:
             if self.event_log and operations:
@@ -507,6 +553,8 @@ class Engine:
                 # One SDK client per API adapter, model, base URL and key for all the
                 # tasks, closed when they are done (backstay.adapters.api._clients).
                 async with shared_clients(), asyncio.TaskGroup() as group:
+                    if feed is not None:
+                        group.create_task(feed.produce())
                     for _ in range(min(self.concurrency, len(operations))):
                         group.create_task(worker())
             except BaseExceptionGroup as failed:

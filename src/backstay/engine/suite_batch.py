@@ -342,3 +342,10 @@ class SuiteBatch:
     def prepare(self) -> int:
         """Make every workspace that does not exist yet; how many were made."""
         return sum(run.prepare() for run in self.runs)
+
+    def prepare_range(self, start: int, stop: int) -> None:
+        """Make the workspaces of runs ``start`` to ``stop`` (``EarlyStart.before_page``:
+        a batch recorded a page at a time makes each page's workspaces before it records
+        the page, so a recorded task always has its workspace)."""
+        for run in self.runs[start:stop]:
+            run.prepare()

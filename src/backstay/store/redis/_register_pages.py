@@ -19,11 +19,12 @@ twice).
 from __future__ import annotations
 
 import contextlib
+import datetime as _dt
 import functools
 import json
 import secrets
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from itertools import islice
 from typing import Any, Final
 
@@ -31,11 +32,12 @@ import redis.exceptions
 from redis.commands.core import Script
 
 from backstay.engine._spec_codec import encode_spec
+from backstay.engine.registration import Registration
 from backstay.engine.task import TaskSpec
 from backstay.store.redis._client import RedisConnection
 from backstay.store.redis.task_index import state_set
 
-__all__ = ["PAGE", "register_pages"]
+__all__ = ["PAGE", "RedisRegistration", "register_pages"]
 
 # Specs encoded and pushed at once; the commit script reads the list in windows as large.
 PAGE: Final = 1000
@@ -102,6 +104,79 @@ def register_pages(
             with contextlib.suppress(Exception):
                 conn.call(lambda client: client.delete(staging))
     return count
+
+
+# One page of a batch recorded a page at a time (``backstay.engine.registration``) and
+# its header, in one script. KEYS: order, counts, the pending set, the header, then each
+# task's key; ARGV: first page or not, the header's recorded count, its total, the header
+# (JSON), then per task operation_id, spec, new row. A page sent again (its reply was
+# late) registers nothing new and moves the header on no further.
+_PAGE: Final = """
+for i = 5, #KEYS do
+  local op, spec, row = ARGV[3 * i - 10], ARGV[3 * i - 9], ARGV[3 * i - 8]
+  redis.call('HSET', KEYS[i], 'spec', spec)
+  if redis.call('HSETNX', KEYS[i], 'row', row) == 1 then
+    local seq = redis.call('RPUSH', KEYS[1], op)
+    redis.call('HSET', KEYS[i], 'seq', seq)
+    redis.call('HINCRBY', KEYS[2], 'pending', 1)
+    redis.call('ZADD', KEYS[3], seq, op)
+  end
+end
+local recorded, total = tonumber(ARGV[2]), tonumber(ARGV[3])
+if ARGV[1] ~= '1' then
+  local kept = redis.call('GET', KEYS[4])
+  if not kept or cjson.decode(kept)['recorded'] >= recorded then
+    return #KEYS - 4
+  end
+end
+if recorded >= total then
+  redis.call('DEL', KEYS[4])
+else
+  redis.call('SET', KEYS[4], ARGV[4])
+end
+return #KEYS - 4
+"""
+
+
+class RedisRegistration:
+    """``PagedRegistration`` for ``RedisTaskStore`` (its connection, order list and task
+    keys): each page and its header in one script of at most ``PAGE`` tasks."""
+
+    _conn: RedisConnection
+    _order: str
+
+    def _header_key(self) -> str:
+        return self._conn.key("tasks", "registration")
+
+    def register_page(
+        self, specs: Sequence[TaskSpec], *, at: _dt.datetime, header: Registration
+    ) -> int:
+        keys = [
+            self._order,
+            self._conn.key("tasks", "counts"),
+            state_set(self._conn, "pending"),
+            self._header_key(),
+        ]
+        first = header.recorded == len(specs)
+        args = ["1" if first else "0", str(header.recorded), str(header.total), header.to_json()]
+        row = json.dumps(_new_row(at))
+        for spec in specs:
+            keys.append(self._conn.key("tasks", "t", spec.operation_id))
+            args += [spec.operation_id, encode_spec(spec), row]
+        script = self._conn.client.register_script(_PAGE)
+        self._conn.call(functools.partial(_commit, script, keys=keys, args=args))
+        return len(specs)
+
+    def registration(self) -> Registration | None:
+        key = self._header_key()
+        kept = self._conn.call(lambda client: client.get(key))
+        return None if kept is None else Registration.from_json(kept)
+
+
+def _new_row(at: _dt.datetime) -> list[Any]:
+    """A new task's row, as ``RedisTaskStore`` registers one."""
+    when = at.timestamp()
+    return ["pending", "registered", 0, 0, None, None, when, when]
 
 
 def _pages(specs: Iterable[TaskSpec]) -> Iterator[list[TaskSpec]]:

@@ -51,7 +51,7 @@ from backstay.engine.task import TaskSpec
 from backstay.errors import ConfigError
 from backstay.store import _task_rows as rows
 from backstay.store.redis._client import RedisConnection
-from backstay.store.redis._register_pages import register_pages
+from backstay.store.redis._register_pages import RedisRegistration, register_pages
 from backstay.store.redis._task_move import SEP, TaskMove, text
 from backstay.store.redis._tx import transact
 from backstay.store.redis.report_reads import RedisReportReads
@@ -82,7 +82,7 @@ def _new_row(at: _dt.datetime) -> list[Any]:
     return ["pending", "registered", 0, 0, None, None, when, when]
 
 
-class RedisTaskStore(RedisTaskIndex, RedisReportReads):
+class RedisTaskStore(RedisRegistration, RedisTaskIndex, RedisReportReads):
     """The ``TaskStore`` of one Redis namespace. ``secrets`` supplies the secret
     environment variables of specs read back (never stored)."""
 

@@ -41,6 +41,7 @@ from backstay.redact import redact_mapping
 from backstay.store import _task_rows as rows
 from backstay.store.sqlite import _task_sql as sql
 from backstay.store.sqlite._file import SQLiteFile
+from backstay.store.sqlite._registration import SQLiteRegistration
 from backstay.store.sqlite._schema import open_component
 from backstay.store.sqlite.report_reads import SQLiteReportReads
 from backstay.store.sqlite.task_index import SQLiteTaskIndex
@@ -52,7 +53,7 @@ DEFAULT_TIMEOUT_S: Final = 5.0
 T = TypeVar("T")
 
 
-class SQLiteTaskStore(SQLiteTaskIndex, SQLiteReportReads, SQLiteFile):
+class SQLiteTaskStore(SQLiteRegistration, SQLiteTaskIndex, SQLiteReportReads, SQLiteFile):
     """The ``TaskStore`` of ``state_dir`` (created when missing). ``secrets`` supplies the
     secret environment variables of specs read back (never stored in the file)."""
 
