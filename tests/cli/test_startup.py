@@ -259,6 +259,30 @@ def test_health_on_a_plain_redis_url_imports_no_redis_py_and_no_redis_store(
     assert not [name for name in loaded if name.startswith(heavy)]
 
 
+def test_one_run_loads_no_engine_batch_display_or_store(tmp_path: Path) -> None:
+    (tmp_path / "prompt.md").write_text("solve it", encoding="utf-8")
+    (tmp_path / "ws").mkdir()
+    (tmp_path / "scenario.yaml").write_text("{attempts: [[{result: done}]]}", encoding="utf-8")
+    args = ["run", "--adapter", "mock", "--model", "m", "--prompt-file", "prompt.md"]
+    args += ["--workspace", "ws", "--output-dir", "out", "--policy", "none"]
+    loaded = _loaded_after([*args, "--adapter-option", "scenario=scenario.yaml"], cwd=tmp_path)
+    assert "backstay.adapters.mock" in loaded  # it did run
+    assert (tmp_path / "out" / METRICS_FILE).is_file()
+    # A run's progress lines come from cli._progress_lines, not the batch's display.
+    unwanted = (
+        "backstay.engine",
+        "backstay.cli._progress",
+        "backstay.cli._report",
+        "backstay.cli._state",
+        "backstay.store.sqlite",
+        "backstay.store.redis",
+        "backstay.observe",
+    )
+    assert [name for name in loaded if name.startswith(unwanted)] == [
+        "backstay.cli._progress_lines"
+    ]
+
+
 def test_what_the_state_commands_look_for_is_what_the_configuration_reads() -> None:
     assert _CONFIG_ENV_VAR == CONFIG_ENV_VAR
     assert _CONFIG_ENV_PREFIX == ENV_PREFIX

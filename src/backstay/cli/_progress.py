@@ -21,6 +21,7 @@ if TYPE_CHECKING:  # the live bar: imported on a terminal only (``showing_progre
     from rich.progress import Progress
 
 from backstay.breaker.events import CircuitClosed, CircuitHalfOpened, CircuitOpened
+from backstay.cli._progress_lines import fell_back_text, on, retry_text
 from backstay.cli._report import task_label
 from backstay.engine.events import (
     TaskCancelled,
@@ -62,22 +63,6 @@ def _circuit(event: CircuitOpened | CircuitHalfOpened | CircuitClosed) -> str:
     if isinstance(event, CircuitHalfOpened):
         return "half-open: a probe goes through"
     return f"closed ({event.reason.replace('_', ' ')})"
-
-
-def on(candidate: str | None) -> str:
-    """`` on adapter/model``, or nothing when the candidate is not known."""
-    return f" on {candidate}" if candidate else ""
-
-
-def retry_text(event: RetryScheduled, candidate: str | None) -> str:
-    return (
-        f"attempt {event.attempt} failed{on(candidate)} ({event.failure.kind}); retrying in "
-        f"{event.delay_s:.1f} s"
-    )
-
-
-def fell_back_text(attempt: int, from_candidate: str, kind: str, to_candidate: str) -> str:
-    return f"attempt {attempt} failed on {from_candidate} ({kind}); moving to {to_candidate}"
 
 
 def _describe(event: Event, candidate: str | None = None) -> tuple[TaskState | None, str] | None:

@@ -13,7 +13,7 @@ from typing import Final
 
 import typer
 
-from backstay.cli._progress import fell_back_text, retry_text
+from backstay.cli._progress_lines import fell_back_text, retry_text
 from backstay.events import Event, RetryScheduled, add_sink, remove_sink
 from backstay.fallback.events import FellBack
 

@@ -15,6 +15,7 @@ from rich.markup import escape
 
 from backstay.adapters.contract import TIMEOUT_EXIT_CODE
 from backstay.cli import _options
+from backstay.cli._batch_gc import collector_for_batch
 from backstay.cli._errors import usage_error
 from backstay.cli._gateway_runs import GatewayUrlOption, NoGatewayOption, agent_gateway
 from backstay.cli._logging import apply_log_level, failures_on_stderr
@@ -136,6 +137,7 @@ def _start(
             url=gateway_url,
             registry=registry,
             rate_limits=rate_limits,
+            parallel=1,  # one task: its run may be granted the whole room
         ),
     ):
         return _start_run(spec)
@@ -298,45 +300,48 @@ def run(
     from backstay.config import harness_run, load_config, with_framework  # noqa: PLC0415
     from backstay.config.run.harness import NO_RETRY_POLICY  # noqa: PLC0415
 
-    try:
-        _check_unused(output_dir)
-        config = load_config(config_file, overrides=sets or [])
-        apply_log_level(config.log_level)
-        registry = None if no_retry or policy == NO_RETRY_POLICY else config.registry
-        spec = harness_run(
-            adapter=adapter,
-            model=model,
-            prompt_file=prompt_file,
-            workspace=workspace,
-            output_dir=output_dir,
-            timeout_s=timeout,
-            stall_timeout_s=stall_timeout,
-            tier_id=tier_id,
-            tier_name=tier_name,
-            tier_prompt=tier_prompt,
-            tools_enabled=tools,
-            policy=policy,
-            no_retry=no_retry,
-            adapter_options=adapter_option or (),
-            registry=registry,
-            fallbacks=fallback or (),
-            context_window=context_window,
-            inherit_env=not isolated_env,
-            budget_usd=budget_usd,
-            budget_tokens=budget_tokens,
-        )
-        # The configuration's frameworks.<adapter> section: the adapter's defaults.
-        options = with_framework(spec.options, config.frameworks, used_by="--adapter is")
-        spec = dataclasses.replace(spec, options=options)
-        code = _start(
-            spec,
-            gateway=not no_gateway,
-            gateway_url=gateway_url,
-            registry=config.registry,
-            rate_limits=config.engine_rate_limits(),
-        )
-    except ConfigError as err:
-        raise usage_error(err) from None
+    # The collector as a batch sets it (cli._batch_gc): most of a run's objects (the
+    # configuration, the SDK's modules) live until it ends.
+    with collector_for_batch():
+        try:
+            _check_unused(output_dir)
+            config = load_config(config_file, overrides=sets or [])
+            apply_log_level(config.log_level)
+            registry = None if no_retry or policy == NO_RETRY_POLICY else config.registry
+            spec = harness_run(
+                adapter=adapter,
+                model=model,
+                prompt_file=prompt_file,
+                workspace=workspace,
+                output_dir=output_dir,
+                timeout_s=timeout,
+                stall_timeout_s=stall_timeout,
+                tier_id=tier_id,
+                tier_name=tier_name,
+                tier_prompt=tier_prompt,
+                tools_enabled=tools,
+                policy=policy,
+                no_retry=no_retry,
+                adapter_options=adapter_option or (),
+                registry=registry,
+                fallbacks=fallback or (),
+                context_window=context_window,
+                inherit_env=not isolated_env,
+                budget_usd=budget_usd,
+                budget_tokens=budget_tokens,
+            )
+            # The configuration's frameworks.<adapter> section: the adapter's defaults.
+            options = with_framework(spec.options, config.frameworks, used_by="--adapter is")
+            spec = dataclasses.replace(spec, options=options)
+            code = _start(
+                spec,
+                gateway=not no_gateway,
+                gateway_url=gateway_url,
+                registry=config.registry,
+                rate_limits=config.engine_rate_limits(),
+            )
+        except ConfigError as err:
+            raise usage_error(err) from None
     _record_run_number(spec)
     _report(spec, code)
     raise typer.Exit(code)

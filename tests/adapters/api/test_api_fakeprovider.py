@@ -276,13 +276,20 @@ def test_attempts_share_one_tls_context_instead_of_building_their_own(
     name, api = setup
     with FakeProvider() as fake:
         config = _config(fake, name, api)
-        for attempt in (1, 2, 3):
-            result, _ = dispatch(
-                CLASSES[name](), tmp_path, config=config, env=key_env(name), attempt=attempt
-            )
-            assert isinstance(result, AgentResult)
-            assert result.status is AgentStatus.SUCCEEDED
-    assert built == ["httpcore2"]
+        for proxied in (False, True):
+            if proxied:  # a proxy variable: a plain-http client may reach a proxy over TLS
+                monkeypatch.setenv("ALL_PROXY", "http://127.0.0.1:9")
+                monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")  # not for this host
+            for attempt in (1, 2, 3):
+                result, _ = dispatch(
+                    CLASSES[name](), tmp_path, config=config, env=key_env(name), attempt=attempt
+                )
+                assert isinstance(result, AgentResult)
+                assert result.status is AgentStatus.SUCCEEDED
+            # The fake provider's URL is plain http: with no proxy variable, the Anthropic
+            # and OpenAI clients load no CA bundle at all (gemini-api builds its one).
+            unbuilt = not proxied and name != "gemini-api"
+            assert built == ([] if unbuilt else ["httpcore2"])
 
 
 def _answer_headers(

@@ -85,7 +85,8 @@ class AnthropicApiAdapter(ApiAdapter):
                 base_url=call.base_url,
                 max_retries=0,
                 http_client=call.sdk.DefaultAsyncHttpxClient(
-                    verify=shared_ssl_context(), event_hooks={"response": [record_rate_limits]}
+                    verify=shared_ssl_context(call.base_url),
+                    event_hooks={"response": [record_rate_limits]},
                 ),
             )
 
