@@ -114,6 +114,7 @@ def status(
     """
     from backstay.cli._report import console, tasks_table  # noqa: PLC0415 - not for --help
     from backstay.cli._status_json import write_status_json  # noqa: PLC0415
+    from backstay.engine.registration import PagedRegistration  # noqa: PLC0415
     from backstay.engine.summary import summarize  # noqa: PLC0415
     from backstay.engine.task_index import TaskIndex  # noqa: PLC0415
 
@@ -151,6 +152,16 @@ def status(
         total = sum(counts.values())
         listed = ", ".join(f"{n} {state}" for state, n in counts.items() if n)
         out.print(escape(f"{total} task{'' if total == 1 else 's'}: {listed or 'none'}"))
+        header = tasks.registration() if isinstance(tasks, PagedRegistration) else None
+        if header is not None:  # recorded a page at a time (engine.registration)
+            out.print(
+                escape(
+                    f"  recording: {header.recorded} of the batch's {header.total} tasks "
+                    f"recorded so far; if its runner stopped, backstay resume {flags} "
+                    "records the rest"
+                ),
+                highlight=False,
+            )
         waiting = tasks.open_escalation_count()
         if waiting:
             out.print(

@@ -157,6 +157,7 @@ def _report(
     *,
     store: Mapping[str, Any] | None = None,
     interrupted: int | None = None,
+    recording: tuple[int, int] | None = None,
 ) -> HealthReport:
     at = taken_at.isoformat()
     checks: dict[str, tuple[Mapping[str, Any], ...]] = {}
@@ -185,6 +186,18 @@ def _report(
                 "observedUnit": "tasks",
                 "time": at,
                 **({"output": "no process runs them: backstay resume"} if interrupted else {}),
+            },
+        )
+    if recording is not None:  # a batch recorded a page at a time, not wholly yet
+        recorded, total = recording
+        checks["tasks:recorded"] = (
+            {
+                "status": WARN,
+                "observedValue": recorded,
+                "observedUnit": "tasks",
+                "time": at,
+                "output": f"{recorded} of the batch's {total} tasks recorded: its runner is "
+                "still recording them, or stopped (backstay resume records the rest)",
             },
         )
     worst = max((c["status"] for found in checks.values() for c in found), key=_RANK.__getitem__)
@@ -229,6 +242,7 @@ def health_check(
             tasks.open_escalation_count(),
             store=writable,
             interrupted=len(view.interrupted()),
+            recording=_recording(tasks),
         )
     finally:
         stores.close()
@@ -251,7 +265,16 @@ def _shared_report(where: StoreLocation, taken_at: _dt.datetime) -> HealthReport
         _open_of(facts.circuit_changes),
         facts.open_escalations,
         interrupted=gone,
+        recording=facts.recording,
     )
+
+
+def _recording(tasks: object) -> tuple[int, int] | None:
+    """(recorded, total) of a batch still being recorded a page at a time."""
+    from backstay.engine.registration import PagedRegistration  # noqa: PLC0415 - see the imports
+
+    header = tasks.registration() if isinstance(tasks, PagedRegistration) else None
+    return None if header is None else (header.recorded, header.total)
 
 
 def _no_batch(where: StoreLocation) -> ConfigError:

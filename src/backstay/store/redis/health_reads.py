@@ -46,6 +46,8 @@ class HealthFacts:
     open_escalations: int
     circuit_changes: tuple[tuple[str, str], ...]
     running: tuple[tuple[str, str | None], ...]
+    # (recorded, total) of a batch still being recorded a page at a time, else ``None``.
+    recording: tuple[int, int] | None = None
 
 
 def read_health_facts(location: StoreLocation) -> HealthFacts | None:
@@ -72,7 +74,7 @@ def read_health_facts(location: StoreLocation) -> HealthFacts | None:
 
 
 def _read(client: RespClient, ns: str) -> HealthFacts | None:
-    index, counts, escalations, log, running, now = client.pipeline(
+    index, counts, escalations, log, running, now, header = client.pipeline(
         [
             ["GET", key(ns, "tasks", "index")],
             ["HGETALL", key(ns, "tasks", "counts")],
@@ -80,6 +82,7 @@ def _read(client: RespClient, ns: str) -> HealthFacts | None:
             ["LRANGE", key(ns, "circuits", "log"), 0, -1],
             ["ZRANGE", key(ns, "tasks", "in", _RUNNING), 0, -1],
             ["TIME"],
+            ["GET", key(ns, "tasks", "registration")],  # engine.registration's header
         ]
     )
     if index is None:
@@ -100,7 +103,13 @@ def _read(client: RespClient, ns: str) -> HealthFacts | None:
         open_escalations=waiting,
         circuit_changes=tuple(changes),
         running=_holders(client, ns, ops, seconds + micros / 1_000_000),
+        recording=None if header is None else _recording(_bytes(header)),
     )
+
+
+def _recording(header: bytes) -> tuple[int, int]:
+    data = json.loads(header)
+    return int(data["recorded"]), int(data["total"])
 
 
 def _holders(
