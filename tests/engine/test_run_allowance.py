@@ -24,6 +24,7 @@ from backstay.engine.run_allowance import (
     allowance_room,
     others,
     parse_allowance,
+    parse_granted,
 )
 from backstay.engine.shared_budget import SharedBudgets
 from backstay.engine.spend_ledger import AttemptSpend, SpendLedger
@@ -117,6 +118,11 @@ def test_a_wrong_allowance_is_a_config_error_naming_where(data: object, where: s
     assert where in str(raised.value)
 
 
+def _scopes(sent: dict[str, Any] | None) -> tuple[ScopeTotals, ...]:
+    assert sent is not None
+    return parse_allowance(sent["allowance"])
+
+
 def _spec(tmp_path: Path, task_id: str, tokens: int | None = None) -> TaskSpec:
     return TaskSpec(
         workflow_id="allowance",
@@ -163,7 +169,9 @@ def test_the_allowance_is_reserved_in_the_ledger_in_place_of_the_estimate(
 
     sent = AttemptBudget(gate, first, adapter, 1).allowance()
 
-    scopes = parse_allowance(sent)
+    assert sent is not None
+    scopes = parse_allowance(sent["allowance"])
+    assert parse_granted(sent["granted"]) == SpendBudget(tokens=8_000)
     # The task's own budget binds: its whole room is the run's, and reserved for it.
     assert allowance_room(scopes) == SpendBudget(tokens=8_000)
     assert ledger.totals(BATCH_SCOPE).reserved.tokens == 8_000 + held_by_second
@@ -188,8 +196,8 @@ def test_a_run_started_beside_another_runs_allowance_gets_the_room_left(
     assert gate.reserve(second, adapter, 1) is None
     estimate = gate.held(second, 1)
 
-    one = parse_allowance(AttemptBudget(gate, first, adapter, 1).allowance())
-    two = parse_allowance(AttemptBudget(gate, second, adapter, 1).allowance())
+    one = _scopes(AttemptBudget(gate, first, adapter, 1).allowance())
+    two = _scopes(AttemptBudget(gate, second, adapter, 1).allowance())
 
     # The batch's budget binds both: the first run takes all but the second's estimate.
     assert allowance_room(one) == SpendBudget(tokens=20_000 - estimate.tokens)
@@ -249,7 +257,7 @@ def test_an_allowance_refused_by_a_race_is_read_again_and_reserved_smaller(
     assert gate.reserve(spec, adapter, 1) is None
     budget = AttemptBudget(gate, spec, adapter, 1)
 
-    scopes = parse_allowance(budget.allowance())
+    scopes = _scopes(budget.allowance())
 
     assert racing.raced == 1
     assert allowance_room(scopes) == SpendBudget(tokens=17_000)
@@ -265,7 +273,7 @@ def test_an_allowance_raced_every_time_keeps_an_empty_reservation_to_settle(
     assert gate.reserve(spec, adapter, 1) is None
     budget = AttemptBudget(gate, spec, adapter, 1)
 
-    scopes = parse_allowance(budget.allowance())
+    scopes = _scopes(budget.allowance())
 
     assert racing.raced == ALLOWANCE_TRIES
     # The run is told the room as it stands, none of it held for it; its attempt still

@@ -117,8 +117,9 @@ def _tracer_provider() -> object:
     return None
 
 
-def _shared(url: str, environ: Mapping[str, str]) -> RunGateway:
-    """The shared gateway at ``url``, with the token of ``$BACKSTAY_GATEWAY_TOKEN``."""
+def _shared(url: str, environ: Mapping[str, str], parallel: int) -> RunGateway:
+    """The shared gateway at ``url``, with the token of ``$BACKSTAY_GATEWAY_TOKEN``; runs
+    held to allowances get a share of a shared budget's room among ``parallel``."""
     from backstay.gateway import Upstreams  # noqa: PLC0415
     from backstay.gateway.run_admin import RemoteRunGateway  # noqa: PLC0415
 
@@ -132,7 +133,7 @@ def _shared(url: str, environ: Mapping[str, str]) -> RunGateway:
         checked = Upstreams.all(url).anthropic  # an http(s) URL, no trailing slash
     except ConfigError as err:
         raise ConfigError(err.reason, where="--gateway") from None
-    return RemoteRunGateway(checked, token)
+    return RemoteRunGateway(checked, token, parallel=parallel)
 
 
 @contextlib.contextmanager
@@ -144,6 +145,7 @@ def agent_gateway(
     registry: PolicyRegistry | None = None,
     rate_limits: Mapping[str, RateLimitSettings] | None = None,
     limiters: LimiterRegistryLike | None = None,
+    parallel: int | None = None,
 ) -> Iterator[str | None]:
     """A gateway for the agent runs of ``adapters`` while the block runs (its URL), or
     nothing (``None``) when none of them drives an agent CLI or ``enabled`` is false.
@@ -154,14 +156,21 @@ def agent_gateway(
     per provider, model or API key, the headers teaching the rest); a shared one keeps its
     own. ``limiters``: the engine's registry of those limits (``pacing_limiters``), paced
     at instead of one of the gateway's own, so that the batch's API tasks and CLI sessions
-    of one provider or key share one limiter (in Redis with a Redis store)."""
+    of one provider or key share one limiter (in Redis with a Redis store). ``parallel``:
+    the attempts that can run at once here (the engine's concurrency; default
+    ``DEFAULT_CONCURRENCY``): through a shared gateway without a spend ledger, each run's
+    first allowance is that share of the room of a budget it shares with other tasks
+    (``backstay.engine.run_allowance``)."""
     if url is not None and not enabled:
         raise ConfigError("cannot be given with --no-gateway", where="--gateway")
     if not enabled or not wired(adapters):
         yield None
         return
     if url is not None:
-        with use_gateway(_shared(url, os.environ)):
+        from backstay.engine.executor import DEFAULT_CONCURRENCY  # noqa: PLC0415
+
+        shares = DEFAULT_CONCURRENCY if parallel is None else parallel
+        with use_gateway(_shared(url, os.environ, shares)):
             yield url
         return
     if importlib.util.find_spec("aiohttp") is None:

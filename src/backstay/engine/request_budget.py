@@ -11,14 +11,16 @@ counted at their reservations until they settle. The ledgers are thread-safe: th
 gateway's thread reads them.
 
 Through a shared gateway, the run carries what this budget knows instead (``shared``); to
-one that keeps no spend ledger, also an allowance (``allowance``: the least room of the
-task's budgets, reserved here for the attempt; ``backstay.engine.run_allowance``).
+one that keeps no spend ledger, also an allowance (``allowance``: the task's budgets'
+totals and a share of their room, reserved here for the attempt), raised while the run
+goes on (``top_up``; ``backstay.engine.run_allowance``).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import datetime as _dt
+from collections.abc import Mapping
 from typing import Any, Final
 
 from backstay.adapters.contract import Adapter
@@ -29,8 +31,11 @@ from backstay.engine.records import AttemptEnd, AttemptOutcome, StateChange, Tas
 from backstay.engine.run_allowance import (
     allowance_hold,
     allowance_json,
-    allowance_room,
+    allowance_share,
     others,
+    parse_granted,
+    top_up,
+    top_up_due,
 )
 from backstay.engine.spend_ledger import AttemptSpend
 from backstay.engine.states import TaskState
@@ -38,7 +43,7 @@ from backstay.engine.task import TaskSpec
 from backstay.engine.taskstore import TaskStore
 from backstay.failure import Failure
 from backstay.idempotency.ids import attempt_id as make_attempt_id
-from backstay.policy.spend import ScopeKind, ScopeTotals, Spend, SpendRefusal
+from backstay.policy.spend import ScopeKind, ScopeTotals, Spend, SpendBudget, SpendRefusal
 
 __all__ = [
     "ALLOWANCE_TRIES",
@@ -71,6 +76,10 @@ class AttemptBudget(RequestSpend):
         )
         self._task_id = spec.task_id
         self._clock = gate.clock
+        # The run's grant through a gateway without a spend ledger (``allowance``).
+        self._granted: SpendBudget | None = None
+        self._first = Spend()  # the attempt's estimate, before its allowance
+        self._parallel = 1
         super().__init__(
             totals=self._scopes,
             held=gate.held(spec, number),
@@ -92,32 +101,74 @@ class AttemptBudget(RequestSpend):
     def _message(self, refusal: SpendRefusal) -> str:
         return refused_request(refusal, self._task_id)
 
-    def allowance(self) -> list[dict[str, Any]] | None:
+    def allowance(self, parallel: int = 1) -> dict[str, Any] | None:
         """Give the run an allowance (``backstay.engine.run_allowance``), for a shared
-        gateway that keeps no spend ledger: the least room of the task's budgets, reserved
-        in the ledger as this attempt's reservation in place of its estimate; the scopes'
-        totals as they stand without it, as JSON (the gateway checks each request
-        against them). No key or prompt. ``None`` when none of the scopes has a budget:
-        there is nothing to hold the run to.
+        gateway that keeps no spend ledger: a share of the room of the task's budgets
+        (``allowance_share``: a shared scope's room divided by ``parallel``, the attempts
+        that can run at once), reserved in the ledger as this attempt's reservation in
+        place of its estimate. As JSON to add to the run's budget object: ``allowance``,
+        the scopes' totals as they stand without it (the gateway checks each request
+        against them), and ``granted``. No key or prompt. ``None`` when none of the scopes
+        has a budget: there is nothing to hold the run to.
 
         Reserving again replaces the reservation, and drops it when refused (another
         runner changed the totals since they were read): the totals are read again, at
         most ``ALLOWANCE_TRIES`` times; then an empty reservation is kept, so that the
-        attempt is still settled, with totals showing the room as it then stood."""
+        attempt is still settled, with nothing granted (a top-up may grant it more)."""
         estimate = self._held
+        self._first, self._parallel = estimate, parallel
         held = estimate
         for _ in range(ALLOWANCE_TRIES):
             scopes = others(self._scopes(), held)
             if not scopes:
                 return None
-            hold = allowance_hold(allowance_room(scopes), estimate)
+            granted = allowance_share(scopes, estimate, parallel)
+            hold = allowance_hold(granted, estimate)
             if self._reserve(hold) is None:
-                self._held = hold
-                return allowance_json(scopes)
+                self._held, self._granted = hold, granted
+                return _raise(scopes, granted)
             held = Spend()  # the refused reservation was dropped
         self._reserve(Spend())
         self._held = Spend()
-        return allowance_json(others(self._scopes(), Spend()))
+        scopes = others(self._scopes(), Spend())
+        granted = allowance_share(scopes, Spend(), parallel)
+        self._granted = SpendBudget(
+            usd=None if granted.usd is None else 0.0,
+            tokens=None if granted.tokens is None else 0,
+        )
+        return _raise(scopes, self._granted)
+
+    def top_up(self, state: Mapping[str, Any]) -> dict[str, Any] | None:
+        """The run's grant raised, as JSON for the gateway (``allowance``, ``granted``), when
+        the run's ``state`` there (``granted``, ``used``, ``in_flight``, ``wanted``) says it
+        has used more than half of it or a request waits for more (``top_up_due``); the
+        larger grant reserved first, as ``allowance`` reserves. ``None``: not due, or no
+        allowance was given. With no room left, the grant stays and the totals are fresh,
+        so that the gateway refuses the request it cannot hold naming the budget.
+        Called on the thread that keeps the run's grant (not the event loop's)."""
+        granted = self._granted
+        if granted is None:
+            return None
+        used, wanted = _amounts(state)
+        if not top_up_due(granted, used) and wanted == Spend():
+            return None
+        for _ in range(ALLOWANCE_TRIES):
+            scopes = others(self._scopes(), self._held)
+            raised = top_up(
+                scopes, granted, estimate=self._first, parallel=self._parallel, wanted=wanted
+            )
+            hold = allowance_hold(raised, self._first)
+            if hold == self._held:
+                return _raise(scopes, granted)
+            if self._reserve(hold) is None:
+                self._held, self._granted = hold, raised
+                return _raise(scopes, raised)
+            self._held = Spend()  # the refused reservation was dropped
+        # Raced every time: hold what was granted before, if it still fits.
+        before = allowance_hold(granted, self._first)
+        if self._reserve(before) is None:
+            self._held = before
+        return None
 
     def _reserve(self, amount: Spend) -> SpendRefusal | None:
         attempt = dataclasses.replace(self._attempt, estimate=amount)
@@ -140,6 +191,20 @@ class AttemptBudget(RequestSpend):
             "model": attempt.model,
             **({} if prices is None else {"prices": prices}),
         }
+
+
+def _raise(scopes: list[ScopeTotals], granted: SpendBudget) -> dict[str, Any]:
+    return {"allowance": allowance_json(scopes), "granted": granted.to_dict()}
+
+
+def _amounts(state: Mapping[str, Any]) -> tuple[Spend, Spend]:
+    """What a run's ``state`` at the gateway says it used (answers and requests in flight)
+    and wants beyond its grant; ``ConfigError`` naming a wrong field."""
+    found = {}
+    for name in ("used", "in_flight", "wanted"):
+        value = parse_granted(state.get(name, {}))
+        found[name] = Spend(usd=value.usd or 0.0, tokens=value.tokens or 0)
+    return found["used"] + found["in_flight"], found["wanted"]
 
 
 def refused_request(refusal: SpendRefusal, task_id: str) -> str:

@@ -11,9 +11,11 @@ rule, the same refusal (a 400 in the provider's format naming the budget:
 * with a store (``--store``: ``ledger``), the scopes task, tenant and batch of that
   store's spend ledger, as the in-process gateway asks the engine's. The ledger must be
   the batch's: a Redis store, or the batch's SQLite state directory;
-* without one, the run's ``allowance`` (``backstay.engine.run_allowance``): the scopes'
-  totals at the attempt's start, the least room of which the engine reserved for the
-  attempt; the run's spend is kept in memory against them. A run opened without an
+* without one, the run's ``allowance`` and ``granted`` (``backstay.engine.run_allowance``):
+  the scopes' totals at the attempt's start and the share of their room the engine
+  reserved for the attempt; the run's spend is kept in memory against them
+  (``backstay.engine.allowance_spend.AllowanceSpend``), and the grant is raised while the
+  run goes on (``PUT /_backstay/runs/{token}/allowance``). A run opened without an
   allowance is not asked (``None``).
 """
 
@@ -25,16 +27,19 @@ from typing import Any, Final
 from backstay.adapters.contract import Adapter
 from backstay.adapters.registry import adapter_class
 from backstay.adapters.request_spend import RequestSpend
+from backstay.engine.allowance_spend import AllowanceSpend
 from backstay.engine.request_budget import refused_request
-from backstay.engine.run_allowance import parse_allowance
+from backstay.engine.run_allowance import allowance_room, parse_allowance, parse_granted
 from backstay.engine.spend_ledger import AttemptSpend, SpendLedger
 from backstay.errors import ConfigError
 from backstay.policy.spend import ScopeKind, ScopeTotals, Spend, SpendBudget, SpendRefusal
 
-__all__ = ["ALLOWANCE_KEY", "SharedBudgets"]
+__all__ = ["ALLOWANCE_KEY", "GRANTED_KEY", "SharedBudgets"]
 
-# The run's allowance: the scopes' totals at the attempt's start (without a store only).
+# The run's allowance: the scopes' totals at the attempt's start, and the share of their
+# room granted to the run (without a store only).
 ALLOWANCE_KEY: Final = "allowance"
+GRANTED_KEY: Final = "granted"
 _KEYS = frozenset(
     {
         "operation_id",
@@ -46,6 +51,7 @@ _KEYS = frozenset(
         "model",
         "prices",
         ALLOWANCE_KEY,
+        GRANTED_KEY,
     }
 )
 
@@ -106,9 +112,12 @@ class SharedBudgets:
             raise ConfigError("must be an object of usd and tokens", where="budget.task_budget")
         task_budget = None if raw_budget is None else SpendBudget.from_dict(raw_budget)
         held = _spend(data)
-        allowance = None
+        allowance: tuple[ScopeTotals, ...] = ()
         if ALLOWANCE_KEY in data:
             allowance = parse_allowance(data[ALLOWANCE_KEY])
+        granted = allowance_room(allowance)  # without a grant: the whole room
+        if GRANTED_KEY in data:
+            granted = parse_granted(data[GRANTED_KEY])
         adapter = adapter_class(adapter_name)()
         if not isinstance(adapter, Adapter):
             raise ConfigError(f"{adapter_name!r} is no adapter", where="budget.adapter")
@@ -130,22 +139,25 @@ class SharedBudgets:
                     for scope in attempt.scopes()
                 ]
 
-        else:
-            frozen = list(allowance or ())
-            held = Spend()  # the totals leave the attempt's reservation out
-
-            def totals() -> list[ScopeTotals]:
-                return frozen
-
         def describe(refusal: SpendRefusal) -> str:
             return refused_request(refusal, task_id)
 
         prices = data.get("prices")
+        config = {} if prices is None else {"prices": prices}
+        if ledger is None:
+            return AllowanceSpend(
+                allowance=allowance,
+                granted=granted,
+                adapter=adapter,
+                model=model,
+                config=config,
+                describe=describe,
+            )
         return RequestSpend(
             totals=totals,
             held=held,
             adapter=adapter,
             model=model,
-            config={} if prices is None else {"prices": prices},
+            config=config,
             describe=describe,
         )

@@ -50,7 +50,7 @@ from backstay.gateway.limits import GatewayLimits, paced_attempt
 from backstay.gateway.probe import Probing, await_probe
 from backstay.gateway.routes import Route, route
 from backstay.gateway.run_requests import real_key_headers, real_key_path, with_model
-from backstay.gateway.runs import RunTicket, RunTokens
+from backstay.gateway.runs import RunTicket, RunTokens, admit_request
 from backstay.gateway.settings import TOKEN_HEADER, GatewaySettings
 from backstay.gateway.spans import RequestSpan, request_span
 from backstay.gateway.usage import UsageScan, usage_of
@@ -166,7 +166,7 @@ class Proxy:
                 return await self._forward(request, found, upstream, key, tally, ticket, span)
         # A run with a spending budget: the request's prompt tokens are held while it runs.
         estimate = estimate_tokens(body, output=False)
-        refused = budget.admit(estimate)
+        refused = await admit_request(budget, estimate)
         if refused is not None:
             return _error(gateway_error(found.provider, 400, redact(refused)))
         try:

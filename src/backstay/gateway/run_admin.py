@@ -6,6 +6,8 @@
 |---|---|---|
 | ``GET`` | ``/_backstay/runs`` | ``{"deadline_s": …, "live": N, "budgets": …}`` |
 | ``POST`` | ``/_backstay/runs`` | a ``RunTicket``'s fields, ``budget`` → ``{"token": …}`` |
+| ``GET`` | ``/_backstay/runs/{token}`` | ``RunTally``, ``allowance`` (its state; 404: not live) |
+| ``PUT`` | ``/_backstay/runs/{token}/allowance`` | ``allowance``, ``granted`` → its state |
 | ``DELETE`` | ``/_backstay/runs/{token}`` | revoke it → ``RunTally``, ``refusal`` (404: not live) |
 
 ``RemoteRunGateway`` is the client the agent adapters use (the same ``open_run`` /
@@ -19,9 +21,13 @@ its ``GET`` answer's ``budgets``:
   is held against that store's spend ledger (``backstay.engine.shared_budget``), as an
   in-process gateway holds them against the engine's;
 * ``"allowance"`` (no ``--store``): the client adds the run's allowance to ``budget``
-  (``AttemptBudget.allowance``: the scopes' totals at the attempt's start, whose least
-  room the engine reserved for the attempt; ``backstay.engine.run_allowance``), and the
-  gateway holds each request against it, the run's spend kept in memory;
+  (``AttemptBudget.allowance``: the scopes' totals at the attempt's start and ``granted``,
+  the share of their room the engine reserved for the attempt;
+  ``backstay.engine.run_allowance``), and the gateway holds each request against it, the
+  run's spend kept in memory. While the run goes on, the client reads the run's state
+  (``GET``) and raises its grant (``PUT``: idempotent, never lowered) once the engine has
+  reserved more (``backstay.gateway.run_topups``); a ``PUT`` to a run without an
+  allowance is a 409;
 * ``null`` (a gateway that makes no budgets): runs are not asked per request.
 
 Either way a request with no room is refused with a 400 naming the budget. The first
@@ -37,9 +43,11 @@ import hmac
 import json
 import urllib.error
 import urllib.request
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Final
 
 from backstay.errors import ConfigError
+from backstay.gateway.run_topups import TOP_UP_INTERVAL_S, AllowanceKeeper
 from backstay.gateway.runs import OpensRuns, RequestBudget, RunTally, RunTicket, RunTokens
 from backstay.gateway.settings import TOKEN_HEADER, GatewaySettings
 from backstay.policy.spend import (
@@ -69,6 +77,9 @@ LEDGER: Final = "ledger"
 ALLOWANCE: Final = "allowance"
 # Seconds a call to a shared gateway may take (it is on loopback or a local network).
 _CALL_TIMEOUT_S: Final = 10.0
+# A run's state in a ``GET`` of it, and the path of its grant.
+_STATE: Final = "allowance"
+_GRANT_PATH: Final = "/allowance"
 
 
 def add_run_routes(app: web.Application, runs: RunTokens, settings: GatewaySettings) -> None:
@@ -128,7 +139,52 @@ def add_run_routes(app: web.Application, runs: RunTokens, settings: GatewaySetti
 
     app.router.add_get(RUNS_PATH, info)
     app.router.add_post(RUNS_PATH, open_one)
+    _add_allowance_routes(app, runs, refused)
     app.router.add_delete(RUNS_PATH + "/{token}", close_one)
+
+
+def _add_allowance_routes(
+    app: web.Application,
+    runs: RunTokens,
+    refused: Callable[[web.Request], web.Response | None],
+) -> None:
+    """Serve a run's state (``GET``) and the raise of its grant (``PUT``)."""
+    from aiohttp import web  # noqa: PLC0415 - loaded with the server
+
+    async def show_one(request: web.Request) -> web.StreamResponse:
+        no = refused(request)
+        if no is not None:
+            return no
+        token = request.match_info["token"]
+        budget = runs.budget(token)
+        tally = runs.tally(token)
+        if tally is None:
+            return web.json_response({"error": "no such live run token"}, status=404)
+        answer: dict[str, Any] = dataclasses.asdict(tally)
+        state = getattr(budget, "state", None)
+        if callable(state):
+            answer[_STATE] = state()
+        return web.json_response(answer)
+
+    async def raise_one(request: web.Request) -> web.StreamResponse:
+        no = refused(request)
+        if no is not None:
+            return no
+        token = request.match_info["token"]
+        budget = runs.budget(token)
+        if runs.tally(token) is None:
+            return web.json_response({"error": "no such live run token"}, status=404)
+        raise_from = getattr(budget, "raise_from", None)
+        if not callable(raise_from):
+            return web.json_response({"error": "this run holds no allowance"}, status=409)
+        try:
+            state = raise_from(json.loads(await request.read()))
+        except (ValueError, TypeError) as err:
+            return web.json_response({"error": redact(str(err))}, status=400)
+        return web.json_response(state)
+
+    app.router.add_get(RUNS_PATH + "/{token}", show_one)
+    app.router.add_put(RUNS_PATH + "/{token}" + _GRANT_PATH, raise_one)
 
 
 def _refusal_json(refusal: SpendRefusal) -> dict[str, Any]:
@@ -165,9 +221,27 @@ def _refusal(data: Any) -> SpendRefusal | None:
 class RemoteRunGateway(OpensRuns):
     """A shared gateway at ``url`` opening runs for this process, authorised by ``token``
     (its ``--token-env``). Constructing it asks the gateway once: a gateway that cannot be
-    reached, refuses the token or opens no runs is a ``ConfigError`` naming ``where``."""
+    reached, refuses the token or opens no runs is a ``ConfigError`` naming ``where``.
 
-    def __init__(self, url: str, token: str, *, where: str = "--gateway") -> None:
+    To a gateway that holds runs to allowances, each run's first grant is a share of the
+    room of its budgets shared with other tasks, divided by ``parallel`` (the attempts of
+    this process that can run at once), raised every ``top_up_s`` while it is due."""
+
+    def __init__(
+        self,
+        url: str,
+        token: str,
+        *,
+        where: str = "--gateway",
+        parallel: int = 1,
+        top_up_s: float = TOP_UP_INTERVAL_S,
+    ) -> None:
+        if isinstance(parallel, bool) or not isinstance(parallel, int) or parallel < 1:
+            raise ConfigError(f"must be at least 1, got {parallel!r}", where="parallel")
+        self._parallel = parallel
+        self._top_up_s = top_up_s
+        # The threads keeping the grants of the runs opened with an allowance, by token.
+        self._keepers: dict[str, AllowanceKeeper] = {}
         self._url = url.rstrip("/")
         self._token = token
         self._where = where
@@ -191,7 +265,7 @@ class RemoteRunGateway(OpensRuns):
             with urllib.request.urlopen(request, timeout=_CALL_TIMEOUT_S) as answer:  # noqa: S310
                 return json.loads(answer.read() or b"null")
         except urllib.error.HTTPError as err:
-            if method == "DELETE" and err.code == 404:
+            if method in ("DELETE", "GET", "PUT") and err.code == 404 and path != RUNS_PATH:
                 return None
             detail = redact(err.read().decode("utf-8", "replace")[:200])
             raise ConfigError(
@@ -207,21 +281,48 @@ class RemoteRunGateway(OpensRuns):
         # to a gateway without a spend ledger, with the allowance reserved for the run.
         body = dataclasses.asdict(ticket)
         shared = getattr(budget, "shared", None)
+        given = None
         if callable(shared):
             body[_BUDGET] = shared()
             allowance = getattr(budget, "allowance", None)
-            given = allowance() if self._allowances and callable(allowance) else None
+            if self._allowances and callable(allowance):
+                given = allowance(self._parallel)
             if given is not None:
-                body[_BUDGET][ALLOWANCE] = given
+                body[_BUDGET].update(given)
         answer = self._call("POST", RUNS_PATH, body)
         token = answer.get("token") if isinstance(answer, dict) else None
         if not isinstance(token, str):
             raise ConfigError(f"the gateway at {self._url} gave no run token", where=self._where)
         if budget is not None and callable(shared):
             self._budgets[token] = budget
+        if given is not None and callable(getattr(budget, "top_up", None)):
+            self._keep(token, budget, ticket)
         return token
 
+    def _keep(self, token: str, budget: Any, ticket: RunTicket) -> None:
+        """Raise the grant of run ``token`` while it goes on."""
+        keeper = AllowanceKeeper(
+            budget=budget,
+            state=lambda: self.run_state(token),
+            send=lambda raised: self._call("PUT", f"{RUNS_PATH}/{token}{_GRANT_PATH}", raised),
+            task=ticket.task,
+            attempt=ticket.attempt,
+            interval_s=self._top_up_s,
+        )
+        self._keepers[token] = keeper
+        keeper.start()
+
+    def run_state(self, token: str) -> dict[str, Any] | None:
+        """The state of run ``token``'s allowance at the gateway (``None``: it holds none,
+        or the run is not live)."""
+        answer = self._call("GET", f"{RUNS_PATH}/{token}")
+        state = answer.get(_STATE) if isinstance(answer, dict) else None
+        return state if isinstance(state, dict) else None
+
     def close_run(self, token: str) -> RunTally | None:
+        keeper = self._keepers.pop(token, None)
+        if keeper is not None:
+            keeper.stop()  # no raise once the run is closed and its attempt settled
         budget = self._budgets.pop(token, None)
         answer = self._call("DELETE", f"{RUNS_PATH}/{token}")
         if not isinstance(answer, dict):

@@ -15,7 +15,9 @@ CLI stops); every answer's usage is ``charge``-d, and the request's hold ``relea
 when it is done. An in-process gateway (``LocalRunGateway``) is handed the engine's; a
 shared one (``backstay.gateway.run_admin``) makes one with ``RunTokens.budgets`` from the
 budget scopes a run's opening request carries: over the spend ledger of its own store, or,
-without one, over the allowance the run carries (the room the engine reserved for it).
+without one, over the allowance the run carries (the share of the room the engine reserved
+for it, raised while the run goes on: ``HoldsAllowance``). A request short of such a grant
+waits briefly for it to be raised (``admit_request``).
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from backstay.gateway.usage import TokenUsage
 
 __all__ = [
     "TOKEN_PREFIX",
+    "HoldsAllowance",
     "LocalRunGateway",
     "OpensRuns",
     "RequestBudget",
@@ -38,6 +41,7 @@ __all__ = [
     "RunTally",
     "RunTicket",
     "RunTokens",
+    "admit_request",
 ]
 
 # A run token says what it is; a provider shown one answers 401 (it is no key of theirs).
@@ -100,6 +104,26 @@ class RequestBudget(Protocol):
     def admit(self, tokens: float) -> str | None: ...
     def release(self, tokens: float) -> None: ...
     def charge(self, usage: TokenUsage) -> None: ...
+
+
+class HoldsAllowance(Protocol):
+    """A ``RequestBudget`` holding a run to the allowance it carries
+    (``backstay.engine.allowance_spend.AllowanceSpend``): its ``state`` as JSON (its grant,
+    what it used and holds in flight, what a waiting request wants), and ``raise_from``
+    a raise's JSON (``ConfigError`` when wrong), giving the state after it."""
+
+    def state(self) -> dict[str, Any]: ...
+    def raise_from(self, data: Mapping[str, Any]) -> dict[str, Any]: ...
+
+
+async def admit_request(budget: RequestBudget, tokens: float) -> str | None:
+    """``budget.admit(tokens)``; for a budget that can wait for its grant to be raised
+    (``admit_waiting``), that (bounded)."""
+    waiting = getattr(budget, "admit_waiting", None)
+    if waiting is None:
+        return budget.admit(tokens)
+    found = await waiting(tokens)
+    return found if isinstance(found, str) else None
 
 
 class RunBudgets(Protocol):
