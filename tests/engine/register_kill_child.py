@@ -6,6 +6,7 @@ killed (at most ``HOLD_S``). Its tasks run on an in-process ``ScriptedAdapter``.
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 from collections.abc import Iterator, Sequence
@@ -69,7 +70,31 @@ class Stopping(Sequence[TaskSpec]):
             yield self[i]
 
 
+def stop_at_window(size: int, window: int) -> None:
+    """Redis: commit ``size`` tasks a window, and stop (as above) before window number
+    ``window`` (from 1) is sent: ``STOP_WINDOW=size,window``."""
+    from backstay.store.redis import _register_pages  # noqa: PLC0415 - only when asked
+
+    commit = _register_pages._commit
+    sent = 0
+
+    def stopping(*args: Any, **kwargs: Any) -> Any:
+        nonlocal sent
+        sent += 1
+        if sent == window:
+            print("stopped", flush=True)
+            time.sleep(HOLD_S)
+            raise SystemExit("not killed")
+        return commit(*args, **kwargs)
+
+    _register_pages.WINDOW = size  # type: ignore[misc]
+    _register_pages._commit = stopping  # type: ignore[assignment]
+
+
 def main(state_dir: str, tasks: str, stop_pass: str, stop_at: str, url: str = "") -> int:
+    if "STOP_WINDOW" in os.environ:
+        size, window = (int(n) for n in os.environ["STOP_WINDOW"].split(","))
+        stop_at_window(size, window)
     state = Path(state_dir)
     workspace = state.parent / "workspace"
     workspace.mkdir(parents=True, exist_ok=True)

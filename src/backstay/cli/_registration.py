@@ -45,12 +45,17 @@ def early_start(suite: Suite, batch: SuiteBatch, *, inherit_env: bool) -> EarlyS
     return EarlyStart(source=json.dumps(source, sort_keys=True), before_page=batch.prepare_range)
 
 
-def _source(text: str, where: str) -> dict[str, Any]:
+def _source_of(text: str) -> dict[str, Any]:
     try:
         data = json.loads(text)
     except ValueError:
-        data = None
-    if not isinstance(data, dict) or not isinstance(data.get("suite_file"), str):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _source(text: str, where: str) -> dict[str, Any]:
+    data = _source_of(text)
+    if not isinstance(data.get("suite_file"), str):
         raise ConfigError(
             "the batch's recording was cut short and its header does not name a suite file "
             "to finish it from",
@@ -65,13 +70,19 @@ def finish_recording(
     """Record the runs a batch killed while it recorded them left; ``(recorded now, the
     batch's total)``, or ``None`` when the batch was wholly recorded."""
     from backstay.config import load_suite, with_frameworks  # noqa: PLC0415 - when it runs
-    from backstay.engine.registration import EarlyStart, PagedRegistration  # noqa: PLC0415
+    from backstay.engine.registration import (  # noqa: PLC0415
+        EarlyStart,
+        PagedRegistration,
+        StagedCommit,
+    )
     from backstay.engine.suite_batch import SuiteBatch  # noqa: PLC0415
 
     store = engine.store
     header = store.registration() if isinstance(store, PagedRegistration) else None
     if header is None:
         return None
+    if isinstance(store, StagedCommit) and "staging" in _source_of(header.source):
+        return store.finish_staged(), header.total  # a staged batch (register_each)
     where = f"--state-dir {state_dir}"
     source = _source(header.source, where)
     file = Path(source["suite_file"])

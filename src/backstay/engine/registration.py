@@ -43,6 +43,7 @@ __all__ = [
     "PageFeed",
     "PagedRegistration",
     "Registration",
+    "StagedCommit",
     "check_same_batch",
     "ids_digest",
 ]
@@ -116,6 +117,15 @@ class PagedRegistration(Protocol):
     def registration(self) -> Registration | None:
         """The header of a batch not yet wholly recorded; ``None`` when there is none."""
         ...
+
+
+@runtime_checkable
+class StagedCommit(Protocol):
+    """A ``TaskStore`` whose ``register_each`` commits a staged batch in windows (Redis):
+    ``finish_staged`` registers what a runner killed between two windows left; how many
+    tasks (``Engine.resume`` runs it first)."""
+
+    def finish_staged(self) -> int: ...
 
 
 def ids_digest(order: Sequence[str]) -> str:

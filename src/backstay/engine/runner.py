@@ -89,6 +89,7 @@ from backstay.engine.registration import (
     EarlyStart,
     PagedRegistration,
     PageFeed,
+    StagedCommit,
     check_same_batch,
 )
 from backstay.engine.resume import StartStep, plan_start
@@ -441,6 +442,8 @@ class Engine:
     async def resume(self) -> Summary:
         """Drive every task of the state directory that can run now (see
         ``backstay.engine.resume``); the summary of all of them."""
+        if isinstance(self.store, StagedCommit):
+            self.store.finish_staged()  # a batch whose commit a killed runner left
         order: list[str] = []
         for record in self._stored():  # every one checked before any is driven
             if self._to_drive(record):
