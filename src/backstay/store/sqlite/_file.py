@@ -14,9 +14,25 @@ class SQLiteFile:
 
     _conn: sqlite3.Connection
     _lock: threading.Lock
+    # The store whose connection this one uses (``adopt``); ``None``: its own.
+    _adopted: SQLiteFile | None = None
+
+    def adopt(self, owner: SQLiteFile) -> None:
+        """Use ``owner``'s connection and lock from now on (a store of the same file,
+        opened first): this store's own connection is closed, and ``owner`` closes the
+        shared one. One connection for the stores of a state file keeps its pages cached
+        between their statements, where each connection would read them again after
+        another one wrote."""
+        with self._lock:
+            self._conn.close()
+        self._conn, self._lock = owner._conn, owner._lock
+        self._adopted = owner
 
     def close(self) -> None:
-        """Close the connection; the store cannot be used afterwards."""
+        """Close the connection (unless it is another store's: ``adopt``); the store
+        cannot be used afterwards."""
+        if self._adopted is not None:
+            return
         with self._lock:
             self._conn.close()
 

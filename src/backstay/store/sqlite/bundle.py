@@ -39,6 +39,9 @@ def open_sqlite_stores(
         breakers = opened.enter_context(SQLiteBreakerStore(tasks.path))
         fallback = opened.enter_context(SQLiteFallbackStore(tasks.path))
         opened.pop_all()
+    # One connection for every store of the file (SQLiteFile.adopt); the task store closes it.
+    for store in (operations, circuit_log, breakers, fallback):
+        store.adopt(tasks)
     return StoreBundle(
         location=location,
         tasks=tasks,
