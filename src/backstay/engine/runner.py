@@ -252,6 +252,9 @@ class Engine:
         self.executor = executor
         self.breaker = breaker  # the circuits' settings, for engines opened elsewhere
         self._prompts = PromptSource(self.state_dir)
+        # The settings the drivers built so far passed (each task's driver checks its spec
+        # as ``_check`` does; a setting that passed is not checked again for the next task).
+        self._driven = CheckedSettings()
 
     # -- resolving a spec ---------------------------------------------------------------
 
@@ -297,7 +300,12 @@ class Engine:
         return spec, adapter
 
     def _driver(self, spec: TaskSpec) -> TaskDriver:
-        spec, adapter = self._check(spec)
+        if self._driven.known(spec):  # its settings passed for an earlier task
+            spec = self._prompts.restore(spec)
+            adapter = self.adapter(spec.adapter)
+        else:
+            spec, adapter = self._check(spec)
+            self._driven.passed(spec)
         # The provider variables are added now, for this run only: never recorded.
         resolved = dataclasses.replace(spec, env=self._agent_env(adapter, spec), inherit_env=False)
         chain = self._fallback(spec, resolved)
