@@ -2,8 +2,9 @@
 
 ``Engine.run(specs, early=EarlyStart(source=...))`` checks every spec first (a bad one is
 a ``ConfigError`` before anything is recorded or run), then records the batch in pages of
-``PAGE`` tasks, each page one transaction of the store (``PagedRegistration``), and starts
-driving the first page's tasks as soon as it is in, while the next pages are recorded:
+``PAGE`` tasks (the first of ``FIRST_PAGE``), each page one transaction of the store
+(``PagedRegistration``), and starts driving the first page's tasks as soon as it is in,
+while the next pages are recorded (in a thread):
 
 * the first page's transaction also writes the batch's ``Registration`` header: how many
   tasks the batch has (``total``), how many of them, in order, are recorded
@@ -38,6 +39,7 @@ from backstay.engine.taskstore import TaskStore
 from backstay.errors import ConfigError
 
 __all__ = [
+    "FIRST_PAGE",
     "PAGE",
     "EarlyStart",
     "PageFeed",
@@ -48,8 +50,10 @@ __all__ = [
     "ids_digest",
 ]
 
-# Tasks recorded in one transaction (and, on Redis, one script).
+# Tasks recorded in one transaction (and, on Redis, one script); the first page is
+# smaller, so that the first tasks start sooner.
 PAGE: Final = 1000
+FIRST_PAGE: Final = 100
 
 
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
@@ -182,7 +186,8 @@ class PageFeed:
     def record_next(self) -> int:
         """Record the next page (its ``before_page`` first); how many tasks."""
         start = self.recorded
-        stop = min(start + PAGE, len(self._order))
+        size = min(PAGE, FIRST_PAGE) if start == 0 else PAGE
+        stop = min(start + size, len(self._order))
         if start >= stop:
             return 0
         if self._early.before_page is not None:
