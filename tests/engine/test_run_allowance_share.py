@@ -4,6 +4,7 @@ reserved in a real SQLite spend ledger (``AttemptBudget.allowance`` / ``top_up``
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as _dt
 from collections.abc import Iterator
 from pathlib import Path
@@ -15,7 +16,7 @@ from backstay.adapters.cli.claude_code import ClaudeCodeAdapter
 from backstay.adapters.usage import Usage
 from backstay.clock import SYSTEM_CLOCK
 from backstay.engine.budgets import BudgetGate
-from backstay.engine.request_budget import AttemptBudget
+from backstay.engine.request_budget import ALLOWANCE_TRIES, AttemptBudget
 from backstay.engine.run_allowance import (
     allowance_share,
     beyond,
@@ -24,7 +25,7 @@ from backstay.engine.run_allowance import (
     top_up,
     top_up_due,
 )
-from backstay.engine.spend_ledger import SpendLedger
+from backstay.engine.spend_ledger import AttemptSpend, SpendLedger
 from backstay.engine.task import TaskSpec
 from backstay.errors import ConfigError
 from backstay.policy.spend import (
@@ -33,6 +34,7 @@ from backstay.policy.spend import (
     ScopeTotals,
     Spend,
     SpendBudget,
+    SpendRefusal,
     SpendScope,
 )
 from backstay.store.location import StoreLocation
@@ -231,3 +233,60 @@ def test_a_waiting_request_gets_at_least_what_it_wants(tmp_path: Path, ledger: S
     found = budget.top_up(_state(granted, used=0, wanted=9_000))
     assert found is not None
     assert parse_granted(found["granted"]).tokens == (granted.tokens or 0) + 9_000
+
+
+class _Racing:
+    """A spend ledger where, once ``armed``, another runner reserves, just before each
+    reservation of the attempt's (but an empty one), all of the batch's room but one token
+    less than it asks."""
+
+    def __init__(self, ledger: SpendLedger) -> None:
+        self._ledger = ledger
+        self.armed = False
+        self.raced = 0
+        self.own = 0  # the attempt's reservation as it stands
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._ledger, name)
+
+    def reserve(self, attempt: AttemptSpend, *, at: _dt.datetime) -> SpendRefusal | None:
+        if self.armed and attempt.estimate.tokens > 0:
+            self.raced += 1
+            others = self._ledger.totals(BATCH_SCOPE).committed.tokens - self.own
+            step = BATCH_TOKENS - others - attempt.estimate.tokens + 1
+            if step > 0:
+                other = dataclasses.replace(
+                    attempt,
+                    attempt_id=f"other-{self.raced}",
+                    operation_id=f"other:{self.raced}",
+                    estimate=Spend(tokens=step),
+                )
+                assert self._ledger.reserve(other, at=at) is None
+        refusal = self._ledger.reserve(attempt, at=at)
+        self.own = 0 if refusal is not None else attempt.estimate.tokens
+        return refusal
+
+
+def test_a_top_up_raced_every_time_keeps_an_empty_reservation_to_settle(
+    tmp_path: Path, ledger: SpendLedger
+) -> None:
+    racing = _Racing(ledger)
+    gate, adapter = BudgetGate(racing, clock=SYSTEM_CLOCK), ClaudeCodeAdapter()
+    spec = _spec(tmp_path, "t0")
+    assert gate.reserve(spec, adapter, 1) is None
+    budget = AttemptBudget(gate, spec, adapter, 1)
+    sent = budget.allowance(parallel=3)
+    assert sent is not None
+    granted = parse_granted(sent["granted"])
+    racing.armed = True
+
+    assert budget.top_up(_state(granted, used=granted.tokens or 0)) is None
+
+    # Each try was refused, and so was holding the grant as before: the attempt keeps an
+    # empty reservation (the others hold the whole budget), which settling still charges.
+    assert racing.raced == ALLOWANCE_TRIES + 1
+    task = SpendScope(kind=ScopeKind.TASK, name=spec.operation_id)
+    assert ledger.totals(task).reserved == Spend()
+    racing.armed = False
+    gate.settle(spec, adapter, 1, Usage(input_tokens=700))
+    assert ledger.totals(BATCH_SCOPE).spent.tokens == 700

@@ -168,6 +168,8 @@ class AttemptBudget(RequestSpend):
         before = allowance_hold(granted, self._first)
         if self._reserve(before) is None:
             self._held = before
+        else:  # an empty reservation, so that the attempt is still settled
+            self._reserve(Spend())
         return None
 
     def _reserve(self, amount: Spend) -> SpendRefusal | None:
