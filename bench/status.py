@@ -125,10 +125,17 @@ def _main(argv: list[str]) -> None:
     sizes: list[int] = []
     words = iter(argv)
     for word in words:
+        if word in {"-h", "--help"}:
+            print(__doc__)
+            print("usage: status.py [--only COMMAND]... [SIZE ...]  (default sizes 10000 100000)")
+            return
         if word == "--only":
             only.add(next(words))
         else:
-            sizes.append(int(word))
+            try:
+                sizes.append(int(word))
+            except ValueError:
+                raise SystemExit(f"not a batch size: {word!r} (see --help)") from None
     unknown = only - {name for name, _, _ in COMMANDS}
     if unknown:
         raise SystemExit(f"--only: no command {', '.join(sorted(unknown))}")

@@ -251,9 +251,9 @@ def test_health_on_a_plain_redis_url_imports_no_redis_py_and_no_redis_store(
     args = ["health", "--json", "--state-dir", "batch", "--store", str(redis_location.url)]
     loaded = _loaded_after(args, prefix="", cwd=tmp_path)
     assert "backstay.store.redis.health_reads" in loaded  # it did read the batch
-    # redis-py (with its asyncio client and the OpenTelemetry SDK it loads), pydantic, the
-    # stores.
-    unwanted = ("redis", "opentelemetry", "pydantic", "pydantic_core")
+    # redis-py (with its asyncio client and the OpenTelemetry SDK it loads), pydantic, rich
+    # (nothing is formatted), the stores.
+    unwanted = ("redis", "opentelemetry", "pydantic", "pydantic_core", "rich")
     assert not [name for name in loaded if name.split(".")[0] in unwanted]
     heavy = ("backstay.store.redis.tasks", "backstay.store.open", "backstay.engine.task_index")
     assert not [name for name in loaded if name.startswith(heavy)]
@@ -265,8 +265,13 @@ def test_one_run_loads_no_engine_batch_display_or_store(tmp_path: Path) -> None:
     (tmp_path / "scenario.yaml").write_text("{attempts: [[{result: done}]]}", encoding="utf-8")
     args = ["run", "--adapter", "mock", "--model", "m", "--prompt-file", "prompt.md"]
     args += ["--workspace", "ws", "--output-dir", "out", "--policy", "none"]
-    loaded = _loaded_after([*args, "--adapter-option", "scenario=scenario.yaml"], cwd=tmp_path)
+    loaded = _loaded_after(
+        [*args, "--adapter-option", "scenario=scenario.yaml"], prefix="", cwd=tmp_path
+    )
     assert "backstay.adapters.mock" in loaded  # it did run
+    # Its lines are plain text: no rich; a fallback chain is loaded for a chain only.
+    assert not [name for name in loaded if name.split(".")[0] == "rich"]
+    assert "backstay.fallback.harness" not in loaded
     assert (tmp_path / "out" / METRICS_FILE).is_file()
     # A run's progress lines come from cli._progress_lines, not the batch's display.
     unwanted = (

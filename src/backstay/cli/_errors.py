@@ -5,8 +5,6 @@ from __future__ import annotations
 from typing import Final
 
 import typer
-from rich.console import Console
-from rich.markup import escape
 
 from backstay.errors import ConfigError
 
@@ -16,6 +14,9 @@ USAGE_ERROR: Final = 2
 def usage_error(err: ConfigError) -> typer.Exit:
     """Print ``err`` (each problem on one line, for grep and editors' jump-to-line) and
     return the exit to raise."""
+    from rich.console import Console  # noqa: PLC0415 - rich only when there is an error
+    from rich.markup import escape  # noqa: PLC0415
+
     Console(stderr=True, soft_wrap=True).print(
         f"[bold red]error:[/] {escape(str(err))}", highlight=False
     )

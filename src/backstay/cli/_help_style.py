@@ -19,13 +19,15 @@ from __future__ import annotations
 
 import inspect
 import re
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import typer.core
-from rich.console import Console
-from rich.markup import escape
-from rich.text import Text
 from typer._click import exceptions as click_errors
+
+# rich, typer's formatter, is imported when help or an error is printed: a command that
+# prints neither (``run``, ``health --json``) does not load it for its style.
+if TYPE_CHECKING:
+    from rich.text import Text
 
 __all__ = ["HELP_OPTIONS", "apply", "error_line", "print_error"]
 
@@ -55,6 +57,8 @@ _applied: list[bool] = []
 
 def _plain_text(*, text: str, style: str = "", markup_mode: Any = None) -> Text:
     """Help text as it is written (no markup), its paragraphs unwrapped."""
+    from rich.text import Text  # noqa: PLC0415 - see the imports
+
     del markup_mode
     text = inspect.cleandoc(text)
     if not text.startswith("\b"):
@@ -135,6 +139,9 @@ def print_error(exc: click_errors.ClickException) -> None:
     for a group given no command (its help is shown already)."""
     if isinstance(exc, click_errors.NoArgsIsHelpError):
         return
+    from rich.console import Console  # noqa: PLC0415 - see the imports
+    from rich.markup import escape  # noqa: PLC0415
+
     out = Console(stderr=True, soft_wrap=True)
     out.print(f"[bold red]error:[/] {escape(error_line(exc))}", highlight=False)
     ctx = getattr(exc, "ctx", None)

@@ -12,8 +12,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Final
 
 import typer
-from rich.console import Console
-from rich.markup import escape
 
 from backstay._private import make_private_dirs
 from backstay.cli import _faults, _options, _records
@@ -414,6 +412,9 @@ def _shared_stores(
 
 def say(message: str) -> None:
     """Print ``message`` on stderr as it is (no markup)."""
+    from rich.console import Console  # noqa: PLC0415 - rich when something is said
+    from rich.markup import escape  # noqa: PLC0415
+
     Console(stderr=True, soft_wrap=True).print(escape(message), highlight=False)
 
 
@@ -461,12 +462,9 @@ def exit_code(summary: Summary) -> int:
 
 def interrupted(state_dir: Path) -> typer.Exit:
     """Say how to continue a batch stopped by Ctrl-C; the exit to raise."""
-    Console(stderr=True, soft_wrap=True).print(
-        escape(
-            f"interrupted: backstay resume {batch_flags(state_dir)} continues the batch "
-            "(attempts cut short are tried again)"
-        ),
-        highlight=False,
+    say(
+        f"interrupted: backstay resume {batch_flags(state_dir)} continues the batch "
+        "(attempts cut short are tried again)"
     )
     return typer.Exit(INTERRUPTED)
 

@@ -10,8 +10,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Final
 
 import typer
-from rich.console import Console
-from rich.markup import escape
 
 from backstay.adapters.contract import TIMEOUT_EXIT_CODE
 from backstay.cli import _options
@@ -91,12 +89,11 @@ def _report(spec: HarnessRun, code: int) -> None:
     if code == BUDGET_EXIT_CODE and error is not None and error.startswith(BUDGET_CODE):
         outcome = "stopped at its spending budget"  # not an agent's own exit code 5
     detail = f": {error}" if error else ""
-    Console(stderr=True, soft_wrap=True).print(
-        escape(
-            f"backstay run: {_answered(spec)} {outcome} (exit code {code}){detail}; "
-            f"logs and {METRICS_FILE} in {spec.output_dir}"
-        ),
-        highlight=False,
+    # Plain text, as rich printed it (no markup, highlighting or wrapping), without rich.
+    typer.echo(
+        f"backstay run: {_answered(spec)} {outcome} (exit code {code}){detail}; "
+        f"logs and {METRICS_FILE} in {spec.output_dir}",
+        err=True,
     )
 
 
@@ -147,9 +144,10 @@ def _start_run(spec: HarnessRun) -> int:
     from backstay.adapters.base import CANCELLED_EXIT_CODE, BaseAdapter  # noqa: PLC0415
     from backstay.adapters.registry import get_adapter  # noqa: PLC0415
     from backstay.config.run.harness import NO_RETRY_POLICY  # noqa: PLC0415
-    from backstay.fallback.harness import run_harness_chain  # noqa: PLC0415
 
     if spec.fallbacks:  # each attempt on a candidate of the chain (docs/fallback.md)
+        from backstay.fallback.harness import run_harness_chain  # noqa: PLC0415 - a chain only
+
         try:
             return run_harness_chain(spec)
         except KeyboardInterrupt:  # the run was cancelled; its metrics.json says so
