@@ -22,10 +22,13 @@ claimed task is taken up as ``backstay.engine.resume.plan_start`` says and drive
 ``TaskDriver``. At most ``concurrency`` tasks are driven at once.
 
 Adapters, policies and adapter settings are resolved and checked for every task before
-anything is recorded or run, so a mistake in the batch is a ``ConfigError`` up front. The
-batch is then recorded in one transaction (``TaskStore.register_each``: every task or
-none, so a runner killed on the way leaves a batch not started, never half of one), read
-a page at a time; then its tasks are driven. The engine holds the operation ids only: each
+anything is recorded or run, so a mistake in the batch is a ``ConfigError`` up front
+(each distinct setting checked once). The batch is then recorded whole
+(``TaskStore.register_each``, read a page at a time: a runner killed on the way leaves a
+batch not started, or on Redis one whose commit ``resume`` finishes), then its tasks are
+driven; or, with ``run(specs, early=EarlyStart(...))``, a page at a time while the first
+tasks are driven (``backstay.engine.registration``; ``finish_registration`` records what a
+killed runner left). The engine holds the operation ids only: each
 task's record is read when the task is driven, and its spec is taken from ``specs`` then
 (a sequence is indexed, never copied; a lazy one keeps a batch of any size out of memory).
 

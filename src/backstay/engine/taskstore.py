@@ -60,10 +60,12 @@ class TaskStore(Protocol):
         """``register`` each of ``specs``, all in one transaction; their records, in order."""
 
     def register_each(self, specs: Iterable[TaskSpec], *, at: _dt.datetime) -> int:
-        """``register`` each of ``specs`` (read once, encoded as they are read), all in
-        one transaction: every task is recorded, or none (a spec refused on the way, or a
-        process killed before the end, leaves the store as it was); how many. Keeps no
-        record, for a batch of any size: the engine's way to record a batch."""
+        """``register`` each of ``specs`` (read once, encoded as they are read): every
+        task is recorded, or none (a spec refused on the way, or a process killed before
+        the commit begins, leaves the store as it was); how many. SQLite: one transaction;
+        Redis: staged, then committed in windows of at most 1,000 tasks a script, a commit
+        cut short finished by ``finish_staged`` (``backstay.engine.registration``). Keeps
+        no record, for a batch of any size: the engine's way to record a whole batch."""
 
     def task(self, operation_id: str) -> TaskRecord | None: ...
 
