@@ -13,7 +13,8 @@ then recorded two ways:
 
 On Redis every command is logged (``slowlog-log-slower-than 0``) and the longest script
 (``EVALSHA``) is printed: no script should hold Redis for more than a page or window of
-1,000 tasks. Run alone with ``python bench/register.py [N]``.
+1,000 tasks. Run alone with ``python bench/register.py [N]``; ``make bench`` runs it after
+``batch_cpu.py``.
 """
 
 from __future__ import annotations
@@ -111,8 +112,8 @@ def measure(name: str, url: str | None, n: int, root: Path) -> None:
             print(line, flush=True)
 
 
-def main() -> None:
-    n = int(sys.argv[1]) if len(sys.argv) > 1 else TASKS
+def report(n: int = TASKS) -> None:
+    """Print the section."""
     print(f"\n== Recording a batch of {n:,} tasks (checked, then recorded) ==")
     with tempfile.TemporaryDirectory(prefix="backstay-bench-register-") as tmp:
         measure("sqlite", None, n, Path(tmp))
@@ -121,4 +122,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    report(int(sys.argv[1]) if len(sys.argv) > 1 else TASKS)

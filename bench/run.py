@@ -36,7 +36,8 @@ goodput of N processes sharing one Redis limiter against each with its own.
 And start-up (``startup.py``): the CPU time of ``import backstay``, ``backstay --version``
 and the help of the command line in a fresh process, beside ``import tenacity``; one
 ``backstay run`` beside ``import anthropic`` (``run_cpu.py``); a batch's CPU per task at
-1,000 and 10,000 tasks beside the bare SDK call (``batch_cpu.py``).
+1,000 and 10,000 tasks beside the bare SDK call (``batch_cpu.py``); how soon a batch of
+100,000 tasks can start and the longest Redis script recording it (``register.py``).
 
 And agent sessions through the gateway (``gateway_sessions.py``): tokens per successful
 20-turn session under a 5 % rate of 529s, the whole session run again (no gateway) against
@@ -84,6 +85,7 @@ import goodput
 import instructions
 import otel_overhead
 import ray_executor
+import register
 import retry
 import run_cpu
 import scale
@@ -290,6 +292,7 @@ def main() -> None:
     startup.report()
     run_cpu.report()
     batch_cpu.report()
+    register.report()
     gateway_sessions.report()
     scale.report()
     gateway.report()
