@@ -83,6 +83,7 @@ from backstay.engine.resume import StartStep, plan_start
 from backstay.engine.states import InvalidTransition, TaskState
 from backstay.engine.task import TaskSpec
 from backstay.engine.taskstore import TaskStore
+from backstay.idempotency.guard import held_lease
 from backstay.idempotency.ids import attempt_id as make_attempt_id
 from backstay.policy.protocols import Permit, RateLimiterLike, ReservationLike
 from backstay.policy.retry import RetryPolicy
@@ -141,6 +142,9 @@ class TaskDriver:
         self.starts = AttemptStarts(spec, state_dir=state_dir, policy=policy.name)
         # Whether this driver found or made the task succeeded in the store.
         self.succeeded = False
+        # The task as its runner read it just before it claimed the operation's lease:
+        # taken up as it is when that lease is the operation's first (``_first_read``).
+        self.read_before: TaskRecord | None = None
 
     async def drive(self) -> dict[str, Any]:
         """Take the task up as ``plan_start`` says, then attempt until it ends. An
@@ -202,7 +206,7 @@ class TaskDriver:
     def _take_up(self) -> TaskRecord:
         """The stored task, requeued or recovered as needed; ``TaskStopped`` if it is not
         to run now (a succeeded one is returned as it is)."""
-        record = self._record()
+        record = self._first_read()
         while True:
             now = self.clock.now()
             plan = plan_start(record, now)
@@ -241,6 +245,21 @@ class TaskDriver:
             for a in self.store.attempts(self.operation_id)
             if a.outcome is AttemptOutcome.RUNNING
         )
+
+    def _first_read(self) -> TaskRecord:
+        """The task as stored when its lease was claimed: ``read_before`` when the lease
+        is the operation's first (no runner can have run the task since it was read: each
+        claims the lease first), else read again."""
+        before, self.read_before = self.read_before, None
+        lease = held_lease()
+        if (
+            before is not None
+            and lease is not None
+            and lease.generation == 1
+            and lease.operation_id == self.operation_id
+        ):
+            return before
+        return self._record()
 
     def _record(self) -> TaskRecord:
         record = self.store.task(self.operation_id)

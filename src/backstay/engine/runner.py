@@ -576,11 +576,13 @@ class Engine:
 
     async def _drive_one(self, spec: TaskSpec, record: TaskRecord) -> None:
         """Drive one task, unless ``record`` (read before its lease is claimed; the driver
-        reads it again under the lease) says it needs nothing; its driver is built now and
-        dropped when it ends."""
+        takes it up as it is under the operation's first lease, else reads it again under
+        the lease) says it needs nothing; its driver is built now and dropped when it
+        ends."""
         if not self._to_drive(record):
             return
         driver = self._driver(spec)
+        driver.read_before = record  # read just now, before the lease is claimed
         op = driver.operation_id
         try:
             # An adapter declares itself idempotent or not (``idempotent``, default not);

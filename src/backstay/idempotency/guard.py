@@ -23,6 +23,7 @@ functions. Store calls are short and synchronous, also from ``run``.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import threading
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
@@ -37,7 +38,18 @@ from backstay.idempotency.records import Acquired, Busy, Claim, Lease
 from backstay.idempotency.settings import GuardSettings
 from backstay.idempotency.store import OperationStore
 
-__all__ = ["AsyncOperation", "IdempotencyGuard", "SyncOperation"]
+__all__ = ["AsyncOperation", "IdempotencyGuard", "SyncOperation", "held_lease"]
+
+# The lease of the operation a guard is running, seen from inside its ``fn``.
+_HELD: contextvars.ContextVar[Lease | None] = contextvars.ContextVar("held_lease", default=None)
+
+
+def held_lease() -> Lease | None:
+    """The lease under which the operation running here was started (inside the ``fn``
+    of ``IdempotencyGuard.run`` and its kin), ``None`` elsewhere. A ``generation`` of 1 is
+    the operation's first lease: no owner ran it before."""
+    return _HELD.get()
+
 
 AsyncOperation = Callable[[], Awaitable[Mapping[str, object]]]
 SyncOperation = Callable[[], Mapping[str, object]]
@@ -160,7 +172,11 @@ class IdempotencyGuard:
         keeper.add_done_callback(_seen)
         work: asyncio.Future[Mapping[str, object]] | None = None
         try:
-            work = asyncio.ensure_future(fn())
+            held = _HELD.set(lease)
+            try:
+                work = asyncio.ensure_future(fn())  # its task runs in a copy of this context
+            finally:
+                _HELD.reset(held)
             work.add_done_callback(_seen)
             await asyncio.wait((work, keeper), return_when=asyncio.FIRST_COMPLETED)
         finally:
@@ -220,9 +236,11 @@ class IdempotencyGuard:
         )
         try:
             keeper.start()
+            held = _HELD.set(lease)
             try:
                 result = fn()
             finally:
+                _HELD.reset(held)
                 stop.set()
                 keeper.join()
             # A lost lease may still complete if nobody took over: the store decides.
