@@ -1,6 +1,7 @@
 """A run's grant (``backstay.engine.run_allowance``): the first share of a shared budget's
 room, when a top-up is due and how much it adds (pure); the share and its top-ups
-reserved in a real SQLite spend ledger (``AttemptBudget.allowance`` / ``top_up``)."""
+reserved in a real spend ledger, SQLite and redis-server (``AttemptBudget.allowance`` /
+``top_up``)."""
 
 from __future__ import annotations
 
@@ -132,10 +133,14 @@ def test_a_wrong_grant_is_a_config_error_naming_it(data: object) -> None:
     assert raised.value.where == "budget.granted"
 
 
-@pytest.fixture
-def ledger(tmp_path: Path) -> Iterator[SpendLedger]:
-    """A batch's SQLite spend ledger with a batch budget of ``BATCH_TOKENS``."""
-    bundle = open_stores(StoreLocation.sqlite(tmp_path), state_dir=tmp_path)
+@pytest.fixture(params=["sqlite", "redis"])
+def ledger(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[SpendLedger]:
+    """A batch's spend ledger with a batch budget of ``BATCH_TOKENS``: in its SQLite state
+    directory, or on redis-server."""
+    location = StoreLocation.sqlite(tmp_path)
+    if request.param == "redis":
+        location = request.getfixturevalue("redis_location")
+    bundle = open_stores(location, state_dir=tmp_path)
     try:
         bundle.spend.set_budget(
             BATCH_SCOPE, SpendBudget(tokens=BATCH_TOKENS), at=_dt.datetime.now(_dt.UTC)
