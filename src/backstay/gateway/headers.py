@@ -92,7 +92,8 @@ def client_keys(headers: Mapping[str, str], query: str) -> list[str]:
         if value:
             scheme, _, rest = value.partition(" ")
             found.append(rest.strip() if scheme.lower() == "bearer" and rest else value)
-    found.extend(value for name, value in parse_qsl(query) if name == "key" and value)
+    if query:
+        found.extend(value for name, value in parse_qsl(query) if name == "key" and value)
     return found
 
 

@@ -39,14 +39,19 @@ from typing import ClassVar, Final, ParamSpec
 
 from backstay.events import BUS, Event
 from backstay.gateway.attempt import Answer, OpenStream, UpstreamFailed
-from backstay.gateway.routes import ANY_MODEL, Route
-from backstay.policy._paced import PacedRequest, estimate_tokens
+from backstay.gateway.routes import ANY_MODEL, NOT_JSON, Route
+from backstay.policy._paced import (
+    CHARS_PER_TOKEN,
+    PacedRequest,
+    estimate_parsed,
+    estimate_tokens,
+)
 from backstay.policy.limit_keys import KEY_MARK, key_limit
 from backstay.policy.limiters import RateLimiterRegistry
 from backstay.policy.protocols import LimiterRegistryLike, RateLimiterLike, ReservationLike
 from backstay.policy.ratelimit import RateLimiter
 
-__all__ = ["GatewayLimits", "RequestPaced", "RequestPacer", "paced_attempt"]
+__all__ = ["GatewayLimits", "RequestPaced", "RequestPacer", "estimate_body", "paced_attempt"]
 
 _UNPACED_SUFFIXES: Final = ("/count_tokens", ":countTokens")
 # In every rate-limit header's name: anthropic-ratelimit-*, x-ratelimit-*.
@@ -172,16 +177,29 @@ class GatewayLimits:
         body: bytes,
         operation: str | None = None,
         credential: str | None = None,
+        *,
+        parsed: object = None,
     ) -> RequestPacer | None:
         """The pacer of one request on ``found`` (its events told under ``operation``,
         default the gateway's own) sent with the API key ``credential``; ``None`` for one
-        not paced (a listing, a token count)."""
+        not paced (a listing, a token count). ``parsed``: ``body`` as ``routes.body_json``
+        parsed it, when the caller has it (else it is parsed here)."""
         if method != "POST" or found.model == ANY_MODEL:
             return None
         if found.endpoint.endswith(_UNPACED_SUFFIXES):
             return None
         limiter = self.limiter(found, credential)
-        return RequestPacer(limiter, estimate_tokens(body), found, operation)
+        tokens = estimate_tokens(body) if parsed is None else estimate_body(body, parsed)
+        return RequestPacer(limiter, tokens, found, operation)
+
+
+def estimate_body(body: bytes, parsed: object, *, output: bool = True) -> float:
+    """``estimate_tokens(body)`` from ``parsed``, the body as ``routes.body_json`` gave it."""
+    if not body:
+        return 0.0
+    if parsed is NOT_JSON:
+        return float(len(body)) / CHARS_PER_TOKEN
+    return estimate_parsed(parsed, output=output)
 
 
 async def paced_attempt(

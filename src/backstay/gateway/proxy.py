@@ -19,6 +19,7 @@ the token (``usage``); a request whose circuit is open moves to the run's fallba
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hmac
 import time
 from collections.abc import Iterable
@@ -46,16 +47,15 @@ from backstay.gateway.headers import (
     idempotency_key,
     upstream_headers,
 )
-from backstay.gateway.limits import GatewayLimits, paced_attempt
+from backstay.gateway.limits import GatewayLimits, estimate_body, paced_attempt
 from backstay.gateway.probe import Probing, await_probe
-from backstay.gateway.routes import Route, route
+from backstay.gateway.routes import NOT_JSON, Route, body_json, route
 from backstay.gateway.run_requests import real_key_headers, real_key_path, with_model
 from backstay.gateway.runs import RunTicket, RunTokens, admit_request
 from backstay.gateway.settings import TOKEN_HEADER, GatewaySettings
-from backstay.gateway.spans import RequestSpan, request_span
+from backstay.gateway.spans import RequestSpan, recording, request_span
 from backstay.gateway.usage import UsageScan, usage_of
 from backstay.gateway.wire_errors import GatewayError, gateway_error
-from backstay.policy._paced import estimate_tokens
 from backstay.redact import redact, register_secret
 from backstay.taxonomy import FailureKind
 
@@ -79,16 +79,31 @@ class _Tally:
     """One client request's attempts so far, and the last upstream answer that failed;
     ``token``: the run token it came with, whose attempts are counted; ``credential``: the
     API key it is sent upstream with (a limit of that key paces it); ``probing``: once it
-    has waited for its circuit's probe, when it started and what is left of its policy."""
+    has waited for its circuit's probe, when it started and what is left of its policy;
+    ``body``: the client's body as ``body_json`` parsed it (``parsed_body``)."""
 
-    __slots__ = ("attempts", "credential", "last", "probing", "token")
+    __slots__ = ("attempts", "body", "credential", "last", "probing", "token")
 
-    def __init__(self, token: str | None = None, credential: str | None = None) -> None:
+    def __init__(
+        self,
+        token: str | None = None,
+        credential: str | None = None,
+        body: tuple[bytes, object] | None = None,
+    ) -> None:
         self.attempts = 0
         self.last: UpstreamFailed | None = None
         self.token = token
         self.credential = credential
         self.probing: Probing | None = None
+        self.body = body
+
+    def parsed_body(self, body: bytes) -> object:
+        """``body`` parsed from JSON (``NOT_JSON``: it is not), once per body: a request
+        moved to a fallback model has another."""
+        known = self.body
+        if known is None or known[0] is not body:
+            known = self.body = (body, body_json(body) if body else NOT_JSON)
+        return known[1]
 
 
 class Proxy:
@@ -123,8 +138,10 @@ class Proxy:
             self.active -= 1
 
     async def _handle(self, request: web.Request) -> web.StreamResponse:
-        body = await request.read()
-        found = route(request.method, request.path, request.headers, body)
+        body = request_body = await request.read()
+        # Parsed once: for the model (``route``) and the tokens it is paced and held for.
+        parsed = body_json(body) if body and request.method == "POST" else NOT_JSON
+        found = route(request.method, request.path, request.headers, body, parsed=parsed)
         keys = client_keys(request.headers, request.query_string)
         run = None if self._runs is None else self._runs.find(keys)
         # A live run token is admission enough: whoever opened the run held the gateway's.
@@ -159,13 +176,15 @@ class Proxy:
             provider=found.provider,
         )
         credential = ticket.key if ticket is not None else next(iter(keys), None)
-        tally = _Tally(token, credential)
+        tally = _Tally(token, credential, (request_body, parsed))
         budget = None if token is None or self._runs is None else self._runs.budget(token)
         if budget is None:
+            if not recording(self._tracer_provider):  # no span work while nobody records
+                return await self._forward(request, found, upstream, key, tally, ticket)
             with request_span(found, ticket, self._tracer_provider) as span:
                 return await self._forward(request, found, upstream, key, tally, ticket, span)
         # A run with a spending budget: the request's prompt tokens are held while it runs.
-        estimate = estimate_tokens(body, output=False)
+        estimate = estimate_body(body, tally.parsed_body(body), output=False)
         refused = await admit_request(budget, estimate)
         if refused is not None:
             return _error(gateway_error(found.provider, 400, redact(refused)))
@@ -271,7 +290,12 @@ class Proxy:
         try:
             # Each attempt waits its turn at the provider's rate limiter (``limits``).
             pacer = self._limits.pacer(
-                found, upstream.method, upstream.body, _operation(found, ticket), tally.credential
+                found,
+                upstream.method,
+                upstream.body,
+                _operation(found, ticket),
+                tally.credential,
+                parsed=tally.parsed_body(upstream.body),
             )
             result: Answer | OpenStream | GatewayError = await acall(
                 paced_attempt,
@@ -411,17 +435,33 @@ def _report(  # noqa: PLR0917 - one event's fields
         )
 
 
-def _error(error: GatewayError) -> web.Response:
-    from aiohttp import web  # noqa: PLC0415 - loaded with the server
+@functools.cache
+def _web() -> Any:
+    """aiohttp's ``web`` (loaded with the server), imported once, not per answer."""
+    from aiohttp import web  # noqa: PLC0415
 
-    return web.Response(status=error.status, body=error.body, headers=_multi(error.headers))
+    return web
+
+
+@functools.cache
+def _multidict() -> Any:
+    from multidict import CIMultiDict  # noqa: PLC0415 - aiohttp's own dependency
+
+    return CIMultiDict
+
+
+def _error(error: GatewayError) -> web.Response:
+    headers = _multi(error.headers)
+    response: web.Response = _web().Response(status=error.status, body=error.body, headers=headers)
+    return response
 
 
 def _answer(answer: Answer, attempts: int) -> web.Response:
-    from aiohttp import web  # noqa: PLC0415
-
     headers = _multi(downstream_headers(answer.headers, attempts))
-    return web.Response(status=answer.status, body=answer.body, headers=headers)
+    response: web.Response = _web().Response(
+        status=answer.status, body=answer.body, headers=headers
+    )
+    return response
 
 
 async def _pipe(
@@ -461,6 +501,5 @@ async def _pipe(
 
 
 def _multi(headers: Iterable[tuple[str, str]]) -> CIMultiDict[str]:
-    from multidict import CIMultiDict  # noqa: PLC0415 - aiohttp's own dependency
-
-    return CIMultiDict(headers)
+    multi: CIMultiDict[str] = _multidict()(headers)
+    return multi

@@ -22,7 +22,7 @@ import re
 from collections.abc import Mapping
 from typing import Final
 
-__all__ = ["ANY_MODEL", "Route", "route"]
+__all__ = ["ANY_MODEL", "NOT_JSON", "Route", "body_json", "route"]
 
 ANY_MODEL: Final = "*"
 
@@ -36,6 +36,10 @@ _GEMINI_LIST: Final = re.compile(r"^/v1beta/models(?:/[^/:]+)?$")
 _SHARED_LIST: Final = re.compile(r"^/v1/models(?:/[^/:]+)?$")
 # The body's model is read only from a body this short; longer ones are answers' work.
 _MAX_MODEL_CHARS: Final = 200
+# ``body_json`` of a body that is not JSON; ``_UNREAD``: ``route``'s ``parsed`` when the
+# caller did not parse the body.
+NOT_JSON: Final = object()
+_UNREAD: Final = object()
 
 
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
@@ -48,11 +52,16 @@ class Route:
     endpoint: str
 
 
-def _body_model(body: bytes) -> str:
+def body_json(body: bytes) -> object:
+    """A request body parsed from JSON (``NOT_JSON`` when it is not): parsed once per
+    request, for its model here and its estimated tokens at the rate limiter."""
     try:
-        data = json.loads(body)
-    except ValueError:
-        return ANY_MODEL
+        return json.loads(body)
+    except (ValueError, RecursionError):
+        return NOT_JSON
+
+
+def _body_model(data: object) -> str:
     model = data.get("model") if isinstance(data, dict) else None
     if isinstance(model, str) and 0 < len(model) <= _MAX_MODEL_CHARS:
         return model
@@ -68,13 +77,16 @@ def _listing_provider(headers: Mapping[str, str]) -> str:
     return "openai"
 
 
-def route(method: str, path: str, headers: Mapping[str, str], body: bytes) -> Route | None:
-    """The route of a request, or ``None`` for one the gateway does not serve."""
+def route(
+    method: str, path: str, headers: Mapping[str, str], body: bytes, *, parsed: object = _UNREAD
+) -> Route | None:
+    """The route of a request, or ``None`` for one the gateway does not serve; ``parsed``:
+    its body as ``body_json`` gave it, when the caller has it already."""
     if method == "POST":
-        if path in _ANTHROPIC_POST:
-            return Route(provider="anthropic", model=_body_model(body), endpoint=path)
-        if path in _OPENAI_POST:
-            return Route(provider="openai", model=_body_model(body), endpoint=path)
+        if path in _ANTHROPIC_POST or path in _OPENAI_POST:
+            data = body_json(body) if parsed is _UNREAD else parsed
+            provider = "anthropic" if path in _ANTHROPIC_POST else "openai"
+            return Route(provider=provider, model=_body_model(data), endpoint=path)
         found = _GEMINI_CALL.match(path)
         if found is not None:
             return Route(provider="gemini", model=found["model"], endpoint=path)

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from backstay.gateway.routes import Route
     from backstay.gateway.runs import RunTicket
 
-__all__ = ["SPAN_NAME", "RequestSpan", "request_span"]
+__all__ = ["SPAN_NAME", "RequestSpan", "recording", "request_span"]
 
 SPAN_NAME: Final = "gateway.request"
 _HAS_OTEL: Final = importlib.util.find_spec("opentelemetry") is not None
@@ -35,6 +35,24 @@ class RequestSpan(Protocol):
 class _NoSpan:
     def set_attribute(self, key: str, value: Any) -> None:
         return None
+
+
+def recording(tracer_provider: Any = None) -> bool:
+    """Whether ``request_span`` would make a span: OpenTelemetry is installed and
+    ``tracer_provider`` (else the global one) is not its stand-in. Asked per request, so
+    that a request costs no span work at all while nobody exports spans."""
+    if not _HAS_OTEL:
+        return False
+    trace = _trace()
+    provider = tracer_provider or trace.get_tracer_provider()
+    return not isinstance(provider, (trace.ProxyTracerProvider, trace.NoOpTracerProvider))
+
+
+@functools.cache
+def _trace() -> Any:
+    from opentelemetry import trace  # noqa: PLC0415 - optional, loaded on use
+
+    return trace
 
 
 @functools.lru_cache(maxsize=8)

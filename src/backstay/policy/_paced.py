@@ -33,7 +33,7 @@ from backstay.policy.protocols import (
 )
 from backstay.policy.ratelimit import RateLimiter, Reservation
 
-__all__ = ["PacedRequest", "estimate_tokens"]
+__all__ = ["PacedRequest", "estimate_parsed", "estimate_tokens"]
 
 CHARS_PER_TOKEN: Final = 4.0
 # Fields whose text is not sent to the model (names, ids, enums), in every API's bodies.
@@ -84,6 +84,12 @@ def estimate_tokens(content: bytes, *, output: bool = True) -> float:
         body = json.loads(content)
     except ValueError:
         return float(len(content)) / CHARS_PER_TOKEN
+    return estimate_parsed(body, output=output)
+
+
+def estimate_parsed(body: object, *, output: bool = True) -> float:
+    """``estimate_tokens`` of a body already parsed from JSON (a caller that parsed it
+    once for other reasons does not parse it again)."""
     chars = sum(len(text) for text in _texts(body))
     return chars / CHARS_PER_TOKEN + (_output_limit(body) if output else 0.0)
 
