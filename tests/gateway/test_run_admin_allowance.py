@@ -149,9 +149,9 @@ def test_the_keeper_raises_the_grant_while_the_run_goes_on(gateway: Gateway) -> 
         remote.close_run(token)
     assert budget.states[0]["granted"]["tokens"] == 1_000
     raises = [e for e in events if isinstance(e, RunAllowanceRaised)]
-    assert [(e.task, e.attempt, e.tokens) for e in raises] == [
-        ("w:t0", "w:t0/1", 2_000),
-        ("w:t0", "w:t0/1", 3_000),
+    assert [(e.operation, e.task, e.attempt, e.tokens) for e in raises] == [
+        ("w:t0", "w:t0", "w:t0/1", 2_000),
+        ("w:t0", "w:t0", "w:t0/1", 3_000),
     ]
     # No look once the run is closed.
     time.sleep(0.1)

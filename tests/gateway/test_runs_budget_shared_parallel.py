@@ -162,6 +162,8 @@ def test_three_runs_share_one_batch_budget_at_once_through_a_gateway_without_a_s
     raised = [e for e in events if isinstance(e, RunAllowanceRaised)]
     assert raised, events.names
     assert {e.task for e in raised} <= {spec.operation_id for spec in specs}
+    logged = (state / "events.jsonl").read_text(encoding="utf-8").splitlines()
+    assert sum('"run.allowance_raised"' in line for line in logged) == len(raised)
     with SQLiteTaskStore(state) as store:
         tasks = store.tasks()
     assert [t.state for t in tasks] == [TaskState.PAUSED] * TASKS, tasks

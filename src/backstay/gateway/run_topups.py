@@ -130,6 +130,7 @@ class AllowanceKeeper:
             tokens, usd = after.get("tokens"), after.get("usd")
             BUS.emit(
                 RunAllowanceRaised(
+                    operation=self._task,  # the batch's event log keeps its tasks' events
                     task=self._task,
                     attempt=self._attempt,
                     tokens=tokens if isinstance(tokens, int) else None,
