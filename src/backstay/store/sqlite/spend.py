@@ -30,7 +30,7 @@ import datetime as _dt
 import os
 import sqlite3
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, Final, TypeVar
 
@@ -217,11 +217,18 @@ class SQLiteSpendLedger(SQLiteFile):
         return None if found is None else sums.decode(found[0])
 
     def _change_sums(
-        self, conn: sqlite3.Connection, changes: list[tuple[sums.Row | None, sums.Row | None]]
+        self,
+        conn: sqlite3.Connection,
+        changes: list[tuple[sums.Row | None, sums.Row | None]],
+        read: Mapping[str, sums.Vector | None] | None = None,
     ) -> None:
-        """Add to the sums what rows going from ``before`` to ``after`` change."""
+        """Add to the sums what rows going from ``before`` to ``after`` change; ``read``:
+        sums already read in this transaction, since unchanged (not read again)."""
         fields = sorted({f for pair in changes for row in pair if row for f in sums.fields_of(row)})
-        known = {f: v for f in fields if (v := self._sum(conn, f)) is not None}
+        read = read or {}
+        known = {
+            f: v for f in fields if (v := read[f] if f in read else self._sum(conn, f)) is not None
+        }
         deltas = []
         for before, after in changes:
             deltas += [sums.row_vectors(before, sign=-1), sums.row_vectors(after)]
@@ -250,9 +257,18 @@ class SQLiteSpendLedger(SQLiteFile):
 
     @classmethod
     def _totals_in(
-        cls, conn: sqlite3.Connection, scope: SpendScope, budget: SpendBudget
+        cls,
+        conn: sqlite3.Connection,
+        scope: SpendScope,
+        budget: SpendBudget,
+        read: dict[str, sums.Vector | None] | None = None,
     ) -> ScopeTotals:
-        return sums.scope_totals(cls._sum(conn, sums.scope_field(scope)), scope, budget)
+        """The scope's totals; the sum read is added to ``read`` when given."""
+        field = sums.scope_field(scope)
+        vector = cls._sum(conn, field)
+        if read is not None:
+            read[field] = vector
+        return sums.scope_totals(vector, scope, budget)
 
     def totals(self, scope: SpendScope, task_budget: SpendBudget | None = None) -> ScopeTotals:
         """The scope's budget (a task's: ``task_budget``), spent and reserved amounts."""
@@ -283,7 +299,12 @@ class SQLiteSpendLedger(SQLiteFile):
         """Whether ``attempt`` would be admitted now (reads only; ``reserve`` decides)."""
         return self._read(lambda conn: self._check_in(conn, attempt))
 
-    def _check_in(self, conn: sqlite3.Connection, attempt: AttemptSpend) -> SpendRefusal | None:
+    def _check_in(
+        self,
+        conn: sqlite3.Connection,
+        attempt: AttemptSpend,
+        read: dict[str, sums.Vector | None] | None = None,
+    ) -> SpendRefusal | None:
         totals = [
             self._totals_in(
                 conn,
@@ -291,6 +312,7 @@ class SQLiteSpendLedger(SQLiteFile):
                 attempt.task_budget or SpendBudget()
                 if scope.kind is ScopeKind.TASK
                 else self._budget_in(conn, scope),
+                read,
             )
             for scope in attempt.scopes()
         ]
@@ -310,7 +332,8 @@ class SQLiteSpendLedger(SQLiteFile):
         """``reserve``'s reads and writes in the open transaction of ``conn`` (this ledger's
         connection: a task store's it shares, ``SQLiteAttemptSpend``)."""
         self._release_in(conn, attempt.attempt_id)
-        refusal = self._check_in(conn, attempt)
+        read: dict[str, sums.Vector | None] = {}  # the scopes' sums, read once
+        refusal = self._check_in(conn, attempt, read)
         if refusal is None:
             row: sums.Row = sums.reserved_row(attempt)
             conn.execute(
@@ -326,7 +349,7 @@ class SQLiteSpendLedger(SQLiteFile):
                     at.timestamp(),
                 ),
             )
-            self._change_sums(conn, [(None, row)])
+            self._change_sums(conn, [(None, row)], read)
         return refusal
 
     def settle(
