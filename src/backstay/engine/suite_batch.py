@@ -29,9 +29,9 @@
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 import datetime as _dt
+import functools
 import json
 import os
 import secrets
@@ -186,12 +186,13 @@ def _identity_for(
     return kept
 
 
-def _run_dir(root: Path, task_id: str, tier: TierConfig | None, run: int) -> Path:
-    """``TaskSpec.run_dir(root)`` of a spec of ``task_id``, ``tier`` and ``run``."""
+def _run_dir(root: Path, task_id: str, tier: TierConfig | None) -> str:
+    """``TaskSpec.run_dir(root)`` of a spec of ``task_id`` and ``tier``, without its last
+    part (``run_NN``)."""
     from backstay.engine.task import NO_TIER_DIR  # noqa: PLC0415 - see the imports
 
     tier_dir = NO_TIER_DIR if tier is None else tier.tier_id
-    return root / "runs" / task_id / tier_dir / f"run_{run:02d}"
+    return f"{root}/runs/{task_id}/{tier_dir}"
 
 
 def _another_run(first: TaskSpec, run: int, workspace: Path) -> TaskSpec:
@@ -200,10 +201,19 @@ def _another_run(first: TaskSpec, run: int, workspace: Path) -> TaskSpec:
     number (the suite's, 1 or more) and their workspace (a path made from it), which pass
     the spec's checks whenever the first's pass; a batch of 100,000 runs of a few tasks
     builds a few specs, not 100,000."""
-    other = copy.copy(first)
+    other = object.__new__(type(first))
+    for name in _spec_fields():
+        object.__setattr__(other, name, getattr(first, name))
     object.__setattr__(other, "run", run)
     object.__setattr__(other, "workspace", workspace)
     return other
+
+
+@functools.cache
+def _spec_fields() -> tuple[str, ...]:
+    from backstay.engine.task import TaskSpec  # noqa: PLC0415 - see the imports
+
+    return tuple(field.name for field in dataclasses.fields(TaskSpec))
 
 
 def suite_adapters(suite: Suite) -> dict[str, Adapter]:
@@ -315,8 +325,11 @@ class SuiteBatch:
         made: dict[tuple[str, str], TaskSpec] = {}  # the first run of each task and tier
         for run in suite.expand():
             task = run.task
-            workspace = _run_dir(root, task.id, run.tier, run.run) / WORKSPACE_DIR
             first = made.get((task.id, run.tier.tier_id))
+            # ``spec.run_dir(root) / WORKSPACE_DIR``, made before the spec (one path a run).
+            workspace = Path(
+                f"{_run_dir(root, task.id, run.tier)}/run_{run.run:02d}/{WORKSPACE_DIR}"
+            )
             if first is not None:
                 runs.append(BatchRun(spec=_another_run(first, run.run, workspace),
                                      template=task.workspace))  # fmt: skip
@@ -329,7 +342,6 @@ class SuiteBatch:
                 tier=run.tier,
                 adapter=task.adapter,
                 model=task.model,
-                # ``spec.run_dir(root) / WORKSPACE_DIR``, made before the spec: built once.
                 workspace=workspace,
                 timeout_s=task.timeout_s,
                 stall_timeout_s=task.stall_timeout_s,
