@@ -28,6 +28,10 @@ another one's ``src`` folder (``git archive`` of a commit, unpacked): batches of
 provider, so that both see the same load of a shared machine; the least CPU per task of
 each is printed.
 
+``python bench/batch_cpu.py --first TASKS [ROUNDS]`` launches ``backstay batch`` of
+``TASKS`` runs ``ROUNDS`` times (default 3), each stopped at its first attempt, and prints
+the seconds from each launch to it (no batch runs to its end).
+
 ``python bench/batch_cpu.py --collector SRC [TASKS]`` runs one batch of ``TASKS`` (default
 1000) with another tree's ``src``, then one with this tree, each timing the garbage
 collector from inside the batch process (``gc.callbacks``): its CPU time in collections
@@ -61,6 +65,7 @@ KEY: Final = "sk-ant-bench-0000000000000000"  # the fake provider takes any key
 TARGET_MS_PER_TASK: Final = 6.0
 TARGET_FIRST_ATTEMPT_S: Final = 1.0
 SDK_CALLS: Final = 500
+FIRST_LIMIT_S: Final = 120.0  # how long --first waits for a batch's first attempt
 _SCRIPT = Path(sys.executable).with_name("backstay")
 BACKSTAY: Final = str(_SCRIPT) if _SCRIPT.exists() else "backstay"
 
@@ -293,8 +298,37 @@ def against(src: str, tasks: int, rounds: int) -> None:
     )
 
 
+def first_attempt(tasks: int, rounds: int) -> None:
+    """Launch ``backstay batch`` of ``tasks`` runs ``rounds`` times, each stopped (SIGKILL)
+    at its first ``task.started``; print the seconds from each launch to it."""
+    with provider_process.serve() as url:
+        for _ in range(rounds):
+            with _suite(url, tasks, None, prefix="backstay-batch-first-") as (root, suite, env):
+                events = root / "state" / "events.jsonl"
+                argv = [BACKSTAY, "batch", str(suite), "--state-dir", str(root / "state"),
+                        "--concurrency", str(CONCURRENCY)]  # fmt: skip
+                launched = dt.datetime.now(dt.UTC)
+                child = subprocess.Popen(  # noqa: S603 - our own command
+                    argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+                )
+                first = None
+                try:
+                    deadline = time.monotonic() + FIRST_LIMIT_S
+                    while first is None and child.poll() is None and time.monotonic() < deadline:
+                        time.sleep(0.05)
+                        with contextlib.suppress(FileNotFoundError, RuntimeError, ValueError):
+                            first = _first_attempt(events)
+                finally:
+                    child.kill()
+                    child.wait()
+            took = "none" if first is None else f"{(first - launched).total_seconds():.2f} s"
+            print(f"  first attempt of a batch of {tasks:,} tasks: {took} after launch")
+
+
 if __name__ == "__main__":
-    if sys.argv[1:2] == ["--collector"]:
+    if sys.argv[1:2] == ["--first"]:
+        first_attempt(int(sys.argv[2]), int(sys.argv[3]) if sys.argv[3:] else 3)
+    elif sys.argv[1:2] == ["--collector"]:
         collectors(sys.argv[2], int(sys.argv[3]) if sys.argv[3:] else 1000)
     elif sys.argv[1:2] == ["--against"]:
         extra = [int(n) for n in sys.argv[3:5]]
