@@ -37,6 +37,12 @@ the seconds from each launch to it (no batch runs to its end).
 collector from inside the batch process (``gc.callbacks``): its CPU time in collections
 (and, of that, while the batch runs frozen), the collections of each generation, and the
 process's CPU time.
+
+``python bench/batch_cpu.py --statements [TASKS [SRC]]`` counts what one batch of ``TASKS``
+(default 500) asks of SQLite, per task: its statements by kind and its transactions, as
+``sqlite3``'s trace callback sees them on every connection of the batch process (the
+statements triggers run are counted too); with ``SRC``, a batch of that tree first. The
+counts do not depend on the machine's load.
 """
 
 from __future__ import annotations
@@ -46,6 +52,7 @@ import contextlib
 import datetime as dt
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -136,6 +143,29 @@ main()
 """
 
 
+# The batch process with every SQLite statement counted by its first word (BEGIN with its
+# kind), printed to stderr at exit.
+_COUNTED_STATEMENTS: Final = r"""
+import atexit, collections, sqlite3, sys
+counts = collections.Counter()
+def counted(statement):
+    words = statement.split()
+    if words:
+        kind = words[0].upper()
+        counts[kind + (" " + words[1].upper() if kind == "BEGIN" and len(words) > 1 else "")] += 1
+connect = sqlite3.connect
+def connect_counted(*args, **kwargs):
+    conn = connect(*args, **kwargs)
+    conn.set_trace_callback(counted)
+    return conn
+sqlite3.connect = connect_counted
+atexit.register(lambda: print("STATEMENTS", *sorted(counts.items()), file=sys.stderr))
+sys.argv = ["backstay", *sys.argv[1:]]
+from backstay.cli import main
+main()
+"""
+
+
 @contextlib.contextmanager
 def _suite(
     url: str, tasks: int, src: str | None, *, prefix: str
@@ -165,6 +195,36 @@ def collector(url: str, tasks: int, *, src: str | None = None) -> list[float]:
     if done.returncode != 0 or not lines:
         raise RuntimeError(f"backstay batch of {tasks} exited with {done.returncode}")
     return [float(field) for field in lines[-1].split()[1:]]
+
+
+def statements(url: str, tasks: int, *, src: str | None = None) -> dict[str, float]:
+    """One batch of ``tasks`` with its SQLite statements counted: kind → count per task."""
+    with _suite(url, tasks, src, prefix="backstay-batch-sql-") as (root, suite, env):
+        argv = [sys.executable, "-c", _COUNTED_STATEMENTS, "batch", str(suite)]
+        argv += ["--state-dir", str(root / "state"), "--concurrency", str(CONCURRENCY)]
+        done = subprocess.run(  # noqa: S603 - our own interpreter and command
+            argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, check=False
+        )
+    lines = [line for line in done.stderr.splitlines() if line.startswith("STATEMENTS")]
+    if done.returncode != 0 or not lines:
+        raise RuntimeError(f"backstay batch of {tasks} exited with {done.returncode}")
+    pairs = re.findall(r"\('([A-Z ]+)', (\d+)\)", lines[-1])
+    return {kind: int(count) / tasks for kind, count in pairs}
+
+
+def count_statements(tasks: int, src: str | None) -> None:
+    """Print the statements and transactions per task of a batch (of ``src`` first)."""
+    trees: list[tuple[str, str | None]] = [("other", src)] if src else []
+    with provider_process.serve() as url:
+        for name, where in [*trees, ("this", None)]:
+            per_task = statements(url, tasks, src=where)
+            kinds = ("SELECT", "INSERT", "UPDATE", "DELETE")
+            shown = ", ".join(f"{per_task.get(k, 0.0):.1f} {k}" for k in kinds)
+            print(
+                f"  {name} tree: {sum(per_task.values()):5.1f} statements per task ({shown}; "
+                f"{per_task.get('BEGIN IMMEDIATE', 0.0):.2f} transactions), {tasks:,} tasks",
+                flush=True,
+            )
 
 
 def collectors(src: str, tasks: int) -> None:
@@ -328,6 +388,8 @@ def first_attempt(tasks: int, rounds: int) -> None:
 if __name__ == "__main__":
     if sys.argv[1:2] == ["--first"]:
         first_attempt(int(sys.argv[2]), int(sys.argv[3]) if sys.argv[3:] else 3)
+    elif sys.argv[1:2] == ["--statements"]:
+        count_statements(int(sys.argv[2]) if sys.argv[2:] else 500, (sys.argv[3:4] or [None])[0])
     elif sys.argv[1:2] == ["--collector"]:
         collectors(sys.argv[2], int(sys.argv[3]) if sys.argv[3:] else 1000)
     elif sys.argv[1:2] == ["--against"]:
