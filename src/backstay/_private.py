@@ -21,6 +21,13 @@ PRIVATE_FILE: Final = 0o600
 def make_private_dirs(path: str | os.PathLike[str]) -> Path:
     """Make ``path`` and each of its missing parents with mode ``0700``; ``path``."""
     target = Path(path)
+    try:  # most often only the last folder is missing (an attempt's): one call
+        os.mkdir(target, PRIVATE_DIR)
+    except (FileNotFoundError, FileExistsError):
+        pass  # a parent is missing, or it is there already: as below
+    else:
+        os.chmod(target, PRIVATE_DIR)  # the umask may have taken bits away; never adds
+        return target
     missing: list[Path] = []
     here = target
     while not here.exists() and here != here.parent:
