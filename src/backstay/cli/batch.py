@@ -163,6 +163,7 @@ def batch(
                     registry=config.registry,
                     rate_limits=config.engine_rate_limits(),
                     limiters=pacing_limiters(engine),
+                    parallel=concurrency,
                 ),
             ):
                 code = run_batch(engine, opened, early)

@@ -131,6 +131,7 @@ def resume(
                     registry=config.registry,
                     rate_limits=config.engine_rate_limits(),
                     limiters=pacing_limiters(engine),
+                    parallel=concurrency,
                 ),
                 collector_for_batch(),
             ):
