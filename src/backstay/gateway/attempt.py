@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any, Final
 from backstay.classify import check_response
 from backstay.failure import Failure
 from backstay.gateway.sse import error_event
+from backstay.gateway.upstream import Upstream, UpstreamResponse
 
 if TYPE_CHECKING:
     import aiohttp
@@ -72,7 +73,7 @@ class OpenStream:
     status: int
     headers: tuple[tuple[str, str], ...]
     first: bytes
-    response: aiohttp.ClientResponse
+    response: UpstreamResponse
 
 
 class UpstreamFailed(Exception):
@@ -133,15 +134,15 @@ def _stream_failure(status: int, headers: Any, body: bytes, provider: str) -> Fa
     return None if event is None else failure_of(status, headers, event.encode(), provider)
 
 
-def _is_stream(response: aiohttp.ClientResponse) -> bool:
+def _is_stream(response: UpstreamResponse) -> bool:
     return 200 <= response.status < 300 and response.content_type == _SSE
 
 
-def _headers(response: aiohttp.ClientResponse) -> tuple[tuple[str, str], ...]:
+def _headers(response: UpstreamResponse) -> tuple[tuple[str, str], ...]:
     return tuple(response.headers.items())
 
 
-async def _read_capped(response: aiohttp.ClientResponse, limit: int) -> bytes:
+async def _read_capped(response: UpstreamResponse, limit: int) -> bytes:
     parts: list[bytes] = []
     size = 0
     async for chunk in response.content.iter_any():
@@ -152,7 +153,7 @@ async def _read_capped(response: aiohttp.ClientResponse, limit: int) -> bytes:
     return b"".join(parts)
 
 
-async def _peek(response: aiohttp.ClientResponse, limit: int) -> bytes:
+async def _peek(response: UpstreamResponse, limit: int) -> bytes:
     """The stream's bytes up to the end of its first event (or ``limit``, or its end)."""
     seen = b""
     while len(seen) < limit and not any(end in seen for end in _EVENT_ENDS):
@@ -164,21 +165,26 @@ async def _peek(response: aiohttp.ClientResponse, limit: int) -> bytes:
 
 
 async def attempt(
-    session: aiohttp.ClientSession,
+    session: aiohttp.ClientSession | Upstream,
     request: Request,
     *,
     buffer_streams: bool,
     max_buffer_bytes: int,
     peek_bytes: int,
 ) -> Answer | OpenStream:
-    """Make one attempt of ``request``; ``UpstreamFailed`` when its answer failed."""
-    response = await session.request(
-        request.method,
-        request.url,
-        headers=list(request.headers),
-        data=request.body or None,
-        allow_redirects=False,
-    )
+    """Make one attempt of ``request`` (through ``Upstream``, or a session's ``request``);
+    ``UpstreamFailed`` when its answer failed."""
+    response: UpstreamResponse
+    if isinstance(session, Upstream):
+        response = await session.send(request.method, request.url, request.headers, request.body)
+    else:
+        response = await session.request(
+            request.method,
+            request.url,
+            headers=list(request.headers),
+            data=request.body or None,
+            allow_redirects=False,
+        )
     handed_over = False
     try:
         status, headers = response.status, _headers(response)

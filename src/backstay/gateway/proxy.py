@@ -54,6 +54,7 @@ from backstay.gateway.run_requests import real_key_headers, real_key_path, with_
 from backstay.gateway.runs import RunTicket, RunTokens, admit_request
 from backstay.gateway.settings import TOKEN_HEADER, GatewaySettings
 from backstay.gateway.spans import RequestSpan, recording, request_span
+from backstay.gateway.upstream import Upstream
 from backstay.gateway.usage import UsageScan, usage_of
 from backstay.gateway.wire_errors import GatewayError, gateway_error
 from backstay.redact import redact, register_secret
@@ -121,6 +122,7 @@ class Proxy:
     ) -> None:
         self.settings = settings
         self._session = session
+        self._upstream = Upstream(session)  # attempts sent on the session's connections
         self._breakers = breakers
         self._limits = limits if limits is not None else GatewayLimits()
         self._runs = runs
@@ -242,7 +244,7 @@ class Proxy:
         settings = self.settings
         try:
             result = await attempt(
-                self._session,
+                self._upstream,
                 upstream,
                 buffer_streams=settings.buffer_streams,
                 max_buffer_bytes=settings.max_buffer_bytes,
