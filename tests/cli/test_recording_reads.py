@@ -59,6 +59,17 @@ def test_status_says_how_many_tasks_are_recorded(
     assert "backstay resume --state-dir" in text
 
 
+def test_status_json_says_how_many_tasks_are_recorded(
+    tmp_path: Path, store_args: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    state_dir = tmp_path / "state"
+    _first_page_only(state_dir, store_args, monkeypatch)
+    result = invoke("status", "--state-dir", state_dir, "--json", *store_args)
+    document = json.loads(result.stdout)
+    assert document["recording"] == {"recorded": FIRST_PAGE, "total": TASKS}
+    assert document["total"] == FIRST_PAGE
+
+
 def test_health_warns_while_a_batch_is_not_wholly_recorded(
     tmp_path: Path, store_args: list[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -82,5 +93,7 @@ def test_a_wholly_recorded_batch_has_no_recording_line_or_check(
         eng.finish_registration(specs, early=EarlyStart())
     status = invoke("status", "--state-dir", state_dir, *store_args)
     assert "recording" not in status.output
+    document = json.loads(invoke("status", "--state-dir", state_dir, "--json", *store_args).stdout)
+    assert "recording" not in document
     health = json.loads(invoke("health", "--state-dir", state_dir, "--json", *store_args).stdout)
     assert "tasks:recorded" not in health["checks"]

@@ -6,7 +6,8 @@ summary's keys, ``tasks``), with ``tasks`` written first, one task per line, and
 totals after them (they are added up while the tasks stream by). ``by_state`` counts
 ``interrupted`` apart from ``running``; a task's ``state`` says ``interrupted`` too.
 ``selected`` says which tasks ``tasks`` lists (every one by default) and ``more`` how many
-others the selection took beyond ``--limit``.
+others the selection took beyond ``--limit``. A batch still being recorded a page at a
+time also has ``recording`` (``recorded`` of ``total``; ``backstay.engine.registration``).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from backstay.adapters.usage import Usage
 from backstay.cli._report import task_label
 from backstay.engine import BatchIdentity, Summary, TaskRecord
 from backstay.engine.circuit_log import CircuitEntry
+from backstay.engine.registration import PagedRegistration
 from backstay.engine.summary import summarize
 from backstay.engine.task_index import TaskFilter
 from backstay.observe.batch_view import BatchView, Selection
@@ -84,7 +86,13 @@ def write_status_json(
     spending: Sequence[ScopeTotals],
 ) -> None:
     """Write the document (see the module docstring) to ``out``."""
-    head = {"state_dir": str(state_dir), "batch": None if identity is None else identity.to_dict()}
+    head: dict[str, Any] = {
+        "state_dir": str(state_dir),
+        "batch": None if identity is None else identity.to_dict(),
+    }
+    header = view.tasks.registration() if isinstance(view.tasks, PagedRegistration) else None
+    if header is not None:  # a batch still being recorded a page at a time
+        head["recording"] = {"recorded": header.recorded, "total": header.total}
     out.write("{\n" + json.dumps(head, indent=2)[2:-2] + ',\n  "tasks": [')
     totals, listed, more, sep = _Totals(), 0, 0, "\n"
     stored = selection.task_filter()
