@@ -18,7 +18,7 @@ import datetime as _dt
 from typing import Protocol, runtime_checkable
 
 from backstay.engine.records import AttemptEnd, Escalation, NewEscalation, StateChange, TaskRecord
-from backstay.engine.spend_ledger import AttemptSpend
+from backstay.engine.spend_ledger import AttemptSpend, SpendLedger
 from backstay.policy.spend import Spend, SpendRefusal
 
 __all__ = ["AttemptSpendStore", "Settlement"]
@@ -40,6 +40,11 @@ class Settlement:
 class AttemptSpendStore(Protocol):
     """Begins an attempt with its reservation and ends it with its settlement, each in one
     transaction of the task store and the spend ledger of the same bundle."""
+
+    def keeps(self, ledger: SpendLedger) -> bool:
+        """Whether ``ledger`` is the spend ledger it writes to (a bundle whose ledger was
+        replaced, by a wrapper for instance, must not be written around)."""
+        ...
 
     def begin_reserved(
         self,

@@ -77,6 +77,7 @@ from backstay.engine._checked_settings import CheckedSettings
 from backstay.engine._prompt_source import PromptSource
 from backstay.engine._spec_codec import missing_secret
 from backstay.engine._stored_tasks import StoredTasks
+from backstay.engine.attempt_spend import AttemptSpendStore
 from backstay.engine.budgets import BudgetGate
 from backstay.engine.circuit_log import CircuitLog
 from backstay.engine.circuits import BreakerKeyFn, CircuitGate
@@ -258,6 +259,7 @@ class Engine:
         # The settings the drivers built so far passed (each task's driver checks its spec
         # as ``_check`` does; a setting that passed is not checked again for the next task).
         self._driven = CheckedSettings()
+        self._attempt_spend = _attempt_spend(stores)
 
     # -- resolving a spec ---------------------------------------------------------------
 
@@ -324,7 +326,7 @@ class Engine:
             fallback=chain,
             pacing=self.pacing,
             location=self.store_location,
-            attempt_spend=self.stores.attempt_spend,
+            attempt_spend=self._attempt_spend,
         )
 
     @property
@@ -644,6 +646,13 @@ class Engine:
         tb: TracebackType | None,
     ) -> None:
         self.close()
+
+
+def _attempt_spend(stores: StoreBundle) -> AttemptSpendStore | None:
+    """Where an attempt's spend goes with its begin and end transactions: the stores' own
+    (``backstay.engine.attempt_spend``) when they have one and it writes to their ledger."""
+    joint = stores.attempt_spend
+    return joint if joint is not None and joint.keeps(stores.spend) else None
 
 
 def _budget_scopes(

@@ -9,7 +9,7 @@ import sqlite3
 
 from backstay.engine.attempt_spend import Settlement
 from backstay.engine.records import AttemptEnd, Escalation, NewEscalation, StateChange, TaskRecord
-from backstay.engine.spend_ledger import AttemptSpend
+from backstay.engine.spend_ledger import AttemptSpend, SpendLedger
 from backstay.policy.spend import SpendRefusal
 from backstay.store.sqlite.spend import SQLiteSpendLedger
 from backstay.store.sqlite.tasks import SQLiteTaskStore
@@ -26,6 +26,9 @@ class SQLiteAttemptSpend:
             raise ValueError("the spend ledger does not share the task store's connection")
         self.tasks = tasks
         self.ledger = ledger
+
+    def keeps(self, ledger: SpendLedger) -> bool:
+        return ledger is self.ledger
 
     def begin_reserved(
         self,
