@@ -5,9 +5,12 @@ process), each proxy one process of its own.
 1. Added latency at 200 requests/s: 2,000 non-streaming Chat Completions sent open-loop
    (one every 5 ms, whatever the answers do) straight to the fake provider, through the
    gateway and through litellm; the added latency is each proxy's p50 / p99 less the
-   direct ones. The same added latency without a scheduler between processes (on a
-   machine shared with other work, each hop between processes may wait for a core): the
-   fake provider and a gateway on threads of the bench's process, one request at a time.
+   direct ones. The direct and the gateway's requests go in ten alternating blocks of 200,
+   so that a machine whose load drifts (one shared with other work) weighs on both alike;
+   litellm's run is one block (its queue grows for the whole run). The same added latency
+   without a scheduler between processes (on a machine shared with other work, each hop
+   between processes may wait for a core): the fake provider and a gateway on threads of
+   the bench's process, one request at a time.
 2. Throughput: non-streaming requests/s through one proxy process, 64 in flight, against
    the fake provider (itself one process, so its own rate is the ceiling: printed too),
    sent by a lean load generator in a process of its own (``http_load``: raw keep-alive
@@ -58,6 +61,8 @@ import shared_state
 
 LATENCY_RATE: Final = 200.0
 LATENCY_REQUESTS: Final = 2_000
+# The gateway's latency rows and the direct ones are sent in this many alternating blocks.
+LATENCY_BLOCKS: Final = 10
 SEQUENTIAL: Final = 1_000
 SEQUENTIAL_WARMUP: Final = 100
 WARMUP: Final = 200
@@ -242,6 +247,23 @@ async def open_loop(base: str, kind: str, rate: float, count: int) -> list[float
         return list(await asyncio.gather(*tasks))
 
 
+def paired_open_loop(
+    direct: str, via: str, rate: float, count: int, blocks: int
+) -> tuple[list[float], list[float]]:
+    """Open-loop latencies (s) straight to the provider at ``direct`` and through the
+    gateway at ``via``, ``count`` each, in ``blocks`` alternating blocks (which goes first
+    flips every round): both see the same minutes of a machine whose load drifts, so the
+    difference of their percentiles is the gateway's and not the drift's."""
+    straight: list[float] = []
+    through: list[float] = []
+    per_block = count // blocks
+    for block in range(blocks):
+        order = [(direct, "direct", straight), (via, "gateway", through)]
+        for base, kind, into in order if block % 2 == 0 else order[::-1]:
+            into.extend(asyncio.run(open_loop(base, kind, rate, per_block)))
+    return straight, through
+
+
 def closed_loop(
     base: str, kind: str, count: int, pid: int | None = None
 ) -> tuple[float, float | None]:
@@ -306,18 +328,23 @@ def _latency_and_throughput(binary: str | None) -> None:
         f"{'req/s':>8} {'CPU ms':>7} {'RSS MB':>7}"
     )
     with provider_process.serve() as fake:
-        base = asyncio.run(open_loop(fake, "direct", LATENCY_RATE, LATENCY_REQUESTS))
-        base_p50, base_p99 = _percentiles(base)
         direct_rps, _ = closed_loop(fake, "direct", THROUGHPUT_REQUESTS)
-        print(f"  {'direct (fake provider)':<22} {base_p50:8.2f} {base_p99:8.2f} {'':>8} {'':>8} "
-              f"{direct_rps:8.0f}")  # fmt: skip
         peers: list[tuple[str, Any]] = [("backstay gateway", lambda: gateway(fake))]
         if binary is not None:
             peers.append(("litellm proxy", lambda: litellm(binary, fake)))
+        base_p50 = base_p99 = 0.0
         for name, start in peers:
             kind = "litellm" if name.startswith("litellm") else "gateway"
             with start() as (url, pid):
-                lat = asyncio.run(open_loop(url, kind, LATENCY_RATE, LATENCY_REQUESTS))
+                if kind == "gateway":  # alternating blocks, the direct row measured with it
+                    base, lat = paired_open_loop(
+                        fake, url, LATENCY_RATE, LATENCY_REQUESTS, LATENCY_BLOCKS
+                    )
+                    base_p50, base_p99 = _percentiles(base)
+                    print(f"  {'direct (fake provider)':<22} {base_p50:8.2f} {base_p99:8.2f} "
+                          f"{'':>8} {'':>8} {direct_rps:8.0f}")  # fmt: skip
+                else:  # its queue grows for the whole run: one run, as the gateway's was
+                    lat = asyncio.run(open_loop(url, kind, LATENCY_RATE, LATENCY_REQUESTS))
                 p50, p99 = _percentiles(lat)
                 count = LITELLM_THROUGHPUT_REQUESTS if kind == "litellm" else THROUGHPUT_REQUESTS
                 rps, cpu_ms = closed_loop(url, kind, count, pid)
