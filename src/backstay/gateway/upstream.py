@@ -120,10 +120,6 @@ class Upstream:
         # and the headers the session adds to every request (Host, Accept…).
         self._templates: dict[str, ClientRequest] = {}
 
-    @property
-    def session(self) -> aiohttp.ClientSession:
-        return self._session
-
     async def send(
         self, method: str, url: str, headers: Iterable[tuple[str, str]], body: bytes
     ) -> UpstreamResponse:
