@@ -25,18 +25,22 @@ A reader sees a batch whose header is present as one still being recorded
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import datetime as _dt
 import hashlib
 import json
 from collections.abc import Callable, Sequence
-from typing import Any, Final, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Final, Protocol, runtime_checkable
 
 from backstay.engine.records import TaskRecord
 from backstay.engine.task import TaskSpec
 from backstay.engine.taskstore import TaskStore
 from backstay.errors import ConfigError
+
+# asyncio is imported where a batch is driven (``PageFeed``), not by the stores, readers
+# (``status``, ``health``) included, which import this module for its header.
+if TYPE_CHECKING:
+    import asyncio
 
 __all__ = [
     "FIRST_PAGE",
@@ -175,9 +179,11 @@ class PageFeed:
             source=early.source,
             started_at=at,
         )
+        import asyncio  # noqa: PLC0415 - see the imports
+
         self.recorded = start
         self._next = start if header is not None else 0
-        self._more = asyncio.Event()
+        self._more: asyncio.Event = asyncio.Event()
 
     @property
     def done(self) -> bool:
@@ -208,13 +214,15 @@ class PageFeed:
         """Record every page left, waking the workers after each. Each page is recorded
         in a thread of its own, so the workers' tasks go on meanwhile (the stores are
         used under their own locks)."""
+        import asyncio  # noqa: PLC0415 - see the imports
+
         while not self.done:
             await asyncio.to_thread(self.record_next)
             self._wake()
 
     def _wake(self) -> None:
         self._more.set()
-        self._more = asyncio.Event()
+        self._more = type(self._more)()
 
     async def take(self) -> tuple[TaskSpec, TaskRecord] | None:
         """The next task in order and its record (once its page is recorded); ``None``
