@@ -150,8 +150,8 @@ class PageFeed:
     page at a time, and hands their tasks to workers in order, each once its page is in.
 
     ``record_next()`` records one page; ``produce()`` records them all while the workers
-    run; ``take()`` is a worker's next task with its record, or
-    ``None`` when there is none left."""
+    run; ``take()`` is a worker's next task with its record, or ``None`` when there is
+    none left."""
 
     def __init__(
         self,
