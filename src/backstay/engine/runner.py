@@ -1,6 +1,6 @@
 """``Engine``: runs a batch of tasks durably, and resumes it after a crash.
 
-(Just over 500 lines: the file is the ``Engine`` class alone, whose wiring of stores,
+(About 680 lines: the file is the ``Engine`` class alone, whose wiring of stores,
 gates and guards and whose run and resume loops read as one; its rules live elsewhere.)
 
 ::
