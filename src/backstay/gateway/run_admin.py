@@ -253,6 +253,12 @@ class RemoteRunGateway(OpensRuns):
         # A gateway without a spend ledger holds each run to the allowance it is given.
         self._allowances = isinstance(found, dict) and found.get(_BUDGETS) == ALLOWANCE
 
+    @property
+    def holds_allowances(self) -> bool:
+        """Whether the gateway holds each run to the allowance it is given (it keeps no
+        spend ledger: ``"allowance"``)."""
+        return self._allowances
+
     def _call(self, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
         data = None if body is None else json.dumps(body).encode()
         request = urllib.request.Request(  # noqa: S310 - an http(s) URL checked by the caller

@@ -19,6 +19,16 @@ Through the gateway, each request of an attempt is held against the run's budget
 budget, the agent stops, and the run ends as above (``ERR_BUDGET_EXCEEDED``, exit code 5),
 what the attempt used charged.
 
+Through a shared gateway that holds runs to allowances (``backstay gateway --agent-runs``
+without ``--store``; ``--gateway URL``), the run is registered with its budget
+(``_RunRequests``: ``shared`` and ``allowance``, the same fields a batch's attempt sends; no
+key, no prompt): its one scope (``task`` ``run``) with the run's budget, what the earlier
+attempts spent, and as its grant the whole room left (a run is one task: ``parallel`` 1).
+The gateway holds each request against it; its refusal comes back when the run is closed,
+and the run ends as above. A shared gateway that keeps a spend ledger of its own store
+(``--store``) is not given the run's budget (no run is recorded in that store): there the
+budget is checked between attempts only.
+
 The refusal travels through the retry driver or the fallback chain as ``_Refused``, a
 ``BaseException`` like a cancellation: neither counts it a failure, so the candidate's
 breaker permit is given back, no retry or move is decided, and no cooldown starts.
@@ -28,12 +38,12 @@ breaker permit is given back, no retry or move is decided, and no cooldown start
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Awaitable, Callable
-from typing import Final, TypeVar
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import Any, Final, TypeVar
 
 from backstay.adapters.capture import Capture
 from backstay.adapters.contract import Adapter, AgentRequest, AgentResult
-from backstay.adapters.gateway_wiring import use_request_budget
+from backstay.adapters.gateway_wiring import current_gateway, use_request_budget
 from backstay.adapters.request_spend import RequestSpend
 from backstay.adapters.spend import attempt_prompt, charge_spend, estimate_spend
 from backstay.adapters.usage import Usage
@@ -42,6 +52,7 @@ from backstay.failure import Failure
 from backstay.policy.spend import (
     EarlierUse,
     ScopeKind,
+    ScopeTotals,
     Spend,
     SpendBudget,
     SpendHold,
@@ -85,6 +96,77 @@ class _Use:
             output_tokens=self.output_tokens / n,
             usd=self.usd / n,
         )
+
+
+# The run's name at a shared gateway (its task and operation there: a run has one scope).
+_RUN: Final = "run"
+
+
+class _RunRequests(RequestSpend):
+    """A run's requests against its budget, registered with a shared gateway: what the
+    gateway makes its allowance from (``shared``, ``allowance``), as a batch's attempt
+    sends them (``backstay.engine.request_budget.AttemptBudget``)."""
+
+    def __init__(
+        self,
+        *,
+        totals: Callable[[], Sequence[ScopeTotals]],
+        held: Spend,
+        adapter: Adapter,
+        model: str,
+        config: Mapping[str, Any],
+        describe: Callable[[SpendRefusal], str],
+    ) -> None:
+        super().__init__(
+            totals=totals,
+            held=held,
+            adapter=adapter,
+            model=model,
+            config=config,
+            describe=describe,
+        )
+        self._name = adapter.name
+        self._budget = totals()[0].budget  # the run's one scope's
+
+    def shared(self) -> dict[str, Any]:
+        """The run's registration at a shared gateway: its scope's budget, the attempt's
+        reservation, what prices a request. No key or prompt."""
+        prices = self._config.get("prices")
+        return {
+            "operation_id": _RUN,
+            "task_id": _RUN,
+            "tenant": None,
+            "task_budget": self._budget.to_dict(),
+            "held": self._held.to_dict(),
+            "adapter": self._name,
+            "model": self._model,
+            **({} if prices is None else {"prices": prices}),
+        }
+
+    def allowance(self, parallel: int = 1) -> dict[str, Any] | None:
+        """The run's allowance (``backstay.engine.run_allowance``'s fields): its scope's
+        totals without this attempt's reservation, and as ``granted`` the whole room left
+        (a run's budget is its own: ``parallel`` changes nothing)."""
+        del parallel  # one run: nothing to share its room with
+        (found,) = self._totals()
+        scope = dataclasses.replace(found, reserved=_less(found.reserved, self._held))
+        committed = scope.committed
+        budget = scope.budget
+        granted = SpendBudget(
+            usd=None if budget.usd is None else max(0.0, budget.usd - committed.usd),
+            tokens=None if budget.tokens is None else max(0, budget.tokens - committed.tokens),
+        )
+        return {"allowance": [scope.to_dict()], "granted": granted.to_dict()}
+
+
+def _less(a: Spend, b: Spend) -> Spend:
+    return Spend(usd=max(0.0, a.usd - b.usd), tokens=max(0, a.tokens - b.tokens))
+
+
+def _holds_allowances() -> bool:
+    """Whether the gateway runs go through now is a shared one that holds each run to the
+    allowance it is given (``RemoteRunGateway.holds_allowances``)."""
+    return getattr(current_gateway(), "holds_allowances", False) is True
 
 
 def _used(before: Usage, after: Usage) -> Usage:
@@ -152,8 +234,9 @@ class RunBudget:
             f"${estimate.usd:.6f}, {estimate.tokens} tokens "
             f"(spent so far ${self.spent.usd:.6f}, {self.spent.tokens} tokens)"
         )
-        # Through the gateway, each request of the attempt is held against the budget.
-        requests = RequestSpend(
+        # Through the gateway, each request of the attempt is held against the budget; a
+        # shared gateway is given the run's budget as its allowance.
+        requests = (_RunRequests if _holds_allowances() else RequestSpend)(
             totals=lambda: [self._ledger.totals(_SCOPE)],
             held=held.estimate,
             adapter=adapter,
