@@ -5,6 +5,7 @@ Claude Code's usage and cost, failed attempts included."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 from typing import Any, Final
@@ -90,3 +91,71 @@ def test_a_budget_that_is_not_a_spend_budget_is_refused_before_anything_is_writt
     with pytest.raises(ConfigError, match="SpendBudget"):
         _run(dirs, 0.5)
     assert not dirs["output_dir"].exists()
+
+
+# -- through a shared gateway holding runs to allowances ----------------------------------
+
+
+class _AllowanceGateway:
+    """What ``RunBudget`` asks of the gateway in use: a shared one without a spend ledger
+    (``RemoteRunGateway.holds_allowances``)."""
+
+    holds_allowances = True
+
+
+def test_through_a_shared_gateway_a_runs_registration_grants_the_room_its_attempts_left(
+    tmp_path: Path,
+) -> None:
+    from backstay.adapters.capture import Capture  # noqa: PLC0415
+    from backstay.adapters.cli.claude_code import ClaudeCodeAdapter  # noqa: PLC0415
+    from backstay.adapters.contract import AgentRequest  # noqa: PLC0415
+    from backstay.adapters.gateway_wiring import (  # noqa: PLC0415
+        current_request_budget,
+        use_gateway,
+    )
+    from backstay.adapters.harness.run_budget import RunBudget  # noqa: PLC0415
+    from backstay.adapters.usage import Usage  # noqa: PLC0415
+
+    adapter = ClaudeCodeAdapter()
+    request = AgentRequest(
+        model="claude-sonnet-4-5",
+        prompt="hi",
+        workspace=tmp_path,
+        output_dir=tmp_path / "out",
+        timeout_s=10.0,
+    )
+    budget = RunBudget(SpendBudget(tokens=10_000))
+    seen: list[Any] = []
+    given: list[Any] = []
+
+    async def attempt(run: Capture, used: int) -> None:
+        async def make() -> None:  # what the gateway is sent when the attempt's run opens
+            seen.append(current_request_budget())
+            given.append(seen[-1].allowance(4))
+            run.add_usage(Usage(input_tokens=used))
+
+        await budget.attempt(run, adapter, request, len(seen) + 1, make)
+
+    run = Capture(tmp_path / "out")
+    try:
+        with use_gateway(_AllowanceGateway()):  # type: ignore[arg-type]
+            asyncio.run(attempt(run, 3_000))
+            asyncio.run(attempt(run, 1_000))
+    finally:
+        run.close()
+    # The run's registration: its budget and reservation, no key, no prompt.
+    shared = seen[1].shared()
+    assert shared["task_budget"] == {"usd": None, "tokens": 10_000}
+    assert shared["adapter"] == "claude-code"
+    assert "hi" not in json.dumps(shared)
+    # Each attempt's grant: the whole room its run's earlier attempts left, its own
+    # reservation not counted against it, whatever the parallel runs of a batch would be.
+    assert [g["granted"] for g in given] == [
+        {"usd": None, "tokens": 10_000},
+        {"usd": None, "tokens": 7_000},
+    ]
+    (scope,) = given[1]["allowance"]
+    assert (scope["scope"], scope["name"]) == ("task", "run")
+    assert scope["spent"]["tokens"] == 3_000
+    assert scope["reserved"]["tokens"] == 0
+    assert budget.spent.tokens == 4_000
