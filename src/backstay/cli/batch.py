@@ -55,9 +55,8 @@ def run_batch(engine: Engine, batch: SuiteBatch, early: EarlyStart | None = None
     from backstay.cli._report import report_run  # noqa: PLC0415
 
     known = {record.operation_id: record.state for record in engine.store.tasks()}
-    states = {
-        spec.operation_id: known.get(spec.operation_id, TaskState.PENDING) for spec in batch.specs
-    }
+    # The runs' ids without making their specs (made a page at a time as they are recorded).
+    states = {op: known.get(op, TaskState.PENDING) for op in batch.operation_ids()}
     with showing_progress(states), collector_for_batch():
         engine.run_sync(batch.specs, early=early)
     summary = engine.summary(states)

@@ -49,8 +49,10 @@ __all__ = [
     "PageFeed",
     "PagedRegistration",
     "Registration",
+    "SpecFamilies",
     "StagedCommit",
     "check_same_batch",
+    "checked_families",
     "ids_digest",
 ]
 
@@ -137,12 +139,41 @@ class StagedCommit(Protocol):
 
 
 def ids_digest(order: Sequence[str]) -> str:
-    """The digest of a batch's operation ids, in order, as its header keeps it."""
-    digest = hashlib.sha256()
-    for operation_id in order:
-        digest.update(operation_id.encode())
-        digest.update(b"\n")
-    return digest.hexdigest()
+    """The digest of a batch's operation ids, in order, as its header keeps it: each id
+    followed by a new line (hashed in one piece)."""
+    text = "\n".join(order)
+    return hashlib.sha256(f"{text}\n".encode() if order else b"").hexdigest()
+
+
+@runtime_checkable
+class SpecFamilies(Protocol):
+    """A sequence of specs made of a few families (``SuiteBatch.specs``): the specs of a
+    family differ from its first (``representatives()``, one a family, in order) only in
+    their ``run`` and ``workspace``, so that checking the first checks them all, and
+    ``operation_ids()`` gives every spec's operation id, in order, without making the
+    specs. ``Engine.run`` checks such a batch family by family (``checked_families``)."""
+
+    def representatives(self) -> Sequence[TaskSpec]: ...
+
+    def operation_ids(self) -> Sequence[str]: ...
+
+
+def checked_families(specs: object, check: Callable[[TaskSpec], object]) -> list[str] | None:
+    """The operation ids of ``specs`` in order when it is a ``SpecFamilies``, each family's
+    first spec given to ``check`` (which raises what is wrong), and an id given twice a
+    ``ConfigError`` naming it; ``None`` for other specs (checked one by one)."""
+    if not isinstance(specs, SpecFamilies):
+        return None
+    for spec in specs.representatives():
+        check(spec)
+    order = list(specs.operation_ids())
+    if len(set(order)) != len(order):
+        seen: set[str] = set()
+        for i, operation_id in enumerate(order):
+            if operation_id in seen:
+                raise ConfigError(f"{operation_id!r} is given twice", where=f"specs[{i}]")
+            seen.add(operation_id)
+    return order
 
 
 class PageFeed:

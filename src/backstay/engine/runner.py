@@ -95,6 +95,7 @@ from backstay.engine.registration import (
     PageFeed,
     StagedCommit,
     check_same_batch,
+    checked_families,
 )
 from backstay.engine.resume import StartStep, plan_start
 from backstay.engine.spend_ledger import SpendLedger
@@ -425,6 +426,9 @@ class Engine:
     def _checked(self, specs: Sequence[TaskSpec]) -> list[str]:
         """The operation ids of ``specs`` in order, each spec checked as building its
         driver would check it (``ConfigError`` naming the first that is wrong)."""
+        families = checked_families(specs, self._check)  # a suite's: one check a family
+        if families is not None:
+            return families
         order: list[str] = []
         seen: set[str] = set()
         checked = CheckedSettings()  # each distinct setting checked once

@@ -31,17 +31,22 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as _dt
-import functools
 import json
 import os
 import secrets
-import shutil
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
-from backstay._private import PRIVATE_DIR, make_private_dirs, open_private
+from backstay._private import make_private_dirs, open_private
 from backstay.clock import SYSTEM_CLOCK, Clock
+from backstay.engine.suite_runs import (
+    WORKSPACE_DIR,
+    BatchRun,
+    RunFamily,
+    SuiteRuns,
+    SuiteSpecs,
+)
 from backstay.errors import ConfigError
 
 # The adapters, the configuration and the task specs are imported where a suite is opened:
@@ -49,7 +54,6 @@ from backstay.errors import ConfigError
 if TYPE_CHECKING:
     from backstay.adapters.contract import Adapter, TierConfig
     from backstay.config import Suite, SuiteTask
-    from backstay.engine.task import TaskSpec
 
 __all__ = [
     "BATCH_FILE",
@@ -62,8 +66,6 @@ __all__ = [
 ]
 
 BATCH_FILE: Final = "batch.json"
-WORKSPACE_DIR: Final = "workspace"
-_PARTIAL: Final = ".workspace.partial"
 _FORMAT: Final = 1
 
 
@@ -195,27 +197,6 @@ def _run_dir(root: Path, task_id: str, tier: TierConfig | None) -> str:
     return f"{root}/runs/{task_id}/{tier_dir}"
 
 
-def _another_run(first: TaskSpec, run: int, workspace: Path) -> TaskSpec:
-    """``dataclasses.replace(first, run=run, workspace=workspace)`` without its checks run
-    again: the other runs of a task and tier differ from its first only in their run
-    number (the suite's, 1 or more) and their workspace (a path made from it), which pass
-    the spec's checks whenever the first's pass; a batch of 100,000 runs of a few tasks
-    builds a few specs, not 100,000."""
-    other = object.__new__(type(first))
-    for name in _spec_fields():
-        object.__setattr__(other, name, getattr(first, name))
-    object.__setattr__(other, "run", run)
-    object.__setattr__(other, "workspace", workspace)
-    return other
-
-
-@functools.cache
-def _spec_fields() -> tuple[str, ...]:
-    from backstay.engine.task import TaskSpec  # noqa: PLC0415 - see the imports
-
-    return tuple(field.name for field in dataclasses.fields(TaskSpec))
-
-
 def suite_adapters(suite: Suite) -> dict[str, Adapter]:
     """One adapter per adapter name the suite's tasks use (``get_adapter``); a
     ``ConfigError`` for one that cannot be had (not installed, not available yet)."""
@@ -260,38 +241,13 @@ def _chain_inherits(suite: Suite, task: SuiteTask) -> bool:
 
 
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
-class BatchRun:
-    """One run of the batch: its spec, and the folder its workspace is copied from
-    (``None``: it starts in an empty one)."""
-
-    spec: TaskSpec
-    template: Path | None
-
-    def prepare(self) -> bool:
-        """Make the workspace if it does not exist yet; whether it was made now."""
-        workspace = self.spec.workspace
-        if workspace.is_dir():
-            return False
-        partial = workspace.with_name(_PARTIAL)
-        if partial.exists():
-            shutil.rmtree(partial)  # left by a copy a crash cut short
-        make_private_dirs(partial.parent)
-        if self.template is None:
-            partial.mkdir(mode=PRIVATE_DIR)
-        else:
-            shutil.copytree(self.template, partial, symlinks=True)
-        partial.rename(workspace)
-        return True
-
-
-@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
 class SuiteBatch:
     """A suite's runs as the engine's task specs; see the module docstring."""
 
     suite: Suite
     state_dir: Path
     identity: BatchIdentity
-    runs: tuple[BatchRun, ...]
+    runs: SuiteRuns
 
     @classmethod
     def open(
@@ -321,56 +277,66 @@ class SuiteBatch:
         envs = {name: suite.options_for(name).child_env(source) for name in _adapter_names(suite)}
         root = Path(state_dir).resolve()
         identity = _identity_for(root, suite, clock=clock, store=store)
-        runs = []
-        made: dict[tuple[str, str], TaskSpec] = {}  # the first run of each task and tier
-        for run in suite.expand():
-            task = run.task
-            first = made.get((task.id, run.tier.tier_id))
-            # ``spec.run_dir(root) / WORKSPACE_DIR``, made before the spec (one path a run).
-            workspace = Path(
-                f"{_run_dir(root, task.id, run.tier)}/run_{run.run:02d}/{WORKSPACE_DIR}"
-            )
-            if first is not None:
-                runs.append(BatchRun(spec=_another_run(first, run.run, workspace),
-                                     template=task.workspace))  # fmt: skip
-                continue
+        families = []
+        start = 0
+        # ``suite.expand()``'s order (task by task, tier by tier, run 1 to ``runs``), one
+        # family of runs a task and tier: its first run's spec is built (and checked)
+        # whole, the others when they are asked for (``SuiteRuns``).
+        for task in suite.tasks:
             options = suite.options_for(task.adapter)
-            spec = TaskSpec(
-                workflow_id=identity.workflow_id,
-                task_id=task.id,
-                run=run.run,
-                tier=run.tier,
-                adapter=task.adapter,
-                model=task.model,
-                workspace=workspace,
-                timeout_s=task.timeout_s,
-                stall_timeout_s=task.stall_timeout_s,
-                prompt=task.prompt,
-                prompt_file=task.prompt_file,
-                env=_chain_env(task, envs, source),
-                config=apply_task_limits(adapter_class(task.adapter), options.config, task.limits)
-                if task.limits
-                else options.config,
-                policy=task.policy,
-                budget=task.budget,
-                tenant=task.tenant,
-                fallbacks=task.fallbacks,
-                context_window=task.context_window,
-                limits=task.limits,
-                inherit_env=inherit_env and _chain_inherits(suite, task),
-                keep_prompt=suite.keep_prompts,
-            )
-            made[(task.id, run.tier.tier_id)] = spec
-            runs.append(BatchRun(spec=spec, template=task.workspace))
-        return cls(suite=suite, state_dir=root, identity=identity, runs=tuple(runs))
+            for tier in task.tiers:
+                run_dir = _run_dir(root, task.id, tier)
+                spec = TaskSpec(
+                    workflow_id=identity.workflow_id,
+                    task_id=task.id,
+                    run=1,
+                    tier=tier,
+                    adapter=task.adapter,
+                    model=task.model,
+                    workspace=Path(f"{run_dir}/run_01/{WORKSPACE_DIR}"),
+                    timeout_s=task.timeout_s,
+                    stall_timeout_s=task.stall_timeout_s,
+                    prompt=task.prompt,
+                    prompt_file=task.prompt_file,
+                    env=_chain_env(task, envs, source),
+                    config=apply_task_limits(
+                        adapter_class(task.adapter), options.config, task.limits
+                    )
+                    if task.limits
+                    else options.config,
+                    policy=task.policy,
+                    budget=task.budget,
+                    tenant=task.tenant,
+                    fallbacks=task.fallbacks,
+                    context_window=task.context_window,
+                    limits=task.limits,
+                    inherit_env=inherit_env and _chain_inherits(suite, task),
+                    keep_prompt=suite.keep_prompts,
+                )
+                families.append(
+                    RunFamily(
+                        start=start,
+                        first=spec,
+                        runs=task.runs,
+                        template=task.workspace,
+                        run_dir=run_dir,
+                    )
+                )
+                start += task.runs
+        return cls(suite=suite, state_dir=root, identity=identity, runs=SuiteRuns(tuple(families)))
 
     @property
     def workflow_id(self) -> str:
         return self.identity.workflow_id
 
     @property
-    def specs(self) -> tuple[TaskSpec, ...]:
-        return tuple(run.spec for run in self.runs)
+    def specs(self) -> SuiteSpecs:
+        """Every run's spec, in order, each made when it is asked for."""
+        return self.runs.specs
+
+    def operation_ids(self) -> Sequence[str]:
+        """Every run's operation id, in order, without making the specs."""
+        return self.runs.specs.operation_ids()
 
     def prepare(self) -> int:
         """Make every workspace that does not exist yet; how many were made."""
