@@ -240,6 +240,8 @@ def test_reading_a_batch_imports_no_runner_adapter_or_configuration_model(
     assert not [name for name in loaded if name.startswith(unread)]
     if command[0] == "health":  # JSON: nothing is formatted with rich
         assert not [name for name in loaded if name.split(".")[0] == "rich"]
+    else:  # a table: the --json writer is not loaded
+        assert "backstay.cli._status_json" not in loaded
 
 
 def test_health_on_a_plain_redis_url_imports_no_redis_py_and_no_redis_store(
@@ -258,6 +260,32 @@ def test_health_on_a_plain_redis_url_imports_no_redis_py_and_no_redis_store(
     unwanted = ("redis", "opentelemetry", "pydantic", "pydantic_core", "rich")
     assert not [name for name in loaded if name.split(".")[0] in unwanted]
     heavy = ("backstay.store.redis.tasks", "backstay.store.open", "backstay.engine.task_index")
+    assert not [name for name in loaded if name.startswith(heavy)]
+
+
+def test_status_on_a_plain_redis_url_imports_no_redis_py_and_no_redis_store(
+    tmp_path: Path, redis_location: StoreLocation
+) -> None:
+    conn = RedisConnection(redis_location)
+    try:
+        fill(RedisTaskStore(conn), tmp_path)
+    finally:
+        conn.close()
+    args = ["status", "--state-dir", "batch", "--store", str(redis_location.url)]
+    loaded = _loaded_after(args, prefix="", cwd=tmp_path)
+    assert "backstay.store.redis.status_reads" in loaded  # it did read the batch
+    assert "backstay.cli._report" in loaded  # and showed its table
+    # redis-py (with its asyncio client and the OpenTelemetry SDK it loads), pydantic, the
+    # stores and the --json writer.
+    unwanted = ("redis", "opentelemetry", "pydantic", "pydantic_core")
+    assert not [name for name in loaded if name.split(".")[0] in unwanted]
+    heavy = (
+        "backstay.store.redis.tasks",
+        "backstay.store.redis.bundle",
+        "backstay.store.redis._client",
+        "backstay.store.open",
+        "backstay.cli._status_json",
+    )
     assert not [name for name in loaded if name.startswith(heavy)]
 
 

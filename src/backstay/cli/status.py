@@ -9,14 +9,17 @@ follows what it shows, not the size of the batch: by default the tasks that need
 
 from __future__ import annotations
 
-import contextlib
+import os
 import sys
-from typing import Annotated, Final
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Final
 
 import typer
 from rich.markup import escape
 
-from backstay.cli import _state
+from backstay._private import make_private_dirs
+from backstay.cli import _faults, _state
 from backstay.cli._errors import usage_error
 from backstay.engine.suite_batch import read_identity
 from backstay.errors import ConfigError
@@ -25,9 +28,15 @@ from backstay.observe.batch_view import (
     NEEDS_A_PERSON,
     SHOWN_STATES,
     BatchView,
+    LeaseHolders,
     Selection,
     parse_states,
 )
+from backstay.store.location import StoreKind, StoreLocation
+
+if TYPE_CHECKING:
+    from backstay.engine.stores import StoreBundle
+    from backstay.store.redis.status_reads import RespReads
 
 # How many tasks the table lists unless --limit or --all says otherwise.
 DEFAULT_LIMIT: Final = 50
@@ -93,6 +102,46 @@ def _what(selection: Selection) -> str:
     return "tasks" + (f" ({'; '.join(parts)})" if parts else "")
 
 
+def _light_reads(state_dir: Path, location: StoreLocation) -> RespReads | None:
+    """The reads of a batch in Redis without redis-py (``store.redis.status_reads``),
+    opened and checked as ``_state.open_batch_stores`` opens the stores (its warnings
+    said, the same ``ConfigError`` when it holds no batch); ``None`` where the full
+    stores must read it."""
+    from backstay.store.redis.status_reads import open_status_reads  # noqa: PLC0415
+
+    if location.kind is not StoreKind.REDIS:
+        return None
+    _faults.using(state_dir, location.display)
+    _state.check_not_a_file(state_dir)
+    make_private_dirs(state_dir)
+    reads = open_status_reads(location, secrets=os.environ)
+    if reads is None:
+        return None
+    for warning in reads.warnings:
+        _state.say(f"warning: {warning}")
+    if not any(reads.state_counts().values()):
+        reads.close()
+        raise ConfigError(
+            f"{location.display} holds no batch in namespace {location.namespace!r} "
+            "(start one with backstay batch --store …)",
+            where="--store",
+        )
+    return reads
+
+
+def _open(
+    state_dir: Path, location: StoreLocation, *, as_json: bool
+) -> tuple[object, LeaseHolders, Callable[[], None], StoreBundle | None]:
+    """What ``status`` reads the batch through: its task index, its leases, how to close
+    them, and the stores (``None`` when read without redis-py, which ``--json`` never is)."""
+    light = None if as_json else _light_reads(state_dir, location)
+    if light is not None:
+        return light, light, light.close, None
+    # The batch's stores, read: not the engine, which would only import its runner.
+    stores = _state.open_batch_stores(state_dir, location=location)
+    return stores.tasks, stores.operations, stores.close, stores
+
+
 def status(
     state_dir: _state.StateDirOption,
     as_json: _state.JsonOption = False,
@@ -113,7 +162,6 @@ def status(
     when --state-dir holds no batch (or a damaged one) or a flag is wrong.
     """
     from backstay.cli._report import console, tasks_table  # noqa: PLC0415 - not for --help
-    from backstay.cli._status_json import write_status_json  # noqa: PLC0415
     from backstay.engine.registration import PagedRegistration  # noqa: PLC0415
     from backstay.engine.summary import summarize  # noqa: PLC0415
     from backstay.engine.task_index import TaskIndex  # noqa: PLC0415
@@ -122,17 +170,17 @@ def status(
         selection = _selection(states, task, show_all, as_json=as_json)
         shown_limit = _limit(limit, show_all, as_json=as_json)
         location = _state.store_location(store, state_dir, sets=sets)
-        # The batch's stores, read: not the engine, which would only import its runner.
-        stores = _state.open_batch_stores(state_dir, location=location)
+        tasks, leases, close, stores = _open(state_dir, location, as_json=as_json)
         identity = read_identity(state_dir)
     except ConfigError as err:
         raise usage_error(err) from None
-    with contextlib.closing(stores):
-        tasks = stores.tasks
+    try:
         if not isinstance(tasks, TaskIndex):
             raise usage_error(ConfigError("this store keeps no task index", where="--store"))
-        view = BatchView(tasks, stores.operations)
-        if as_json:
+        view = BatchView(tasks, leases)
+        if as_json and stores is not None:
+            from backstay.cli._status_json import write_status_json  # noqa: PLC0415
+
             write_status_json(
                 sys.stdout,
                 view,
@@ -194,3 +242,5 @@ def status(
                 escape(f"… and {more} more: --limit N or --all lists them, --json streams them"),
                 highlight=False,
             )
+    finally:
+        close()

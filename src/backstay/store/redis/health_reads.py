@@ -87,23 +87,25 @@ def _read(client: RespClient, ns: str) -> HealthFacts | None:
     )
     if index is None:
         return None
-    pairs = _list(counts)
+    pairs = reply_list(counts)
     state_counts = {_text(pairs[i]): int(_text(pairs[i + 1])) for i in range(0, len(pairs), 2)}
     waiting = sum(
-        1 for raw in _list(escalations) if json.loads(_bytes(raw))[_ESCALATION_STATUS] == _OPEN
+        1
+        for raw in reply_list(escalations)
+        if json.loads(reply_bytes(raw))[_ESCALATION_STATUS] == _OPEN
     )
     changes = []
-    for raw in _list(log):
-        entry = json.loads(_bytes(raw))
+    for raw in reply_list(log):
+        entry = json.loads(reply_bytes(raw))
         changes.append((str(entry["breaker"]), str(entry["change"])))
-    ops = [_text(op) for op in _list(running)]
-    seconds, micros = (int(_text(part)) for part in _list(now))
+    ops = [_text(op) for op in reply_list(running)]
+    seconds, micros = (int(_text(part)) for part in reply_list(now))
     return HealthFacts(
         state_counts=state_counts,
         open_escalations=waiting,
         circuit_changes=tuple(changes),
         running=_holders(client, ns, ops, seconds + micros / 1_000_000),
-        recording=None if header is None else _recording(_bytes(header)),
+        recording=None if header is None else _recording(reply_bytes(header)),
     )
 
 
@@ -126,17 +128,17 @@ def _holders(
     for i, op in enumerate(ops):
         row, record = replies[2 * i], replies[2 * i + 1]
         # A task that moved on since its id was read is left out, as the full stores do.
-        if row is None or json.loads(_bytes(row))[0] != _RUNNING:
+        if row is None or json.loads(reply_bytes(row))[0] != _RUNNING:
             continue
-        found.append((op, _live_owner(record, now)))
+        found.append((op, live_owner(record, now)))
     return tuple(found)
 
 
-def _live_owner(raw: Reply, now: float) -> str | None:
+def live_owner(raw: Reply, now: float) -> str | None:
     """The owner of the lease in an operation's record, if it is live at ``now``."""
     if raw is None:
         return None
-    data = json.loads(_bytes(raw))
+    data = json.loads(reply_bytes(raw))
     expires = data.get("lease_expires_at")
     if data.get("state") != _LEASED or expires is None or expires <= now:
         return None
@@ -144,15 +146,15 @@ def _live_owner(raw: Reply, now: float) -> str | None:
     return str(owner) if owner is not None else None
 
 
-def _list(reply: Reply) -> list[Reply]:
+def reply_list(reply: Reply) -> list[Reply]:
     return reply if isinstance(reply, list) else []
 
 
-def _bytes(reply: Reply) -> bytes:
+def reply_bytes(reply: Reply) -> bytes:
     if not isinstance(reply, bytes):
         raise RespError(f"expected a text reply, got {type(reply).__name__}")
     return reply
 
 
 def _text(reply: Reply) -> str:
-    return _bytes(reply).decode()
+    return reply_bytes(reply).decode()

@@ -18,14 +18,16 @@ needed, so one node left with an evicting policy is not hidden behind the others
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from functools import partial
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
-import redis
+# redis-py when a server is asked through it: ``server_warnings`` words what a reader
+# without it (``status_reads``) found.
+if TYPE_CHECKING:
+    from backstay.store.redis._client import RedisConnection
 
-from backstay.store.redis._client import RedisConnection, is_cluster
-
-__all__ = ["NEEDED", "check_server"]
+__all__ = ["NEEDED", "check_server", "server_warnings"]
 
 NEEDED: Final = {"maxmemory-policy": "noeviction", "appendonly": "yes"}
 _WHY: Final = {
@@ -47,6 +49,8 @@ def _value(found: Any) -> str:
 def _config_get(client: Any, *, name: str) -> dict[str, str]:
     """``name``'s value per server: ``{"": value}`` for one server, ``{"host:port": value}``
     per node of a cluster."""
+    from backstay.store.redis._client import is_cluster  # noqa: PLC0415 - see the imports
+
     if not is_cluster(client):
         return {"": _value(client.config_get(name))}
     return {
@@ -65,22 +69,34 @@ def _where(bad: list[str], every: int) -> str:
 
 def check_server(conn: RedisConnection) -> tuple[str, ...]:
     """Warnings about the server's settings (empty when all are as needed)."""
-    where = conn.location.display
+    import redis  # noqa: PLC0415 - see the imports
+
+    found: dict[str, Mapping[str, str] | None] = {}
+    for name in NEEDED:
+        try:
+            found[name] = conn.call(partial(_config_get, name=name))
+        except redis.exceptions.ResponseError:
+            found[name] = None
+    return server_warnings(conn.location.display, found)
+
+
+def server_warnings(where: str, found: Mapping[str, Mapping[str, str] | None]) -> tuple[str, ...]:
+    """The warnings of ``where`` given each needed setting's values per server
+    (``_config_get``'s), ``None`` where ``CONFIG GET`` was refused."""
     out: list[str] = []
     for name, wanted in NEEDED.items():
-        try:
-            found = conn.call(partial(_config_get, name=name))
-        except redis.exceptions.ResponseError:
+        values = found.get(name)
+        if values is None:
             out.append(
                 f"{where}: cannot read {name} (CONFIG GET refused); make sure it is "
                 f"{wanted}, or {_WHY[name]}"
             )
             continue
-        bad = sorted(server for server, value in found.items() if value != wanted)
+        bad = sorted(server for server, value in values.items() if value != wanted)
         if bad:
-            values = " or ".join(sorted({found[server] or "unset" for server in bad}))
+            shown = " or ".join(sorted({values[server] or "unset" for server in bad}))
             out.append(
-                f"{where}: {name} is {values}{_where(bad, len(found))}, not {wanted}: "
+                f"{where}: {name} is {shown}{_where(bad, len(values))}, not {wanted}: "
                 f"{_WHY[name]} (redis-cli CONFIG SET {name} {wanted}, and in redis.conf)"
             )
     return tuple(out)
