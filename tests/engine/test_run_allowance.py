@@ -317,3 +317,20 @@ def test_without_a_ledger_a_runs_requests_are_held_to_its_allowance() -> None:
 def test_without_a_ledger_a_run_without_an_allowance_is_not_asked() -> None:
     assert SharedBudgets(None)(_budget_object(None)) is None
     assert not SharedBudgets(None).keeps_ledger
+
+
+def test_a_single_runs_refusal_says_the_run_ends_not_that_a_task_is_paused() -> None:
+    allowance = allowance_json([_totals(TASK, SpendBudget(tokens=1_000))])
+    budget = SharedBudgets(None)({**_budget_object(allowance), "stop": "ended"})
+    assert budget is not None
+    refused = budget.admit(2_000)
+    assert refused is not None
+    assert refused.endswith("; the run stops here")
+    assert "paused" not in refused
+
+
+def test_an_unknown_stop_is_a_config_error_naming_it() -> None:
+    allowance = allowance_json([_totals(TASK, SpendBudget(tokens=1_000))])
+    with pytest.raises(ConfigError, match="paused, ended") as raised:
+        SharedBudgets(None)({**_budget_object(allowance), "stop": "later"})
+    assert raised.value.where == "budget.stop"

@@ -121,6 +121,8 @@ def test_a_shared_gateway_without_a_store_holds_a_run_to_its_budget_per_request(
     assert set(statuses[:-1]) == {200}, statuses
     assert requests == len(statuses) - 1 >= 1
     assert f"budget_exceeded: the task run token budget {BUDGET_TOKENS}" in agent.message
+    assert "the run stops here" in agent.message  # a run ends; no task is paused
+    assert "paused" not in agent.message
     # The run ended at its budget, as through the in-process gateway.
     assert code == BUDGET_EXIT_CODE
     metrics = json.loads((tmp_path / "out" / "metrics.json").read_text(encoding="utf-8"))

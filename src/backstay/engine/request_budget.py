@@ -209,9 +209,12 @@ def _amounts(state: Mapping[str, Any]) -> tuple[Spend, Spend]:
     return found["used"] + found["in_flight"], found["wanted"]
 
 
-def refused_request(refusal: SpendRefusal, task_id: str) -> str:
-    """What a request ``refusal`` refused is answered with (the gateway's 400)."""
+def refused_request(refusal: SpendRefusal, task_id: str, *, paused: bool = True) -> str:
+    """What a request ``refusal`` refused is answered with (the gateway's 400): a batch's
+    task is paused; a single run (``paused=False``, ``backstay run``) just ends."""
     reason = refusal.reason.replace("the next attempt", "the next request of its run")
+    if not paused:
+        return f"{reason}; the run stops here"
     return f"{reason}; task {task_id} stops here and is paused"
 
 

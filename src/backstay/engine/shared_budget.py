@@ -40,6 +40,11 @@ __all__ = ["ALLOWANCE_KEY", "GRANTED_KEY", "SharedBudgets"]
 # room granted to the run (without a store only).
 ALLOWANCE_KEY: Final = "allowance"
 GRANTED_KEY: Final = "granted"
+# How the run ends at a refusal: "paused" (a batch's task, the default) or "ended" (a
+# single ``backstay run``); only the 400's wording changes.
+STOP_KEY: Final = "stop"
+_STOPS: Final = ("paused", "ended")
+
 _KEYS = frozenset(
     {
         "operation_id",
@@ -50,6 +55,7 @@ _KEYS = frozenset(
         "adapter",
         "model",
         "prices",
+        STOP_KEY,
         ALLOWANCE_KEY,
         GRANTED_KEY,
     }
@@ -139,8 +145,15 @@ class SharedBudgets:
                     for scope in attempt.scopes()
                 ]
 
+        stop = data.get(STOP_KEY, "paused")
+        if stop not in _STOPS:
+            raise ConfigError(
+                f"must be one of {', '.join(_STOPS)}, got {stop!r}", where=f"budget.{STOP_KEY}"
+            )
+        paused = stop == "paused"
+
         def describe(refusal: SpendRefusal) -> str:
-            return refused_request(refusal, task_id)
+            return refused_request(refusal, task_id, paused=paused)
 
         prices = data.get("prices")
         config = {} if prices is None else {"prices": prices}

@@ -140,6 +140,7 @@ class _RunRequests(RequestSpend):
             "held": self._held.to_dict(),
             "adapter": self._name,
             "model": self._model,
+            "stop": "ended",  # a run is not paused: it ends as at any budget stop
             **({} if prices is None else {"prices": prices}),
         }
 
