@@ -56,7 +56,8 @@ def run_batch(engine: Engine, batch: SuiteBatch, early: EarlyStart | None = None
 
     known = {record.operation_id: record.state for record in engine.store.tasks()}
     # The runs' ids without making their specs (made a page at a time as they are recorded).
-    states = {op: known.get(op, TaskState.PENDING) for op in batch.operation_ids()}
+    states = dict.fromkeys(batch.operation_ids(), TaskState.PENDING)
+    states.update((op, state) for op, state in known.items() if op in states)
     with showing_progress(states), collector_for_batch():
         engine.run_sync(batch.specs, early=early)
     summary = engine.summary(states)
