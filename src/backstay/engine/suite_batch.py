@@ -20,7 +20,9 @@
   environment from ``AdapterOptions.child_env`` (read when the batch is opened) and
   whether it inherits its providers' variables (``inherit_env``: the engine adds them to
   each attempt, those of the attempt's own adapter); and the
-  workspace ``<state_dir>/runs/<task>/<tier>/run_NN/workspace``.
+  workspace ``<state_dir>/runs/<task>/<tier>/run_NN/workspace``. One spec is built (and
+  checked) a task and tier; ``specs`` and ``runs`` make the others when asked for, and
+  ``operation_ids()`` names every run without making its spec (``suite_runs``).
 * **Its workspaces.** ``prepare()`` makes each workspace that does not exist yet: a copy
   of the task's template folder, or an empty folder. A copy is made beside it and renamed
   into place, so a copy cut short by a crash never passes for a workspace; an existing
