@@ -238,8 +238,13 @@ def test_reading_a_batch_imports_no_runner_adapter_or_configuration_model(
     # The counts, not a snapshot of the batch or its metrics.
     unread = ("backstay.observe.prometheus", "backstay.observe.snapshot")
     assert not [name for name in loaded if name.startswith(unread)]
+    # The engine's controls and their events are a reopen's, not a reader's.
+    unopened = ("backstay.engine.controls", "backstay.engine.events")
+    assert not [name for name in loaded if name.startswith(unopened)]
     if command[0] == "health":  # JSON: nothing is formatted with rich
         assert not [name for name in loaded if name.split(".")[0] == "rich"]
+        # The task store, operation store and circuit log: not every store of the file.
+        assert "backstay.store.sqlite.bundle" not in loaded
     else:  # a table: the --json writer is not loaded
         assert "backstay.cli._status_json" not in loaded
 

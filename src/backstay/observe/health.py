@@ -20,11 +20,12 @@ the worst of them. ``fail`` is served with HTTP 503, ``pass`` and
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import datetime as _dt
 import os
 import sqlite3
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
@@ -35,7 +36,8 @@ from backstay.store.location import StoreKind, StoreLocation
 # The stores and what reads them are imported by the checks that use them: a command that
 # only names this module (``backstay health --help``, ``serve``'s options) pays for none.
 if TYPE_CHECKING:
-    from backstay.engine.circuit_log import CircuitEntry
+    from backstay.engine.circuit_log import CircuitEntry, CircuitLog
+    from backstay.observe.batch_view import LeaseHolders
     from backstay.observe.snapshot import StateSnapshot
 
 __all__ = [
@@ -226,26 +228,49 @@ def health_check(
             return report
     from backstay.engine.task_index import TaskIndex  # noqa: PLC0415 - see the imports
     from backstay.observe.batch_view import BatchView  # noqa: PLC0415
-    from backstay.store.open import open_stores  # noqa: PLC0415
 
-    stores = open_stores(where, state_dir=folder, secrets={})
+    tasks, operations, circuit_log, close = _open(where, folder, store_dir, shared=shared)
     try:
-        tasks = stores.tasks
         if not isinstance(tasks, TaskIndex):
             raise ConfigError("this store keeps no task index", where="--store")
-        view = BatchView(tasks, stores.operations)
+        view = BatchView(tasks, operations)
         if shared and not sum(tasks.state_counts().values()):
             raise _no_batch(where)
         return _report(
             taken_at,
-            open_circuits(stores.circuit_log.entries()),
+            open_circuits(circuit_log.entries()),
             tasks.open_escalation_count(),
             store=writable,
             interrupted=len(view.interrupted()),
             recording=_recording(tasks),
         )
     finally:
-        stores.close()
+        close()
+
+
+def _open(
+    where: StoreLocation, folder: Path, store_dir: Path, *, shared: bool
+) -> tuple[object, LeaseHolders, CircuitLog, Callable[[], None]]:
+    """The task store, operation store and circuit log the check reads, and how to close
+    them: on SQLite those three alone (not the spend ledger, breakers and fallback stores
+    of a whole ``StoreBundle``), on one connection as ``open_sqlite_stores`` shares it."""
+    if shared:
+        from backstay.store.open import open_stores  # noqa: PLC0415 - see the imports
+
+        stores = open_stores(where, state_dir=folder, secrets={})
+        return stores.tasks, stores.operations, stores.circuit_log, stores.close
+    from backstay.store.sqlite.circuit_log import SQLiteCircuitLog  # noqa: PLC0415
+    from backstay.store.sqlite.operations import SQLiteOperationStore  # noqa: PLC0415
+    from backstay.store.sqlite.tasks import SQLiteTaskStore  # noqa: PLC0415
+
+    with contextlib.ExitStack() as opened:
+        tasks = opened.enter_context(SQLiteTaskStore(store_dir, secrets={}))
+        operations = opened.enter_context(SQLiteOperationStore(tasks.path, clock=SYSTEM_CLOCK))
+        circuit_log = opened.enter_context(SQLiteCircuitLog(store_dir))
+        opened.pop_all()
+    operations.adopt(tasks)
+    circuit_log.adopt(tasks)
+    return tasks, operations, circuit_log, tasks.close
 
 
 def _shared_report(where: StoreLocation, taken_at: _dt.datetime) -> HealthReport | None:

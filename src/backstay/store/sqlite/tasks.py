@@ -23,7 +23,6 @@ from typing import Any, Final, TypeVar
 from backstay._checks import check_number
 from backstay._private import make_private_dirs
 from backstay.engine._spec_codec import encode_spec
-from backstay.engine.controls import replacing
 from backstay.engine.records import (
     AttemptEnd,
     AttemptRecord,
@@ -367,6 +366,10 @@ class SQLiteTaskStore(SQLiteRegistration, SQLiteTaskIndex, SQLiteReportReads, SQ
     def reopen(
         self, operation_id: str, change: StateChange, *, spec: TaskSpec | None = None
     ) -> TaskRecord:
+        # The engine's controls (and their events) only for a reopen: the readers of a
+        # batch (status, health) open this store without them.
+        from backstay.engine.controls import replacing  # noqa: PLC0415
+
         encoded = None if spec is None else encode_spec(replacing(spec, operation_id))
 
         def fn(conn: sqlite3.Connection) -> TaskRecord:
