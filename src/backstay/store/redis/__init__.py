@@ -4,8 +4,9 @@
 spend, circuit log); ``RedisRateLimiter`` and ``RedisRetryBudget`` are the shared forms
 of ``RateLimiter`` and ``RetryBudget`` for library callers. Every store talks through one
 ``RedisConnection`` (its ``unavailable`` mode: stop or wait). Its names need redis-py and
-are imported on first use (PEP 562): ``health_reads``, what ``backstay health`` reads, and
-``_resp``, the small client it reads a plain ``redis://`` server with, load no redis-py;
+are imported on first use (PEP 562): ``health_reads`` and ``status_reads``, what
+``backstay health`` and ``backstay status`` read, ``settings``' wording of its warnings, and
+``_resp``, the small client they read a plain ``redis://`` server with, load no redis-py;
 ``backstay.store.location`` imports this package only for a Redis location.
 See docs/scale-out.md.
 """
