@@ -5,6 +5,7 @@ give, for every selection."""
 
 from __future__ import annotations
 
+import datetime as _dt
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -12,8 +13,9 @@ from typing import Any
 import pytest
 from click.testing import Result
 from tests.cli.support import invoke
-from tests.store.summary_support import fill
+from tests.store.summary_support import fill, specs
 
+from backstay.engine.registration import Registration, ids_digest
 from backstay.idempotency.owners import default_owner
 from backstay.store.location import StoreLocation
 from backstay.store.redis import status_reads
@@ -21,6 +23,7 @@ from backstay.store.redis._client import RedisConnection
 from backstay.store.redis.operations import RedisOperationStore
 from backstay.store.redis.tasks import RedisTaskStore
 
+AT = _dt.datetime(2026, 1, 1, tzinfo=_dt.UTC)
 SELECTIONS = [
     [],
     ["--all"],
@@ -105,6 +108,29 @@ def test_a_namespace_without_a_batch_is_refused_alike(
     assert first.exit_code == light.exit_code == full.exit_code == 2
     assert "holds no batch" in light.stderr
     assert light.stderr == full.stderr == first.stderr
+
+
+def test_a_batch_being_recorded_shows_its_header_alike(
+    redis_location: StoreLocation, tmp_path: Path, opened: list[bool]
+) -> None:
+    made = specs(tmp_path, ["page-1", "page-2", "page-3"])
+    header = Registration(
+        total=3,
+        recorded=1,
+        ids_sha256=ids_digest([s.operation_id for s in made]),
+        source='{"suite_file": "s.yaml"}',
+        started_at=AT,
+    )
+    conn = RedisConnection(redis_location)
+    try:
+        RedisTaskStore(conn).register_page(made[:1], at=AT, header=header)
+    finally:
+        conn.close()
+    args = ["--state-dir", str(tmp_path / "state"), "--store", str(redis_location.url)]
+    light, full = _both(*args)
+    assert opened == [True, False]
+    assert (light.exit_code, light.stdout) == (full.exit_code, full.stdout), full.output
+    assert "recording: 1 of the batch's 3 tasks recorded so far" in light.stdout
 
 
 def test_json_reads_through_the_full_stores(batch: list[str], opened: list[bool]) -> None:

@@ -35,6 +35,7 @@ from backstay.observe.batch_view import (
 from backstay.store.location import StoreKind, StoreLocation
 
 if TYPE_CHECKING:
+    from backstay.engine.registration import Registration
     from backstay.engine.stores import StoreBundle
     from backstay.store.redis.status_reads import RespReads
 
@@ -129,17 +130,28 @@ def _light_reads(state_dir: Path, location: StoreLocation) -> RespReads | None:
     return reads
 
 
+def _no_header() -> Registration | None:
+    return None
+
+
 def _open(
     state_dir: Path, location: StoreLocation, *, as_json: bool
-) -> tuple[object, LeaseHolders, Callable[[], None], StoreBundle | None]:
-    """What ``status`` reads the batch through: its task index, its leases, how to close
-    them, and the stores (``None`` when read without redis-py, which ``--json`` never is)."""
+) -> tuple[
+    object, LeaseHolders, Callable[[], Registration | None], Callable[[], None], StoreBundle | None
+]:
+    """What ``status`` reads the batch through: its task index, its leases, its recording
+    header (``engine.registration``), how to close them, and the stores (``None`` when
+    read without redis-py, which ``--json`` never is)."""
+    from backstay.engine.registration import PagedRegistration  # noqa: PLC0415
+
     light = None if as_json else _light_reads(state_dir, location)
     if light is not None:
-        return light, light, light.close, None
+        return light, light, light.registration, light.close, None
     # The batch's stores, read: not the engine, which would only import its runner.
     stores = _state.open_batch_stores(state_dir, location=location)
-    return stores.tasks, stores.operations, stores.close, stores
+    tasks = stores.tasks
+    header = tasks.registration if isinstance(tasks, PagedRegistration) else _no_header
+    return tasks, stores.operations, header, stores.close, stores
 
 
 def status(
@@ -162,7 +174,6 @@ def status(
     when --state-dir holds no batch (or a damaged one) or a flag is wrong.
     """
     from backstay.cli._report import console, tasks_table  # noqa: PLC0415 - not for --help
-    from backstay.engine.registration import PagedRegistration  # noqa: PLC0415
     from backstay.engine.summary import summarize  # noqa: PLC0415
     from backstay.engine.task_index import TaskIndex  # noqa: PLC0415
 
@@ -170,7 +181,7 @@ def status(
         selection = _selection(states, task, show_all, as_json=as_json)
         shown_limit = _limit(limit, show_all, as_json=as_json)
         location = _state.store_location(store, state_dir, sets=sets)
-        tasks, leases, close, stores = _open(state_dir, location, as_json=as_json)
+        tasks, leases, read_header, close, stores = _open(state_dir, location, as_json=as_json)
         identity = read_identity(state_dir)
     except ConfigError as err:
         raise usage_error(err) from None
@@ -200,7 +211,7 @@ def status(
         total = sum(counts.values())
         listed = ", ".join(f"{n} {state}" for state, n in counts.items() if n)
         out.print(escape(f"{total} task{'' if total == 1 else 's'}: {listed or 'none'}"))
-        header = tasks.registration() if isinstance(tasks, PagedRegistration) else None
+        header = read_header()
         if header is not None:  # recorded a page at a time (engine.registration)
             out.print(
                 escape(
