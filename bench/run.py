@@ -45,7 +45,9 @@ the gateway retrying the failed request.
 
 Then the gateway itself (``gateway.py``), beside litellm's proxy: added latency p50 / p99 at
 200 requests/s, requests/s and CPU per request through one process, memory with 1,000
-concurrent streams, and two gateways on one Redis holding one provider limit (time / (M / R)).
+concurrent streams, and two gateways on one Redis holding one provider limit (time / (M / R));
+its added latency beside two floors in the same run (``gateway_floor.py``): a byte pipe
+and a bare aiohttp proxy.
 
 Last, scale (``scale.py``): batches of 1,000, 10,000 and 100,000 tasks of an in-process
 adapter through the engine on SQLite and on Redis in one process (peak memory, CPU per
@@ -80,6 +82,7 @@ import fake_provider
 import fallback
 import field_corpus
 import gateway
+import gateway_floor
 import gateway_sessions
 import goodput
 import instructions
@@ -296,6 +299,7 @@ def main() -> None:
     gateway_sessions.report()
     scale.report()
     gateway.report()
+    gateway_floor.report()
 
 
 if __name__ == "__main__":

@@ -1,0 +1,140 @@
+"""Where the gateway's added latency comes from: ``backstay gateway`` beside two floors, each
+one process in front of the same fake provider (its own process), measured in the same run
+as ``gateway.py`` measures its latency rows (200 requests/s open loop, 2,000 non-streaming
+Chat Completions, the direct and the proxied requests in ten alternating blocks):
+
+* a byte pipe: each client connection copied to an upstream connection of its own, no
+  HTTP read at all: what two more hops between processes cost on this machine;
+* a bare aiohttp proxy: aiohttp's server reads the request, one ``ClientSession`` sends it
+  on and the answer is sent back whole, nothing else (no classification, limits, breaker,
+  events): what the HTTP library the gateway is built on costs;
+* ``backstay gateway``.
+
+Each row is the proxy's p50 / p99 less the direct ones of its own blocks, ``ROUNDS`` times.
+The gateway's target is +p50 <= 1 ms and +p99 <= 5 ms (docs/benchmarks.md, "Gateway").
+
+Run with ``.venv/bin/python bench/gateway_floor.py``; ``make bench`` runs it after
+``gateway.py``. ``gateway_floor.py serve pipe|aiohttp UPSTREAM`` is one floor's process.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import subprocess
+import sys
+import urllib.parse
+from collections.abc import Callable, Iterator
+from typing import Any, Final
+
+from aiohttp import ClientSession, TCPConnector, web
+
+import gateway
+import provider_process
+
+ROUNDS: Final = 2
+
+
+async def _pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    try:
+        while data := await reader.read(65536):
+            writer.write(data)
+    finally:
+        writer.close()
+
+
+async def _serve_pipe(upstream: str) -> None:
+    parts = urllib.parse.urlsplit(upstream)
+
+    async def one(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        up_reader, up_writer = await asyncio.open_connection(parts.hostname, parts.port)
+        await asyncio.gather(
+            _pipe(reader, up_writer), _pipe(up_reader, writer), return_exceptions=True
+        )
+
+    server = await asyncio.start_server(one, "127.0.0.1", 0)
+    print(f"listening on http://127.0.0.1:{server.sockets[0].getsockname()[1]}", flush=True)
+    await server.serve_forever()
+
+
+async def _serve_aiohttp(upstream: str) -> None:
+    session = ClientSession(connector=TCPConnector(limit=0))
+
+    async def one(request: web.Request) -> web.Response:
+        body = await request.read()
+        headers = {
+            "content-type": "application/json",
+            "authorization": request.headers.get("authorization", ""),
+        }
+        async with session.post(upstream + request.path, data=body, headers=headers) as answer:
+            data = await answer.read()
+            return web.Response(body=data, status=answer.status, content_type="application/json")
+
+    app = web.Application()
+    app.router.add_route("*", "/{tail:.*}", one)
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = runner.addresses[0][1]
+    print(f"listening on http://127.0.0.1:{port}", flush=True)
+    await asyncio.Event().wait()
+
+
+def _loop_runner() -> Callable[[Any], None]:
+    """uvloop's runner where installed (as ``backstay gateway`` serves), else asyncio's."""
+    try:
+        import uvloop  # noqa: PLC0415 - optional
+    except ImportError:
+        return asyncio.run
+    return uvloop.run
+
+
+@contextlib.contextmanager
+def floor(kind: str, upstream: str) -> Iterator[tuple[str, int]]:
+    """One floor proxy (``pipe`` or ``aiohttp``) in a child process: its URL and PID."""
+    argv = [sys.executable, __file__, "serve", kind, upstream]
+    process = subprocess.Popen(argv, stdout=subprocess.PIPE, text=True)  # noqa: S603
+    try:
+        assert process.stdout is not None
+        line = process.stdout.readline()
+        if "listening on" not in line:
+            raise RuntimeError(f"the {kind} floor did not start: {line!r}")
+        yield line.rsplit(" ", 1)[-1].strip(), process.pid
+    finally:
+        gateway._stop(process)
+
+
+def report() -> None:
+    print(
+        f"\n  The gateway's added latency beside its floors ({gateway.LATENCY_RATE:.0f} "
+        f"requests/s open loop, {gateway.LATENCY_REQUESTS:,} requests a row, {ROUNDS} rounds)"
+    )
+    print(f"  {'proxy':<24} {'+p50 ms':>8} {'+p99 ms':>8}")
+    with provider_process.serve() as fake:
+        proxies: list[tuple[str, Callable[[], Any]]] = [
+            ("byte pipe", lambda: floor("pipe", fake)),
+            ("bare aiohttp proxy", lambda: floor("aiohttp", fake)),
+            ("backstay gateway", lambda: gateway.gateway(fake)),
+        ]
+        for _ in range(ROUNDS):
+            for name, start in proxies:
+                with start() as (url, _pid):
+                    base, through = gateway.paired_open_loop(
+                        fake,
+                        url,
+                        gateway.LATENCY_RATE,
+                        gateway.LATENCY_REQUESTS,
+                        gateway.LATENCY_BLOCKS,
+                    )
+                b50, b99 = gateway._percentiles(base)
+                p50, p99 = gateway._percentiles(through)
+                print(f"  {name:<24} {p50 - b50:8.2f} {p99 - b99:8.2f}")
+
+
+if __name__ == "__main__":
+    if sys.argv[1:2] == ["serve"]:
+        serve = {"pipe": _serve_pipe, "aiohttp": _serve_aiohttp}[sys.argv[2]]
+        _loop_runner()(serve(sys.argv[3]))
+    else:
+        report()
