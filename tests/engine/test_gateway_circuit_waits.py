@@ -52,8 +52,9 @@ def _claude_code_output(status: int, body: bytes) -> str:
 
 class BehindGateway(testing.ScriptedAdapter):
     """Each attempt is one session's request through the gateway's breaker: the first
-    fails five times upstream (the gateway's retries), which opens the circuit, and is
-    handed the last 529; a request the open circuit refuses gets the gateway's 503; a
+    fails five times upstream (the gateway's retries, its last allowed attempt the one that
+    opens the circuit, so it is handed that 529: ``gateway.probe`` waits for the probe only
+    with an attempt left); a request the open circuit refuses gets the gateway's 503; a
     request let through (the probe) succeeds."""
 
     name: ClassVar[str] = "fake"
