@@ -50,11 +50,9 @@ class HealthFacts:
     recording: tuple[int, int] | None = None
 
 
-def read_health_facts(location: StoreLocation) -> HealthFacts | None:
-    """The facts of the batch in ``location`` (see the module docstring); ``None`` when
-    the full stores must read them."""
-    if not supports(location):
-        return None
+def connected(location: StoreLocation) -> RespClient:
+    """A ``RespClient`` connected to ``location`` (``supports`` it); a server that does not
+    answer or refuses is a ``ConfigError`` naming ``--store`` (never the password)."""
     client = RespClient(location)
     try:
         client.connect()
@@ -65,6 +63,15 @@ def read_health_facts(location: StoreLocation) -> HealthFacts | None:
             f"cannot reach Redis at {location.display}: {reason.splitlines()[0][:200]}",
             where="--store",
         ) from None
+    return client
+
+
+def read_health_facts(location: StoreLocation) -> HealthFacts | None:
+    """The facts of the batch in ``location`` (see the module docstring); ``None`` when
+    the full stores must read them."""
+    if not supports(location):
+        return None
+    client = connected(location)
     try:
         return _read(client, location.namespace)
     except RespError as exc:

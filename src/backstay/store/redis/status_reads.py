@@ -28,13 +28,12 @@ from backstay.engine.records import AttemptRecord, TaskRecord
 from backstay.engine.registration import Registration
 from backstay.engine.states import TaskState
 from backstay.engine.task_index import TaskFilter
-from backstay.errors import ConfigError
 from backstay.idempotency.ids import parse_operation_id
 from backstay.store import _task_rows as rows
-from backstay.store.location import StoreLocation, StoreUnreachable
+from backstay.store.location import StoreLocation
 from backstay.store.redis._keys import key
 from backstay.store.redis._resp import Reply, RespClient, RespError, supports
-from backstay.store.redis.health_reads import live_owner, reply_bytes, reply_list
+from backstay.store.redis.health_reads import connected, live_owner, reply_bytes, reply_list
 from backstay.store.redis.settings import NEEDED, server_warnings
 
 __all__ = ["RespReads", "open_status_reads"]
@@ -50,16 +49,7 @@ def open_status_reads(
     the full stores must read it. ``secrets``: the secret variables of specs read back."""
     if not supports(location):
         return None
-    client = RespClient(location)
-    try:
-        client.connect()
-    except (StoreUnreachable, RespError) as exc:
-        client.close()
-        reason = exc.reason if isinstance(exc, StoreUnreachable) else str(exc)
-        raise ConfigError(
-            f"cannot reach Redis at {location.display}: {reason.splitlines()[0][:200]}",
-            where="--store",
-        ) from None
+    client = connected(location)
     try:
         (index,) = client.pipeline([["GET", key(location.namespace, "tasks", "index")]])
         if index is None:
