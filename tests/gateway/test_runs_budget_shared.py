@@ -8,6 +8,7 @@ Through the official anthropic SDK; the gateway is a real ``backstay gateway`` p
 
 from __future__ import annotations
 
+import asyncio
 import datetime as _dt
 import os
 import selectors
@@ -22,11 +23,15 @@ import pytest
 from tests.adapters.support import CANARY_KEY
 from tests.gateway.helpers import ANTHROPIC_MODEL
 
+from backstay.adapters.capture import Capture
 from backstay.adapters.cli.claude_code import ClaudeCodeAdapter
+from backstay.adapters.contract import AgentRequest, AgentResult, AgentStatus
+from backstay.adapters.usage import Usage
 from backstay.clock import SYSTEM_CLOCK
 from backstay.engine.budgets import BudgetGate
 from backstay.engine.request_budget import AttemptBudget
 from backstay.engine.task import TaskSpec
+from backstay.failure import Failure
 from backstay.fakeprovider import FakeProvider, Scenario
 from backstay.gateway.run_admin import RemoteRunGateway
 from backstay.policy.spend import BATCH_SCOPE, SpendBudget
@@ -86,6 +91,40 @@ def _start(upstream: str, store: str | None) -> tuple[subprocess.Popen[str], str
     line = process.stdout.readline()
     assert "gateway listening on " in line, line
     return process, line.rsplit(" ", 1)[1].strip()
+
+
+class SdkAgent(ClaudeCodeAdapter):
+    """Claude Code's wiring to the gateway; each attempt is ``session`` in a thread (the
+    anthropic SDK with the run's token): its ``Failure``, or ``None`` when it succeeded."""
+
+    def session(self, request: AgentRequest, operation_id: str) -> Failure | None:
+        raise NotImplementedError
+
+    async def execute(
+        self, request: AgentRequest, *, operation_id: str, attempt_id: str, capture: Capture
+    ) -> AgentResult:
+        failure = await asyncio.to_thread(self.session, request, operation_id)
+        if failure is None:
+            return AgentResult(status=AgentStatus.SUCCEEDED, output="done", usage=Usage())
+        return AgentResult(status=AgentStatus.FAILED, failure=failure, usage=Usage())
+
+
+def send_until_refused(
+    request: AgentRequest, limit: int, statuses: list[int]
+) -> tuple[Failure | None, str]:
+    """One long message after another through ``request``'s base URL with its key, until
+    one is refused, at most ``limit``; each status appended to ``statuses``. The refusal
+    as a ``Failure`` (``None``: none refused) and the last answer's message."""
+    base_url = request.config["base_url"]
+    key = request.env["ANTHROPIC_API_KEY"]
+    message = ""
+    with anthropic.Anthropic(base_url=base_url, api_key=key, max_retries=0) as client:
+        for _ in range(limit):
+            status, message = _create(client)
+            statuses.append(status)
+            if status != 200:
+                return Failure(code="ERR_HTTP_400_BAD_REQUEST", message=message), message
+    return None, message
 
 
 def _create(client: anthropic.Anthropic) -> tuple[int, str]:

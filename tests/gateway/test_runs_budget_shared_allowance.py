@@ -11,21 +11,21 @@ messages with the run token the attempt was given until one is refused."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 from pathlib import Path
 from typing import Final
 
-import anthropic
 import pytest
 from tests.adapters.support import CANARY_KEY
 from tests.gateway.helpers import ANTHROPIC_MODEL
-from tests.gateway.test_runs_budget_shared import GATEWAY_TOKEN, _create, _start
+from tests.gateway.test_runs_budget_shared import (
+    GATEWAY_TOKEN,
+    SdkAgent,
+    _start,
+    send_until_refused,
+)
 
-from backstay.adapters.capture import Capture
-from backstay.adapters.cli.claude_code import ClaudeCodeAdapter
-from backstay.adapters.contract import AgentRequest, AgentResult, AgentStatus
-from backstay.adapters.usage import Usage
+from backstay.adapters.contract import AgentRequest
 from backstay.cli._gateway_runs import agent_gateway
 from backstay.engine import Engine, TaskSpec, TaskState
 from backstay.engine.records import AttemptOutcome
@@ -42,9 +42,9 @@ MAX_MESSAGES: Final = 20
 ONE_ATTEMPT: Final = RetryPolicy(name="once", max_attempts=1)
 
 
-class _SdkAgent(ClaudeCodeAdapter):
-    """Claude Code's wiring to the gateway; the attempt itself is the anthropic SDK sending
-    one long message after another with the run's token, until one is refused."""
+class _SdkAgent(SdkAgent):
+    """The anthropic SDK sending one long message after another with the run's token,
+    until one is refused; what the store held for the batch while it ran."""
 
     def __init__(self, state: Path) -> None:
         super().__init__()
@@ -53,29 +53,14 @@ class _SdkAgent(ClaudeCodeAdapter):
         self.message = ""
         self.reserved_while_running = -1
 
-    def _session(self, request: AgentRequest) -> Failure | None:
+    def session(self, request: AgentRequest, operation_id: str) -> Failure | None:
         ledger = SQLiteSpendLedger(self.state)
         try:
             self.reserved_while_running = ledger.totals(BATCH_SCOPE).reserved.tokens
         finally:
             ledger.close()
-        base_url = request.config["base_url"]
-        key = request.env["ANTHROPIC_API_KEY"]
-        with anthropic.Anthropic(base_url=base_url, api_key=key, max_retries=0) as client:
-            for _ in range(MAX_MESSAGES):
-                status, self.message = _create(client)
-                self.statuses.append(status)
-                if status != 200:
-                    return Failure(code="ERR_HTTP_400_BAD_REQUEST", message=self.message)
-        return None
-
-    async def execute(
-        self, request: AgentRequest, *, operation_id: str, attempt_id: str, capture: Capture
-    ) -> AgentResult:
-        failure = await asyncio.to_thread(self._session, request)
-        if failure is None:
-            return AgentResult(status=AgentStatus.SUCCEEDED, output="done", usage=Usage())
-        return AgentResult(status=AgentStatus.FAILED, failure=failure, usage=Usage())
+        failure, self.message = send_until_refused(request, MAX_MESSAGES, self.statuses)
+        return failure
 
 
 def _provider_tokens(log: Path) -> int:

@@ -15,7 +15,6 @@ would keep the others from starting, and the barrier would break."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 import re
 import threading
@@ -27,13 +26,10 @@ import anthropic
 import pytest
 from tests.adapters.support import CANARY_KEY
 from tests.gateway.helpers import ANTHROPIC_MODEL
-from tests.gateway.test_runs_budget_shared import GATEWAY_TOKEN, _create, _start
+from tests.gateway.test_runs_budget_shared import GATEWAY_TOKEN, SdkAgent, _create, _start
 from tests.gateway.test_runs_budget_shared_allowance import ONE_ATTEMPT, _provider_tokens
 
-from backstay.adapters.capture import Capture
-from backstay.adapters.cli.claude_code import ClaudeCodeAdapter
-from backstay.adapters.contract import AgentRequest, AgentResult, AgentStatus
-from backstay.adapters.usage import Usage
+from backstay.adapters.contract import AgentRequest
 from backstay.cli._gateway_runs import agent_gateway
 from backstay.engine import Engine, TaskSpec, TaskState
 from backstay.failure import Failure
@@ -59,7 +55,7 @@ def _largest_answer(log: Path) -> int:
     return max(int(e["input_tokens"]) + int(e["output_tokens"]) for e in entries)
 
 
-class _ParallelAgent(ClaudeCodeAdapter):
+class _ParallelAgent(SdkAgent):
     """Claude Code's wiring to the gateway; each attempt is the anthropic SDK sending one
     long message after another with its run's token until one is refused, waiting after
     its first answer until every task's run has had one."""
@@ -73,7 +69,7 @@ class _ParallelAgent(ClaudeCodeAdapter):
         # (first answer's start, last request's end) of each run, on the monotonic clock.
         self.spans: dict[str, tuple[float, float]] = {}
 
-    def _session(self, request: AgentRequest, operation_id: str) -> Failure | None:
+    def session(self, request: AgentRequest, operation_id: str) -> Failure | None:
         base_url = request.config["base_url"]
         key = request.env["ANTHROPIC_API_KEY"]
         statuses: list[int] = []
@@ -95,14 +91,6 @@ class _ParallelAgent(ClaudeCodeAdapter):
         if statuses[-1] != 200:
             return Failure(code="ERR_HTTP_400_BAD_REQUEST", message=message)
         return None
-
-    async def execute(
-        self, request: AgentRequest, *, operation_id: str, attempt_id: str, capture: Capture
-    ) -> AgentResult:
-        failure = await asyncio.to_thread(self._session, request, operation_id)
-        if failure is None:
-            return AgentResult(status=AgentStatus.SUCCEEDED, output="done", usage=Usage())
-        return AgentResult(status=AgentStatus.FAILED, failure=failure, usage=Usage())
 
 
 def test_three_runs_share_one_batch_budget_at_once_through_a_gateway_without_a_store(
