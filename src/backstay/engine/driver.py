@@ -1,5 +1,9 @@
 """``TaskDriver``: one task's attempts — record, dispatch, classify, decide, record, sleep.
 
+(About 570 lines: the file is the ``TaskDriver`` class, whose attempt loop with its gates,
+budgets and records reads as one; its decisions live in ``decision``, ``budgets`` and
+``circuits``.)
+
 The engine runs ``drive()`` while it holds the task's operation lease, so no other runner
 touches the task meanwhile. Each attempt:
 

@@ -14,6 +14,9 @@ the token is swapped for the run's real key and the request sent to the run's up
 (``run_requests``); each upstream attempt and the tokens of each answer are counted for
 the token (``usage``); a request whose circuit is open moves to the run's fallback model
 (``RequestFellBack``); and each request is a span under the run's trace (``spans``).
+
+(Just over 500 lines: ``Proxy._forward`` is one request's path, from its route to its
+answer, and reads as one; what it decides lives in the modules named above.)
 """
 
 from __future__ import annotations
