@@ -178,6 +178,12 @@ def test_the_roots_help_reads_no_package_metadata() -> None:
     assert loaded == []
 
 
+def test_the_version_is_read_without_importlib_metadata() -> None:
+    # backstay._version finds it as importlib.metadata does (tests/test_version.py).
+    loaded = _loaded_after(["--version"], prefix="importlib.metadata")
+    assert loaded == []
+
+
 # What a command needs only when it runs: the engine's runner, the stores, the configuration
 # models and loader, the adapters' harness, the observe server and the Ray executor.
 RUN_ONLY = (
