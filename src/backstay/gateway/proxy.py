@@ -22,10 +22,8 @@ answer, and reads as one; what it decides lives in the modules named above.)
 from __future__ import annotations
 
 import dataclasses
-import functools
 import hmac
 import time
-from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import urlsplit
 
@@ -44,6 +42,7 @@ from backstay.gateway.attempt import (
     attempt,
 )
 from backstay.gateway.events import RequestFellBack, RequestRetried
+from backstay.gateway.exchange import ClientRequest, Reply, StreamReply
 from backstay.gateway.headers import (
     client_keys,
     downstream_headers,
@@ -66,7 +65,6 @@ from backstay.taxonomy import FailureKind
 if TYPE_CHECKING:
     import aiohttp
     from aiohttp import web
-    from multidict import CIMultiDict
 
 __all__ = ["Proxy"]
 
@@ -134,16 +132,22 @@ class Proxy:
         self.active = 0
 
     async def handle(self, request: web.Request) -> web.StreamResponse:
-        """Answer one client request. A client that disconnects cancels it (the server runs
-        with handler cancellation): no attempt or wait outlives the client."""
+        """Answer one client request on aiohttp's server (``web_replies``)."""
+        from backstay.gateway.web_replies import client_request, web_reply  # noqa: PLC0415
+
+        return await web_reply(await self.respond(await client_request(request)), request)
+
+    async def respond(self, request: ClientRequest) -> Reply | StreamReply:
+        """Answer one client request. A client that disconnects cancels it (both servers
+        cancel the request's task): no attempt or wait outlives the client."""
         self.active += 1
         try:
             return await self._handle(request)
         finally:
             self.active -= 1
 
-    async def _handle(self, request: web.Request) -> web.StreamResponse:
-        body = request_body = await request.read()
+    async def _handle(self, request: ClientRequest) -> Reply | StreamReply:
+        body = request_body = request.body
         # Parsed once: for the model (``route``) and the tokens it is paced and held for.
         parsed = body_json(body) if body and request.method == "POST" else NOT_JSON
         found = route(request.method, request.path, request.headers, body, parsed=parsed)
@@ -185,9 +189,9 @@ class Proxy:
         budget = None if token is None or self._runs is None else self._runs.budget(token)
         if budget is None:
             if not recording(self._tracer_provider):  # no span work while nobody records
-                return await self._forward(request, found, upstream, key, tally, ticket)
+                return await self._forward(found, upstream, key, tally, ticket)
             with request_span(found, ticket, self._tracer_provider) as span:
-                return await self._forward(request, found, upstream, key, tally, ticket, span)
+                return await self._forward(found, upstream, key, tally, ticket, span)
         # A run with a spending budget: the request's prompt tokens are held while it runs.
         estimate = estimate_body(body, tally.parsed_body(body), output=False)
         refused = await admit_request(budget, estimate)
@@ -195,7 +199,7 @@ class Proxy:
             return _error(gateway_error(found.provider, 400, redact(refused)))
         try:
             with request_span(found, ticket, self._tracer_provider) as span:
-                return await self._forward(request, found, upstream, key, tally, ticket, span)
+                return await self._forward(found, upstream, key, tally, ticket, span)
         finally:
             budget.release(estimate)
 
@@ -229,7 +233,7 @@ class Proxy:
         route, path, body = moved
         return route, dataclasses.replace(upstream, url=head + path, body=body)
 
-    def _admitted(self, request: web.Request) -> bool:
+    def _admitted(self, request: ClientRequest) -> bool:
         token = self.settings.token
         if token is None:
             return True
@@ -279,14 +283,13 @@ class Proxy:
 
     async def _forward(  # noqa: PLR0917 - one request's parts
         self,
-        request: web.Request,
         found: Route,
         upstream: Request,
         key: str | None,
         tally: _Tally,
         ticket: RunTicket | None = None,
         span: RequestSpan | None = None,
-    ) -> web.StreamResponse:
+    ) -> Reply | StreamReply:
         probing = tally.probing
         started = time.monotonic() if probing is None else probing.since
         breaker = self._breakers.breaker_for((found.provider, found.model))
@@ -319,7 +322,7 @@ class Proxy:
             # Its own failures opened the circuit: a run's request moves to its fallback.
             moved = self._opened(found, upstream, ticket) if tally.last is not None else None
             if moved is not None:
-                return await self._forward(request, *moved, key, tally, ticket, span)
+                return await self._forward(*moved, key, tally, ticket, span)
             outcome = "circuit_open"
             if tally.last is not None:  # opened by this request's own failures
                 # Not its stale last answer: it waits for the probe and is sent as the probe,
@@ -330,7 +333,7 @@ class Proxy:
                 )
                 if waited.probing is not None:
                     tally.probing = waited.probing
-                    return await self._forward(request, found, upstream, key, tally, ticket, span)
+                    return await self._forward(found, upstream, key, tally, ticket, span)
                 failure, wait = tally.last.failure, waited.retry_after_s
                 text = _opened_text(err.name, tally.attempts, wait)
                 result = gateway_error(found.provider, 503, redact(text), retry_after_s=wait)
@@ -361,8 +364,13 @@ class Proxy:
             if self._runs is not None and tally.token is not None:
                 runs, token = self._runs, tally.token
                 scan = UsageScan(lambda used: runs.used(token, used))
-            return await _pipe(request, result, tally.attempts, scan)
-        return _answer(result, tally.attempts)
+            headers = downstream_headers(result.headers, tally.attempts)
+            return StreamReply(stream=result, headers=headers, scan=scan)
+        return Reply(
+            status=result.status,
+            headers=downstream_headers(result.headers, tally.attempts),
+            body=result.body,
+        )
 
 
 def _opened_text(name: str, attempts: int, retry_after_s: float | None) -> str:
@@ -440,71 +448,5 @@ def _report(  # noqa: PLR0917 - one event's fields
         )
 
 
-@functools.cache
-def _web() -> Any:
-    """aiohttp's ``web`` (loaded with the server), imported once, not per answer."""
-    from aiohttp import web  # noqa: PLC0415
-
-    return web
-
-
-@functools.cache
-def _multidict() -> Any:
-    from multidict import CIMultiDict  # noqa: PLC0415 - aiohttp's own dependency
-
-    return CIMultiDict
-
-
-def _error(error: GatewayError) -> web.Response:
-    headers = _multi(error.headers)
-    response: web.Response = _web().Response(status=error.status, body=error.body, headers=headers)
-    return response
-
-
-def _answer(answer: Answer, attempts: int) -> web.Response:
-    headers = _multi(downstream_headers(answer.headers, attempts))
-    response: web.Response = _web().Response(
-        status=answer.status, body=answer.body, headers=headers
-    )
-    return response
-
-
-async def _pipe(
-    request: web.Request, stream: OpenStream, attempts: int, scan: UsageScan | None = None
-) -> web.StreamResponse:
-    """Forward an opened stream: its first bytes, then the rest as it comes (each piece
-    read by ``scan`` too, for its usage). A failure after the first byte ends the client's
-    connection (it cannot be retried any more)."""
-    import aiohttp  # noqa: PLC0415
-    from aiohttp import web  # noqa: PLC0415
-
-    upstream = stream.response
-    try:
-        out = web.StreamResponse(
-            status=stream.status, headers=_multi(downstream_headers(stream.headers, attempts))
-        )
-        await out.prepare(request)
-        if scan is not None:  # counted before the client has it
-            scan.feed(stream.first)
-        await out.write(stream.first)
-        try:
-            async for chunk in upstream.content.iter_any():
-                if scan is not None:
-                    scan.feed(chunk)
-                await out.write(chunk)
-            if scan is not None:
-                scan.usage()  # its last line, if it had no newline
-        except (TimeoutError, aiohttp.ClientError, OSError):
-            # Cut, not ended: the client must see the stream fail, as it did upstream.
-            if request.transport is not None:
-                request.transport.abort()
-            return out
-        await out.write_eof()
-        return out
-    finally:
-        upstream.release()
-
-
-def _multi(headers: Iterable[tuple[str, str]]) -> CIMultiDict[str]:
-    multi: CIMultiDict[str] = _multidict()(headers)
-    return multi
+def _error(error: GatewayError) -> Reply:
+    return Reply(status=error.status, headers=error.headers, body=error.body)

@@ -18,6 +18,7 @@ from backstay._served import ServedOnAThread
 from backstay.breaker import BreakerRegistry
 from backstay.errors import ConfigError
 from backstay.gateway._aiohttp import require
+from backstay.gateway.http1 import Http1, Http1Connections
 from backstay.gateway.limits import GatewayLimits
 from backstay.gateway.runs import RunTokens
 from backstay.gateway.settings import GatewaySettings
@@ -33,6 +34,8 @@ __all__ = ["Gateway"]
 
 # How long stopping waits for answers still being written before cutting them.
 _SHUTDOWN_GRACE_S: Final = 1.0
+# Connections waiting to be accepted (aiohttp's default).
+_BACKLOG: Final = 128
 
 
 class Gateway(ServedOnAThread):
@@ -65,6 +68,8 @@ class Gateway(ServedOnAThread):
         self._tracer_provider = tracer_provider
         self._port = self.settings.port
         self._runner: web.AppRunner | None = None
+        self._server: asyncio.Server | None = None
+        self._connections = Http1Connections()
         self._proxy: Proxy | None = None
         self._session: aiohttp.ClientSession | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -130,6 +135,7 @@ class Gateway(ServedOnAThread):
 
             add_run_routes(app, self.runs, settings)
         app.router.add_route("*", "/{tail:.*}", proxy.handle)
+        # aiohttp's server serves the connections the gateway's own (``http1``) hands it.
         # Handler cancellation: a client that hangs up ends its request's retries at once.
         runner = web.AppRunner(
             app,
@@ -139,9 +145,25 @@ class Gateway(ServedOnAThread):
             handler_cancellation=True,
         )
         await runner.setup()
-        site = web.TCPSite(runner, settings.host, self._port)
+        connections = Http1Connections()
+        aiohttp_server = runner.server
+        if aiohttp_server is None:  # set up just above
+            raise RuntimeError("aiohttp's server was not set up")
+
+        def handoff(transport: asyncio.Transport, data: bytes) -> None:
+            handler = aiohttp_server()
+            transport.set_protocol(handler)
+            handler.connection_made(transport)
+            if data:
+                handler.data_received(data)
+
+        def connection() -> Http1:
+            return Http1(proxy.respond, handoff, settings.max_request_bytes, connections)
+
         try:
-            await site.start()
+            server = await asyncio.get_running_loop().create_server(
+                connection, settings.host, self._port, backlog=_BACKLOG
+            )
         except OSError as err:
             await runner.cleanup()
             await session.close()
@@ -149,21 +171,24 @@ class Gateway(ServedOnAThread):
                 f"cannot listen on {settings.host}:{self._port}: {err.strerror or err}",
                 where="port",
             ) from None
-        self._port = int(runner.addresses[0][1])
+        self._port = int(server.sockets[0].getsockname()[1])
+        self._server, self._connections = server, connections
         self._runner, self._session, self._proxy = runner, session, proxy
         return self
 
     async def astop(self) -> None:
         """Stop serving and close the upstream connections. Stopping a stopped gateway
         does nothing."""
-        runner, session = self._runner, self._session
-        if runner is None or session is None:
+        runner, session, server = self._runner, self._session, self._server
+        if runner is None or session is None or server is None:
             return
         try:
+            server.close()
+            await self._connections.close(_SHUTDOWN_GRACE_S)
             await runner.cleanup()
         finally:
             await session.close()
-            self._runner = self._session = self._proxy = None
+            self._runner = self._session = self._proxy = self._server = None
 
     async def __aenter__(self) -> Gateway:
         return await self.astart()
