@@ -22,13 +22,9 @@ from backstay.adapters.capture import METRICS_FILE
 from backstay.cli import app, run
 from backstay.cli._lazy import COMMANDS, LazyCommands, Listed, load
 from backstay.cli._options import ServePortOption
-from backstay.cli._state import (
-    _BATCH_FILES,
-    _CONFIG_ENV_PREFIX,
-    _CONFIG_ENV_VAR,
-    _CONFIG_FILES,
-    configured,
-)
+from backstay.cli._state import _BATCH_FILES, configured
+from backstay.cli._store_in_force import CONFIG_ENV_PREFIX, CONFIG_FILES
+from backstay.cli._store_in_force import CONFIG_ENV_VAR as STATE_COMMANDS_CONFIG_ENV_VAR
 from backstay.config import CONFIG_ENV_VAR, DEFAULT_CONFIG_FILE, ENV_PREFIX, load_config
 from backstay.config._dialect import AGENT_CONFIG_FILE, CONTRACT_DEFAULTS_FILE
 from backstay.observe import health
@@ -249,6 +245,8 @@ def test_reading_a_batch_imports_no_runner_adapter_or_configuration_model(
     assert not [name for name in loaded if name.startswith(unopened)]
     if command[0] == "health":  # JSON: nothing is formatted with rich
         assert not [name for name in loaded if name.split(".")[0] == "rich"]
+        # Answered by the entry point before the command line is built (cli._health_probe).
+        assert not [name for name in loaded if name.split(".")[0] == "typer"]
         # The task store, operation store and circuit log: not every store of the file.
         assert "backstay.store.sqlite.bundle" not in loaded
     else:  # a table: the --json writer is not loaded
@@ -268,7 +266,7 @@ def test_health_on_a_plain_redis_url_imports_no_redis_py_and_no_redis_store(
     assert "backstay.store.redis.health_reads" in loaded  # it did read the batch
     # redis-py (with its asyncio client and the OpenTelemetry SDK it loads), pydantic, rich
     # (nothing is formatted), the stores.
-    unwanted = ("redis", "opentelemetry", "pydantic", "pydantic_core", "rich")
+    unwanted = ("redis", "opentelemetry", "pydantic", "pydantic_core", "rich", "typer")
     assert not [name for name in loaded if name.split(".")[0] in unwanted]
     heavy = ("backstay.store.redis.tasks", "backstay.store.open", "backstay.engine.task_index")
     assert not [name for name in loaded if name.startswith(heavy)]
@@ -330,13 +328,13 @@ def test_one_run_loads_no_engine_batch_display_or_store(tmp_path: Path) -> None:
 
 
 def test_what_the_state_commands_look_for_is_what_the_configuration_reads() -> None:
-    assert _CONFIG_ENV_VAR == CONFIG_ENV_VAR
-    assert _CONFIG_ENV_PREFIX == ENV_PREFIX
+    assert STATE_COMMANDS_CONFIG_ENV_VAR == CONFIG_ENV_VAR
+    assert CONFIG_ENV_PREFIX == ENV_PREFIX
     assert (
         DEFAULT_CONFIG_FILE,
         str(AGENT_CONFIG_FILE),
         str(CONTRACT_DEFAULTS_FILE),
-    ) == _CONFIG_FILES
+    ) == CONFIG_FILES
 
 
 def test_with_nothing_to_read_the_configuration_names_no_store(

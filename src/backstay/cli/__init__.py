@@ -16,6 +16,14 @@ def main() -> None:
 
         print(f"backstay {__version__}")
         return
+    if sys.argv[1:2] == ["health"]:  # a liveness probe: answered without typer if it can be
+        from backstay.cli._health_probe import answer  # noqa: PLC0415
+
+        code = answer(sys.argv[2:])
+        if code is not None:
+            if code:
+                raise SystemExit(code)
+            return
     from backstay.cli._app import main as run  # noqa: PLC0415 - typer loads here
 
     run()

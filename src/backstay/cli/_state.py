@@ -4,7 +4,6 @@ a batch's summary comes to."""
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import os
 import sqlite3
 from collections.abc import Iterator, Mapping
@@ -14,7 +13,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Final
 import typer
 
 from backstay._private import make_private_dirs
-from backstay.cli import _faults, _options, _records
+from backstay.cli import _faults, _options, _records, _store_in_force
 from backstay.cli._errors import usage_error
 from backstay.engine.states import TERMINAL, TaskState
 from backstay.engine.suite_batch import BATCH_FILE, read_identity
@@ -24,16 +23,12 @@ from backstay.store.location import (
     STORE_ENV_VAR,
     StoreKind,
     StoreLocation,
-    StoreUnavailable,
     StoreUnreachable,
-    parse_store,
-    resolve_store,
 )
 
 # The engine, the stores and the configuration are imported where a command uses them,
 # not when it is loaded: its --help pays for none of them (tests/cli/test_startup.py).
 if TYPE_CHECKING:
-    from backstay.config import BackstayConfig
     from backstay.engine.runner import Engine
     from backstay.engine.stores import StoreBundle
     from backstay.engine.summary import Summary
@@ -50,7 +45,7 @@ STORE_UNREACHABLE: Final = _faults.STORE_UNREACHABLE
 FILE_SYSTEM_FAULT: Final = _faults.FILE_SYSTEM_FAULT
 
 # Where --state-dir is read from when the flag is not given.
-STATE_DIR_ENV_VAR: Final = "BACKSTAY_STATE_DIR"
+STATE_DIR_ENV_VAR: Final = _store_in_force.STATE_DIR_ENV_VAR
 StateDirOption = Annotated[
     Path,
     typer.Option(
@@ -157,8 +152,12 @@ def check_not_a_file(state_dir: Path) -> None:
         raise ConfigError(f"{state_dir} is a file, not a state directory", where="--state-dir")
 
 
+# The store in force, found without typer (``cli._store_in_force``: ``health --json``'s
+# short path uses it before the command line is built).
+store_location = _store_in_force.store_location
+configured = _store_in_force.configured
 # In a store recorded in batch.json, a password that was left out.
-_MASK: Final = ":***@"
+_MASK: Final = _store_in_force.MASK
 
 
 def recorded_store(location: StoreLocation, state_dir: Path) -> str | None:
@@ -169,71 +168,6 @@ def recorded_store(location: StoreLocation, state_dir: Path) -> str | None:
         same = path is None or Path(path).absolute() == Path(state_dir).absolute()
         return None if same else str(Path(path or state_dir).absolute())
     return location.display
-
-
-def _from_batch_file(state_dir: Path) -> StoreLocation | None:
-    """The store ``state_dir``'s ``batch.json`` names, if any; a ``ConfigError`` when it
-    needs the password that was left out of it."""
-    identity = read_identity(state_dir) if state_dir.is_dir() else None
-    if identity is None or not identity.store:
-        return None
-    where = f"{state_dir / BATCH_FILE}: store"
-    if _MASK in identity.store:
-        raise ConfigError(
-            f"the batch is recorded in {identity.store}, whose password is never kept: give "
-            f"the URL with it (--store URL, or ${STORE_ENV_VAR})",
-            where=where,
-        )
-    return parse_store(identity.store, where=where)
-
-
-# What ``load_config`` reads, besides ``--set``: the file ``$BACKSTAY_CONFIG`` names, else
-# the first of these in the working directory, and every ``BACKSTAY__*`` variable
-# (``backstay.config``: ``CONFIG_ENV_VAR``, ``DEFAULT_CONFIG_FILE``, ``AGENT_CONFIG_FILE``,
-# ``CONTRACT_DEFAULTS_FILE``, ``ENV_PREFIX``; tests/cli/test_startup.py holds them alike).
-_CONFIG_ENV_VAR: Final = "BACKSTAY_CONFIG"
-_CONFIG_FILES: Final = ("backstay.yaml", "agent/config.yml", "config/defaults.yaml")
-_CONFIG_ENV_PREFIX: Final = "BACKSTAY__"
-
-
-def configured(sets: list[str] | None) -> bool:
-    """Whether ``load_config(overrides=sets)`` has anything to read. When not, it would
-    give the defaults (no ``store:``), and a command that only needs the store in force
-    (``health``, ``status``) does not import the configuration's models to learn that."""
-    return bool(
-        sets
-        or os.environ.get(_CONFIG_ENV_VAR, "").strip()
-        or any(name.upper().startswith(_CONFIG_ENV_PREFIX) for name in os.environ)
-        or any(Path(name).is_file() for name in _CONFIG_FILES)
-    )
-
-
-def store_location(
-    flag: str | None,
-    state_dir: Path,
-    *,
-    config: BackstayConfig | None = None,
-    sets: list[str] | None = None,
-) -> StoreLocation:
-    """The store in force: ``--store``, ``$BACKSTAY_STORE``, the store ``batch.json`` of
-    ``state_dir`` records, ``store:`` of ``config`` (or of the ``backstay.yaml`` found
-    with the ``--set`` overrides ``sets``, read only when none of those is given), or
-    SQLite in ``state_dir``."""
-    if not flag and not os.environ.get(STORE_ENV_VAR):
-        recorded = _from_batch_file(state_dir)
-        if recorded is not None:
-            unavailable = "stop" if config is None else config.store_unavailable
-            return dataclasses.replace(recorded, unavailable=StoreUnavailable(unavailable))
-    if config is None and not flag and not os.environ.get(STORE_ENV_VAR) and configured(sets):
-        from backstay.config import load_config  # noqa: PLC0415 - see the imports
-
-        config = load_config(overrides=sets or [])
-    return resolve_store(
-        flag,
-        state_dir=state_dir,
-        config=None if config is None else config.store,
-        unavailable="stop" if config is None else config.store_unavailable,
-    )
 
 
 def open_engine(

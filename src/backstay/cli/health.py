@@ -1,22 +1,23 @@
-"""``backstay health``: the readiness check ``/readyz`` serves, printed."""
+"""``backstay health``: the readiness check ``/readyz`` serves, printed.
+
+``backstay health --json`` with its flags given plainly is answered by the entry point
+before typer is imported (``cli._health_probe``); this command answers every other form,
+and the short path's errors, with the same report (``cli._health_report``)."""
 
 from __future__ import annotations
 
-import dataclasses
-import json
 import sys
-from pathlib import Path
 
 import typer
 
-from backstay.cli import _faults, _records, _state
+from backstay.cli import _faults, _health_report, _state
 from backstay.cli._errors import usage_error
+from backstay.cli._health_report import UNHEALTHY, report_at
 from backstay.errors import ConfigError
-from backstay.observe.health import FAIL, PASS, STATE_FILE, HealthReport, health_check
-from backstay.store.location import StoreKind, StoreLocation, StoreUnreachable
+from backstay.observe.health import FAIL, STATE_FILE
+from backstay.store.location import StoreKind
 
-# Exit code when the check fails (the store takes no writes).
-UNHEALTHY = 1
+__all__ = ["UNHEALTHY", "health"]
 
 
 def health(
@@ -31,18 +32,13 @@ def health(
     holds no batch."""
     try:
         location = _state.store_location(store, state_dir, sets=sets)
-        if location.kind is StoreKind.REDIS:
-            report = _shared_health(state_dir, location)
-        else:
-            store_dir = location.path or state_dir
-            _faults.using(state_dir, store_dir / STATE_FILE)
-            if state_dir.is_dir():
-                _records.check_recorded(state_dir, location.path)
-            report = health_check(store_dir)
+        if location.kind is not StoreKind.REDIS:
+            _faults.using(state_dir, (location.path or state_dir) / STATE_FILE)
+        report = report_at(state_dir, location)
     except ConfigError as err:
         raise usage_error(err) from None
     if as_json:
-        sys.stdout.write(json.dumps(report.to_dict(), indent=2) + "\n")
+        sys.stdout.write(_health_report.as_json(report))
     else:
         typer.echo(f"status: {report.status}")
         for name, found in report.checks.items():
@@ -52,16 +48,3 @@ def health(
                 typer.echo(f"  {name:<18} {check['status']:<5} {what} {more}".rstrip())
     if report.status == FAIL:
         raise typer.Exit(UNHEALTHY)
-
-
-def _shared_health(state_dir: Path, location: StoreLocation) -> HealthReport:
-    """``/readyz`` of a batch in Redis: the store answers, then the batch's checks."""
-    where = location.display
-    try:
-        report = health_check(state_dir, location=location)  # the counts: no task read
-    except StoreUnreachable as err:
-        check = {"status": FAIL, "componentId": where, "output": err.reason}
-        return HealthReport(status=FAIL, checks={"store:reachable": (check,)})
-    (circuits, *_) = report.checks["circuits:open"]
-    store = {"status": PASS, "componentId": where, "time": circuits["time"]}
-    return dataclasses.replace(report, checks={"store:reachable": (store,), **report.checks})
