@@ -28,6 +28,11 @@ another one's ``src`` folder (``git archive`` of a commit, unpacked): batches of
 provider, so that both see the same load of a shared machine; the least CPU per task of
 each is printed.
 
+The report and ``--against`` print the system part of each batch's CPU time beside it;
+every mode keeps the batches' folders until it ends: a batch started right after the last
+one's files were deleted paid for the deletion in system time on a file system without a
+journal (``_FOLDERS``).
+
 ``python bench/batch_cpu.py --first TASKS [ROUNDS]`` launches ``backstay batch`` of
 ``TASKS`` runs ``ROUNDS`` times (default 3), each stopped once its first attempt ended, and
 prints the seconds from each launch to its first ``task.started`` and to its first
@@ -50,11 +55,13 @@ counts do not depend on the machine's load.
 from __future__ import annotations
 
 import asyncio
+import atexit
 import contextlib
 import datetime as dt
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -98,12 +105,18 @@ def _tasks(runs: int) -> str:
 
 def _cpu(argv: list[str], env: dict[str, str] | None = None) -> tuple[float, int]:
     """The CPU seconds of one run of ``argv`` (its output discarded) and its exit code."""
+    user, system, code = _cpu_parts(argv, env)
+    return user + system, code
+
+
+def _cpu_parts(argv: list[str], env: dict[str, str] | None = None) -> tuple[float, float, int]:
+    """The user and system CPU seconds of one run of ``argv`` and its exit code."""
     child = subprocess.Popen(  # noqa: S603 - our own interpreter and command
         argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env
     )
     _pid, status, usage = os.wait4(child.pid, 0)
     child.returncode = os.waitstatus_to_exitcode(status)
-    return usage.ru_utime + usage.ru_stime, child.returncode
+    return usage.ru_utime, usage.ru_stime, child.returncode
 
 
 def least_cpu(argv: list[str], rounds: int = 5) -> float:
@@ -173,20 +186,37 @@ main()
 """
 
 
+# The batches' folders, removed when this command ends rather than after each batch: on a
+# file system without a journal (ext4 with no journal, as on the benchmark machine) a new
+# file or folder is given an inode only after a scan that passes over every inode freed in
+# the last seconds to minutes, so a batch started right after the last one's 7 inodes a
+# task were deleted paid for them in system time (docs/benchmarks.md, *A batch's files*).
+_FOLDERS: Final[list[str]] = []
+
+
+def _remove_folders() -> None:
+    while _FOLDERS:
+        shutil.rmtree(_FOLDERS.pop(), ignore_errors=True)
+
+
+atexit.register(_remove_folders)
+
+
 @contextlib.contextmanager
 def _suite(
     url: str, tasks: int, src: str | None, *, prefix: str
 ) -> Iterator[tuple[Path, Path, dict[str, str]]]:
     """A folder of its own holding a suite of ``tasks`` runs against ``url``: (the folder,
-    the suite file, the batch's environment; with ``src``, backstay imported from there)."""
-    with tempfile.TemporaryDirectory(prefix=prefix, ignore_cleanup_errors=True) as tmp:
-        root = Path(tmp)
-        suite = root / "suite.yaml"
-        suite.write_text(SUITE.format(model=MODEL, url=url, tasks=_tasks(tasks)), encoding="utf-8")
-        env = {**os.environ, "ANTHROPIC_API_KEY": KEY}
-        if src is not None:
-            env["PYTHONPATH"] = src
-        yield root, suite, env
+    the suite file, the batch's environment; with ``src``, backstay imported from there).
+    The folder stays until the command ends (``_FOLDERS``)."""
+    root = Path(tempfile.mkdtemp(prefix=prefix))
+    _FOLDERS.append(str(root))
+    suite = root / "suite.yaml"
+    suite.write_text(SUITE.format(model=MODEL, url=url, tasks=_tasks(tasks)), encoding="utf-8")
+    env = {**os.environ, "ANTHROPIC_API_KEY": KEY}
+    if src is not None:
+        env["PYTHONPATH"] = src
+    yield root, suite, env
 
 
 def collector(url: str, tasks: int, *, src: str | None = None) -> list[float]:
@@ -247,17 +277,18 @@ def collectors(src: str, tasks: int) -> None:
             )
 
 
-def batch(url: str, tasks: int, *, src: str | None = None) -> tuple[float, float]:
+def batch(url: str, tasks: int, *, src: str | None = None) -> tuple[float, float, float]:
     """``backstay batch`` of ``tasks`` runs: (its CPU seconds, seconds from launch to its
-    first attempt); with ``src``, backstay imported from that folder instead."""
+    first attempt, the system part of its CPU seconds); with ``src``, backstay imported
+    from that folder instead."""
     with _suite(url, tasks, src, prefix="backstay-batch-cpu-") as (root, suite, env):
         argv = [BACKSTAY, "batch", str(suite), "--state-dir", str(root / "state")]
         launched = dt.datetime.now(dt.UTC)
-        cpu, code = _cpu([*argv, "--concurrency", str(CONCURRENCY)], env)
+        user, system, code = _cpu_parts([*argv, "--concurrency", str(CONCURRENCY)], env)
         if code != 0:
             raise RuntimeError(f"backstay batch of {tasks} exited with {code}")
         first = _first_attempt(root / "state" / "events.jsonl")
-    return cpu, (first - launched).total_seconds()
+    return user + system, (first - launched).total_seconds(), system
 
 
 async def _sdk_calls(url: str, calls: int, *, reuse: bool) -> None:
@@ -309,21 +340,22 @@ def report() -> None:
     )
     print(f"  python -c pass                  {python:7.3f} s", flush=True)
     print(f"  import anthropic                {sdk_import:7.3f} s", flush=True)
-    runs: dict[int, tuple[float, float]] = {}
+    runs: dict[int, tuple[float, float, float]] = {}
     with provider_process.serve() as url:
         reused = sdk_ms_per_call(url, reuse=True)
         print(f"  bare SDK call, one client       {reused:7.2f} ms CPU per call", flush=True)
         fresh = sdk_ms_per_call(url, reuse=False, calls=SDK_CALLS // 5)
         print(f"  bare SDK call, a client each    {fresh:7.2f} ms CPU per call", flush=True)
         for size in (small, large):
-            cpu, first = runs[size] = batch(url, size)
+            cpu, first, system = runs[size] = batch(url, size)
             print(
                 f"  batch of {size:>6,} tasks          {cpu:7.2f} s CPU = "
                 f"{cpu * 1e3 / size:5.2f} ms per task ({cpu * 1e3 / size / reused:4.1f}x the "
-                f"bare call); first attempt {first:.2f} s after launch",
+                f"bare call; {system * 1e3 / size:.2f} ms of it system); first attempt "
+                f"{first:.2f} s after launch",
                 flush=True,
             )
-    (cpu_s, first_s), (cpu_l, first_l) = runs[small], runs[large]
+    (cpu_s, first_s, _), (cpu_l, first_l, _) = runs[small], runs[large]
     marginal = (cpu_l - cpu_s) * 1e3 / (large - small)
     per_large = cpu_l * 1e3 / large
     print(f"  marginal CPU per task ({small:,} → {large:,})  {marginal:5.2f} ms")
@@ -355,10 +387,14 @@ def against(src: str, tasks: int, rounds: int) -> None:
     with provider_process.serve() as url:
         for _ in range(rounds):
             for name, where in (("other", src), ("this", None)):
-                cpu, _first = batch(url, tasks, src=where)
+                cpu, _first, system = batch(url, tasks, src=where)
                 per = cpu * 1e3 / tasks
                 least[name] = min(least.get(name, per), per)
-                print(f"  {name} tree: {per:6.2f} ms CPU per task", flush=True)
+                print(
+                    f"  {name} tree: {per:6.2f} ms CPU per task "
+                    f"({system * 1e3 / tasks:.2f} ms of it system)",
+                    flush=True,
+                )
     print(
         f"  least of {rounds}: this tree {least['this']:.2f} ms, the other "
         f"{least['other']:.2f} ms per task ({tasks:,} tasks)"

@@ -15,6 +15,7 @@ may be shared by threads; close it with ``close()`` or use it as a context manag
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import sqlite3
@@ -44,7 +45,15 @@ _UPSERT: Final = (
 
 
 def _decode(row: tuple[str] | None) -> BreakerRecord | None:
-    return None if row is None else BreakerRecord.from_dict(json.loads(row[0]))
+    return None if row is None else _record(row[0])
+
+
+# A record is read at every permit and success (twice a task of a batch) and mostly
+# unchanged in between: its text is parsed once (a record is immutable; a bad text raises
+# every time, as nothing is kept for it).
+@functools.lru_cache(maxsize=256)
+def _record(text: str) -> BreakerRecord:
+    return BreakerRecord.from_dict(json.loads(text))
 
 
 class SQLiteBreakerStore(SQLiteFile):

@@ -223,15 +223,16 @@ class SQLiteSpendLedger(SQLiteFile):
         read: Mapping[str, sums.Vector | None] | None = None,
     ) -> None:
         """Add to the sums what rows going from ``before`` to ``after`` change; ``read``:
-        sums already read in this transaction, since unchanged (not read again)."""
-        fields = sorted({f for pair in changes for row in pair if row for f in sums.fields_of(row)})
+        sums already read in this transaction, since unchanged (not read again). Only the
+        fields a change adds to are read (a reservation adds nothing to its model's use)."""
+        deltas = []
+        for before, after in changes:
+            deltas += [sums.row_vectors(before, sign=-1), sums.row_vectors(after)]
+        fields = sorted({f for delta in deltas for f in delta})
         read = read or {}
         known = {
             f: v for f in fields if (v := read[f] if f in read else self._sum(conn, f)) is not None
         }
-        deltas = []
-        for before, after in changes:
-            deltas += [sums.row_vectors(before, sign=-1), sums.row_vectors(after)]
         changed = sums.add(known, deltas)
         conn.executemany(_PUT_SUM, [(f, sums.encode(v)) for f, v in changed.items()])
 
