@@ -32,6 +32,8 @@ from backstay.observe.server import TOKEN_ENV_VAR
 from backstay.store.location import StoreLocation
 from backstay.store.redis._client import RedisConnection
 from backstay.store.redis.tasks import RedisTaskStore
+from backstay.store.sqlite.circuit_log import SQLiteCircuitLog
+from backstay.store.sqlite.operations import SQLiteOperationStore
 from backstay.store.sqlite.tasks import STATE_FILE, SQLiteTaskStore
 
 # What a command's module may pull in; none of it belongs to --version or the root's --help.
@@ -231,7 +233,9 @@ def test_reading_a_batch_imports_no_runner_adapter_or_configuration_model(
     with SQLiteTaskStore(tmp_path / "batch"):
         pass  # a batch's state file, on SQLite
     loaded = _loaded_after([*command, "--state-dir", "batch"], prefix="", cwd=tmp_path)
-    assert "backstay.store.sqlite.tasks" in loaded  # it did read the batch
+    # It did read the batch: health through its stores, as the file has no operation store
+    # or circuit log yet (they are made then); below, health of a whole file without them.
+    assert "backstay.store.sqlite.tasks" in loaded
     unwanted = ("backstay.engine.runner", "backstay.adapters.base", "backstay.config._model")
     assert not [name for name in loaded if name.startswith(unwanted)]
     assert not [name for name in loaded if name.split(".")[0] in SDKS]
@@ -251,6 +255,22 @@ def test_reading_a_batch_imports_no_runner_adapter_or_configuration_model(
         assert "backstay.store.sqlite.bundle" not in loaded
     else:  # a table: the --json writer is not loaded
         assert "backstay.cli._status_json" not in loaded
+
+
+def test_health_of_a_whole_sqlite_file_imports_none_of_its_stores(tmp_path: Path) -> None:
+    state = tmp_path / "batch"
+    with SQLiteTaskStore(state) as store:
+        fill(store, tmp_path)
+    SQLiteOperationStore(state / STATE_FILE).close()
+    SQLiteCircuitLog(state).close()
+    loaded = _loaded_after(["health", "--json", "--state-dir", "batch"], prefix="", cwd=tmp_path)
+    assert "backstay.store.sqlite.health_reads" in loaded  # it did read the batch
+    # Neither the stores nor the engine's records and spec codec they load.
+    heavy = ("backstay.store.sqlite.tasks", "backstay.store.sqlite.operations",
+             "backstay.store.sqlite.circuit_log", "backstay.engine.records",
+             "backstay.engine._spec_codec", "backstay.observe.batch_view")  # fmt: skip
+    assert not [name for name in loaded if name.startswith(heavy)]
+    assert not [name for name in loaded if name.split(".")[0] in ("typer", "rich", "pydantic")]
 
 
 def test_health_on_a_plain_redis_url_imports_no_redis_py_and_no_redis_store(

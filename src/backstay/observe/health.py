@@ -13,8 +13,10 @@ Three checks, each ``pass``, ``warn`` or ``fail``:
   when any: ``backstay resume`` continues them); only ``health_check`` makes it.
 
 ``health_check`` reads the store's counters and index (``BatchView``) and the circuit
-log, never every task, so it costs the same at any batch size. The overall status is
-the worst of them. ``fail`` is served with HTTP 503, ``pass`` and
+log, never every task, so it costs the same at any batch size. A SQLite file whose
+components are all current, and a plain ``redis://`` store, are read without opening the
+stores (``store.sqlite.health_reads``, ``store.redis.health_reads``: the same facts).
+The overall status is the worst of them. ``fail`` is served with HTTP 503, ``pass`` and
 ``warn`` with 200.
 """
 
@@ -224,8 +226,10 @@ def health_check(
     taken_at = SYSTEM_CLOCK.now()
     if shared:
         report = _shared_report(where, taken_at)
-        if report is not None:
-            return report
+    else:
+        report = _sqlite_report(store_dir, taken_at, writable)
+    if report is not None:
+        return report
     from backstay.engine.task_index import TaskIndex  # noqa: PLC0415 - see the imports
     from backstay.observe.batch_view import BatchView  # noqa: PLC0415
 
@@ -289,6 +293,29 @@ def _shared_report(where: StoreLocation, taken_at: _dt.datetime) -> HealthReport
         taken_at,
         _open_of(facts.circuit_changes),
         facts.open_escalations,
+        interrupted=gone,
+        recording=facts.recording,
+    )
+
+
+def _sqlite_report(
+    store_dir: Path, taken_at: _dt.datetime, writable: Mapping[str, Any] | None
+) -> HealthReport | None:
+    """The report of a batch in SQLite read without its stores (``health_reads``; leases
+    judged as ``SQLiteOperationStore.holder`` judges them, by the clock now), or ``None``
+    where the stores must read it."""
+    from backstay.idempotency.owners import holder_is_dead  # noqa: PLC0415 - see the imports
+    from backstay.store.sqlite.health_reads import read_health_facts  # noqa: PLC0415
+
+    facts = read_health_facts(store_dir / STATE_FILE, now=SYSTEM_CLOCK.now().timestamp())
+    if facts is None:
+        return None
+    gone = sum(1 for _, owner in facts.running if owner is None or holder_is_dead(owner))
+    return _report(
+        taken_at,
+        _open_of(facts.circuit_changes),
+        facts.open_escalations,
+        store=writable,
         interrupted=gone,
         recording=facts.recording,
     )
