@@ -94,7 +94,9 @@ def _alone(sizes: list[int], only: frozenset[str] | None = None) -> None:
     from backstay.store.location import parse_store  # noqa: PLC0415
     from backstay.store.redis._client import RedisConnection  # noqa: PLC0415
     from backstay.store.redis.tasks import RedisTaskStore  # noqa: PLC0415
-    from backstay.store.sqlite.tasks import SQLiteTaskStore  # noqa: PLC0415
+    from backstay.store.sqlite.circuit_log import SQLiteCircuitLog  # noqa: PLC0415
+    from backstay.store.sqlite.operations import SQLiteOperationStore  # noqa: PLC0415
+    from backstay.store.sqlite.tasks import STATE_FILE, SQLiteTaskStore  # noqa: PLC0415
     from shared_state import redis_server  # noqa: PLC0415
 
     root = Path(tempfile.mkdtemp(prefix="backstay-bench-status-"))
@@ -103,6 +105,9 @@ def _alone(sizes: list[int], only: frozenset[str] | None = None) -> None:
         for n in sizes:
             with SQLiteTaskStore(root / f"sqlite{n}") as store:
                 batch_states.fill(store, n, root)
+            # The operation store and circuit log a batch's engine opens beside the tasks.
+            SQLiteOperationStore(root / f"sqlite{n}" / STATE_FILE).close()
+            SQLiteCircuitLog(root / f"sqlite{n}").close()
             batches[f"sqlite {n:,}"] = (root / f"sqlite{n}", None)
         if shutil.which("redis-server") is None:
             report(batches, only=only)

@@ -39,6 +39,7 @@ from collections.abc import AsyncIterator, Mapping
 from types import ModuleType
 from typing import Any, ClassVar, Final, TypeVar
 
+from backstay.adapters.api import _sdk_gc
 from backstay.adapters.api._clients import attempt_capture
 from backstay.adapters.api.settings import (
     COMMON_KEYS,
@@ -78,9 +79,10 @@ T = TypeVar("T")
 
 
 def import_sdk(module: str, *, adapter: str, extra: str) -> ModuleType:
-    """``module`` imported now; ``ConfigError`` naming the extra that installs it."""
+    """``module`` imported now (the collector paused while a command run freezes what
+    lives for it: ``_sdk_gc``); ``ConfigError`` naming the extra that installs it."""
     try:
-        return importlib.import_module(module)
+        return _sdk_gc.imported(module)
     except ImportError as exc:
         raise ConfigError(
             f"adapter {adapter!r} needs the {module.partition('.')[0]!r} package, which is "
