@@ -38,10 +38,12 @@ from backstay.gateway.exchange import ClientRequest, Reply, StreamReply, relay
 if TYPE_CHECKING:
     from multidict import CIMultiDict
 
-__all__ = ["KEEPALIVE_S", "MAX_HEAD_BYTES", "Http1", "Http1Connections"]
+__all__ = ["KEEPALIVE_S", "LINGER_S", "MAX_HEAD_BYTES", "Http1", "Http1Connections"]
 
 # An idle kept-alive connection is closed after this long (aiohttp's default).
 KEEPALIVE_S: Final = 75.0
+# How long a refused connection is read (and dropped) before it is closed.
+LINGER_S: Final = 2.0
 # The longest request line and headers read.
 MAX_HEAD_BYTES: Final = 65_536
 _SERVED_METHODS: Final = frozenset({"GET", "POST"})
@@ -97,6 +99,7 @@ class Http1(asyncio.Protocol):
         "_buffer",
         "_close_after",
         "_connections",
+        "_discarding",
         "_handler",
         "_handoff",
         "_head_sent",
@@ -124,6 +127,7 @@ class Http1(asyncio.Protocol):
         self._buffer = bytearray()
         self._close_after = False
         self._head_sent = False
+        self._discarding = False
         self._paused = False
         self._writable: asyncio.Future[None] | None = None
         self._timer: asyncio.TimerHandle | None = None
@@ -146,6 +150,8 @@ class Http1(asyncio.Protocol):
         self._timer = self._loop.call_later(KEEPALIVE_S, self._idle_check)
 
     def data_received(self, data: bytes) -> None:
+        if self._discarding:
+            return  # after a refusal: read and dropped until the client closes
         self._buffer += data
         self._last_active = self._loop.time()
         if self.task is None:
@@ -375,13 +381,27 @@ class Http1(asyncio.Protocol):
             transport.write(data)
 
     def _refuse(self, refused: _Refused) -> None:
+        """Answer ``refused``, then close: the sending side at once, the connection once
+        the client has closed its own (what it still sends is read and dropped, so that
+        unread bytes do not reset the connection before the client has read the answer),
+        at the latest after ``LINGER_S``."""
         self._close_after = True
         text = str(refused).encode()
         plain = [("Content-Type", "text/plain; charset=utf-8")]
         self._write_head(refused.status, plain, len(text), body=text)
         self._buffer.clear()
-        if self.transport is not None:
-            self.transport.close()
+        self._discarding = True
+        transport = self.transport
+        if transport is None:
+            return
+        if self._paused:
+            self._paused = False
+            transport.resume_reading()
+        if transport.can_write_eof():
+            transport.write_eof()
+            self._loop.call_later(LINGER_S, transport.close)
+        else:
+            transport.close()
 
     def _hand_off(self) -> None:
         transport = self.transport
