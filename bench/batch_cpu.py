@@ -33,6 +33,11 @@ every mode keeps the batches' folders until it ends: a batch started right after
 one's files were deleted paid for the deletion in system time on a file system without a
 journal (``_FOLDERS``).
 
+``python bench/batch_cpu.py --deletion [TASKS [ROUNDS]]`` measures what deleting files
+costs the next batch: ``2 × ROUNDS`` (default 3) batches of ``TASKS`` (default 1000) with
+nothing deleted before them, then ``ROUNDS`` batches each started right after the folders
+of two earlier ones were deleted; the CPU and system time per task of each.
+
 ``python bench/batch_cpu.py --first TASKS [ROUNDS]`` launches ``backstay batch`` of
 ``TASKS`` runs ``ROUNDS`` times (default 3), each stopped once its first attempt ended, and
 prints the seconds from each launch to its first ``task.started`` and to its first
@@ -401,6 +406,37 @@ def against(src: str, tasks: int, rounds: int) -> None:
     )
 
 
+def _delete_oldest(count: int) -> int:
+    """Delete the ``count`` oldest batch folders still kept; how many inodes they held."""
+    inodes = 0
+    for _ in range(count):
+        folder = _FOLDERS.pop(0)
+        inodes += 1 + sum(len(dirs) + len(files) for _, dirs, files in os.walk(folder))
+        shutil.rmtree(folder, ignore_errors=True)
+    return inodes
+
+
+def after_deletion(tasks: int, rounds: int) -> None:
+    """Batches of ``tasks`` with nothing deleted before them (``2 × rounds``, each folder
+    kept), then ``rounds`` batches each started right after the two oldest kept folders
+    were deleted: the CPU and system time per task of each."""
+
+    def one(url: str, label: str) -> None:
+        cpu, _first, system = batch(url, tasks)
+        print(
+            f"  {label}: {cpu * 1e3 / tasks:6.2f} ms CPU per task "
+            f"({system * 1e3 / tasks:.2f} ms of it system)",
+            flush=True,
+        )
+
+    with provider_process.serve() as url:
+        for _ in range(2 * rounds):
+            one(url, "nothing deleted before")
+        for _ in range(rounds):
+            inodes = _delete_oldest(2)
+            one(url, f"right after {inodes:,} inodes were deleted")
+
+
 def first_attempt(tasks: int, rounds: int) -> None:
     """Launch ``backstay batch`` of ``tasks`` runs ``rounds`` times, each stopped (SIGKILL)
     once its first attempt ended; print the seconds from each launch to its first
@@ -448,6 +484,8 @@ if __name__ == "__main__":
         count_statements(int(sys.argv[2]) if sys.argv[2:] else 500, (sys.argv[3:4] or [None])[0])
     elif sys.argv[1:2] == ["--collector"]:
         collectors(sys.argv[2], int(sys.argv[3]) if sys.argv[3:] else 1000)
+    elif sys.argv[1:2] == ["--deletion"]:
+        after_deletion(int(sys.argv[2]) if sys.argv[2:] else 1000, int((sys.argv[3:4] or [3])[0]))
     elif sys.argv[1:2] == ["--against"]:
         extra = [int(n) for n in sys.argv[3:5]]
         against(sys.argv[2], *(extra + [1000, 3][len(extra) :]))
