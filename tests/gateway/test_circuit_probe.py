@@ -298,3 +298,59 @@ def test_a_client_that_hangs_up_while_its_request_waits_for_the_probe_ends_the_w
     assert snapshot.state is CircuitState.OPEN
     assert snapshot.retry_after_s is not None
     assert snapshot.retry_after_s > 0.0
+
+
+# -- a request that comes while the circuit is open ----------------------------------------
+
+
+def test_a_request_that_comes_while_the_circuit_is_open_waits_for_the_probe(
+    tmp_path: Path,
+) -> None:
+    """The first request's failures open the circuit with no attempt left (it is handed
+    its 529); the next one, sent while the circuit is open, waits for the probe, is sent
+    as it, and is answered 200 on its one attempt."""
+    overloaded = Fault(kind=FaultKind.OVERLOADED, first=THRESHOLD)
+    policy = POLICY.derive(max_attempts=THRESHOLD)
+    with (
+        served(tmp_path, overloaded, breaker=_breaker(1.0), policy=policy) as s,
+        capture_events() as events,
+    ):
+        with pytest.raises(anthropic.APIStatusError) as first:
+            _sent(s.url)
+        assert first.value.status_code == 529
+        breaker = s.gateway.breakers.breaker_for(("anthropic", ANTHROPIC_MODEL))
+        assert breaker.state is CircuitState.OPEN
+        message, attempts = _sent(s.url)
+        stats = s.fake.stats()
+    assert message.content
+    assert attempts == "1"
+    assert dict(stats.by_status) == {529: THRESHOLD, 200: 1}
+    assert breaker.state is CircuitState.CLOSED
+    retried = [e for e in events if isinstance(e, RequestRetried)]
+    assert [(e.attempts, e.status, e.outcome) for e in retried] == [
+        (THRESHOLD, 529, "gave_up"),
+        (1, 200, "succeeded"),
+    ]
+    assert retried[1].elapsed_s > 0.5  # it waited for the probe
+
+
+def test_a_request_that_comes_while_the_circuit_is_open_is_told_when_the_probe_is(
+    tmp_path: Path,
+) -> None:
+    """The probe is 30 s away, past the policy's ``max_retry_after_s``: a 503 at once with
+    the wait, and nothing more upstream."""
+    overloaded = Fault(kind=FaultKind.OVERLOADED, first=THRESHOLD)
+    policy = POLICY.derive(max_attempts=THRESHOLD, max_retry_after_s=5.0)
+    with served(tmp_path, overloaded, breaker=_breaker(30.0), policy=policy) as s:
+        with pytest.raises(anthropic.APIStatusError):
+            _sent(s.url)
+        with pytest.raises(anthropic.APIStatusError) as raised:
+            _sent(s.url)
+        stats = s.fake.stats()
+    refused = raised.value
+    assert refused.status_code == 503
+    assert dict(stats.by_status) == {529: THRESHOLD}
+    in_text = wait_from_message(refused.message)
+    assert in_text is not None
+    assert 28.0 <= in_text <= 30.0
+    assert float(refused.response.headers["retry-after"]) == math.ceil(in_text)

@@ -324,23 +324,22 @@ class Proxy:
             if moved is not None:
                 return await self._forward(*moved, key, tally, ticket, span)
             outcome = "circuit_open"
+            # Not a stale last answer nor a refusal at once: it waits for the probe and is
+            # sent as the probe, else it is told when the probe is (``probe``).
+            waits = 0 if probing is None else probing.waits
+            waited = await await_probe(
+                breaker, self.settings.policy, err, tally.attempts, waits, started
+            )
+            if waited.probing is not None:
+                tally.probing = waited.probing
+                return await self._forward(found, upstream, key, tally, ticket, span)
+            wait = waited.retry_after_s
             if tally.last is not None:  # opened by this request's own failures
-                # Not its stale last answer: it waits for the probe and is sent as the probe,
-                # else it is told when the probe is (``probe``).
-                waits = 0 if probing is None else probing.waits
-                waited = await await_probe(
-                    breaker, self.settings.policy, err, tally.attempts, waits, started
-                )
-                if waited.probing is not None:
-                    tally.probing = waited.probing
-                    return await self._forward(found, upstream, key, tally, ticket, span)
-                failure, wait = tally.last.failure, waited.retry_after_s
+                failure = tally.last.failure
                 text = _opened_text(err.name, tally.attempts, wait)
-                result = gateway_error(found.provider, 503, redact(text), retry_after_s=wait)
-            else:
-                result = gateway_error(
-                    found.provider, 503, redact(str(err)), retry_after_s=err.retry_after_s
-                )
+            else:  # it came while the circuit was open
+                text = str(CircuitOpen(err.name, retry_after_s=wait))
+            result = gateway_error(found.provider, 503, redact(text), retry_after_s=wait)
         except StreamTooLarge as err:
             result, outcome = gateway_error(found.provider, 502, str(err)), "gave_up"
         except Exception as exc:  # noqa: BLE001 - a transport failure, answered as an error
@@ -353,7 +352,7 @@ class Proxy:
             span.set_attribute("http.response.status_code", status)
             span.set_attribute("backstay.gateway.attempts", tally.attempts)
             span.set_attribute("backstay.gateway.outcome", outcome)
-        if tally.attempts > 1 or outcome == "circuit_open":
+        if tally.attempts > 1 or outcome == "circuit_open" or tally.probing is not None:
             elapsed = time.monotonic() - started
             policy = self.settings.policy.name
             _report(found, policy, tally, status, outcome, failure, key, elapsed, ticket)
