@@ -217,3 +217,19 @@ def test_the_sdk_still_works_after_a_refused_connection(tmp_path: Path) -> None:
             sock.sendall(b"GARBAGE\r\n\r\n")
             assert _Reader(sock).answer()[0] == 400
         assert claude(s.url)
+
+
+def test_a_connection_is_handed_to_aiohttp_after_requests_it_served(tmp_path: Path) -> None:
+    """A kept-alive connection whose second request is one it does not read (an admin
+    path): aiohttp's server answers it and the requests after it."""
+    with served(tmp_path) as s, _connect(s.url) as sock:
+        admin = b"GET /_backstay/runs HTTP/1.1\r\nHost: gw\r\n\r\n"
+        sock.sendall(_request() + admin + _request())
+        reader = _Reader(sock)
+        first, handed, last = (reader.answer() for _ in range(3))
+        assert first[0] == 200
+        assert handed[0] == 404  # no run table: not an endpoint it serves
+        assert b"is not a provider endpoint" in handed[2]
+        assert last[0] == 200
+        assert "server" in last[1]  # aiohttp's answer
+        assert s.fake.stats().requests == 2
