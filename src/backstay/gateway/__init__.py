@@ -14,7 +14,11 @@ handling, circuit breakers and Idempotency-Key on every request. See docs/gatewa
 * ``runs``: run tokens (``RunTokens``, ``RunTicket``, ``RunTally``): each agent attempt's
   own API key, mapped to its run and to the real key; ``run_requests``, ``usage`` and
   ``spans``: what the proxy does with a run's requests;
-* ``server``: ``Gateway``, started and stopped like the fake provider.
+* ``server``: ``Gateway``, started and stopped like the fake provider; ``http1``: its own
+  HTTP/1.1 server protocol, which hands what it does not read to aiohttp's server
+  (``web_replies``); ``exchange``: the request and answers the proxy is given and gives
+  back, whichever server carries them; ``upstream``: an attempt's ``POST`` on the
+  connections of the gateway's aiohttp session.
 
 Needs aiohttp (``backstay[gateway]``), imported only when a gateway starts.
 """
