@@ -50,7 +50,7 @@ class _Reader:
         return bool(data)
 
     def answer(self) -> tuple[int, dict[str, str], bytes]:
-        """The next whole answer: status, headers (lower-cased names), body."""
+        """The next whole answer: status, headers (lower-cased names, each once), body."""
         while b"\r\n\r\n" not in self.buffer:
             if not self._more():
                 raise AssertionError(f"closed before an answer: {self.buffer!r}")
@@ -60,6 +60,7 @@ class _Reader:
         headers = {}
         for line in lines[1:]:
             name, _, value = line.partition(":")
+            assert name.strip().lower() not in headers, f"{name} twice"
             headers[name.strip().lower()] = value.strip()
         if headers.get("transfer-encoding") == "chunked":
             return status, headers, self._chunked()

@@ -56,7 +56,6 @@ _REQUEST_LINE: Final = re.compile(
 )
 _HEADER_LINE: Final = re.compile(rb"([!#$%&'*+.^_`|~0-9A-Za-z-]+):([\t\x20-\x7e\x80-\xff]*)")
 _DIGITS: Final = re.compile(rb"[0-9]{1,18}")
-_FORBIDDEN_IN_HEADERS: Final = re.compile(r"[\r\n]")
 
 Handler = Callable[[ClientRequest], Awaitable["Reply | StreamReply"]]
 Handoff = Callable[[asyncio.Transport, bytes], None]
@@ -357,11 +356,13 @@ class Http1(asyncio.Protocol):
         """The status line and headers (and a whole ``body``) in one write; ``length``
         ``None``: a chunked body follows."""
         parts = [f"HTTP/1.1 {status} {_reason(status)}\r\n"]
-        typed = False
+        typed = dated = False
         for name, value in headers:
-            if _FORBIDDEN_IN_HEADERS.search(name) or _FORBIDDEN_IN_HEADERS.search(value):
+            if "\r" in name or "\n" in name or "\r" in value or "\n" in value:
                 continue  # never a header that would split the answer
-            typed = typed or name.lower() == "content-type"
+            lowered = name.lower()
+            typed = typed or lowered == "content-type"
+            dated = dated or lowered == "date"
             parts.append(f"{name}: {value}\r\n")
         if not typed:
             parts.append("Content-Type: application/octet-stream\r\n")
@@ -371,7 +372,9 @@ class Http1(asyncio.Protocol):
             parts.append(f"Content-Length: {length}\r\n")
         if self._close_after:
             parts.append("Connection: close\r\n")
-        parts.append(f"Date: {_date()}\r\n\r\n")
+        if not dated:  # the upstream's own, else the gateway's
+            parts.append(f"Date: {_date()}\r\n")
+        parts.append("\r\n")
         self._head_sent = True
         self._write("".join(parts).encode("utf-8", "surrogateescape") + body)
 
