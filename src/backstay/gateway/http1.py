@@ -212,7 +212,7 @@ class Http1(asyncio.Protocol):
         if parsed is None:
             self._hand_off()
             return
-        request, length, close = parsed
+        head_of, length, close = parsed
         start = end + 4
         if length > self._max_body:
             self._refuse(_Refused(413, "Request Entity Too Large"))
@@ -221,15 +221,14 @@ class Http1(asyncio.Protocol):
             return  # the rest of the body is still to come
         body = bytes(buffer[start : start + length])
         del buffer[: start + length]
-        if body:
-            request = _with_body(request, body)
+        request = head_of.request(body)
         self._close_after = close
         self._head_sent = False
         self.task = self._loop.create_task(self._answer(request))
 
-    def _parse(self, head: bytes) -> tuple[ClientRequest, int, bool] | None:
-        """The request, its body's length and whether to close after it; ``None``: a
-        request for aiohttp's server."""
+    def _parse(self, head: bytes) -> tuple[_Head, int, bool] | None:
+        """The request's head, its body's length and whether to close after it; ``None``:
+        a request for aiohttp's server."""
         lines = head.split(b"\r\n")
         line = _REQUEST_LINE.fullmatch(lines[0])
         if line is None:
@@ -271,16 +270,7 @@ class Http1(asyncio.Protocol):
                 close = close or "close" in tokens
             fields.append((name, value))
         target = target_bytes.decode("utf-8", "surrogateescape")
-        path, query = _split_target(target)
-        request = ClientRequest(
-            method=method,
-            path=path,
-            raw_path=target,
-            query_string=query,
-            headers=_headers(fields),
-            body=b"",
-        )
-        return request, length or 0, close
+        return _Head(method, target, fields), length or 0, close
 
     async def _answer(self, request: ClientRequest) -> None:
         try:
@@ -445,15 +435,26 @@ class Http1(asyncio.Protocol):
             self.transport.abort()
 
 
-def _with_body(request: ClientRequest, body: bytes) -> ClientRequest:
-    return ClientRequest(
-        method=request.method,
-        path=request.path,
-        raw_path=request.raw_path,
-        query_string=request.query_string,
-        headers=request.headers,
-        body=body,
-    )
+class _Head:
+    """A request's line and headers, read; its body still to come."""
+
+    __slots__ = ("fields", "method", "target")
+
+    def __init__(self, method: str, target: str, fields: list[tuple[str, str]]) -> None:
+        self.method = method
+        self.target = target
+        self.fields = fields
+
+    def request(self, body: bytes) -> ClientRequest:
+        path, query = _split_target(self.target)
+        return ClientRequest(
+            method=self.method,
+            path=path,
+            raw_path=self.target,
+            query_string=query,
+            headers=_headers(self.fields),
+            body=body,
+        )
 
 
 def _split_target(target: str) -> tuple[str, str]:
