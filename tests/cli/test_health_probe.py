@@ -158,6 +158,40 @@ def test_a_read_only_state_file_reads_the_same_on_both_paths(batch: Path, mounte
     assert (batch / "short.out").read_text() == (batch / "full.out").read_text() == ""
 
 
+def _written_to(code: str, cwd: Path, where: str, *, unbuffered: bool) -> tuple[int, str]:
+    """Exit code and stderr of ``health --json`` whose output goes to a full device or to a
+    pipe whose reader is gone."""
+    clean = {k: v for k, v in os.environ.items() if not k.upper().startswith("BACKSTAY")}
+    clean.pop("PYTHONUNBUFFERED", None)
+    env = {**clean, **({"PYTHONUNBUFFERED": "1"} if unbuffered else {})}
+    args = [sys.executable, "-c", code, "health", "--json", "--state-dir", "batch"]
+    if where == "full":
+        with open("/dev/full", "w") as out:
+            done = subprocess.run(args, stdout=out, stderr=subprocess.PIPE, text=True,
+                                  cwd=cwd, env=env, timeout=60, check=False)  # fmt: skip
+        return done.returncode, done.stderr
+    read, write = os.pipe()
+    os.close(read)  # the reader is gone before anything is written
+    try:
+        done = subprocess.run(args, stdout=write, stderr=subprocess.PIPE, text=True,
+                              cwd=cwd, env=env, timeout=60, check=False)  # fmt: skip
+    finally:
+        os.close(write)
+    return done.returncode, done.stderr
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full")
+@pytest.mark.parametrize("where", ["full", "gone"])
+@pytest.mark.parametrize("unbuffered", [True, False], ids=["unbuffered", "buffered"])
+def test_output_that_cannot_be_written_ends_alike(
+    batch: Path, where: str, unbuffered: bool
+) -> None:
+    short = _written_to(ENTRY, batch, where, unbuffered=unbuffered)
+    assert short == _written_to(COMMAND, batch, where, unbuffered=unbuffered)
+    assert short[0] != 0
+    assert "Traceback" not in short[1]
+
+
 @pytest.mark.parametrize(
     ("args", "expected"),
     [

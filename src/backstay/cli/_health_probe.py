@@ -12,8 +12,9 @@ a value that starts with ``-`` or is empty, a flag given twice), shell completio
 for, a ``--state-dir`` that exists but cannot be read (typer refuses it), and every error
 while the report is made (no batch, a damaged file, a fault of the machine): nothing has
 been written then, and the command reads the batch again and says what is wrong in its
-own words and exit code. ``tests/cli/test_health_probe.py`` holds the two paths' output
-and exit codes alike.
+own words and exit code; so too when the output cannot be written (a full disk; a reader
+gone ends it as the command ends then). ``tests/cli/test_health_probe.py`` holds the two
+paths' output and exit codes alike.
 """
 
 from __future__ import annotations
@@ -51,10 +52,14 @@ def answer(args: list[str]) -> int | None:
         return None
     try:
         sys.stdout.write(_health_report.as_json(report))
-        sys.stdout.flush()
-    except BrokenPipeError:  # the reader left: as the command ends then
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    except BrokenPipeError:  # the reader left: the command line ends so then
+        from typer._click.utils import PacifyFlushWrapper  # noqa: PLC0415 - this case only
+
+        sys.stdout = PacifyFlushWrapper(sys.stdout)
+        sys.stderr = PacifyFlushWrapper(sys.stderr)
         return 1
+    except OSError:  # the write was refused (nothing written): the command says so
+        return None
     return _health_report.UNHEALTHY if report.status == FAIL else 0
 
 
