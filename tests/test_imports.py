@@ -94,6 +94,20 @@ LAZY_PACKAGES = {
     "from backstay.executors.events import WorkerLost": ("backstay.executors.ray_executor",),
     "from backstay.idempotency.ids import operation_id": ("backstay.idempotency.guard",),
     "from backstay.config.suite.spec import DEFAULT_TIMEOUT_S": ("backstay.config._model",),
+    # What health reads of a SQLite file needs none of its stores (nor the engine's records
+    # and spec codec they load), and health --json's short path no typer.
+    "from backstay.store.sqlite.health_reads import read_health_facts": (
+        "backstay.store.sqlite.tasks",
+        "backstay.store.sqlite.operations",
+        "backstay.engine.records",
+        "backstay.engine._spec_codec",
+    ),
+    "from backstay.cli._health_probe import answer": ("typer", "rich"),
+    "from backstay.cli._health_report import report_at": (
+        "typer",
+        "rich",
+        "backstay.store.sqlite.tasks",
+    ),
     # What health reads of Redis needs no redis-py (nor its asyncio client, nor the
     # OpenTelemetry metrics SDK it loads).
     "from backstay.store.redis.health_reads import read_health_facts": (
