@@ -1,4 +1,4 @@
-"""Where the gateway's added latency comes from: ``backstay gateway`` beside two floors, each
+"""Where the gateway's added latency comes from: ``backstay gateway`` beside three floors, each
 one process in front of the same fake provider (its own process), measured in the same run
 as ``gateway.py`` measures its latency rows (200 requests/s open loop, 2,000 non-streaming
 Chat Completions, the direct and the proxied requests in ten alternating blocks):
@@ -8,13 +8,18 @@ Chat Completions, the direct and the proxied requests in ten alternating blocks)
 * a bare aiohttp proxy: aiohttp's server reads the request, one ``ClientSession`` sends it
   on and the answer is sent back whole, nothing else (no classification, limits, breaker,
   events): what the HTTP library the gateway is built on costs;
+* a bare protocol proxy: a request read off an asyncio protocol (``Content-Length``
+  bodies only), sent on a kept-alive upstream connection of a pool of its own and the
+  answer (``Content-Length`` only) sent back whole, nothing else: what an HTTP server and
+  client on asyncio's protocols cost — the gateway's own server (``gateway/http1.py``) is
+  one, its upstream client is aiohttp's connections;
 * ``backstay gateway``.
 
 Each row is the proxy's p50 / p99 less the direct ones of its own blocks, ``ROUNDS`` times.
 The gateway's target is +p50 <= 1 ms and +p99 <= 5 ms (docs/benchmarks.md, "Gateway").
 
 Run with ``.venv/bin/python bench/gateway_floor.py``; ``make bench`` runs it after
-``gateway.py``. ``gateway_floor.py serve pipe|aiohttp UPSTREAM`` is one floor's process.
+``gateway.py``. ``gateway_floor.py serve pipe|aiohttp|protocol UPSTREAM`` is one floor's process.
 """
 
 from __future__ import annotations
@@ -81,6 +86,89 @@ async def _serve_aiohttp(upstream: str) -> None:
     await asyncio.Event().wait()
 
 
+class _Reads(asyncio.Protocol):
+    """One side of the bare protocol proxy: whole messages (head and ``Content-Length``
+    body) read off a connection, each handed to ``on_message``."""
+
+    def __init__(self, on_message: Callable[[_Reads, bytes, bytes], None]) -> None:
+        self.buffer = b""
+        self.on_message = on_message
+        self.transport: Any = None
+
+    def connection_made(self, transport: Any) -> None:
+        self.transport = transport
+
+    def data_received(self, data: bytes) -> None:
+        self.buffer += data
+        while (end := self.buffer.find(b"\r\n\r\n")) >= 0:
+            head = self.buffer[:end]
+            length = 0
+            for line in head.split(b"\r\n")[1:]:
+                name, _, value = line.partition(b":")
+                if name.strip().lower() == b"content-length":
+                    length = int(value)
+            if len(self.buffer) < end + 4 + length:
+                return
+            body = self.buffer[end + 4 : end + 4 + length]
+            self.buffer = self.buffer[end + 4 + length :]
+            self.on_message(self, head, body)
+
+
+async def _serve_protocol(upstream: str) -> None:
+    parts = urllib.parse.urlsplit(upstream)
+    loop = asyncio.get_running_loop()
+    idle: list[_Reads] = []
+    waiting: dict[_Reads, asyncio.Future[tuple[bytes, bytes]]] = {}
+
+    def answered(connection: _Reads, head: bytes, body: bytes) -> None:
+        waiting.pop(connection).set_result((head, body))
+
+    async def forward(client: _Reads, head: bytes, body: bytes) -> None:
+        lines = head.split(b"\r\n")
+        kept = [line for line in lines[1:] if line.split(b":")[0].lower() in _FORWARDED]
+        if idle:
+            connection = idle.pop()
+        else:
+            _, connection = await loop.create_connection(
+                lambda: _Reads(answered), parts.hostname or "127.0.0.1", parts.port or 80
+            )
+        waiting[connection] = answer = loop.create_future()
+        request_line = lines[0].split(b" ")
+        connection.transport.write(
+            b"\r\n".join(
+                [
+                    request_line[0] + b" " + request_line[1] + b" HTTP/1.1",
+                    b"host: upstream",
+                    *kept,
+                    b"content-length: %d" % len(body),
+                    b"",
+                    body,
+                ]
+            )
+        )
+        answer_head, answer_body = await answer
+        idle.append(connection)
+        status = answer_head.split(b"\r\n", 1)[0].split(b" ")[1]
+        client.transport.write(
+            b"HTTP/1.1 %b OK\r\ncontent-type: application/json\r\ncontent-length: %d\r\n\r\n%b"
+            % (status, len(answer_body), answer_body)
+        )
+
+    tasks: set[asyncio.Task[None]] = set()
+
+    def received(client: _Reads, head: bytes, body: bytes) -> None:
+        task = loop.create_task(forward(client, head, body))
+        tasks.add(task)
+        task.add_done_callback(tasks.discard)
+
+    server = await loop.create_server(lambda: _Reads(received), "127.0.0.1", 0)
+    print(f"listening on http://127.0.0.1:{server.sockets[0].getsockname()[1]}", flush=True)
+    await server.serve_forever()
+
+
+_FORWARDED: Final = frozenset({b"authorization", b"content-type", b"x-api-key"})
+
+
 def _loop_runner() -> Callable[[Any], None]:
     """uvloop's runner where installed (as ``backstay gateway`` serves), else asyncio's."""
     try:
@@ -92,7 +180,8 @@ def _loop_runner() -> Callable[[Any], None]:
 
 @contextlib.contextmanager
 def floor(kind: str, upstream: str) -> Iterator[tuple[str, int]]:
-    """One floor proxy (``pipe`` or ``aiohttp``) in a child process: its URL and PID."""
+    """One floor proxy (``pipe``, ``aiohttp`` or ``protocol``) in a child process: its URL
+    and PID."""
     argv = [sys.executable, __file__, "serve", kind, upstream]
     process = subprocess.Popen(argv, stdout=subprocess.PIPE, text=True)  # noqa: S603
     try:
@@ -115,6 +204,7 @@ def report() -> None:
         proxies: list[tuple[str, Callable[[], Any]]] = [
             ("byte pipe", lambda: floor("pipe", fake)),
             ("bare aiohttp proxy", lambda: floor("aiohttp", fake)),
+            ("bare protocol proxy", lambda: floor("protocol", fake)),
             ("backstay gateway", lambda: gateway.gateway(fake)),
         ]
         for _ in range(ROUNDS):
@@ -134,7 +224,9 @@ def report() -> None:
 
 if __name__ == "__main__":
     if sys.argv[1:2] == ["serve"]:
-        serve = {"pipe": _serve_pipe, "aiohttp": _serve_aiohttp}[sys.argv[2]]
+        serve = {"pipe": _serve_pipe, "aiohttp": _serve_aiohttp, "protocol": _serve_protocol}[
+            sys.argv[2]
+        ]
         _loop_runner()(serve(sys.argv[3]))
     else:
         report()
