@@ -75,3 +75,36 @@ def test_another_flag_is_still_checked_by_typer() -> None:
     assert check._coerce_value("3", param=param, ctx=Context(command)) == 3
     with pytest.raises(BadParameter):
         check._coerce_value("three", param=param, ctx=Context(command))
+
+
+def test_a_number_flags_number_is_taken_as_typer_takes_it() -> None:
+    found = [
+        (c, p)
+        for c, p in _every_param()
+        if p.type_descriptor.annotation in (int, float)
+        and p.type_descriptor.parameter_info.min is None
+        and p.type_descriptor.parameter_info.max is None
+    ]
+    names = {p.name for _, p in found}
+    assert "timeout" in names  # run --timeout: its default made every run build an adapter
+    for command, param in found:
+        ctx = Context(command)
+        plain = plain_param(param.type_descriptor)
+        full = build_runtime_param(param.type_descriptor)
+        kind = param.type_descriptor.annotation
+        given = [param.default, kind(0), kind(-1), kind(10**6)]
+        if kind is float:
+            given += [1.5, float("inf"), 1e-9]
+        for value in [v for v in given if type(v) is kind]:
+            mine = _outcome(plain, value, param, ctx)
+            assert mine == _outcome(full, value, param, ctx), (command.name, param.name, value)
+            assert mine == ("value", value)
+
+
+def test_a_bounded_number_flag_is_still_checked_by_typer() -> None:
+    params = {p.name: (c, p) for c, p in _every_param()}
+    command, param = params["concurrency"]  # min=1
+    check = plain_param(param.type_descriptor)
+    with pytest.raises(BadParameter):
+        check._coerce_value(0, param=param, ctx=Context(command))
+    assert check._coerce_value(3, param=param, ctx=Context(command)) == 3

@@ -331,6 +331,10 @@ def test_one_run_loads_no_engine_batch_display_or_store(tmp_path: Path) -> None:
     # Its lines are plain text: no rich; a fallback chain is loaded for a chain only.
     assert not [name for name in loaded if name.split(".")[0] == "rich"]
     assert "backstay.fallback.harness" not in loaded
+    # Its flags, --timeout's default among them, are taken without typer's pydantic adapters
+    # (cli._plain_values): an SDK that needs pydantic imports it in the attempt.
+    assert not [name for name in loaded if name.split(".")[0] in ("pydantic", "pydantic_core")]
+    assert "typer._adapters" not in loaded
     assert (tmp_path / "out" / METRICS_FILE).is_file()
     # A run's progress lines come from cli._progress_lines, not the batch's display.
     unwanted = (

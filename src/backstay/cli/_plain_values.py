@@ -8,12 +8,15 @@ only pass through, the same result is made here:
 * ``str``: the text as given (typer's adapter: ``str(value)`` of a ``str``);
 * ``list[str]`` (a repeated flag): the texts as given, in a list;
 * ``Path`` (and its subclasses): ``Path(value)`` and then typer's own path checks
-  (``exists``, ``dir_okay``, ``resolve_path``…), which it makes after its adapter.
+  (``exists``, ``dir_okay``, ``resolve_path``…), which it makes after its adapter;
+* an ``int`` or ``float`` flag's value that is already a number of that type, the flag
+  having no ``min`` or ``max`` (its default: ``run``'s ``--timeout`` made every run import
+  typer's adapters and build one): the number as it is.
 
 Any other value (a number, a list, a flag with a parser of its own) goes to typer's adapter
 as before, built when such a value is given: a flag left out (``None``) needs none.
 tests/cli/test_plain_values.py holds the results equal to typer's for every ``str`` and
-``Path`` flag of every command.
+``Path`` flag of every command, and for every number flag's default and other numbers.
 """
 
 from __future__ import annotations
@@ -40,6 +43,8 @@ class _PlainParam(RuntimeParam):
     def _coerce_value(self, value: Any, param: Any, ctx: Any) -> Any:
         if self.plain and self.annotation == list[str] and _texts(value):
             return list(value)
+        if _a_number_as_it_is(value, self.annotation, self.parameter_info):
+            return value
         if not (self.plain and isinstance(value, str)):
             full = build_runtime_param(self.descriptor)
             return full._coerce_value(value, param=param, ctx=ctx)
@@ -49,6 +54,15 @@ class _PlainParam(RuntimeParam):
         return coerce_cli_path(
             path_type(value), self.parameter_info, path_type=path_type, param=param, ctx=ctx
         )
+
+
+def _a_number_as_it_is(value: Any, annotation: Any, info: Any) -> bool:
+    """Whether ``value`` is an ``int`` or ``float`` of exactly the flag's type, with no
+    bounds to check (a number flag's default: ``run --timeout``'s): typer's adapter gives
+    it back as it is."""
+    if annotation not in (int, float) or type(value) is not annotation:
+        return False
+    return getattr(info, "min", None) is None and getattr(info, "max", None) is None
 
 
 def _texts(value: Any) -> bool:
