@@ -11,8 +11,9 @@ from pathlib import Path
 from typing import Final
 
 import pytest
-from tests.gateway.helpers import CANARY_KEY, claude, served
+from tests.gateway.helpers import CANARY_KEY, FAST_POLICY, claude, served
 
+from backstay.fakeprovider import Fault, FaultKind
 from backstay.gateway import http1
 
 BOUND_S: Final = 10.0
@@ -234,3 +235,24 @@ def test_a_connection_is_handed_to_aiohttp_after_requests_it_served(tmp_path: Pa
         assert last[0] == 200
         assert "server" in last[1]  # aiohttp's answer
         assert s.fake.stats().requests == 2
+
+
+def test_stopping_cuts_a_request_still_being_answered_and_ends(tmp_path: Path) -> None:
+    """A request in a long backoff when the gateway stops: its connection is closed and
+    the stop ends within the grace, with no task left running."""
+    policy = FAST_POLICY.derive(initial_delay_s=600.0, max_delay_s=600.0, deadline_s=3600.0)
+    with (
+        served(tmp_path, Fault(kind=FaultKind.SERVER_ERROR), policy=policy) as s,
+        _connect(s.url) as sock,
+    ):
+        sock.sendall(_request())
+        bound = time.monotonic() + BOUND_S
+        while s.fake.stats().requests < 1 and time.monotonic() < bound:
+            time.sleep(0.02)
+        assert s.gateway.active_requests == 1  # in its backoff
+        started = time.monotonic()
+        s.gateway.stop()
+        stopped_in = time.monotonic() - started
+        assert _Reader(sock).closed()
+        assert s.fake.stats().requests == 1
+    assert stopped_in < BOUND_S

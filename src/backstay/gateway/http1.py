@@ -77,17 +77,18 @@ class Http1Connections:
 
     async def close(self, grace_s: float) -> None:
         """Close idle connections at once; give requests being answered ``grace_s``,
-        then cancel them."""
-        busy = [connection for connection in self.open if connection.busy]
+        then cancel them (and wait as long again for them to end)."""
         for connection in list(self.open):
             if not connection.busy:
                 connection.close()
-        if busy:
-            tasks = [c.task for c in busy if c.task is not None]
-            if tasks:
-                await asyncio.wait(tasks, timeout=grace_s)
+        tasks = [c.task for c in self.open if c.task is not None]
+        if tasks:
+            await asyncio.wait(tasks, timeout=grace_s)
         for connection in list(self.open):
             connection.abort()
+        cancelled = [task for task in tasks if not task.done()]
+        if cancelled:
+            await asyncio.wait(cancelled, timeout=grace_s)
 
 
 class Http1(asyncio.Protocol):
