@@ -11,6 +11,9 @@ if TYPE_CHECKING:
 
 def main() -> None:
     """The entry point (``backstay = backstay.cli:main``)."""
+    from backstay.cli._process_end import register  # noqa: PLC0415 - see its docstring
+
+    register()  # the interpreter's last collections skip what lived (cli/_process_end.py)
     if sys.argv[1:] == ["--version"]:  # answered before the command line is built
         from backstay._version import __version__  # noqa: PLC0415
 
