@@ -6,8 +6,10 @@ What decides, by the answer's shape:
 * **Not a stream** (any status): the whole body is read and checked with
   ``backstay.classify.check_response`` (status, headers, body).
 * **A 2xx SSE stream, buffered**: the whole stream is read (at most ``max_buffer_bytes``)
-  and its error events checked (``sse``), so an error event anywhere in it, or a
-  connection cut mid-way, fails the attempt; the client then gets the same bytes at once.
+  and its error events checked (``sse``), so an error event anywhere in it, a connection
+  cut mid-way, or an end without the provider's last event (``sse.ended``: Anthropic's
+  ``message_stop``, ``[DONE]``, Responses' ``response.completed``, a Gemini chunk with a
+  ``finishReason``) fails the attempt; the client then gets the same bytes at once.
 * **A 2xx SSE stream, passed through**: its first event is read and checked; after that
   the stream belongs to the client (``OpenStream``), and a failure in the rest reaches the
   client as the provider sent it.
@@ -25,7 +27,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from backstay.classify import check_response
 from backstay.failure import Failure
-from backstay.gateway.sse import error_event
+from backstay.gateway.sse import ended, error_event
 from backstay.gateway.upstream import Upstream, UpstreamResponse
 
 if TYPE_CHECKING:
@@ -40,6 +42,11 @@ _EVENT_ENDS: Final = (b"\n\n", b"\r\n\r\n")
 # ``error_code``, ``message`` beside ``code`` / ``type``, an AI-SDK ``data.statusCode``).
 _ERROR_KEYS: Final = frozenset(
     {"error", "response", "error_type", "error_code", "message", "data", "statusCode"}
+)
+# A buffered stream that ended without its provider's last event: cut short, however
+# cleanly its connection ended (retried as a connection closed before a full response).
+_STOPPED_EARLY: Final = Failure(
+    code="ERR_CONNECTION_CLOSED", message="the stream ended before its last event"
 )
 # Bodies the classifier reads whole (it cuts longer ones, which may read differently).
 _MAX_CLEAN_BYTES: Final = 200_000
@@ -199,6 +206,8 @@ async def attempt(
         elif _is_stream(response):
             body = await _read_capped(response, max_buffer_bytes)
             found = _stream_failure(status, response.headers, body, request.provider)
+            if found is None and not ended(body):
+                found = _STOPPED_EARLY
         else:
             body = await response.read()
             found = failure_of(status, response.headers, body, request.provider)

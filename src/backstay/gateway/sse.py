@@ -13,10 +13,17 @@ import json
 import re
 from typing import Final
 
-__all__ = ["error_event"]
+__all__ = ["ended", "error_event"]
 
 _BLANK_LINE: Final = re.compile(r"\r?\n\r?\n")
 _ERROR_TYPES: Final = frozenset({"error", "response.failed"})
+# The events a provider ends a whole stream with: Anthropic's ``message_stop``, the
+# Responses API's ``response.completed`` / ``response.incomplete``; Chat Completions ends
+# with ``data: [DONE]``, and a Gemini stream's last chunk carries a ``finishReason``.
+_LAST_TYPES: Final = frozenset({"message_stop", "response.completed", "response.incomplete"})
+# How many of a stream's last events are looked at for its end (a keep-alive ``ping``
+# may follow it).
+_TAIL_EVENTS: Final = 3
 
 
 def _is_error(name: str | None, data: str) -> bool:
@@ -50,3 +57,47 @@ def error_event(body: bytes) -> str | None:
         if (name is not None or data) and _is_error(name, "\n".join(data)):
             return block.strip() + "\n\n"
     return None
+
+
+def _events(text: str) -> list[tuple[str | None, str]]:
+    """The SSE events of ``text``: (name, data), in order."""
+    events: list[tuple[str | None, str]] = []
+    for block in _BLANK_LINE.split(text):
+        name: str | None = None
+        data: list[str] = []
+        for line in block.splitlines():
+            field, _, value = line.partition(":")
+            value = value.removeprefix(" ")
+            if field == "event":
+                name = value
+            elif field == "data":
+                data.append(value)
+        if name is not None or data:
+            events.append((name, "\n".join(data)))
+    return events
+
+
+def _is_last(name: str | None, data: str) -> bool:
+    if name in _LAST_TYPES or data.strip() == "[DONE]":
+        return True
+    if "type" not in data and "finishReason" not in data:
+        return False
+    try:
+        parsed = json.loads(data)
+    except ValueError:
+        return False
+    if not isinstance(parsed, dict):
+        return False
+    if parsed.get("type") in _LAST_TYPES:
+        return True
+    candidates = parsed.get("candidates")
+    return isinstance(candidates, list) and any(
+        isinstance(candidate, dict) and candidate.get("finishReason") for candidate in candidates
+    )
+
+
+def ended(body: bytes) -> bool:
+    """Whether the SSE ``body`` holds its provider's last event (among its last few): a
+    stream without it stopped early, however cleanly its connection ended."""
+    tail = body[-65_536:].decode("utf-8", errors="replace")
+    return any(_is_last(name, data) for name, data in _events(tail)[-_TAIL_EVENTS:])
