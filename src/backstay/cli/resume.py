@@ -126,7 +126,9 @@ def resume(
                 showing_progress(states),
                 agent_gateway(
                     _adapters_of(records),
-                    enabled=not no_gateway,
+                    # As the batch ran: its suite's ``gateway: false`` holds (batch.json).
+                    enabled=not no_gateway
+                    and (identity is None or identity.gateway or gateway_url is not None),
                     url=gateway_url,
                     registry=config.registry,
                     rate_limits=config.engine_rate_limits(),

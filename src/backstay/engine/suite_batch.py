@@ -76,13 +76,16 @@ class BatchIdentity:
     """Which batch a state directory holds: the suite's name and the run id made when it
     first ran (``"20260301T120000Z-3f9a2c"``), where the suite was read from, and
     ``store``: where the batch's records are when not in the state directory itself (a
-    Redis URL with any password replaced by ``***``, or another directory)."""
+    Redis URL with any password replaced by ``***``, or another directory); ``gateway``:
+    the suite's ``gateway`` (``false``: its agent CLIs go straight to their providers, on
+    ``resume`` too)."""
 
     suite: str
     run_id: str
     created_at: _dt.datetime
     suite_file: str | None = None
     store: str | None = None
+    gateway: bool = True
 
     @property
     def workflow_id(self) -> str:
@@ -98,6 +101,7 @@ class BatchIdentity:
             "created_at": self.created_at.isoformat(),
             "suite_file": self.suite_file,
             "store": self.store,
+            "gateway": self.gateway,
         }
 
 
@@ -117,12 +121,16 @@ def read_identity(state_dir: str | os.PathLike[str]) -> BatchIdentity | None:
         data = json.loads(text)
         if not isinstance(data, dict) or data.get("format") != _FORMAT:
             raise ValueError("unknown format")  # noqa: TRY301 - one message for every defect
+        gateway = data.get("gateway", True)  # a batch file from before it was kept
+        if not isinstance(gateway, bool):
+            raise TypeError("gateway")  # noqa: TRY301 - one message for every defect
         return BatchIdentity(
             suite=str(data["suite"]),
             run_id=str(data["run_id"]),
             created_at=_dt.datetime.fromisoformat(data["created_at"]),
             suite_file=data.get("suite_file"),
             store=data.get("store"),
+            gateway=gateway,
         )
     except (ValueError, KeyError, TypeError):
         raise ConfigError(
@@ -176,6 +184,7 @@ def _identity_for(
                 created_at=clock.now(),
                 suite_file=None if suite.file is None else str(Path(suite.file).resolve()),
                 store=store,
+                gateway=suite.gateway,
             ),
         )
     if kept.suite != suite.name:
