@@ -42,6 +42,7 @@ _FLAGS: Final = {
     "upstream anthropic": "--anthropic-upstream",
     "upstream openai": "--openai-upstream",
     "upstream gemini": "--gemini-upstream",
+    "fallbacks": "--fallback",
 }
 _STORE_HELP: Final = (
     "Keep rate limiters and breakers in this store: redis://host:port/db (?namespace=NAME), "
@@ -62,6 +63,17 @@ def _upstream_option(provider: str, default: str) -> object:
         envvar=f"BACKSTAY_GATEWAY_{provider.upper()}_UPSTREAM",
         help=f"Base URL of the {provider} API (default {default}).",
     )
+
+
+def fallback_pairs(given: list[str]) -> tuple[tuple[str, str], ...]:
+    """``--fallback MODEL=FALLBACK`` values as (model, fallback) pairs."""
+    pairs: list[tuple[str, str]] = []
+    for text in given:
+        model, sep, fallback = text.partition("=")
+        if not sep or not model.strip() or not fallback.strip():
+            raise ConfigError(f"must be MODEL=FALLBACK, got {text!r}", where="fallbacks")
+        pairs.append((model.strip(), fallback.strip()))
+    return tuple(pairs)
 
 
 def gateway_token(token_env: str | None, environ: Mapping[str, str]) -> str | None:
@@ -209,6 +221,15 @@ def gateway(
         ),
     ] = None,
     store: Annotated[str | None, typer.Option("--store", metavar="URL", help=_STORE_HELP)] = None,
+    fallback: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--fallback",
+            metavar="MODEL=FALLBACK",
+            help="While MODEL's circuit is open, its requests go to FALLBACK, a model of the "
+            "same provider (repeat for more models).",
+        ),
+    ] = None,
     agent_runs: Annotated[
         bool,
         typer.Option(
@@ -272,6 +293,7 @@ def gateway(
             buffer_streams=buffer is Buffer.STREAMS,
             allow_remote=allow_remote,
             token=gateway_token(token_env, os.environ),
+            fallbacks=fallback_pairs(fallback or []),
         )
         _check_agent_runs(agent_runs, settings)
         served, bundle = _gateway(settings, store, config)

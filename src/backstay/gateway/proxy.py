@@ -84,7 +84,7 @@ class _Tally:
     has waited for its circuit's probe, when it started and what is left of its policy;
     ``body``: the client's body as ``body_json`` parsed it (``parsed_body``)."""
 
-    __slots__ = ("attempts", "body", "credential", "last", "probing", "token")
+    __slots__ = ("attempts", "body", "credential", "last", "moved", "probing", "token")
 
     def __init__(
         self,
@@ -98,6 +98,7 @@ class _Tally:
         self.credential = credential
         self.probing: Probing | None = None
         self.body = body
+        self.moved = False  # moved to a fallback model already: it moves once at most
 
     def parsed_body(self, body: bytes) -> object:
         """``body`` parsed from JSON (``NOT_JSON``: it is not), once per body: a request
@@ -129,6 +130,7 @@ class Proxy:
         self._runs = runs
         self._tracer_provider = tracer_provider
         self._registered: set[str] = set()
+        self._fallbacks = dict(settings.fallbacks)  # model → the model it falls back to
         self.active = 0
 
     async def handle(self, request: web.Request) -> web.StreamResponse:
@@ -176,7 +178,8 @@ class Proxy:
             headers = real_key_headers(headers, token, ticket.key)
             raw_path = real_key_path(raw_path, token, ticket.key)
             base = ticket.upstream or base
-            found, raw_path, body = self._fallen_back(found, ticket, raw_path, body)
+        arrived = found
+        found, raw_path, body = self._fallen_back(found, ticket, raw_path, body)
         upstream = Request(
             method=request.method,
             url=base + raw_path,
@@ -186,6 +189,7 @@ class Proxy:
         )
         credential = ticket.key if ticket is not None else next(iter(keys), None)
         tally = _Tally(token, credential, (request_body, parsed))
+        tally.moved = found is not arrived
         budget = None if token is None or self._runs is None else self._runs.budget(token)
         if budget is None:
             if not recording(self._tracer_provider):  # no span work while nobody records
@@ -203,13 +207,21 @@ class Proxy:
         finally:
             budget.release(estimate)
 
+    def _fallback(self, found: Route, ticket: RunTicket | None) -> str | None:
+        """The model a request on ``found`` moves to when its circuit is open: its run's
+        fallback model, else the gateway's for that model (``fallbacks``); ``None``: none."""
+        fallback = None if ticket is None else ticket.fallback_model
+        if not fallback and self._fallbacks:
+            fallback = self._fallbacks.get(found.model)
+        return fallback if fallback and fallback != found.model else None
+
     def _fallen_back(
-        self, found: Route, ticket: RunTicket, raw_path: str, body: bytes
+        self, found: Route, ticket: RunTicket | None, raw_path: str, body: bytes
     ) -> tuple[Route, str, bytes]:
-        """The route, path and body of a run's request: moved to the run's fallback model
-        while the circuit of its own model is open."""
-        fallback = ticket.fallback_model
-        if not fallback or fallback == found.model:
+        """The route, path and body of a request: moved to its fallback model while the
+        circuit of its own model is open."""
+        fallback = self._fallback(found, ticket)
+        if fallback is None:
             return found, raw_path, body
         if self._breakers.breaker_for((found.provider, found.model)).state is not (
             CircuitState.OPEN
@@ -218,11 +230,14 @@ class Proxy:
         moved = _moved_to(found, ticket, fallback, raw_path, body, reason="circuit_open")
         return (found, raw_path, body) if moved is None else moved
 
-    def _opened(self, found: Route, upstream: Request, ticket: RunTicket | None) -> _Moved | None:
-        """The route and upstream request of a run's request whose own model's circuit its
-        failures just opened, moved to the run's fallback model (``None``: none to move to)."""
-        fallback = None if ticket is None else ticket.fallback_model
-        if ticket is None or not fallback or fallback == found.model:
+    def _opened(
+        self, found: Route, upstream: Request, tally: _Tally, ticket: RunTicket | None
+    ) -> _Moved | None:
+        """The route and upstream request of a request whose own model's circuit its
+        failures just opened, moved to its fallback model (``None``: none to move to, or
+        it moved once already)."""
+        fallback = None if tally.moved else self._fallback(found, ticket)
+        if fallback is None:
             return None
         parts = urlsplit(upstream.url)
         head = f"{parts.scheme}://{parts.netloc}"
@@ -230,6 +245,7 @@ class Proxy:
         moved = _moved_to(found, ticket, fallback, raw_path, upstream.body, reason="circuit_opened")
         if moved is None:
             return None
+        tally.moved = True
         route, path, body = moved
         return route, dataclasses.replace(upstream, url=head + path, body=body)
 
@@ -320,7 +336,7 @@ class Proxy:
             result, failure, outcome = failed.answer, failed.failure, "gave_up"
         except CircuitOpen as err:
             # Its own failures opened the circuit: a run's request moves to its fallback.
-            moved = self._opened(found, upstream, ticket) if tally.last is not None else None
+            moved = self._opened(found, upstream, tally, ticket) if tally.last else None
             if moved is not None:
                 return await self._forward(*moved, key, tally, ticket, span)
             outcome = "circuit_open"
@@ -388,7 +404,13 @@ def _operation(found: Route, ticket: RunTicket | None) -> str:
 
 
 def _moved_to(
-    found: Route, ticket: RunTicket, fallback: str, raw_path: str, body: bytes, *, reason: str
+    found: Route,
+    ticket: RunTicket | None,
+    fallback: str,
+    raw_path: str,
+    body: bytes,
+    *,
+    reason: str,
 ) -> tuple[Route, str, bytes] | None:
     """The route, path and body of ``found``'s request for the run's ``fallback`` model,
     told as ``RequestFellBack`` (``reason``); ``None`` when the model is not where its
@@ -405,8 +427,8 @@ def _moved_to(
                 fallback_model=fallback,
                 endpoint=found.endpoint,
                 reason=reason,
-                task=ticket.task,
-                attempt=ticket.attempt,
+                task=None if ticket is None else ticket.task,
+                attempt=None if ticket is None else ticket.attempt,
             )
         )
     endpoint = found.endpoint.replace(found.model, fallback, 1)

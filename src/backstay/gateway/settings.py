@@ -128,6 +128,9 @@ class GatewaySettings:
       event is forwarded.
     * ``token``: when set, every request must carry it in ``TOKEN_HEADER``; required with
       ``allow_remote``, which alone permits a non-loopback ``host``.
+    * ``fallbacks``: (model, fallback model) pairs of one provider's models: a request for
+      the model moves to its fallback while the model's circuit is open (a run's own
+      fallback model comes first).
     """
 
     host: str = DEFAULT_HOST
@@ -143,6 +146,7 @@ class GatewaySettings:
     max_buffer_bytes: int = DEFAULT_MAX_BUFFER_BYTES
     max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES
     peek_bytes: int = DEFAULT_PEEK_BYTES
+    fallbacks: tuple[tuple[str, str], ...] = ()
 
     def __post_init__(self) -> None:
         check_name(self.host, where="host")
@@ -174,3 +178,23 @@ class GatewaySettings:
         check_number(self.max_buffer_bytes, where="max_buffer_bytes", minimum=1, integer=True)
         check_number(self.max_request_bytes, where="max_request_bytes", minimum=1, integer=True)
         check_number(self.peek_bytes, where="peek_bytes", minimum=1, integer=True)
+        _check_fallbacks(self.fallbacks)
+
+
+def _check_fallbacks(fallbacks: object) -> None:
+    if not isinstance(fallbacks, tuple):
+        raise ConfigError(f"must be (model, fallback) pairs, got {fallbacks!r}", where="fallbacks")
+    seen: set[str] = set()
+    for pair in fallbacks:
+        if not (
+            isinstance(pair, tuple)
+            and len(pair) == 2
+            and all(isinstance(name, str) and name.strip() for name in pair)
+        ):
+            raise ConfigError(f"must be a (model, fallback) pair, got {pair!r}", where="fallbacks")
+        model, fallback = pair
+        if model == fallback:
+            raise ConfigError(f"{model!r} cannot fall back to itself", where="fallbacks")
+        if model in seen:
+            raise ConfigError(f"{model!r} has two fallback models", where="fallbacks")
+        seen.add(model)
