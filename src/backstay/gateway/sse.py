@@ -43,25 +43,15 @@ def _is_error(name: str | None, data: str) -> bool:
 def error_event(body: bytes) -> str | None:
     """The text of the first error event of the SSE ``body`` (``None``: none). An event
     cut at the end of ``body`` is read as far as it goes."""
-    text = body.decode("utf-8", errors="replace")
-    for block in _BLANK_LINE.split(text):
-        name: str | None = None
-        data: list[str] = []
-        for line in block.splitlines():
-            field, _, value = line.partition(":")
-            value = value.removeprefix(" ")
-            if field == "event":
-                name = value
-            elif field == "data":
-                data.append(value)
-        if (name is not None or data) and _is_error(name, "\n".join(data)):
+    for block, name, data in _events(body.decode("utf-8", errors="replace")):
+        if _is_error(name, data):
             return block.strip() + "\n\n"
     return None
 
 
-def _events(text: str) -> list[tuple[str | None, str]]:
-    """The SSE events of ``text``: (name, data), in order."""
-    events: list[tuple[str | None, str]] = []
+def _events(text: str) -> list[tuple[str, str | None, str]]:
+    """The SSE events of ``text``, in order: each one's block, name and data."""
+    events: list[tuple[str, str | None, str]] = []
     for block in _BLANK_LINE.split(text):
         name: str | None = None
         data: list[str] = []
@@ -73,7 +63,7 @@ def _events(text: str) -> list[tuple[str | None, str]]:
             elif field == "data":
                 data.append(value)
         if name is not None or data:
-            events.append((name, "\n".join(data)))
+            events.append((block, name, "\n".join(data)))
     return events
 
 
@@ -100,4 +90,4 @@ def ended(body: bytes) -> bool:
     """Whether the SSE ``body`` holds its provider's last event (among its last few): a
     stream without it stopped early, however cleanly its connection ended."""
     tail = body[-65_536:].decode("utf-8", errors="replace")
-    return any(_is_last(name, data) for name, data in _events(tail)[-_TAIL_EVENTS:])
+    return any(_is_last(name, data) for _, name, data in _events(tail)[-_TAIL_EVENTS:])
