@@ -256,3 +256,27 @@ def test_stopping_cuts_a_request_still_being_answered_and_ends(tmp_path: Path) -
         assert _Reader(sock).closed()
         assert s.fake.stats().requests == 1
     assert stopped_in < BOUND_S
+
+
+def test_a_request_the_proxy_fails_to_answer_gets_a_500_and_the_connection_closes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from backstay.gateway.proxy import Proxy  # noqa: PLC0415 - the part made to fail
+
+    async def broken(self: Proxy, request: object) -> object:
+        raise RuntimeError("a defect")
+
+    reported: list[str] = []
+    monkeypatch.setattr(Proxy, "respond", broken)  # before a connection takes it
+    with served(tmp_path) as s, _connect(s.url) as sock:
+        loop = s.gateway._loop  # the serving loop: its exception handler
+        assert loop is not None
+        loop.set_exception_handler(lambda _, context: reported.append(context["message"]))
+        sock.sendall(_request())
+        reader = _Reader(sock)
+        status, headers, body = reader.answer()
+        assert status == 500
+        assert headers["connection"] == "close"
+        assert body == b"500 Internal Server Error"
+        assert reader.closed()
+    assert reported == ["the gateway failed to answer a request"]
