@@ -3,6 +3,7 @@ every process's handle shares (real server, and fakeredis with Lua for the unit 
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterator
 
 import fakeredis
@@ -139,3 +140,65 @@ def test_headers_answering_a_reservation_set_the_level_even_upwards(make: Maker)
         answering=last,
     )
     assert limiter.reserve() == 0.0  # the provider had 5 left after our last: go now
+
+
+# -- discovery: no limit configured nor learned yet ----------------------------------------
+
+DISCOVERING = RateLimitSettings(probe_timeout_s=5.0)
+
+
+def test_the_first_reservation_is_the_probe_and_the_others_are_held(make: Maker) -> None:
+    one, two = make(DISCOVERING), make(DISCOVERING)
+    probe = one.reservation()
+    assert (probe.probe, probe.wait_s, probe.recheck_s) == (True, 0.0, None)
+    held = two.reservation()
+    assert held.recheck_s is not None
+    assert not held.probe
+    assert 4.0 < held.wait_s <= 5.0  # what is left of the probe's time
+    assert two.recheck(held).recheck_s is not None  # still held
+
+
+@pytest.mark.parametrize("end", ["settled", "headers", "rate_limited", "failed"])
+def test_the_probes_answer_lets_the_held_ones_go(make: Maker, end: str) -> None:
+    one, two = make(DISCOVERING), make(DISCOVERING)
+    probe = one.reservation()
+    held = two.reservation()
+    if end == "settled":
+        one.settle(probe)
+    elif end == "headers":
+        one.update_from_headers(
+            {"x-ratelimit-limit-requests": "6000", "x-ratelimit-remaining-requests": "5999"},
+            answering=probe,
+        )
+    elif end == "rate_limited":
+        one.observe(Failure(code="ERR_HTTP_429_RATE_LIMITED", retry_after_s=0.0))
+    else:
+        one.observe(Failure(code="ERR_HTTP_503_UNAVAILABLE"))
+    placed = two.recheck(held)
+    assert placed.recheck_s is None
+    assert placed.wait_s == 0.0
+    assert two.reservation().recheck_s is None  # discovery is over for every handle
+
+
+def test_a_probe_that_never_answers_holds_the_others_only_for_its_time(make: Maker) -> None:
+    quick = RateLimitSettings(probe_timeout_s=0.2)
+    one, two = make(quick), make(quick)
+    one.reservation()
+    held = two.reservation()
+    assert held.recheck_s is not None
+    deadline = time.monotonic() + 10.0
+    while held.recheck_s is not None and time.monotonic() < deadline:
+        time.sleep(0.05)
+        held = two.recheck(held)
+    assert held.recheck_s is None
+
+
+def test_a_configured_limit_or_reserve_is_never_held(make: Maker) -> None:
+    configured = make(SETTINGS)
+    assert [r.recheck_s for r in (configured.reservation(), configured.reservation())] == [
+        None,
+        None,
+    ]
+    discovering = make(RateLimitSettings(probe_timeout_s=5.0))
+    assert discovering.reserve() == 0.0
+    assert discovering.reserve() == 0.0

@@ -59,8 +59,10 @@ end
 RESERVE: Final = (
     _COMMON
     + """
--- ARGV: tokens, configured rpm (or ''), configured tpm (or ''), burst_s
--- -> 'wait|requests reserved so far|tokens reserved so far'
+-- ARGV: tokens, configured rpm (or ''), configured tpm (or ''), burst_s, probe_timeout_s
+-- (or ''/0: no discovery)
+-- -> 'wait|requests reserved so far|tokens reserved so far|probe (1 or 0)', or, while
+-- another caller's probe discovers the limits, 'wait|held' (the probe's time left)
 local key, tokens, burst_s = KEYS[1], tonumber(ARGV[1]), tonumber(ARGV[4])
 local now = now_s()
 if ARGV[2] ~= '' and get(key, 'r_cap') == nil then
@@ -68,6 +70,22 @@ if ARGV[2] ~= '' and get(key, 'r_cap') == nil then
 end
 if ARGV[3] ~= '' and get(key, 't_cap') == nil then
   shape(key, 't', tonumber(ARGV[3]), burst_s, now)
+end
+local probe = '0'
+local probe_s = tonumber(ARGV[5] or '') or 0
+if probe_s > 0 and get(key, 'r_cap') == nil and get(key, 't_cap') == nil
+    and get(key, 'found') == nil then
+  -- no limit known yet: the first caller of the fleet goes alone, the others wait for
+  -- its answer (which teaches the limits or ends discovery), at most probe_s
+  local probe_until = get(key, 'probe')
+  if probe_until == nil then
+    redis.call('HSET', key, 'probe', fmt(now + probe_s))
+    probe = '1'
+  elseif now < probe_until then
+    return fmt(probe_until - now) .. '|held'
+  else
+    redis.call('HSET', key, 'found', '1')
+  end
 end
 local wait = math.max(0, (get(key, 'blocked') or 0) - now)
 for _, dc in ipairs({{'r', 1.0}, {'t', tokens}}) do
@@ -83,7 +101,7 @@ for _, dc in ipairs({{'r', 1.0}, {'t', tokens}}) do
 end
 local n = redis.call('HINCRBY', key, 'n', 1)
 local tn = redis.call('HINCRBYFLOAT', key, 'tn', tokens)
-return fmt(wait) .. '|' .. n .. '|' .. tn
+return fmt(wait) .. '|' .. n .. '|' .. tn .. '|' .. probe
 """
 )
 
@@ -93,6 +111,7 @@ BLOCK: Final = (
 -- ARGV: seconds -> the block's end (Unix seconds)
 local key = KEYS[1]
 local now = now_s()
+redis.call('HSET', key, 'found', '1')  -- the provider has answered: discovery is over
 local until_s = now + tonumber(ARGV[1])
 local blocked = math.max(get(key, 'blocked') or 0, until_s)
 redis.call('HSET', key, 'blocked', fmt(blocked))
@@ -120,6 +139,7 @@ LEARN: Final = (
 -- (or '': not known)
 local key, d, burst_s = KEYS[1], ARGV[1], tonumber(ARGV[5])
 local now = now_s()
+redis.call('HSET', key, 'found', '1')  -- any headers end discovery
 local per_minute = nil
 if ARGV[4] ~= '' then per_minute = tonumber(ARGV[4]) end
 if ARGV[2] ~= '' and tonumber(ARGV[2]) > 0 then

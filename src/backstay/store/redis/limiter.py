@@ -18,9 +18,15 @@ providers, models and keys spread over a Cluster's slots. Each decision is one L
   the provider had left less what the whole fleet reserved since; one machine's answer
   paces all of them.
 
-What it leaves out of the in-process limiter, for now: the probe that holds callers while
-a limiter with no configured limits first hears from the provider, and the learned ratio
-of charged to estimated tokens (docs/scale-out.md).
+* discovery, as the in-process limiter's: with no limit configured and none learned yet,
+  the fleet's first ``reservation`` is the probe (``Reservation.probe``) and every other
+  caller, on any machine, is held (``recheck_s``: asked again every ``HOLD_RECHECK_S``)
+  until the probe's answer teaches the limits or ends (``settle``), a 429 blocks the
+  limiter, or ``probe_timeout_s`` passes. ``reserve`` (a wait, never held) lets a caller
+  go at the probe's end at the latest.
+
+What it leaves out of the in-process limiter, for now: the learned ratio of charged to
+estimated tokens (docs/scale-out.md).
 """
 
 from __future__ import annotations
@@ -46,6 +52,9 @@ from backstay.taxonomy import FailureKind
 __all__ = ["RedisRateLimiter", "RedisRateLimiterRegistry", "credential_fingerprint"]
 
 _DIMENSION: Final = {REQUESTS: "r", TOKENS: "t"}
+# How often a caller held while the fleet's probe discovers the limits asks again (a
+# round trip to Redis each time).
+HOLD_RECHECK_S: Final = 0.05
 
 
 def credential_fingerprint(secret: str) -> str:
@@ -89,13 +98,14 @@ class RedisRateLimiter:
             lambda client: script(keys=[self.key], args=list(args), client=client)
         )
 
-    def reserve(self, tokens: float = 1.0) -> float:
-        """Reserve one request and ``tokens`` tokens; the seconds to wait first."""
-        return self.reservation(tokens).wait_s
-
     def reservation(self, tokens: float = 1.0) -> Reservation:
-        """``reserve``, returning the whole ``Reservation`` (never held: placed at once):
-        hand it back with the headers of the response it was made for."""
+        """``reserve``, returning the whole ``Reservation``: hand it back with the headers
+        of the response it was made for, and to ``settle`` when its attempt ends. While
+        the limits are discovered the fleet's first one is the probe and the others are
+        held: ``recheck`` them."""
+        return self._reservation(tokens, discover=True)
+
+    def _reservation(self, tokens: float, *, discover: bool) -> Reservation:
         check_number(tokens, where="tokens")
         s = self.settings
         raw = self._run(
@@ -104,22 +114,38 @@ class RedisRateLimiter:
             _arg(s.requests_per_minute),
             _arg(s.tokens_per_minute),
             repr(s.burst_s),
+            repr(float(s.probe_timeout_s)) if discover else "",
         )
-        wait, requests, tokened = (raw.decode() if isinstance(raw, bytes) else str(raw)).split("|")
+        parts = (raw.decode() if isinstance(raw, bytes) else str(raw)).split("|")
+        wait = max(0.0, float(parts[0]))
+        if parts[1] == "held":  # another caller's probe discovers the limits
+            return Reservation(wait, 0.0, 0.0, tokens=float(tokens), recheck_s=HOLD_RECHECK_S)
         return Reservation(
-            max(0.0, float(wait)), float(requests), float(tokened), tokens=float(tokens)
+            wait, float(parts[1]), float(parts[2]), tokens=float(tokens), probe=parts[3] == "1"
         )
+
+    def reserve(self, tokens: float = 1.0) -> float:
+        """Reserve one request and ``tokens`` tokens; the seconds to wait first (placed at
+        once, never held: as the in-process limiter's ``reserve``)."""
+        return self._reservation(tokens, discover=False).wait_s
 
     def recheck(self, reservation: Reservation) -> Reservation:
-        """A placed reservation stays as it is (this limiter never holds callers)."""
-        return reservation
+        """A held ``reservation`` asked again: still held, or placed. A placed one stays as
+        it is."""
+        if reservation.recheck_s is None:
+            return reservation
+        return self.reservation(reservation.tokens)
 
     def settle(self, reservation: Reservation) -> None:
-        """Nothing to do: this limiter has no probe to end."""
+        """The probe's attempt ended: discovery is over for the whole fleet."""
+        if reservation.probe:
+            self._conn.call(lambda client: client.hset(self.key, "found", "1"))
 
     def observe(self, failure: Failure) -> None:
-        """A rate limit with a wait blocks every caller of every machine until then."""
+        """A rate limit with a wait blocks every caller of every machine until then. Any
+        failure ends discovery: the provider has answered, or the probe failed."""
         if failure.kind is not FailureKind.RATE_LIMIT:
+            self._conn.call(lambda client: client.hset(self.key, "found", "1"))
             return
         wait = failure.retry_after_s
         if wait is None and failure.resets_at is not None:
