@@ -80,9 +80,23 @@ def test_within_freezing_the_import_is_not_collected_and_its_objects_are_frozen(
 
 
 def test_outside_freezing_an_import_is_a_plain_one(modules: Path) -> None:
-    frozen = gc.get_freeze_count()
-    assert _import_counting(_write(modules, "sdk_two")) > 0  # collected as it goes
-    assert gc.get_freeze_count() == frozen
+    # The collector as a fresh interpreter has it, and no batch's freezing() open in this
+    # process (a thread another test of this worker left may still be in one), so that a
+    # plain import is collected as it goes.
+    enabled, thresholds, depth = gc.isenabled(), gc.get_threshold(), _sdk_gc._DEPTH[0]
+    gc.enable()
+    gc.set_threshold(700, 10, 10)
+    _sdk_gc._DEPTH[0] = 0
+    try:
+        frozen = gc.get_freeze_count()
+        assert _import_counting(_write(modules, "sdk_two")) > 0  # collected as it goes
+        assert gc.get_freeze_count() == frozen
+        assert gc.isenabled()
+    finally:
+        _sdk_gc._DEPTH[0] += depth
+        gc.set_threshold(*thresholds)
+        if not enabled:
+            gc.disable()
 
 
 def test_a_module_imported_already_is_not_frozen_again(modules: Path) -> None:
