@@ -2,8 +2,10 @@
 every text (``register_secret``), and its upstream attempts run by ``backstay.call.acall``
 under the gateway's ``RetryPolicy`` and the circuit breaker of its (provider, model); the
 client gets the first answer that did not fail, else the last upstream answer unchanged,
-else (no upstream answer at all) an error in its provider's format. A request whose own
-failures open its circuit is not handed its last answer: it waits for the circuit's probe
+else (no upstream answer at all) an error in its provider's format. A request whose
+model's circuit is open moves to its fallback model (its run's, else the gateway's
+``fallbacks``: ``RequestFellBack``), once at most; without one, a request whose own
+failures open its circuit, or that comes while it is open, waits for the circuit's probe
 and is sent as it, or gets the open circuit's 503 with the wait (``probe``).
 
 One ``Idempotency-Key`` per client request is sent on every attempt (``headers``); each
@@ -12,11 +14,7 @@ attempt first waits its turn at the rate limiter of its provider and model (``li
 With a run-token table (``runs``), only requests carrying a live run token are served:
 the token is swapped for the run's real key and the request sent to the run's upstream
 (``run_requests``); each upstream attempt and the tokens of each answer are counted for
-the token (``usage``); a request whose circuit is open moves to the run's fallback model
-(``RequestFellBack``); and each request is a span under the run's trace (``spans``).
-
-(Just over 500 lines: ``Proxy._forward`` is one request's path, from its route to its
-answer, and reads as one; what it decides lives in the modules named above.)
+the token (``usage``); and each request is a span under the run's trace (``spans``).
 """
 
 from __future__ import annotations
@@ -335,7 +333,7 @@ class Proxy:
         except UpstreamFailed as failed:
             result, failure, outcome = failed.answer, failed.failure, "gave_up"
         except CircuitOpen as err:
-            # Its own failures opened the circuit: a run's request moves to its fallback.
+            # Its own failures opened the circuit: it moves to its fallback model, if any.
             moved = self._opened(found, upstream, tally, ticket) if tally.last else None
             if moved is not None:
                 return await self._forward(*moved, key, tally, ticket, span)
