@@ -175,9 +175,8 @@ class Http1(asyncio.Protocol):
             self._timer = None
         if self.task is not None:
             self.task.cancel()  # the client is gone: its request's attempts end
-        writable, self._writable = self._writable, None
-        if writable is not None and not writable.done():
-            writable.set_exception(ConnectionResetError("the client disconnected"))
+        # A stream waiting to write goes on to its cancellation (its writes go nowhere).
+        self.resume_writing()
         self.transport = None
 
     def pause_writing(self) -> None:
