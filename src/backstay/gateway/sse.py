@@ -26,16 +26,22 @@ _LAST_TYPES: Final = frozenset({"message_stop", "response.completed", "response.
 _TAIL_EVENTS: Final = 3
 
 
+def _json_object(data: str) -> dict[str, object] | None:
+    """An event's data read as a JSON object (``None``: it is not one)."""
+    try:
+        parsed = json.loads(data)
+    except ValueError:
+        return None
+    return parsed if isinstance(parsed, dict) else None
+
+
 def _is_error(name: str | None, data: str) -> bool:
     if name in _ERROR_TYPES:
         return True
     if "error" not in data:  # the common case: no JSON to read
         return False
-    try:
-        parsed = json.loads(data)
-    except ValueError:
-        return False
-    if not isinstance(parsed, dict):
+    parsed = _json_object(data)
+    if parsed is None:
         return False
     return parsed.get("error") is not None or parsed.get("type") in _ERROR_TYPES
 
@@ -72,11 +78,8 @@ def _is_last(name: str | None, data: str) -> bool:
         return True
     if "type" not in data and "finishReason" not in data:
         return False
-    try:
-        parsed = json.loads(data)
-    except ValueError:
-        return False
-    if not isinstance(parsed, dict):
+    parsed = _json_object(data)
+    if parsed is None:
         return False
     if parsed.get("type") in _LAST_TYPES:
         return True
