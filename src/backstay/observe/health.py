@@ -41,6 +41,10 @@ if TYPE_CHECKING:
     from backstay.engine.circuit_log import CircuitEntry, CircuitLog
     from backstay.observe.batch_view import LeaseHolders
     from backstay.observe.snapshot import StateSnapshot
+    from backstay.store.redis.health_reads import HealthFacts as RedisHealthFacts
+    from backstay.store.sqlite.health_reads import HealthFacts as SQLiteHealthFacts
+
+    _HealthFacts = RedisHealthFacts | SQLiteHealthFacts
 
 __all__ = [
     "HEALTH_CONTENT_TYPE",
@@ -280,7 +284,6 @@ def _open(
 def _shared_report(where: StoreLocation, taken_at: _dt.datetime) -> HealthReport | None:
     """The report of a batch in Redis read without redis-py (``health_reads``), or
     ``None`` where the full stores must read it."""
-    from backstay.idempotency.owners import holder_is_dead  # noqa: PLC0415 - see the imports
     from backstay.store.redis.health_reads import read_health_facts  # noqa: PLC0415
 
     facts = read_health_facts(where)
@@ -288,14 +291,7 @@ def _shared_report(where: StoreLocation, taken_at: _dt.datetime) -> HealthReport
         return None
     if not sum(facts.state_counts.values()):
         raise _no_batch(where)
-    gone = sum(1 for _, owner in facts.running if owner is None or holder_is_dead(owner))
-    return _report(
-        taken_at,
-        _open_of(facts.circuit_changes),
-        facts.open_escalations,
-        interrupted=gone,
-        recording=facts.recording,
-    )
+    return _facts_report(facts, taken_at)
 
 
 def _sqlite_report(
@@ -304,18 +300,27 @@ def _sqlite_report(
     """The report of a batch in SQLite read without its stores (``health_reads``; leases
     judged as ``SQLiteOperationStore.holder`` judges them, by the clock now), or ``None``
     where the stores must read it."""
-    from backstay.idempotency.owners import holder_is_dead  # noqa: PLC0415 - see the imports
     from backstay.store.sqlite.health_reads import read_health_facts  # noqa: PLC0415
 
     facts = read_health_facts(store_dir / STATE_FILE, now=SYSTEM_CLOCK.now().timestamp())
     if facts is None:
         return None
+    return _facts_report(facts, taken_at, writable)
+
+
+def _facts_report(
+    facts: _HealthFacts, taken_at: _dt.datetime, store: Mapping[str, Any] | None = None
+) -> HealthReport:
+    """The report of the facts a light read of a store gave (``health_reads``): a running
+    task without a live lease, or whose holder is a dead process, was interrupted."""
+    from backstay.idempotency.owners import holder_is_dead  # noqa: PLC0415 - see the imports
+
     gone = sum(1 for _, owner in facts.running if owner is None or holder_is_dead(owner))
     return _report(
         taken_at,
         _open_of(facts.circuit_changes),
         facts.open_escalations,
-        store=writable,
+        store=store,
         interrupted=gone,
         recording=facts.recording,
     )
