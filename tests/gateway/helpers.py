@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any, Final
 
 import anthropic
+import httpx
 import openai
 from google import genai
 from google.genai import types
@@ -75,6 +76,16 @@ def gemini_client(url: str) -> genai.Client:
 
 
 MESSAGES: Final = [{"role": "user", "content": "Write a haiku about resilient systems."}]
+
+
+def claude_stream_bytes(url: str) -> httpx.Response:
+    """A streamed Messages request sent as plain HTTP: the answer's bytes as they came."""
+    return httpx.post(
+        url + "/v1/messages",
+        json={"model": ANTHROPIC_MODEL, "max_tokens": 50, "messages": MESSAGES, "stream": True},
+        headers={"x-api-key": "test-key-123456", "anthropic-version": "2023-06-01"},
+        timeout=20,
+    )
 
 
 def claude(url: str, *, stream: bool = False) -> str:

@@ -5,10 +5,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import httpx
 import openai
 import pytest
-from tests.gateway.helpers import ANTHROPIC_MODEL, MESSAGES, chat, claude, gemini, responses, served
+from tests.gateway.helpers import (
+    chat,
+    claude,
+    claude_stream_bytes,
+    gemini,
+    responses,
+    served,
+)
 
 from backstay.fakeprovider import FakeProvider, Fault, FaultKind
 
@@ -59,23 +65,14 @@ def test_buffered_an_error_event_mid_stream_is_retried(tmp_path: Path, call: obj
     assert stats.requests == 2
 
 
-def _stream(url: str) -> httpx.Response:
-    return httpx.post(
-        url + "/v1/messages",
-        json={"model": ANTHROPIC_MODEL, "max_tokens": 50, "messages": MESSAGES, "stream": True},
-        headers={"x-api-key": "test-key-123456", "anthropic-version": "2023-06-01"},
-        timeout=20,
-    )
-
-
 @pytest.mark.parametrize("buffer_streams", [False, True], ids=["passed-through", "buffered"])
 def test_a_clean_stream_reaches_the_client_as_the_same_bytes(
     tmp_path: Path, buffer_streams: bool
 ) -> None:
     with FakeProvider() as direct:
-        expected = _stream(direct.url)
+        expected = claude_stream_bytes(direct.url)
     with served(tmp_path, buffer_streams=buffer_streams) as s:
-        got = _stream(s.url)
+        got = claude_stream_bytes(s.url)
         stats = s.fake.stats()
     assert got.headers["content-type"].startswith("text/event-stream")
     assert got.content == expected.content
@@ -99,7 +96,7 @@ def test_buffered_a_stream_larger_than_the_buffer_is_a_502_and_not_retried(
     tmp_path: Path,
 ) -> None:
     with served(tmp_path, buffer_streams=True, max_buffer_bytes=64) as s:
-        answer = _stream(s.url)
+        answer = claude_stream_bytes(s.url)
         stats = s.fake.stats()
     assert answer.status_code == 502
     assert "larger than the buffer" in answer.json()["error"]["message"]

@@ -13,14 +13,12 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Final
 
-import httpx
 import pytest
 from tests.gateway.helpers import (
-    ANTHROPIC_MODEL,
     FAST_POLICY,
-    MESSAGES,
     chat,
     claude,
+    claude_stream_bytes,
     gemini,
     responses,
     served,
@@ -78,15 +76,6 @@ def _upstream(bodies: list[bytes]) -> Iterator[tuple[str, list[bytes]]]:
         thread.join(10)
 
 
-def _stream(url: str) -> httpx.Response:
-    return httpx.post(
-        url + "/v1/messages",
-        json={"model": ANTHROPIC_MODEL, "max_tokens": 50, "messages": MESSAGES, "stream": True},
-        headers={"x-api-key": "test-key-123456", "anthropic-version": "2023-06-01"},
-        timeout=20,
-    )
-
-
 def _gateway(upstream: str, *, buffer_streams: bool = True) -> Gateway:
     settings = GatewaySettings(
         port=0,
@@ -99,7 +88,7 @@ def _gateway(upstream: str, *, buffer_streams: bool = True) -> Gateway:
 
 def test_a_buffered_stream_cut_short_is_retried_until_it_is_whole() -> None:
     with _upstream([START, START + END]) as (url, sent), _gateway(url) as gateway:
-        answer = _stream(gateway.url)
+        answer = claude_stream_bytes(gateway.url)
     assert answer.status_code == 200
     assert answer.content == START + END
     assert answer.headers["x-backstay-attempts"] == "2"
@@ -108,7 +97,7 @@ def test_a_buffered_stream_cut_short_is_retried_until_it_is_whole() -> None:
 
 def test_a_buffered_stream_cut_short_every_time_is_handed_over_as_it_came() -> None:
     with _upstream([START]) as (url, sent), _gateway(url) as gateway:
-        answer = _stream(gateway.url)
+        answer = claude_stream_bytes(gateway.url)
     assert answer.status_code == 200
     assert answer.content == START
     assert answer.headers["x-backstay-attempts"] == "3"
@@ -120,7 +109,7 @@ def test_a_passed_through_stream_is_not_held_for_its_end() -> None:
         _upstream([START]) as (url, sent),
         _gateway(url, buffer_streams=False) as gateway,
     ):
-        answer = _stream(gateway.url)
+        answer = claude_stream_bytes(gateway.url)
     assert answer.content == START
     assert len(sent) == 1
 
