@@ -14,13 +14,11 @@ from typing import Any
 
 import pytest
 from tests.mounts import in_mount_namespace, needs_mounts
-from tests.store.summary_support import fill
+from tests.store.summary_support import fill, fill_redis
 
 from backstay.cli import _health_probe
 from backstay.cli._store_in_force import STATE_DIR_ENV_VAR
 from backstay.store.location import StoreLocation
-from backstay.store.redis._client import RedisConnection
-from backstay.store.redis.tasks import RedisTaskStore
 from backstay.store.sqlite.tasks import SQLiteTaskStore
 
 # The entry point (the short path) and the typer application alone (the command).
@@ -127,11 +125,7 @@ def test_a_damaged_state_file_is_the_commands_error(batch: Path) -> None:
 def test_a_batch_in_redis_reads_the_same_on_both_paths(
     tmp_path: Path, redis_location: StoreLocation
 ) -> None:
-    conn = RedisConnection(redis_location)
-    try:
-        fill(RedisTaskStore(conn), tmp_path)
-    finally:
-        conn.close()
+    fill_redis(redis_location, tmp_path)
     args = ["health", "--json", "--state-dir", "batch", "--store", str(redis_location.url)]
     report = _both_alike(args, tmp_path)
     assert report["checks"]["store:reachable"][0]["status"] == "pass"

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 import typer.main
-from tests.store.summary_support import fill
+from tests.store.summary_support import fill, fill_redis
 
 from backstay.adapters.capture import METRICS_FILE
 from backstay.cli import app, run
@@ -30,8 +30,6 @@ from backstay.config._dialect import AGENT_CONFIG_FILE, CONTRACT_DEFAULTS_FILE
 from backstay.observe import health
 from backstay.observe.server import TOKEN_ENV_VAR
 from backstay.store.location import StoreLocation
-from backstay.store.redis._client import RedisConnection
-from backstay.store.redis.tasks import RedisTaskStore
 from backstay.store.sqlite.circuit_log import SQLiteCircuitLog
 from backstay.store.sqlite.operations import SQLiteOperationStore
 from backstay.store.sqlite.tasks import STATE_FILE, SQLiteTaskStore
@@ -276,11 +274,7 @@ def test_health_of_a_whole_sqlite_file_imports_none_of_its_stores(tmp_path: Path
 def test_health_on_a_plain_redis_url_imports_no_redis_py_and_no_redis_store(
     tmp_path: Path, redis_location: StoreLocation
 ) -> None:
-    conn = RedisConnection(redis_location)
-    try:
-        fill(RedisTaskStore(conn), tmp_path)
-    finally:
-        conn.close()
+    fill_redis(redis_location, tmp_path)
     args = ["health", "--json", "--state-dir", "batch", "--store", str(redis_location.url)]
     loaded = _loaded_after(args, prefix="", cwd=tmp_path)
     assert "backstay.store.redis.health_reads" in loaded  # it did read the batch
@@ -295,11 +289,7 @@ def test_health_on_a_plain_redis_url_imports_no_redis_py_and_no_redis_store(
 def test_status_on_a_plain_redis_url_imports_no_redis_py_and_no_redis_store(
     tmp_path: Path, redis_location: StoreLocation
 ) -> None:
-    conn = RedisConnection(redis_location)
-    try:
-        fill(RedisTaskStore(conn), tmp_path)
-    finally:
-        conn.close()
+    fill_redis(redis_location, tmp_path)
     args = ["status", "--state-dir", "batch", "--store", str(redis_location.url)]
     loaded = _loaded_after(args, prefix="", cwd=tmp_path)
     assert "backstay.store.redis.status_reads" in loaded  # it did read the batch

@@ -12,6 +12,7 @@ from backstay.engine import AttemptOutcome, TaskSpec, TaskState
 from backstay.engine.records import AttemptEnd, NewEscalation, StateChange
 from backstay.engine.taskstore import TaskStore
 from backstay.failure import Failure
+from backstay.store.location import StoreLocation
 
 AT: Final = _dt.datetime(2026, 1, 1, tzinfo=_dt.UTC)
 LATER: Final = AT + _dt.timedelta(seconds=1)
@@ -83,6 +84,18 @@ def fill(store: TaskStore, workspace: Path, ids: list[str] | None = None) -> lis
     for spec in made:
         move(store, spec, end_state(spec.task_id))
     return made
+
+
+def fill_redis(location: StoreLocation, workspace: Path) -> list[TaskSpec]:
+    """``fill`` the Redis task store at ``location`` (its connection closed after)."""
+    from backstay.store.redis._client import RedisConnection  # noqa: PLC0415 - Redis only
+    from backstay.store.redis.tasks import RedisTaskStore  # noqa: PLC0415
+
+    conn = RedisConnection(location)
+    try:
+        return fill(RedisTaskStore(conn), workspace)
+    finally:
+        conn.close()
 
 
 def full_count(store: TaskStore) -> dict[TaskState, int]:
