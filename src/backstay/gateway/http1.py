@@ -197,13 +197,11 @@ class Http1(asyncio.Protocol):
             return
         buffer = self._buffer
         end = buffer.find(b"\r\n\r\n")
-        if end < 0:
-            if len(buffer) > MAX_HEAD_BYTES:
-                self._refuse(_Refused(431, "Request Header Fields Too Large"))
-            return
-        if end > MAX_HEAD_BYTES:
+        if (len(buffer) if end < 0 else end) > MAX_HEAD_BYTES:  # a head too long, whole or not
             self._refuse(_Refused(431, "Request Header Fields Too Large"))
             return
+        if end < 0:
+            return  # the rest of the head is still to come
         try:
             parsed = self._parse(bytes(buffer[:end]))
         except _Refused as refused:
