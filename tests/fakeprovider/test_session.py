@@ -254,3 +254,25 @@ def test_a_wrong_session_in_a_file_is_named_with_its_line(tmp_path: Path) -> Non
         f"{path}:5: faults[0].times: applies only with the turn selector",
     ):
         assert expected in message, message
+
+
+def test_a_gemini_call_answered_twice_is_refused_as_gemini_refuses_it() -> None:
+    # A resumed Gemini CLI session answers a call twice (docs/gateway.md): Gemini's 400.
+    from google.genai import errors, types  # noqa: PLC0415 - only this test needs them
+
+    call = types.Part(function_call=types.FunctionCall(name="run_shell_command", args={}))
+    answer = types.Part.from_function_response(name="run_shell_command", response={"output": ""})
+    asked = types.Content(role="user", parts=[types.Part(text="Do the steps.")])
+    with FakeProvider(Scenario.shell_session(2)) as fake, sdk.gemini_client(fake.url) as client:
+        twice = [asked, types.Content(role="model", parts=[call]), types.Content(
+            role="user", parts=[answer, answer]
+        )]  # fmt: skip
+        with pytest.raises(errors.ClientError) as refused:
+            client.models.generate_content(model=sdk.GEMINI_MODEL, contents=twice)
+        once = [*twice[:2], types.Content(role="user", parts=[answer])]
+        client.models.generate_content(model=sdk.GEMINI_MODEL, contents=once)
+        stats = fake.stats()
+    assert refused.value.code == 400
+    assert refused.value.status == "INVALID_ARGUMENT"
+    assert "number of function response parts is equal" in str(refused.value.message)
+    assert dict(stats.by_status) == {400: 1, 200: 1}

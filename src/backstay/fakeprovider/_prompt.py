@@ -4,6 +4,7 @@ the token counts depend on. Bodies that are not the API's shape raise ``BadReque
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import json
 from collections.abc import Iterator, Mapping
 from typing import Any, Final
@@ -182,8 +183,33 @@ def openai_responses(body: Mapping[str, Any]) -> Prompt:
     )
 
 
+# Gemini's answer to a function-response turn that does not answer each call of the turn
+# before it exactly once (a CLI resuming a session has sent a result twice).
+UNPAIRED_RESPONSES: Final = (
+    "Please ensure that the number of function response parts is equal to the number of "
+    "function call parts of the function call turn."
+)
+
+
+def _counted(content: object, kind: str) -> int:
+    parts = content.get("parts") if isinstance(content, Mapping) else None
+    if not isinstance(parts, list):
+        return 0
+    return sum(1 for p in parts if isinstance(p, Mapping) and kind in p)
+
+
+def _check_pairs(contents: list[Any]) -> None:
+    """Each content holding function responses answers the calls of the one before it,
+    one part for each, as Gemini requires."""
+    for before, content in itertools.pairwise(contents):
+        answers = _counted(content, "functionResponse")
+        if answers and answers != _counted(before, "functionCall"):
+            raise BadRequest(UNPAIRED_RESPONSES)
+
+
 def gemini(body: Mapping[str, Any], *, model: str, stream: bool) -> Prompt:
     contents = _require(body, "contents", list, "contents is required")
+    _check_pairs(contents)
     user = _last(contents, "user") or next(
         (c for c in reversed(contents) if isinstance(c, Mapping) and "role" not in c), None
     )

@@ -6,14 +6,16 @@ Gemini CLI continues a session with ``--resume latest`` (or an id or index) in t
 provider's scripted three-turn session (each turn a shell call appending a step to a
 file) whose turn 2 is refused with a 503 (the CLI's own retries off: the session ends
 there); then ``--resume latest`` with the prompt ``continue``. The conversation the resumed
-CLI sends holds the turn-1 tool result twice (its transcript keeps a result on the call
-and again as a user message), so the provider reads it as a later turn: turn 2 is never
-answered again, and its step never runs. A resumed Gemini CLI session would skip work, so
-backstay does not resume it (``CliAdapter.resumes_sessions`` is off for Gemini
-CLI; docs/gateway.md). Should a later CLI send each result once, this test fails, and
-resuming can be taken up.
+CLI sends answers the turn-1 call with its result twice (its transcript keeps a result on
+the call and again as a user message). Gemini refuses such a conversation with a 400
+``INVALID_ARGUMENT`` ("Please ensure that the number of function response parts is equal
+to the number of function call parts of the function call turn."), as the fake provider
+does: the resumed session fails at once and step 2 never runs. A resumed Gemini CLI session
+cannot go on, so backstay does not resume it (``CliAdapter.resumes_sessions`` is off for
+Gemini CLI; docs/gateway.md). Should a later CLI send each result once, this test fails,
+and resuming can be taken up.
 
-``slow``: three CLI starts. Skipped, with the reason, when Gemini CLI is not installed
+``slow``: two CLI starts. Skipped, with the reason, when Gemini CLI is not installed
 (``make agents``) or no namespace can be made here.
 """
 
@@ -41,7 +43,7 @@ def providers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Providers]:
 
 
 @pytest.mark.slow
-def test_a_resumed_gemini_cli_session_repeats_a_tool_result_and_skips_a_turn(
+def test_a_resumed_gemini_cli_session_answers_a_call_twice_and_is_refused(
     providers: Providers, tmp_path: Path
 ) -> None:
     located = installed("gemini-cli")
@@ -84,12 +86,10 @@ def test_a_resumed_gemini_cli_session_repeats_a_tool_result_and_skips_a_turn(
     assert gemini(request.prompt) != 0
     assert (workspace / "progress.txt").read_text().splitlines() == ["step-1"]
     assert served.stats()["by_turn"] == {"1": 1, "2": 1}
-    # Resumed, the CLI sends the turn-1 result twice: the provider reads turn 3, so turn 2
-    # (refused before) is never answered and step 2 never runs.
-    assert gemini("continue", "--resume", "latest") == 0
-    by_turn = served.stats()["by_turn"]
-    assert by_turn["2"] == 1, by_turn
-    assert by_turn.get("3", 0) >= 1, by_turn
-    lines = (workspace / "progress.txt").read_text().splitlines()
-    assert lines[0] == "step-1"
-    assert "step-2" not in lines, lines
+    # Resumed, the CLI answers the turn-1 call twice: refused as Gemini refuses it, and the
+    # session goes no further.
+    assert gemini("continue", "--resume", "latest") != 0
+    stats = served.stats()
+    assert stats["by_status"].get("400", 0) >= 1, stats
+    assert stats["by_turn"] == {"1": 1, "2": 1}, stats
+    assert (workspace / "progress.txt").read_text().splitlines() == ["step-1"]
