@@ -5,7 +5,9 @@ attempt of those adapters goes through it with a run token of its own as its key
 (``backstay.adapters.gateway_wiring``), and it is stopped at the end. ``--no-gateway``
 sends the agents straight to their providers; ``--gateway URL`` uses a shared gateway
 instead (``backstay gateway --agent-runs``), which opens the runs for the token in
-``$BACKSTAY_GATEWAY_TOKEN``."""
+``$BACKSTAY_GATEWAY_TOKEN``. With ``--executor ray`` the agent CLIs run on the workers:
+each worker process starts a gateway of its own, or opens its runs at the shared one
+(``backstay.executors.ray_gateway``)."""
 
 from __future__ import annotations
 
@@ -168,9 +170,18 @@ def agent_gateway(
         return
     if url is not None:
         from backstay.engine.executor import DEFAULT_CONCURRENCY  # noqa: PLC0415
+        from backstay.executors.ray_gateway import WorkerGateway, use_worker_gateway  # noqa: PLC0415
+        from backstay.gateway.settings import configured_policy  # noqa: PLC0415
 
         shares = DEFAULT_CONCURRENCY if parallel is None else parallel
-        with use_gateway(_shared(url, os.environ, shares)):
+        # Ray workers open their runs at the same shared gateway.
+        plan = WorkerGateway(
+            policy=configured_policy(registry),
+            deadline_s=DEFAULT_DEADLINE_S,
+            url=url,
+            parallel=shares,
+        )
+        with use_gateway(_shared(url, os.environ, shares)), use_worker_gateway(plan):
             yield url
         return
     if importlib.util.find_spec("aiohttp") is None:
@@ -181,6 +192,7 @@ def agent_gateway(
         yield None
         return
     # Imported here: the gateway (and aiohttp) loads only for runs of agent CLIs.
+    from backstay.executors.ray_gateway import WorkerGateway, use_worker_gateway  # noqa: PLC0415
     from backstay.gateway import Gateway, GatewaySettings  # noqa: PLC0415
     from backstay.gateway.runs import LocalRunGateway, RunTokens  # noqa: PLC0415
     from backstay.gateway.settings import configured_policy  # noqa: PLC0415
@@ -197,5 +209,9 @@ def agent_gateway(
             settings, runs=runs, tracer_provider=_tracer_provider(), limiters=limiters
         ) as gateway,
         use_gateway(LocalRunGateway(gateway.url, runs, deadline)),
+        # Ray workers each start a gateway of their own, as this one.
+        use_worker_gateway(
+            WorkerGateway(policy=settings.policy, deadline_s=deadline, parallel=parallel or 1)
+        ),
     ):
         yield gateway.url

@@ -9,7 +9,9 @@ The engine records the specs in the shared store first; the executor then places
 task as a Ray task running ``drive_on_worker`` (``backstay.executors.ray_worker``), at most
 the engine's ``concurrency`` at once. Each worker opens the stores from their location,
 claims the task's operation lease and records every transition itself, so the driver
-holds no state that a crash could lose.
+holds no state that a crash could lose. The agent CLIs of the runs go through a gateway
+of each worker process (or the batch's shared one), as the batch's command set it
+(``backstay.executors.ray_gateway``).
 
 **Ray only places work.** Its tasks have ``max_retries=0`` and no ``retry_exceptions``:
 Ray never runs a task again by itself. backstay's own rules decide:
@@ -51,6 +53,7 @@ from backstay.events import BUS
 from backstay.executors._ray_cluster import ray_session
 from backstay.executors._stores import store_location
 from backstay.executors.events import WorkerLost
+from backstay.executors.ray_gateway import current_worker_gateway
 from backstay.executors.ray_settings import RaySettings
 from backstay.executors.ray_worker import WorkerJob, WorkerReport, drive_on_worker
 
@@ -119,6 +122,7 @@ class RayExecutor:
             event_log=engine.event_log,
             rate_limits=engine.rate_limits,
             retry_budget=engine.retry_budget,
+            gateway=current_worker_gateway(),
         )
         with ray_session(self.settings, concurrency=engine.concurrency) as ray:
             remote = ray.remote(drive_on_worker).options(

@@ -6,6 +6,9 @@ text: ``backstay.executors._stores``), once per worker process and kept for the 
 placed on it, and calls ``Engine.drive_task``: the task is claimed under its operation
 lease, taken up as the resume rules say, and every transition is recorded in the shared
 store by this worker before and after it happens, exactly as the local engine does.
+The agent CLIs it starts go through this worker process's own gateway (started with the
+first of them) or the batch's shared one, as ``job.gateway`` says
+(``backstay.executors.ray_gateway``).
 
 What comes back to the driver is a ``WorkerReport``: where the task stands and the events
 its driving emitted here (the driver emits them again, for its progress display and its
@@ -25,11 +28,13 @@ import socket
 from collections.abc import Mapping
 from typing import Final
 
+from backstay.adapters.gateway_wiring import use_gateway
 from backstay.breaker.settings import BreakerSettings
 from backstay.engine.runner import Engine
 from backstay.engine.states import TaskState
 from backstay.events import BUS, Event
 from backstay.executors._stores import open_worker_engine
+from backstay.executors.ray_gateway import WorkerGateway, worker_gateway
 from backstay.fallback.rules import FallbackRules
 from backstay.idempotency.settings import GuardSettings
 from backstay.policy.budget import BudgetSettings
@@ -46,7 +51,8 @@ _ENGINES: Final[dict[str, Engine]] = {}
 class WorkerJob:
     """What every worker of a batch needs to open its engine: the store location (text)
     and what to do when it stops answering, the state directory (where the runs' artefacts
-    go), and the engine's settings."""
+    go), the engine's settings, and the gateway its agent CLIs go through (``None``:
+    straight to their providers; ``backstay.executors.ray_gateway``)."""
 
     store: str
     state_dir: str
@@ -57,6 +63,7 @@ class WorkerJob:
     event_log: bool = True
     rate_limits: Mapping[str, RateLimitSettings] = dataclasses.field(default_factory=dict)
     retry_budget: BudgetSettings | None = None
+    gateway: WorkerGateway | None = None
 
 
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
@@ -99,7 +106,8 @@ def drive_on_worker(job: WorkerJob, operation_id: str) -> WorkerReport:
     collected = _Collected()
     BUS.add(collected)
     try:
-        record = asyncio.run(engine.drive_task(operation_id))
+        with use_gateway(worker_gateway(job.gateway, engine)):
+            record = asyncio.run(engine.drive_task(operation_id))
     finally:
         BUS.remove(collected)
     return WorkerReport(

@@ -1,0 +1,150 @@
+"""The gateway of a Ray worker process (no Ray needed): started with the first run a worker
+opens, each run a token of its own standing for the real key, the worker engine's rate
+limiters paced at (in Redis with a Redis store), a shared gateway's token read from the
+worker's environment, and the plan carried to the worker in its job."""
+
+from __future__ import annotations
+
+import pickle
+import socket
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import anthropic
+import pytest
+import redis
+from tests.gateway.helpers import ANTHROPIC_MODEL, CANARY_KEY, FAST_POLICY, MESSAGES
+
+from backstay.errors import ConfigError
+from backstay.executors._stores import open_worker_engine
+from backstay.executors.ray_gateway import (
+    GATEWAY_TOKEN_ENV,
+    WorkerGateway,
+    WorkerRunGateway,
+    current_worker_gateway,
+    use_worker_gateway,
+    worker_gateway,
+)
+from backstay.executors.ray_worker import WorkerJob
+from backstay.fakeprovider import FakeProvider, Fault, FaultKind, Scenario
+from backstay.fallback.rules import FallbackRules
+from backstay.gateway.runs import TOKEN_PREFIX
+from backstay.idempotency.settings import GuardSettings
+from backstay.policy.ratelimit import RateLimitSettings
+from backstay.store.location import StoreLocation
+
+PLAN = WorkerGateway(policy=FAST_POLICY, deadline_s=60.0, parallel=2)
+
+
+def _job(store: str, state_dir: Path, **extra: object) -> WorkerJob:
+    return WorkerJob(
+        store=store,
+        state_dir=str(state_dir),
+        guard_settings=GuardSettings(),
+        breaker=None,
+        fallback_rules=FallbackRules(),
+        **extra,  # type: ignore[arg-type]
+    )
+
+
+def _open(gateway: WorkerRunGateway, upstream: str) -> str:
+    return gateway.open_run(
+        provider="anthropic",
+        key=CANARY_KEY,
+        upstream=upstream,
+        task="op-1",
+        attempt="op-1/1",
+        traceparent=None,
+        model=ANTHROPIC_MODEL,
+    )
+
+
+def _refused(url: str) -> bool:
+    parts = urlsplit(url)
+    try:
+        socket.create_connection((parts.hostname, parts.port), timeout=2).close()
+    except OSError:
+        return True
+    return False
+
+
+def test_a_worker_gateway_starts_with_its_first_run_and_stands_in_for_the_key() -> None:
+    gateway = WorkerRunGateway(PLAN)
+    assert not gateway.started  # a worker driving only API tasks starts none
+    assert gateway.deadline_s == 60.0
+    faults = (Fault(kind=FaultKind.OVERLOADED, first=1, retry_after_s=0.001),)
+    try:
+        with FakeProvider(Scenario(faults=faults)) as fake:
+            token = _open(gateway, fake.url)
+            assert gateway.started
+            assert token.startswith(TOKEN_PREFIX)
+            assert CANARY_KEY not in token
+            assert urlsplit(gateway.url).hostname == "127.0.0.1"
+            with anthropic.Anthropic(base_url=gateway.url, api_key=token, max_retries=0) as client:
+                reply = client.messages.create(
+                    model=ANTHROPIC_MODEL,
+                    max_tokens=20,
+                    messages=MESSAGES,  # type: ignore[arg-type]
+                )
+            assert reply.content
+            stats = fake.stats()
+        counts = gateway.close_run(token)
+        assert counts is not None
+        assert counts.requests == stats.requests == 2  # the 529, retried by the gateway
+        assert gateway.close_run(token) is None  # revoked
+        url = gateway.url
+    finally:
+        gateway.stop()
+    assert not gateway.started
+    assert _refused(url)
+
+
+def test_a_worker_gateway_paces_at_the_worker_engine_s_limiters_in_redis(
+    redis_location: StoreLocation, tmp_path: Path
+) -> None:
+    limits = {"anthropic": RateLimitSettings(requests_per_minute=600)}
+    job = _job(redis_location.text, tmp_path, rate_limits=limits, gateway=PLAN)
+    client = redis.Redis.from_url(redis_location.text.partition("?")[0])
+    with open_worker_engine(job) as engine:
+        gateway = worker_gateway(job.gateway, engine)
+        assert isinstance(gateway, WorkerRunGateway)
+        assert worker_gateway(job.gateway, engine) is gateway  # one per process and batch
+        try:
+            with FakeProvider() as fake:
+                token = _open(gateway, fake.url)
+                with anthropic.Anthropic(base_url=gateway.url, api_key=token, max_retries=0) as sdk:
+                    sdk.messages.create(
+                        model=ANTHROPIC_MODEL,
+                        max_tokens=20,
+                        messages=MESSAGES,  # type: ignore[arg-type]
+                    )
+            gateway.close_run(token)
+        finally:
+            gateway.stop()
+    namespace = redis_location.text.partition("namespace=")[2]
+    keys = [k.decode() for k in client.scan_iter(match=f"{{{namespace}:lim:anthropic*")]
+    client.close()
+    assert keys, "the worker's gateway did not pace at the batch's Redis limiter"
+
+
+def test_no_plan_no_gateway_and_a_shared_one_needs_the_worker_s_token(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with open_worker_engine(_job(str(tmp_path), tmp_path)) as engine:
+        assert worker_gateway(None, engine) is None
+        monkeypatch.delenv(GATEWAY_TOKEN_ENV, raising=False)
+        shared = WorkerGateway(policy=FAST_POLICY, deadline_s=60.0, url="http://127.0.0.1:9")
+        with pytest.raises(ConfigError, match=GATEWAY_TOKEN_ENV) as err:
+            worker_gateway(shared, engine)
+    assert "on a Ray worker" in str(err.value)
+
+
+def test_the_plan_travels_in_the_job_and_is_set_for_a_block(tmp_path: Path) -> None:
+    job = _job(str(tmp_path), tmp_path, gateway=PLAN)
+    assert pickle.loads(pickle.dumps(job)) == job  # noqa: S301 - its own bytes
+    assert current_worker_gateway() is None
+    with use_worker_gateway(PLAN):
+        assert current_worker_gateway() is PLAN
+    assert current_worker_gateway() is None
+    with pytest.raises(ConfigError, match="parallel"):
+        WorkerGateway(policy=FAST_POLICY, deadline_s=60.0, parallel=0)
