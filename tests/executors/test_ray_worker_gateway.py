@@ -15,6 +15,7 @@ import pytest
 import redis
 from tests.gateway.helpers import ANTHROPIC_MODEL, CANARY_KEY, FAST_POLICY, MESSAGES
 
+from backstay.cli._gateway_runs import agent_gateway
 from backstay.errors import ConfigError
 from backstay.executors._stores import open_worker_engine
 from backstay.executors.ray_gateway import (
@@ -148,3 +149,16 @@ def test_the_plan_travels_in_the_job_and_is_set_for_a_block(tmp_path: Path) -> N
     assert current_worker_gateway() is None
     with pytest.raises(ConfigError, match="parallel"):
         WorkerGateway(policy=FAST_POLICY, deadline_s=60.0, parallel=0)
+
+
+def test_the_gateway_of_batch_and_resume_gives_ray_workers_a_plan_unless_it_is_off() -> None:
+    with agent_gateway(["claude-code"], parallel=3) as url:
+        plan = current_worker_gateway()
+        assert url is not None
+        assert plan is not None
+        assert (plan.url, plan.parallel) == (None, 3)  # each worker starts its own
+    assert current_worker_gateway() is None
+    with agent_gateway(["claude-code"], enabled=False):  # --no-gateway, gateway: false
+        assert current_worker_gateway() is None
+    with agent_gateway(["anthropic-api"]):  # no agent CLI: no gateway anywhere
+        assert current_worker_gateway() is None
