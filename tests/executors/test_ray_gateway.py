@@ -8,8 +8,9 @@ The worker's gateway absorbs both: the run succeeds, the CLI starts once, the pr
 sees each turn once plus the two refused requests, the workspace file has each line once,
 metrics.json counts what the provider answered, ``events.jsonl`` has each retried request
 once, and the real key is in no environment of the agent's processes, no file of the
-batch and no output. With ``--no-gateway`` the worker's CLI goes straight to the
-provider. Skipped, with the reason, when Claude Code is not installed (``make agents``)
+batch and no output. The same through a shared gateway (``--gateway URL``, its token in
+the workers' environment), and with ``--no-gateway`` straight to the provider, are
+``slow``. Skipped, with the reason, when Claude Code is not installed (``make agents``)
 or no namespace can be made here.
 """
 
@@ -17,7 +18,9 @@ from __future__ import annotations
 
 import json
 import os
+import selectors
 import shutil
+import subprocess
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -66,7 +69,12 @@ def _files_text(folder: Path) -> str:
 
 
 def _batch(
-    providers: Providers, tmp_path: Path, *, faults: bool, flags: tuple[str, ...] = ()
+    providers: Providers,
+    tmp_path: Path,
+    *,
+    faults: bool,
+    flags: tuple[str, ...] = (),
+    extra_env: dict[str, str] | None = None,
 ) -> tuple[Any, dict[str, Any], Path, Environs]:
     """One Claude Code session as a one-task batch on a local Ray cluster inside the
     namespace: (the finished command, the provider's counters, the state dir, what was
@@ -92,6 +100,7 @@ def _batch(
         "RAY_TMPDIR": str(ray_tmp),
         "ANTHROPIC_API_KEY": CANARY_KEY,
         "ANTHROPIC_BASE_URL": served.url,
+        **(extra_env or {}),
     }
     argv = [
         *BACKSTAY, "batch", str(suite), "--state-dir", str(state),
@@ -111,15 +120,23 @@ def _agent_log(state: Path) -> str:
     return logs[0].read_text()
 
 
-def test_claude_code_on_a_ray_worker_survives_a_529_and_a_429_through_its_gateway(
-    providers: Providers, tmp_path: Path
+def _survived(
+    done: Any,
+    stats: dict[str, Any],
+    state: Path,
+    environs: Environs,
+    *,
+    gateway: str,
+    retried: int = 2,
 ) -> None:
-    done, stats, state, environs = _batch(providers, tmp_path, faults=True)
+    """The session survived both failures in the gateway at ``gateway`` (a URL prefix);
+    the batch's event log has ``retried`` retried requests (a shared gateway logs its
+    own)."""
     log = _agent_log(state)
     assert done.returncode == 0, f"{done.stdout}\n{done.stderr}\n{log}"
-    # The CLI started once; its requests went through the worker's gateway.
+    # The CLI started once; its requests went through the gateway.
     assert log.count("started pid ") == 1, log
-    assert "through the gateway at http://127.0.0.1:" in log, log
+    assert f"through the gateway at {gateway}" in log, log
     workspace = next(state.rglob("progress.txt"))
     assert workspace.read_text().splitlines() == [f"step-{i}" for i in range(1, TURNS + 1)]
     # Each turn once, the refused turns 2 and 3 twice, the final answer once.
@@ -131,14 +148,52 @@ def test_claude_code_on_a_ray_worker_survives_a_529_and_a_429_through_its_gatewa
     assert metrics["tokens_output"] == stats["output_tokens"], (metrics, stats)
     # The worker recorded each retried request once, under the run's task.
     events = [json.loads(line) for line in (state / EVENTS_FILE).read_text().splitlines()]
-    retried = [e for e in events if e["event"] == "request.retried"]
-    assert len(retried) == 2, retried
+    logged = [e for e in events if e["event"] == "request.retried"]
+    assert len(logged) == retried, logged
     assert sum(e["event"] == "task.succeeded" for e in events) == 1
     # The real key: in no environment of the agent's processes, no file, no output.
     assert environs.seen, "no process of the agent was seen"
     assert environs.holding == set(), "the real key was in an agent process's environment"
     assert CANARY_KEY not in _files_text(state)
     assert CANARY_KEY not in done.stdout + done.stderr
+
+
+def test_claude_code_on_a_ray_worker_survives_a_529_and_a_429_through_its_gateway(
+    providers: Providers, tmp_path: Path
+) -> None:
+    _survived(*_batch(providers, tmp_path, faults=True), gateway="http://127.0.0.1:")
+
+
+@pytest.mark.slow
+def test_ray_workers_open_their_runs_at_a_shared_gateway_with_gateway_url(
+    providers: Providers, tmp_path: Path
+) -> None:
+    installed("claude-code")
+    port, token = 8791, "shared-gateway-token-for-ray-runs-0123"
+    gateway = providers.namespace.popen(
+        [*BACKSTAY, "gateway", "--agent-runs", "--port", str(port)],
+        env={**BASE_ENV, "BACKSTAY_GATEWAY_TOKEN": token},
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert gateway.stdout is not None
+        with selectors.DefaultSelector() as selector:
+            selector.register(gateway.stdout, selectors.EVENT_READ)
+            assert selector.select(60.0), "the shared gateway did not start"
+        assert "gateway listening" in gateway.stdout.readline()
+        url = f"http://127.0.0.1:{port}"
+        found = _batch(
+            providers,
+            tmp_path,
+            faults=True,
+            flags=("--gateway", url),
+            extra_env={"BACKSTAY_GATEWAY_TOKEN": token},
+        )
+        _survived(*found, gateway=url, retried=0)
+    finally:
+        gateway.terminate()
+        gateway.wait(timeout=30)
 
 
 @pytest.mark.slow
