@@ -57,9 +57,11 @@ def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[str,
         yield location.url or "", location
 
 
-def _start(upstream: str, store: str | None) -> tuple[subprocess.Popen[str], str]:
-    """A ``backstay gateway --agent-runs`` process on ``store`` (``None``: without
-    ``--store``) and its URL."""
+def _start(
+    upstream: str, store: str | None, *extra: str, agent_runs: bool = True
+) -> tuple[subprocess.Popen[str], str]:
+    """A ``backstay gateway --agent-runs`` process (``agent_runs`` false: a plain one) on
+    ``store`` (``None``: without ``--store``), given the ``extra`` flags, and its URL."""
     env = {**os.environ, "BACKSTAY_GATEWAY_TOKEN": GATEWAY_TOKEN}
     env.pop("ANTHROPIC_API_KEY", None)
     stored = [] if store is None else ["--store", store]
@@ -69,10 +71,11 @@ def _start(upstream: str, store: str | None) -> tuple[subprocess.Popen[str], str
             "-c",
             MAIN,
             "gateway",
-            "--agent-runs",
+            *(["--agent-runs"] if agent_runs else []),
             "--port",
             "0",
             *stored,
+            *extra,
             "--anthropic-upstream",
             upstream,
         ],

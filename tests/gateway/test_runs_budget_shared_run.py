@@ -25,14 +25,20 @@ from tests.gateway.test_runs_budget_shared import (
     SdkAgent,
     _start,
     send_until_refused,
+    store,
 )
 
 from backstay.adapters.contract import AgentRequest
 from backstay.adapters.harness.run_budget import BUDGET_EXIT_CODE
 from backstay.cli._gateway_runs import agent_gateway
+from backstay.cli._gateway_spend import gateway_ledger
 from backstay.failure import Failure
 from backstay.fakeprovider import FakeProvider, Scenario
-from backstay.policy.spend import SpendBudget
+from backstay.policy.spend import ScopeKind, Spend, SpendBudget
+from backstay.store.location import StoreLocation
+from backstay.store.open import open_stores
+
+__all__ = ["store"]  # the fixture, shared with test_runs_budget_shared
 
 # About 500 prompt tokens a message: three fit in the run's budget, the fourth does not.
 BUDGET_TOKENS: Final = 2_000
@@ -91,14 +97,11 @@ def _provider_tokens(log: Path) -> int:
     return sum(int(e["input_tokens"]) + int(e["output_tokens"]) for e in entries)
 
 
-def test_a_shared_gateway_without_a_store_holds_a_run_to_its_budget_per_request(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setenv("BACKSTAY_GATEWAY_TOKEN", GATEWAY_TOKEN)
-    log = tmp_path / "requests.jsonl"
-    with FakeProvider(Scenario(), log_path=log) as fake:
-        agent, code, stderr = _run(tmp_path, fake.url, None)
-        requests = fake.stats().requests
+def _stopped_at_its_budget(
+    tmp_path: Path, agent: _SdkAgent, code: int, *, requests: int, log: Path, stderr: str
+) -> int:
+    """The run was stopped by a refused request, unsent, and ended at its budget, having
+    been charged what the provider's answers used (returned)."""
     # The messages the budget held were answered; the next was refused, never sent.
     statuses = agent.statuses
     assert agent.starts == 1
@@ -122,22 +125,45 @@ def test_a_shared_gateway_without_a_store_holds_a_run_to_its_budget_per_request(
     written = "".join(p.read_text(errors="replace") for p in (tmp_path / "out").rglob("*.*"))
     assert CANARY_KEY not in stderr + written
     assert "Traceback" not in stderr
+    return used
 
 
-def test_a_shared_gateway_on_a_store_is_not_given_a_runs_budget(
+def test_a_shared_gateway_without_a_store_holds_a_run_to_its_budget_per_request(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # Its ledger is the store's, which holds no run: the run's requests are not held there,
-    # and its one attempt (it fit the budget when it started) uses what it uses.
     monkeypatch.setenv("BACKSTAY_GATEWAY_TOKEN", GATEWAY_TOKEN)
-    state = tmp_path / "state"
-    state.mkdir()
-    with FakeProvider(Scenario(), log_path=None) as fake:
-        agent, code, stderr = _run(tmp_path, fake.url, str(state))
+    log = tmp_path / "requests.jsonl"
+    with FakeProvider(Scenario(), log_path=log) as fake:
+        agent, code, stderr = _run(tmp_path, fake.url, None)
         requests = fake.stats().requests
-    assert agent.statuses == [200] * MAX_MESSAGES
-    assert requests == MAX_MESSAGES
-    assert code == 0
-    metrics = json.loads((tmp_path / "out" / "metrics.json").read_text(encoding="utf-8"))
-    assert metrics["tokens_total"] > BUDGET_TOKENS, metrics
-    assert CANARY_KEY not in stderr
+    _stopped_at_its_budget(tmp_path, agent, code, requests=requests, log=log, stderr=stderr)
+
+
+def test_a_shared_gateway_on_a_store_holds_a_run_per_request_in_a_ledger_of_its_own(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, store: tuple[str, StoreLocation]
+) -> None:
+    # The run is registered in the gateway's ledger beside the store's (SQLite, or Redis):
+    # each request reserved there and settled at what its answer reported.
+    monkeypatch.setenv("BACKSTAY_GATEWAY_TOKEN", GATEWAY_TOKEN)
+    text, location = store
+    log = tmp_path / "requests.jsonl"
+    with FakeProvider(Scenario(), log_path=log) as fake:
+        agent, code, stderr = _run(tmp_path, fake.url, text)
+        requests = fake.stats().requests
+    used = _stopped_at_its_budget(tmp_path, agent, code, requests=requests, log=log, stderr=stderr)
+    # Nothing recorded is lost: the ledger holds every answered request, settled; the
+    # store's own (a batch's) holds none of it.
+    bundle = open_stores(location, state_dir=tmp_path / "state")
+    try:
+        own = gateway_ledger(bundle)
+        try:
+            kept = own.overview()[0]
+        finally:
+            own.close()
+        batch = bundle.spend.overview()[0]
+    finally:
+        bundle.close()
+    assert kept.scope.kind is ScopeKind.BATCH
+    assert kept.spent.tokens == used
+    assert kept.reserved == Spend()
+    assert batch.spent == batch.reserved == Spend()

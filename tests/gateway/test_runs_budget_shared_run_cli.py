@@ -4,9 +4,9 @@ process without ``--store``, with a token budget of half what its session uses: 
 registered with its budget, the gateway refuses the request with no room (never sent),
 the session is stopped part way in its one CLI start, and the run exits 5 at its budget —
 as through the gateway ``backstay run`` starts in process
-(``tests/gateway/test_runs_budget.py``). With ``--store`` (``slow``), the run says its
-budget is checked between attempts only. (The check of the same through the anthropic SDK:
-``test_runs_budget_shared_run.py``.)"""
+(``tests/gateway/test_runs_budget.py``). With ``--store`` (``slow``), the same: the gateway
+holds the run in a ledger of its own beside the store's. (The check of the same through the
+anthropic SDK: ``test_runs_budget_shared_run.py``.)"""
 
 from __future__ import annotations
 
@@ -100,16 +100,18 @@ def test_backstay_run_through_a_shared_gateway_stops_claude_code_at_its_token_bu
 
 
 @pytest.mark.slow
-def test_backstay_run_says_a_shared_gateway_on_a_store_checks_its_budget_between_attempts(
+def test_backstay_run_through_a_shared_gateway_on_a_store_is_stopped_at_its_budget_too(
     providers: Providers, tmp_path: Path, session_tokens: int
 ) -> None:
+    # The gateway holds the run in its own ledger beside the store's (gateway-spend.sqlite).
     state = tmp_path / "state"
     state.mkdir()
     with _gateway(providers, state) as gateway_err:
         done, stats, log = _run(providers, tmp_path, session_tokens // 2)
-    assert "budget is checked between attempts, not per request" in done.stderr, done.stderr
-    # Not held per request: the session ran whole in its one CLI start.
-    assert done.returncode == 0, f"{done.stderr}\n{log}\n{gateway_err}"
+    assert done.returncode == 5, f"{done.stderr}\n{log}\n{gateway_err}"
+    assert "checked between attempts" not in done.stderr, done.stderr
     assert log.count("started pid ") == 1, log
-    assert stats["requests"] >= 6, stats
-    assert CANARY_KEY not in done.stdout + done.stderr + "".join(gateway_err)
+    assert "no room for the next request of attempt 1" in done.stderr, done.stderr
+    _stopped_part_way(stats, session_tokens)
+    assert (state / "gateway-spend.sqlite").is_file()
+    assert CANARY_KEY not in done.stdout + done.stderr + "".join(gateway_err) + log

@@ -7,16 +7,24 @@ together; a state directory keeps breakers in its SQLite file. ``retry.rate_limi
 the configuration (``--config``, else the ``backstay.yaml`` found as for every command)
 caps each provider's limiter; every other one learns its limit from the headers. Its
 ``retry.policies.gateway``, when it has one, is the retry policy (else ``GATEWAY_POLICY``),
-``--max-attempts``, ``--deadline`` and ``--max-retry-after`` overriding it."""
+``--max-attempts``, ``--deadline`` and ``--max-retry-after`` overriding it.
+
+``--budget-usd`` / ``--budget-tokens`` (``--budget-window``) cap what its requests that are
+not of an agent run may spend: each request reserved before it is forwarded, settled with
+its answers' usage, refused with a 400 once there is no room (``backstay.gateway.spending``;
+kept in the gateway's own ledger beside ``--store``'s, else in this process:
+``backstay.cli._gateway_spend``). ``--events PATH`` appends every event as a JSON line."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import enum
+import importlib.util
 import os
 import signal
 import sys
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Final
 
@@ -28,10 +36,15 @@ from backstay.errors import ConfigError
 from backstay.gateway import GATEWAY_POLICY, Gateway, GatewaySettings, Upstreams
 from backstay.gateway._aiohttp import loop_factory
 from backstay.gateway.settings import configured_policy
+from backstay.gateway.spending import BudgetWindow, GatewayBudget
 
 if TYPE_CHECKING:
+    from backstay.adapters.pricing import ModelPrice
     from backstay.config import BackstayConfig
+    from backstay.engine.spend_ledger import SpendLedger
     from backstay.engine.stores import StoreBundle
+    from backstay.gateway.runs import RunTokens
+    from backstay.gateway.spending import GatewaySpending
 
 TOKEN_ENV_VAR: Final = "BACKSTAY_GATEWAY_TOKEN"  # noqa: S105 - a variable name
 # What GatewaySettings calls its fields → the flags that give them.
@@ -43,6 +56,10 @@ _FLAGS: Final = {
     "upstream openai": "--openai-upstream",
     "upstream gemini": "--gemini-upstream",
     "fallbacks": "--fallback",
+    "budget": "--budget-usd",
+    "budget.usd": "--budget-usd",
+    "budget.tokens": "--budget-tokens",
+    "budget.window": "--budget-window",
 }
 _STORE_HELP: Final = (
     "Keep rate limiters and breakers in this store: redis://host:port/db (?namespace=NAME), "
@@ -96,12 +113,36 @@ def _open_store(text: str) -> StoreBundle:
     return open_stores(location, state_dir=location.path or Path.cwd())
 
 
+def _spending(
+    budget: GatewayBudget | None, prices: Mapping[str, ModelPrice], ledger: SpendLedger | None
+) -> GatewaySpending | None:
+    """The gateway's spending budget (``None``: none), its rows in ``ledger`` (else in this
+    process). A USD budget needs a price for every model: ``--price`` or the price table."""
+    if budget is None:
+        return None
+    from backstay.cli._gateway_spend import StoreRows, table_price  # noqa: PLC0415
+    from backstay.gateway.spending import GatewaySpending, MemoryRows  # noqa: PLC0415
+
+    if budget.usd is not None and not prices and importlib.util.find_spec("genai_prices") is None:
+        raise ConfigError(
+            "a USD budget prices each request: install the price table "
+            "(pip install 'backstay[prices]') or give each model's --price",
+            where="--budget-usd",
+        )
+    rows = MemoryRows() if ledger is None else StoreRows(ledger)
+    return GatewaySpending(budget, rows, table_price(prices))
+
+
 def _gateway(
-    settings: GatewaySettings, store: str | None, config: BackstayConfig
-) -> tuple[Gateway, StoreBundle | None]:
+    settings: GatewaySettings,
+    store: str | None,
+    config: BackstayConfig,
+    budget: tuple[GatewayBudget | None, Mapping[str, ModelPrice]] = (None, {}),
+) -> tuple[Gateway, StoreBundle | None, SpendLedger | None]:
     """The gateway of ``settings``: its limiters capped by the configuration's
     ``retry.rate_limits``, they and its breakers in the store at ``store`` (else in this
-    process); and the stores, which the caller closes."""
+    process), its requests held to ``budget`` at its prices; the stores and the
+    gateway's own spend ledger beside them, which the caller closes."""
     from backstay.breaker import BreakerRegistry  # noqa: PLC0415 - loaded when it serves
     from backstay.policy.limit_keys import credential_limits, provider_limits  # noqa: PLC0415
     from backstay.policy.limiters import RateLimiterRegistry  # noqa: PLC0415
@@ -109,19 +150,33 @@ def _gateway(
     # A limit of one API key (provider#fingerprint) is found under provider#fingerprint.
     limits = credential_limits(provider_limits(config.engine_rate_limits()))
     if store is None:
-        return Gateway(settings, limiters=RateLimiterRegistry(limits)), None
+        spending = _spending(*budget, None)
+        return (
+            Gateway(settings, limiters=RateLimiterRegistry(limits), spending=spending),
+            None,
+            None,
+        )
+    from backstay.cli._gateway_spend import gateway_ledger  # noqa: PLC0415
+
     bundle = _open_store(store)
     for warning in bundle.warnings:
         sys.stderr.write(f"warning: {warning}\n")
+    ledger = None
     try:
+        ledger = gateway_ledger(bundle)
         breakers = BreakerRegistry(settings=settings.breaker, store=bundle.breakers)
         gateway = Gateway(
-            settings, breakers=breakers, limiters=bundle.rate_limiter_registry(limits)
+            settings,
+            breakers=breakers,
+            limiters=bundle.rate_limiter_registry(limits),
+            spending=_spending(*budget, ledger),
         )
     except BaseException:
+        if ledger is not None:
+            ledger.close()
         bundle.close()
         raise
-    return gateway, bundle
+    return gateway, bundle, ledger
 
 
 def _print_fingerprint(name: str, environ: Mapping[str, str]) -> None:
@@ -142,6 +197,48 @@ def _check_agent_runs(agent_runs: bool, settings: GatewaySettings) -> None:
             f"--agent-runs needs a token (--token-env, or ${TOKEN_ENV_VAR})",
             where="--agent-runs",
         )
+
+
+def _window(text: str) -> BudgetWindow:
+    try:
+        return BudgetWindow(text.strip().lower())
+    except ValueError:
+        known = ", ".join(w.value for w in BudgetWindow)
+        raise ConfigError(
+            f"must be one of {known}, got {text!r}", where="--budget-window"
+        ) from None
+
+
+def _shared_runs(bundle: StoreBundle | None, ledger: SpendLedger | None) -> RunTokens:
+    """The run tokens of ``--agent-runs``: a batch's run held against the store's ledger
+    (else its allowance); a single run's, in the gateway's own ledger beside it."""
+    from backstay.cli._gateway_runs import shared_runs  # noqa: PLC0415
+    from backstay.engine.shared_budget import SharedBudgets  # noqa: PLC0415
+
+    runs = shared_runs(bundle)  # budgets: the store's ledger, else allowances
+    if ledger is not None and isinstance(runs.budgets, SharedBudgets):
+        from backstay.cli._gateway_spend import RunLedgerBudgets, StoreRows  # noqa: PLC0415
+
+        runs.budgets = RunLedgerBudgets(runs.budgets, StoreRows(ledger))
+    return runs
+
+
+@contextlib.contextmanager
+def _event_log(path: Path) -> Iterator[None]:
+    """Every event of the process appended to ``path`` while the block runs."""
+    from backstay.events import BUS  # noqa: PLC0415
+    from backstay.events.log import EventLog  # noqa: PLC0415
+
+    try:
+        log = EventLog(path)
+    except OSError as err:
+        raise ConfigError(f"cannot write {path}: {err.strerror or err}", where="--events") from None
+    BUS.add(log)
+    try:
+        yield
+    finally:
+        BUS.remove(log)
+        log.close()
 
 
 async def _serve(gateway: Gateway) -> None:
@@ -248,6 +345,50 @@ def gateway(
             "retry.rate_limits: anthropic#FINGERPRINT) and exit.",
         ),
     ] = None,
+    budget_usd: Annotated[
+        float | None,
+        typer.Option(
+            "--budget-usd",
+            min=0.0,
+            envvar="BACKSTAY_GATEWAY_BUDGET_USD",
+            help="At most this many USD (priced with the price table, or --price) on the "
+            "requests that are not of an agent run, per --budget-window; a request with no "
+            "room gets a 400. Shared by every gateway on one --store.",
+        ),
+    ] = None,
+    budget_tokens: Annotated[
+        int | None,
+        typer.Option(
+            "--budget-tokens",
+            min=0,
+            envvar="BACKSTAY_GATEWAY_BUDGET_TOKENS",
+            help="At most this many tokens (prompt and output) on those requests, per "
+            "--budget-window.",
+        ),
+    ] = None,
+    budget_window: Annotated[
+        str,
+        typer.Option(
+            "--budget-window",
+            metavar="total|hour|day|week|month",
+            envvar="BACKSTAY_GATEWAY_BUDGET_WINDOW",
+            help="The budget counts for ever (total, the default) or afresh each calendar "
+            "hour, day, week (from Monday) or month, in UTC.",
+        ),
+    ] = "total",
+    price: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--price",
+            metavar="MODEL=INPUT,OUTPUT",
+            help="A model's price in USD per million input and output tokens, for a USD "
+            "budget (before the price table; repeat for more models).",
+        ),
+    ] = None,
+    events: Annotated[
+        Path | None,
+        typer.Option("--events", metavar="PATH", help="Append every event as a JSON line here."),
+    ] = None,
     config_file: Annotated[
         Path | None,
         typer.Option(
@@ -296,15 +437,28 @@ def gateway(
             fallbacks=fallback_pairs(fallback or []),
         )
         _check_agent_runs(agent_runs, settings)
-        served, bundle = _gateway(settings, store, config)
-        if agent_runs:  # run tokens, opened over HTTP (backstay.gateway.run_admin)
-            from backstay.cli._gateway_runs import shared_runs  # noqa: PLC0415
+        budget = None
+        if budget_usd is not None or budget_tokens is not None or budget_window != "total":
+            budget = GatewayBudget(
+                usd=budget_usd, tokens=budget_tokens, window=_window(budget_window)
+            )
+        from backstay.cli._gateway_spend import price_pairs  # noqa: PLC0415 - on use
 
-            served.runs = shared_runs(bundle)  # budgets: the store's ledger, else allowances
+        prices = price_pairs(price or []) if price else {}
+        served, bundle, ledger = _gateway(settings, store, config, (budget, prices))
+        if agent_runs:  # run tokens, opened over HTTP (backstay.gateway.run_admin)
+            served.runs = _shared_runs(bundle, ledger)
         try:
-            with asyncio.Runner(loop_factory=loop_factory()) as runner:  # uvloop's if installed
+            with (
+                contextlib.ExitStack() as logged,
+                asyncio.Runner(loop_factory=loop_factory()) as runner,  # uvloop's if installed
+            ):
+                if events is not None:
+                    logged.enter_context(_event_log(events))
                 runner.run(_serve(served))
         finally:
+            if ledger is not None:
+                ledger.close()
             if bundle is not None:
                 bundle.close()
     except ConfigError as err:

@@ -143,19 +143,18 @@ def _start(
 
 def _say_budget_between_attempts(spec: HarnessRun, gateway_url: str | None) -> None:
     """Say so when the shared gateway at ``gateway_url`` cannot hold the run's budget per
-    request: it keeps the spend ledger of its own store (``--store``), which holds no run."""
+    request (it says it holds no single run's: a gateway of an earlier version)."""
     budget = spec.budget
     if gateway_url is None or budget is None or budget.unlimited:
         return
     from backstay.adapters.gateway_wiring import current_gateway  # noqa: PLC0415 - see imports
 
     shared = current_gateway()
-    if shared is None or getattr(shared, "holds_allowances", True):
+    if shared is None or getattr(shared, "holds_runs", True):
         return
     typer.echo(
-        f"backstay run: the gateway at {gateway_url} keeps the spend ledger of its own store "
-        "(--store), which holds no run: this run's budget is checked between attempts, not "
-        "per request (a gateway without --store holds it per request)",
+        f"backstay run: the gateway at {gateway_url} does not hold a run's budget per "
+        "request: this run's budget is checked between attempts only",
         err=True,
     )
 

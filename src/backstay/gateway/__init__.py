@@ -11,6 +11,8 @@ handling, circuit breakers and Idempotency-Key on every request. See docs/gatewa
   failures open its circuit waits for the probe, or is told when it is;
 * ``wire_errors``: the errors the gateway answers itself, in each provider's format;
 * ``events``: ``RequestRetried``, ``RequestFellBack``;
+* ``spending``: a spending budget held request by request (``GatewayBudget``,
+  ``GatewaySpending`` over ``MemoryRows`` or a store's ledger), ``RequestRefused``;
 * ``runs``: run tokens (``RunTokens``, ``RunTicket``, ``RunTally``): each agent attempt's
   own API key, mapped to its run and to the real key; ``run_requests``, ``usage`` and
   ``spans``: what the proxy does with a run's requests;
@@ -36,14 +38,26 @@ from backstay.gateway.settings import (
     GatewaySettings,
     Upstreams,
 )
+from backstay.gateway.spending import (
+    BudgetWindow,
+    GatewayBudget,
+    GatewaySpending,
+    MemoryRows,
+    RequestRefused,
+)
 
 __all__ = [
     "DEFAULT_UPSTREAMS",
     "GATEWAY_POLICY",
     "TOKEN_HEADER",
+    "BudgetWindow",
     "Gateway",
+    "GatewayBudget",
     "GatewaySettings",
+    "GatewaySpending",
+    "MemoryRows",
     "RequestFellBack",
+    "RequestRefused",
     "RequestRetried",
     "Route",
     "RunTally",

@@ -15,6 +15,9 @@ With a run-token table (``runs``), only requests carrying a live run token are s
 the token is swapped for the run's real key and the request sent to the run's upstream
 (``run_requests``); each upstream attempt and the tokens of each answer are counted for
 the token (``usage``); and each request is a span under the run's trace (``spans``).
+
+A budget held request by request (``spending``, or a run's in a store's ledger: ``held``)
+reserves, forwards and settles each request; without one, it costs one attribute check.
 """
 
 from __future__ import annotations
@@ -47,15 +50,17 @@ from backstay.gateway.headers import (
     idempotency_key,
     upstream_headers,
 )
+from backstay.gateway.held import forward_held, stream_reply
 from backstay.gateway.limits import GatewayLimits, estimate_body, paced_attempt
 from backstay.gateway.probe import Probing, await_probe
 from backstay.gateway.routes import NOT_JSON, Route, body_json, route
 from backstay.gateway.run_requests import real_key_headers, real_key_path, with_model
-from backstay.gateway.runs import RunTicket, RunTokens, admit_request
+from backstay.gateway.runs import RequestBudget, RunTicket, RunTokens, admit_request
 from backstay.gateway.settings import TOKEN_HEADER, GatewaySettings
 from backstay.gateway.spans import RequestSpan, recording, request_span
+from backstay.gateway.spending import HeldRequests, RequestHold
 from backstay.gateway.upstream import Upstream
-from backstay.gateway.usage import UsageScan, usage_of
+from backstay.gateway.usage import usage_of
 from backstay.gateway.wire_errors import GatewayError, gateway_error
 from backstay.redact import redact, register_secret
 from backstay.taxonomy import FailureKind
@@ -80,9 +85,10 @@ class _Tally:
     ``token``: the run token it came with, whose attempts are counted; ``credential``: the
     API key it is sent upstream with (a limit of that key paces it); ``probing``: once it
     has waited for its circuit's probe, when it started and what is left of its policy;
-    ``body``: the client's body as ``body_json`` parsed it (``parsed_body``)."""
+    ``body``: the client's body as ``body_json`` parsed it (``parsed_body``); ``hold``: its
+    reservation at a spending budget, which its answers' usage is added to."""
 
-    __slots__ = ("attempts", "body", "credential", "last", "moved", "probing", "token")
+    __slots__ = ("attempts", "body", "credential", "hold", "last", "moved", "probing", "token")
 
     def __init__(
         self,
@@ -97,6 +103,7 @@ class _Tally:
         self.probing: Probing | None = None
         self.body = body
         self.moved = False  # moved to a fallback model already: it moves once at most
+        self.hold: RequestHold | None = None
 
     def parsed_body(self, body: bytes) -> object:
         """``body`` parsed from JSON (``NOT_JSON``: it is not), once per body: a request
@@ -119,6 +126,7 @@ class Proxy:
         runs: RunTokens | None = None,
         tracer_provider: Any = None,
         limits: GatewayLimits | None = None,
+        spending: HeldRequests | None = None,
     ) -> None:
         self.settings = settings
         self._session = session
@@ -129,6 +137,8 @@ class Proxy:
         self._tracer_provider = tracer_provider
         self._registered: set[str] = set()
         self._fallbacks = dict(settings.fallbacks)  # model → the model it falls back to
+        # The budget of requests that are not of a run (``None``: none).
+        self._spending = spending
         self.active = 0
 
     async def handle(self, request: web.Request) -> web.StreamResponse:
@@ -188,12 +198,22 @@ class Proxy:
         credential = ticket.key if ticket is not None else next(iter(keys), None)
         tally = _Tally(token, credential, (request_body, parsed))
         tally.moved = found is not arrived
-        budget = None if token is None or self._runs is None else self._runs.budget(token)
+        budget: RequestBudget | HeldRequests | None = (
+            self._spending if token is None else self._runs.budget(token) if self._runs else None
+        )
         if budget is None:
             if not recording(self._tracer_provider):  # no span work while nobody records
                 return await self._forward(found, upstream, key, tally, ticket)
             with request_span(found, ticket, self._tracer_provider) as span:
                 return await self._forward(found, upstream, key, tally, ticket, span)
+        if isinstance(budget, HeldRequests):  # reserved, forwarded, settled (``held``)
+
+            async def forward(hold: RequestHold | None) -> Reply | StreamReply:
+                tally.hold = hold
+                with request_span(found, ticket, self._tracer_provider) as span:
+                    return await self._forward(found, upstream, key, tally, ticket, span)
+
+            return await forward_held(budget, found, upstream, tally.parsed_body(body), forward)
         # A run with a spending budget: the request's prompt tokens are held while it runs.
         estimate = estimate_body(body, tally.parsed_body(body), output=False)
         refused = await admit_request(budget, estimate)
@@ -282,10 +302,13 @@ class Proxy:
         return result
 
     def _count(self, tally: _Tally, status: int | None, answer: Answer | None) -> None:
-        """Count an upstream attempt (and the tokens of an answer read whole) for the run."""
-        if self._runs is None or tally.token is None:
+        """Count an upstream attempt (and the tokens of an answer read whole) for the run,
+        and for the request's hold at a spending budget."""
+        hold, token, runs = tally.hold, tally.token, self._runs
+        if hold is None and (runs is None or token is None):
             return
-        self._runs.answered(tally.token, status)
+        if runs is not None and token is not None:
+            runs.answered(token, status)
         if answer is not None:
             streamed = any(
                 name.lower() == "content-type" and value.startswith("text/event-stream")
@@ -293,7 +316,10 @@ class Proxy:
             )
             used = usage_of(answer.body, stream=streamed)
             if used is not None:
-                self._runs.used(tally.token, used)
+                if runs is not None and token is not None:
+                    runs.used(token, used)
+                if hold is not None:
+                    hold.add(used)
 
     async def _forward(  # noqa: PLR0917 - one request's parts
         self,
@@ -373,12 +399,7 @@ class Proxy:
         if isinstance(result, GatewayError):
             return _error(result)
         if isinstance(result, OpenStream):
-            scan = None
-            if self._runs is not None and tally.token is not None:
-                runs, token = self._runs, tally.token
-                scan = UsageScan(lambda used: runs.used(token, used))
-            headers = downstream_headers(result.headers, tally.attempts)
-            return StreamReply(stream=result, headers=headers, scan=scan)
+            return stream_reply(result, tally.hold, self._runs, tally.token, tally.attempts)
         return Reply(
             status=result.status,
             headers=downstream_headers(result.headers, tally.attempts),

@@ -4,7 +4,7 @@
 
 | method | path | |
 |---|---|---|
-| ``GET`` | ``/_backstay/runs`` | ``{"deadline_s": …, "live": N, "budgets": …}`` |
+| ``GET`` | ``/_backstay/runs`` | ``{"deadline_s": …, "live": N, "budgets": …, "runs": …}`` |
 | ``POST`` | ``/_backstay/runs`` | a ``RunTicket``'s fields, ``budget`` → ``{"token": …}`` |
 | ``GET`` | ``/_backstay/runs/{token}`` | ``RunTally``, ``allowance`` (its state; 404: not live) |
 | ``PUT`` | ``/_backstay/runs/{token}/allowance`` | ``allowance``, ``granted`` → its state |
@@ -29,6 +29,12 @@ its ``GET`` answer's ``budgets``:
   reserved more (``backstay.gateway.run_topups``); a ``PUT`` to a run without an
   allowance is a 409;
 * ``null`` (a gateway that makes no budgets): runs are not asked per request.
+
+A single ``backstay run``'s budget (its ``budget``'s ``stop`` ``ended``) is held per request
+when ``runs`` says how: ``"allowance"`` as above, or ``"ledger"`` (``--store``: the run gets
+a scope of its own in the gateway's ledger beside the store's, what its earlier attempts
+spent written there; the client adds the run's allowance to ``budget`` for that figure;
+``backstay.cli._gateway_spend``). ``RemoteRunGateway.holds_runs`` tells whether it is.
 
 Either way a request with no room is refused with a 400 naming the budget. The first
 refusal comes back with the run's tally (``refusal``: the scope's totals, the estimate,
@@ -73,6 +79,7 @@ _REFUSAL: Final = "refusal"
 # How a gateway holds runs' budgets (its ``GET`` answer's ``budgets``), and the run's
 # allowance in ``budget`` when it has no spend ledger.
 _BUDGETS: Final = "budgets"
+_RUNS: Final = "runs"
 LEDGER: Final = "ledger"
 ALLOWANCE: Final = "allowance"
 # Seconds a call to a shared gateway may take (it is on loopback or a local network).
@@ -99,10 +106,13 @@ def add_run_routes(app: web.Application, runs: RunTokens, settings: GatewaySetti
 
     budgets = runs.budgets
     holds = None if budgets is None else LEDGER if budgets.keeps_ledger else ALLOWANCE
+    # How a single run's budget is held: as any run's without a ledger; in one only when
+    # the ledger holds runs of their own.
+    held_runs = holds if holds != LEDGER or getattr(budgets, "holds_runs", False) else None
 
     async def info(request: web.Request) -> web.StreamResponse:
         deadline = settings.policy.deadline_s
-        found = {"deadline_s": deadline, "live": len(runs), _BUDGETS: holds}
+        found = {"deadline_s": deadline, "live": len(runs), _BUDGETS: holds, _RUNS: held_runs}
         return refused(request) or web.json_response(found)
 
     async def open_one(request: web.Request) -> web.StreamResponse:
@@ -252,12 +262,20 @@ class RemoteRunGateway(OpensRuns):
         self._deadline_s = float(deadline) if isinstance(deadline, int | float) else 900.0
         # A gateway without a spend ledger holds each run to the allowance it is given.
         self._allowances = isinstance(found, dict) and found.get(_BUDGETS) == ALLOWANCE
+        # One with a ledger may hold a single run's budget there.
+        self._run_ledger = isinstance(found, dict) and found.get(_RUNS) == LEDGER
 
     @property
     def holds_allowances(self) -> bool:
         """Whether the gateway holds each run to the allowance it is given (it keeps no
         spend ledger: ``"allowance"``)."""
         return self._allowances
+
+    @property
+    def holds_runs(self) -> bool:
+        """Whether the gateway holds a single run's budget (``backstay run``) per request:
+        to its allowance, or in the gateway's own ledger (``"runs"`` ``"ledger"``)."""
+        return self._allowances or self._run_ledger
 
     def _call(self, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
         data = None if body is None else json.dumps(body).encode()
@@ -291,7 +309,10 @@ class RemoteRunGateway(OpensRuns):
         if callable(shared):
             body[_BUDGET] = shared()
             allowance = getattr(budget, "allowance", None)
-            if self._allowances and callable(allowance):
+            # A single run held in the gateway's ledger sends its allowance for what its
+            # earlier attempts spent.
+            run = self._run_ledger and body[_BUDGET].get("stop") == "ended"
+            if (self._allowances or run) and callable(allowance):
                 given = allowance(self._parallel)
             if given is not None:
                 body[_BUDGET].update(given)

@@ -4,7 +4,8 @@ Synchronously (``with Gateway(settings) as gw:``) it serves from a background th
 its own event loop; asynchronously (``async with Gateway(settings) as gw:``) in the running
 loop. Either way ``url`` is the base URL clients are pointed at. ``limiters``: the rate
 limiters its requests are paced at (``backstay.gateway.limits``), e.g. a store's, shared
-with other processes.
+with other processes. ``spending``: the spending budget of its requests that are not of a
+run (``backstay.gateway.spending``).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from backstay.gateway.http1 import Http1, Http1Connections
 from backstay.gateway.limits import GatewayLimits
 from backstay.gateway.runs import RunTokens
 from backstay.gateway.settings import GatewaySettings
+from backstay.gateway.spending import HeldRequests
 from backstay.policy.protocols import LimiterRegistryLike
 
 if TYPE_CHECKING:
@@ -43,7 +45,8 @@ class Gateway(ServedOnAThread):
     circuit breaker of every (provider, model) it has seen (a fresh in-memory registry from
     the settings' ``breaker`` when not given). With ``runs`` (``backstay.gateway.runs``)
     it serves only requests whose API key is a live run token; ``tracer_provider``: where
-    each request's span goes (default: OpenTelemetry's global provider)."""
+    each request's span goes (default: OpenTelemetry's global provider); ``spending``: the
+    budget its requests that are not of a run are held to (``GatewaySpending``)."""
 
     _label = "the gateway"
 
@@ -55,6 +58,7 @@ class Gateway(ServedOnAThread):
         limiters: LimiterRegistryLike | None = None,
         runs: RunTokens | None = None,
         tracer_provider: object = None,
+        spending: HeldRequests | None = None,
     ) -> None:
         if settings is not None and not isinstance(settings, GatewaySettings):
             raise ConfigError(f"must be GatewaySettings, got {settings!r}", where="settings")
@@ -65,6 +69,9 @@ class Gateway(ServedOnAThread):
         # The rate limiters it paces requests at (an in-process registry when not given).
         self.limits = GatewayLimits(limiters)
         self.runs = runs
+        if spending is not None and not isinstance(spending, HeldRequests):
+            raise ConfigError(f"must be HeldRequests, got {spending!r}", where="spending")
+        self.spending = spending
         self._tracer_provider = tracer_provider
         self._port = self.settings.port
         self._runner: web.AppRunner | None = None
@@ -128,6 +135,7 @@ class Gateway(ServedOnAThread):
             runs=self.runs,
             tracer_provider=self._tracer_provider,
             limits=self.limits,
+            spending=self.spending,
         )
         app = web.Application(client_max_size=settings.max_request_bytes)
         if self.runs is not None:  # runs opened over HTTP (a shared gateway's)

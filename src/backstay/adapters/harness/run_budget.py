@@ -25,9 +25,10 @@ without ``--store``; ``--gateway URL``), the run is registered with its budget
 key, no prompt): its one scope (``task`` ``run``) with the run's budget, what the earlier
 attempts spent, and as its grant the whole room left (a run is one task: ``parallel`` 1).
 The gateway holds each request against it; its refusal comes back when the run is closed,
-and the run ends as above. A shared gateway that keeps a spend ledger of its own store
-(``--store``) is not given the run's budget (no run is recorded in that store): there the
-budget is checked between attempts only.
+and the run ends as above. A shared gateway on a store (``--store``) is given the same
+registration and holds the run in a ledger of its own beside the store's (a scope of the
+run's, what its earlier attempts spent written there): each request reserved and settled
+in it (``backstay.cli._gateway_spend``).
 
 The refusal travels through the retry driver or the fallback chain as ``_Refused``, a
 ``BaseException`` like a cancellation: neither counts it a failure, so the candidate's
@@ -165,9 +166,11 @@ def _less(a: Spend, b: Spend) -> Spend:
 
 
 def _holds_allowances() -> bool:
-    """Whether the gateway runs go through now is a shared one that holds each run to the
-    allowance it is given (``RemoteRunGateway.holds_allowances``)."""
-    return getattr(current_gateway(), "holds_allowances", False) is True
+    """Whether the gateway runs go through now is a shared one that holds a run's budget
+    per request, to the allowance it is given or in its ledger
+    (``RemoteRunGateway.holds_runs``)."""
+    gateway = current_gateway()
+    return any(getattr(gateway, name, False) is True for name in ("holds_runs", "holds_allowances"))
 
 
 def _used(before: Usage, after: Usage) -> Usage:

@@ -57,14 +57,20 @@ def _budget(raw: bytes | str | None) -> SpendBudget:
 
 
 class RedisSpendLedger:
-    """The spend ledger of one Redis namespace; see the module docstring."""
+    """The spend ledger of one Redis namespace; see the module docstring. ``tag``: the
+    keys' hash tag, ``spend`` for the batch's (``{ns:spend}``); another keeps a ledger of
+    its own beside it (the gateway's: ``gateway-spend``)."""
 
-    def __init__(self, conn: RedisConnection) -> None:
+    def __init__(self, conn: RedisConnection, *, tag: str = "spend") -> None:
         self._conn = conn
-        self._rows = conn.key("spend", "rows")
-        self._sums = conn.key("spend", "sums")
-        self._budgets = conn.key("spend", "budgets")
+        self._rows = conn.key(tag, "rows")
+        self._sums = conn.key(tag, "sums")
+        self._budgets = conn.key(tag, "budgets")
         self._summed = False
+
+    def beside(self, tag: str) -> RedisSpendLedger:
+        """A ledger of its own on the same connection, under the hash tag ``tag``."""
+        return RedisSpendLedger(self._conn, tag=tag)
 
     # -- reading ----------------------------------------------------------------------
 

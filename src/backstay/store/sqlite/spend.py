@@ -137,7 +137,9 @@ T = TypeVar("T")
 
 
 class SQLiteSpendLedger(SQLiteFile):
-    """The spend ledger of ``state_dir``; see the module docstring."""
+    """The spend ledger of ``state_dir``; see the module docstring. ``file_name``: another
+    file of the directory than ``state.sqlite`` keeps a ledger of its own (the gateway's:
+    ``gateway-spend.sqlite``)."""
 
     def __init__(
         self,
@@ -145,8 +147,9 @@ class SQLiteSpendLedger(SQLiteFile):
         *,
         timeout_s: float = DEFAULT_TIMEOUT_S,
         tasks: SQLiteTaskStore | None = None,
+        file_name: str = STATE_FILE,
     ) -> None:
-        self.path = Path(state_dir) / STATE_FILE
+        self.path = Path(state_dir) / file_name
         self._lock = threading.Lock()
         make_private_dirs(self.path.parent)
         self._conn = open_component(
@@ -169,6 +172,11 @@ class SQLiteSpendLedger(SQLiteFile):
                 raise ValueError(f"the task store's file {tasks.path} is not {self.path}")
             self._conn.close()
             self._conn, self._lock = tasks.connection()
+
+    def beside(self, name: str) -> SQLiteSpendLedger:
+        """A ledger of its own in ``<name>.sqlite`` of the same directory (its own
+        connection: the caller closes it)."""
+        return SQLiteSpendLedger(self.path.parent, file_name=f"{name}.sqlite")
 
     def close(self) -> None:
         """Close the connection (the task store closes the one it shares)."""
