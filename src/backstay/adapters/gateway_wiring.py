@@ -134,7 +134,10 @@ class GatewayWiring:
       gateway (Aider's ``openai/…``; any other goes straight to its provider);
     * ``other_base_url_env``: more variables naming the base URL, read after
       ``base_url_env`` and removed as it is; ``strip_env``: variables the attempt loses
-      (other providers' keys a CLI would not use for this model).
+      (other providers' keys a CLI would not use for this model);
+    * ``alternatives``: the wirings of a CLI that speaks several providers' formats by the
+      model's prefix (Aider's ``anthropic/…``, ``gemini/…``): an attempt takes the first
+      of this wiring and its alternatives whose ``model_prefixes`` hold its model.
     """
 
     provider: str
@@ -146,6 +149,7 @@ class GatewayWiring:
     model_prefixes: tuple[str, ...] = ()
     other_base_url_env: tuple[str, ...] = ()
     strip_env: tuple[str, ...] = ()
+    alternatives: tuple[GatewayWiring, ...] = ()
 
 
 _CURRENT: contextvars.ContextVar[RunGateway | None] = contextvars.ContextVar(
@@ -300,6 +304,20 @@ def _configured_base(wiring: GatewayWiring, request: AgentRequest) -> object:
     )
 
 
+def _chosen(wiring: GatewayWiring | None, request: AgentRequest) -> GatewayWiring | None:
+    """Of ``wiring`` and its ``alternatives``, the one for ``request``'s model."""
+    if wiring is None or not wiring.alternatives:
+        return wiring
+    return next(
+        (
+            one
+            for one in (wiring, *wiring.alternatives)
+            if not one.model_prefixes or request.model.startswith(one.model_prefixes)
+        ),
+        wiring,
+    )
+
+
 def _held_key(wiring: GatewayWiring, request: AgentRequest) -> str | None:
     """The variable holding the key the gateway stands in for in an attempt of
     ``request``; ``None`` when the attempt goes straight to its provider: a model of
@@ -326,6 +344,7 @@ def _held_key(wiring: GatewayWiring, request: AgentRequest) -> str | None:
 def through_gateway(wiring: GatewayWiring | None, request: AgentRequest) -> bool:
     """Whether an attempt of ``request`` would be sent through the current gateway (which
     then paces each of its requests), as ``open_run`` decides."""
+    wiring = _chosen(wiring, request)
     return (
         current_gateway() is not None
         and wiring is not None
@@ -344,6 +363,7 @@ def open_run(
     own; ``None`` (the request unchanged) without a gateway, a wiring or a key, or with a
     base URL the gateway cannot stand in for (sent straight there)."""
     gateway = current_gateway()
+    wiring = _chosen(wiring, request)
     if gateway is None or wiring is None:
         return None
     held = _held_key(wiring, request)

@@ -69,6 +69,7 @@ def test_every_documented_setting_is_accepted(binary: Path) -> None:
         {
             "binary": str(binary),
             "base_url": "http://127.0.0.1:9/v1",
+            "timeout_s": 30.5,
             "stream": True,
             "edit_format": "diff",
             "internal_retries": MAX_INTERNAL_RETRIES,
@@ -86,6 +87,9 @@ def test_every_documented_setting_is_accepted(binary: Path) -> None:
         ({"colour": True}, "config.colour", "unknown setting"),
         ({"base_url": "127.0.0.1:9"}, "config.base_url", "http(s) URL"),
         ({"stream": "yes"}, "config.stream", "true or false"),
+        ({"timeout_s": 0}, "config.timeout_s", "seconds above 0"),
+        ({"timeout_s": "60"}, "config.timeout_s", "seconds above 0"),
+        ({"timeout_s": float("inf")}, "config.timeout_s", "seconds above 0"),
         ({"edit_format": "ask"}, "config.edit_format", "must be one of"),
         ({"internal_retries": 9}, "config.internal_retries", "0 to 8"),
         ({"internal_retries": True}, "config.internal_retries", "0 to 8"),
@@ -171,6 +175,7 @@ def test_settings_and_the_tier_map_onto_aider_flags(tmp_path: Path, located: Loc
     settings = parse_settings(
         {
             "base_url": "http://127.0.0.1:9/v1",
+            "timeout_s": 90,
             "stream": True,
             "edit_format": "udiff",
             "git": True,
@@ -181,6 +186,7 @@ def test_settings_and_the_tier_map_onto_aider_flags(tmp_path: Path, located: Loc
     argv = command(located.path, files, req, settings)
     assert argv[argv.index("--openai-api-base") + 1] == "http://127.0.0.1:9/v1"
     assert argv[argv.index("--edit-format") + 1] == "udiff"
+    assert argv[argv.index("--timeout") + 1] == "90"
     assert argv[argv.index("--read") + 1] == str(files.conventions)
     assert files.conventions.read_text() == "Always write tests."
     assert {"--stream", "--auto-commits", "--no-gitignore"} <= set(argv)

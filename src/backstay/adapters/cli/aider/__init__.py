@@ -38,13 +38,14 @@ from backstay.adapters.cli.aider.command import (
     tools_on,
 )
 from backstay.adapters.cli.aider.output import AiderReport, LineWatch, read_report
+from backstay.adapters.cli.aider.providers import ANTHROPIC, GATEWAY_WIRING, GEMINI, OPENAI
 from backstay.adapters.cli.aider.settings import CONFIG_KEYS, AiderSettings, parse_settings
 from backstay.adapters.cli.base import CliAdapter, Listeners
 from backstay.adapters.cli.process import ProcessOutcome
 from backstay.adapters.contract import AgentRequest
 from backstay.adapters.gateway_wiring import GatewayWiring
 from backstay.adapters.pricing import price_usage
-from backstay.adapters.provider_env import ANTHROPIC_ENV, GEMINI_ENV, OPENAI_ENV, ProviderEnv
+from backstay.adapters.provider_env import ProviderEnv
 from backstay.adapters.usage import Usage
 from backstay.agents import Located
 from backstay.failure import Failure
@@ -52,15 +53,11 @@ from backstay.failure import Failure
 __all__ = ["AiderAdapter"]
 
 # What litellm reads for the providers Aider is used with here (``openai/…``,
-# ``anthropic/…``, ``gemini/…``); ``OPENAI_API_BASE`` is Aider's own name for the base URL,
-# ``OPENAI_ORGANIZATION`` litellm's for the organization.
+# ``anthropic/…``, ``gemini/…``; ``providers``); ``OPENAI_API_BASE`` is Aider's own name
+# for the base URL, ``OPENAI_ORGANIZATION`` litellm's for the organization.
 PROVIDER_ENV: Final = ProviderEnv(
-    credentials=(
-        *OPENAI_ENV.credentials,
-        ANTHROPIC_ENV.credentials[0],
-        GEMINI_ENV.credentials[0],
-    ),
-    endpoint=("OPENAI_API_BASE", *OPENAI_ENV.endpoint, *ANTHROPIC_ENV.endpoint),
+    credentials=(*OPENAI.keys, *ANTHROPIC.keys, GEMINI.keys[0]),
+    endpoint=(*OPENAI.base_urls, *ANTHROPIC.base_urls, *GEMINI.base_urls),
     account=("OPENAI_ORGANIZATION",),
 )
 
@@ -128,20 +125,9 @@ class AiderAdapter(CliAdapter[AiderSettings, _Run]):
     program: ClassVar[str] = CLI_NAME
     config_keys: ClassVar[frozenset[str]] = CONFIG_KEYS
     provider_env: ClassVar[ProviderEnv] = PROVIDER_ENV
-    # Through a gateway: an ``openai/…`` model (``--openai-api-base``); others go straight.
-    gateway_wiring: ClassVar[GatewayWiring | None] = GatewayWiring(
-        provider="openai",
-        key_env=OPENAI_ENV.credentials,
-        base_url_env="OPENAI_API_BASE",
-        other_base_url_env=OPENAI_ENV.endpoint,
-        url_path="/v1",
-        model_prefixes=("openai/",),
-        strip_env=(
-            ANTHROPIC_ENV.credentials[0],
-            GEMINI_ENV.credentials[0],
-            *ANTHROPIC_ENV.endpoint,
-        ),
-    )
+    # Through a gateway: an ``openai/…``, ``anthropic/…`` or ``gemini/…`` model
+    # (``providers``); others go straight.
+    gateway_wiring: ClassVar[GatewayWiring | None] = GATEWAY_WIRING
 
     def __init__(self, *, launcher: Sequence[str] = ()) -> None:
         self.launcher = check_launcher(launcher, where="launcher")
@@ -176,7 +162,7 @@ class AiderAdapter(CliAdapter[AiderSettings, _Run]):
             f"private HOME {files.home}; internal retries allowed: "
             f"{settings.internal_retries}"
         )
-        return environment(files, cli, request)
+        return environment(files, cli, request, settings)
 
     def argv(
         self, request: AgentRequest, settings: AiderSettings, cli: Located, run: _Run

@@ -9,6 +9,12 @@ history and its chat transcript. None of them lands in the workspace.
 The model settings set ``max_retries: 0`` for every model (``aider/extra_params``): the
 OpenAI SDK inside litellm then makes one HTTP call per Aider attempt, so that each of
 Aider's own retries shows in its output ("Retrying in 0.5 seconds...") and is one API call.
+
+A base URL (the ``base_url`` setting, a gateway's, or the provider's variable in the
+request's environment) reaches Aider as ``providers`` says for the model's provider:
+``--openai-api-base`` for an OpenAI-compatible model, ``ANTHROPIC_API_BASE`` or
+``GEMINI_API_BASE`` for an ``anthropic/…`` or ``gemini/…`` one; ``timeout_s`` as Aider's
+``--timeout``.
 """
 
 from __future__ import annotations
@@ -21,16 +27,16 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Final
 
+from backstay.adapters.cli.aider.providers import provider_for
 from backstay.adapters.cli.aider.settings import AiderSettings
 from backstay.adapters.contract import AgentRequest
 from backstay.agents import Located
 
-__all__ = ["AiderFiles", "command", "environment", "prepare", "tools_on"]
+__all__ = ["AiderFiles", "base_url_of", "command", "environment", "prepare", "tools_on"]
 
 # Rich wraps Aider's output at the terminal width (80 without one): wide enough that an
 # error and its provider message stay on one line.
 OUTPUT_COLUMNS: Final = "10000"
-BASE_URL_VARIABLES: Final = ("OPENAI_API_BASE", "OPENAI_BASE_URL")
 # Every setting applied to every model Aider runs (see the module docstring).
 _MODEL_SETTINGS: Final = [{"name": "aider/extra_params", "extra_params": {"max_retries": 0}}]
 
@@ -95,11 +101,12 @@ def prepare(files: AiderFiles, located: Located, request: AgentRequest, prompt: 
         files.conventions.write_text(request.tier.system_prompt, encoding="utf-8")
 
 
-def base_url_of(settings: AiderSettings, env: Mapping[str, str]) -> str | None:
-    """``base_url`` from the settings, else from the request's environment, else none."""
+def base_url_of(settings: AiderSettings, model: str, env: Mapping[str, str]) -> str | None:
+    """The base URL of ``model``'s provider: ``base_url`` from the settings, else the
+    provider's variables in the request's environment, else none."""
     if settings.base_url:
         return settings.base_url
-    for name in BASE_URL_VARIABLES:
+    for name in provider_for(model).base_urls:
         value = env.get(name, "").strip()
         if value:
             return value
@@ -144,9 +151,11 @@ def command(
     else:
         argv.append("--no-git")
     argv.append("--auto-commits" if settings.auto_commits else "--no-auto-commits")
-    base_url = base_url_of(settings, request.env)
-    if base_url is not None:
+    base_url = base_url_of(settings, request.model, request.env)
+    if base_url is not None and provider_for(request.model).base_url_env is None:
         argv += ["--openai-api-base", base_url]
+    if settings.timeout_s is not None:
+        argv += ["--timeout", f"{settings.timeout_s:g}"]
     if not tools_on(request):
         argv += ["--chat-mode", "ask"]
     elif settings.edit_format is not None:
@@ -156,12 +165,34 @@ def command(
     return [*argv, *settings.extra_args]
 
 
-def environment(files: AiderFiles, located: Located, request: AgentRequest) -> dict[str, str]:
+def _given(request: AgentRequest, settings: AiderSettings | None) -> dict[str, str]:
+    """The request's environment with the model's base URL, if one is given, in the one
+    variable litellm reads first for its provider (the provider's others taken out)."""
+    given = dict(request.env)
+    if settings is None:
+        return given
+    provider = provider_for(request.model)
+    base_url = base_url_of(settings, request.model, given)
+    if base_url is None:
+        return given
+    for name in provider.base_urls:
+        given.pop(name, None)
+    if provider.base_url_env is not None:
+        given[provider.base_url_env] = base_url
+    return given
+
+
+def environment(
+    files: AiderFiles,
+    located: Located,
+    request: AgentRequest,
+    settings: AiderSettings | None = None,
+) -> dict[str, str]:
     """Aider's whole environment: the request's (the entry point built it: the provider
     variables it inherited and the variables it was told to pass), with ``PATH`` and ``LANG``
-    defaulted, and the run's private ``HOME`` and the switches that keep Aider quiet and
-    offline put over it."""
-    given = request.env
+    defaulted, the model's base URL where litellm reads it (given ``settings``), and the
+    run's private ``HOME`` and the switches that keep Aider quiet and offline put over it."""
+    given = _given(request, settings)
     home = str(files.home)
     own = {
         "HOME": home,

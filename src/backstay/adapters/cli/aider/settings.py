@@ -4,9 +4,13 @@ Keys (all optional):
 
 * ``binary``: the ``aider`` program to run (else the managed install, else ``PATH``;
   ``backstay.agents.locate``);
-* ``base_url``: an OpenAI-compatible base URL (``--openai-api-base``), else
-  ``OPENAI_API_BASE`` or ``OPENAI_BASE_URL`` in the request's environment, else Aider's
-  default for the model's provider;
+* ``base_url``: the base URL of the model's provider (``providers``): for an
+  OpenAI-compatible model ``--openai-api-base``, for an ``anthropic/…`` model
+  ``ANTHROPIC_API_BASE``, for a ``gemini/…`` one ``GEMINI_API_BASE`` (ending in
+  ``/v1beta``); else the provider's variables in the request's environment, else the
+  provider's default;
+* ``timeout_s``: Aider's request timeout (``--timeout``; default: Aider's 600 s; through
+  a gateway, the gateway's deadline plus a margin);
 * ``stream``: stream the reply (default ``false``: only a whole reply carries the
   provider's own token counts; streamed, Aider counts tokens itself, approximately);
 * ``edit_format``: one of ``EDIT_FORMATS`` (default: Aider's choice for the model);
@@ -23,6 +27,7 @@ Keys (all optional):
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any, Final
@@ -42,6 +47,7 @@ CONFIG_KEYS: Final = frozenset(
     {
         "binary",
         "base_url",
+        "timeout_s",
         "stream",
         "edit_format",
         "internal_retries",
@@ -88,6 +94,7 @@ class AiderSettings:
 
     binary: str | None = None
     base_url: str | None = None
+    timeout_s: float | None = None
     stream: bool = False
     edit_format: str | None = None
     internal_retries: int = 0
@@ -139,6 +146,20 @@ def _base_url(config: Mapping[str, Any]) -> str | None:
     return value
 
 
+def _timeout(config: Mapping[str, Any]) -> float | None:
+    value = config.get("timeout_s")
+    if value is None:
+        return None
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int | float)
+        or not math.isfinite(value)
+        or value <= 0
+    ):
+        raise _fail("timeout_s", f"must be a number of seconds above 0, got {value!r}")
+    return float(value)
+
+
 def _edit_format(config: Mapping[str, Any]) -> str | None:
     value = config.get("edit_format")
     if value is not None and value not in EDIT_FORMATS:
@@ -181,6 +202,7 @@ def parse_settings(config: Mapping[str, Any]) -> AiderSettings:
     return AiderSettings(
         binary=_binary(config),
         base_url=_base_url(config),
+        timeout_s=_timeout(config),
         stream=_flag(config, "stream", False),
         edit_format=_edit_format(config),
         internal_retries=_internal_retries(config),
