@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import pickle
 import socket
+import threading
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -162,3 +163,15 @@ def test_the_gateway_of_batch_and_resume_gives_ray_workers_a_plan_unless_it_is_o
         assert current_worker_gateway() is None
     with agent_gateway(["anthropic-api"]):  # no agent CLI: no gateway anywhere
         assert current_worker_gateway() is None
+
+
+def test_a_ray_batch_starts_no_gateway_of_its_own_and_gives_the_workers_the_plan() -> None:
+    before = {t.ident for t in threading.enumerate()}
+    with agent_gateway(["claude-code"], parallel=2, on_workers=True) as url:
+        plan = current_worker_gateway()
+        started = {t.ident for t in threading.enumerate()} - before
+        assert url is None  # no gateway in the driver: the workers start theirs
+        assert plan is not None
+        assert (plan.url, plan.parallel) == (None, 2)
+        assert not started
+    assert current_worker_gateway() is None

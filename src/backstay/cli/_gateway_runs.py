@@ -148,6 +148,7 @@ def agent_gateway(
     rate_limits: Mapping[str, RateLimitSettings] | None = None,
     limiters: LimiterRegistryLike | None = None,
     parallel: int | None = None,
+    on_workers: bool = False,
 ) -> Iterator[str | None]:
     """A gateway for the agent runs of ``adapters`` while the block runs (its URL), or
     nothing (``None``) when none of them drives an agent CLI or ``enabled`` is false.
@@ -162,7 +163,9 @@ def agent_gateway(
     the attempts that can run at once here (the engine's concurrency; default
     ``DEFAULT_CONCURRENCY``): through a shared gateway without a spend ledger, each run's
     first allowance is that share of the room of a budget it shares with other tasks
-    (``backstay.engine.run_allowance``)."""
+    (``backstay.engine.run_allowance``). ``on_workers``: the runs are placed on Ray
+    workers, each of which starts a gateway of its own (``executors.ray_gateway``): none is
+    started here, the workers are handed the plan only (yields ``None``)."""
     if url is not None and not enabled:
         raise ConfigError("cannot be given with --no-gateway", where="--gateway")
     if not enabled or not wired(adapters):
@@ -199,8 +202,18 @@ def agent_gateway(
     from backstay.policy.limit_keys import credential_limits, provider_limits  # noqa: PLC0415
     from backstay.policy.limiters import RateLimiterRegistry  # noqa: PLC0415
 
-    runs = RunTokens()
     settings = GatewaySettings(port=0, policy=configured_policy(registry))
+    if on_workers:
+        # Ray workers each start a gateway of their own; none of the runs is placed here.
+        plan = WorkerGateway(
+            policy=settings.policy,
+            deadline_s=settings.policy.deadline_s or DEFAULT_DEADLINE_S,
+            parallel=parallel or 1,
+        )
+        with use_worker_gateway(plan):
+            yield None
+        return
+    runs = RunTokens()
     if limiters is None:
         limiters = RateLimiterRegistry(credential_limits(provider_limits(rate_limits or {})))
     deadline = settings.policy.deadline_s or DEFAULT_DEADLINE_S

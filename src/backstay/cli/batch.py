@@ -164,6 +164,7 @@ def batch(
                     rate_limits=config.engine_rate_limits(),
                     limiters=pacing_limiters(engine),
                     parallel=concurrency,
+                    on_workers=executor is not None,
                 ),
             ):
                 code = run_batch(engine, opened, early)

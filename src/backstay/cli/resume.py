@@ -134,6 +134,7 @@ def resume(
                     rate_limits=config.engine_rate_limits(),
                     limiters=pacing_limiters(engine),
                     parallel=concurrency,
+                    on_workers=executor is not None,
                 ),
                 collector_for_batch(),
             ):
