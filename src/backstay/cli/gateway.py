@@ -65,7 +65,8 @@ _STORE_HELP: Final = (
     "Keep rate limiters and breakers in this store: redis://host:port/db (?namespace=NAME), "
     "shared by every gateway and batch on it, or a state directory (SQLite: breakers only); "
     "with --agent-runs, runs' requests are held against its spending budgets (without it, "
-    "against the allowance each run's batch reserved for it)."
+    "against the allowance each run's batch reserved for it); --budget-* spending, and a "
+    "backstay run's, is kept in a ledger of its own beside it, shared by every gateway on it."
 )
 
 
@@ -138,11 +139,14 @@ def _gateway(
     store: str | None,
     config: BackstayConfig,
     budget: tuple[GatewayBudget | None, Mapping[str, ModelPrice]] = (None, {}),
+    *,
+    agent_runs: bool = False,
 ) -> tuple[Gateway, StoreBundle | None, SpendLedger | None]:
     """The gateway of ``settings``: its limiters capped by the configuration's
     ``retry.rate_limits``, they and its breakers in the store at ``store`` (else in this
     process), its requests held to ``budget`` at its prices; the stores and the
-    gateway's own spend ledger beside them, which the caller closes."""
+    gateway's own spend ledger beside them (opened for a budget or ``agent_runs`` only),
+    which the caller closes."""
     from backstay.breaker import BreakerRegistry  # noqa: PLC0415 - loaded when it serves
     from backstay.policy.limit_keys import credential_limits, provider_limits  # noqa: PLC0415
     from backstay.policy.limiters import RateLimiterRegistry  # noqa: PLC0415
@@ -163,7 +167,8 @@ def _gateway(
         sys.stderr.write(f"warning: {warning}\n")
     ledger = None
     try:
-        ledger = gateway_ledger(bundle)
+        if budget[0] is not None or agent_runs:
+            ledger = gateway_ledger(bundle)
         breakers = BreakerRegistry(settings=settings.breaker, store=bundle.breakers)
         gateway = Gateway(
             settings,
@@ -445,7 +450,9 @@ def gateway(
         from backstay.cli._gateway_spend import price_pairs  # noqa: PLC0415 - on use
 
         prices = price_pairs(price or []) if price else {}
-        served, bundle, ledger = _gateway(settings, store, config, (budget, prices))
+        served, bundle, ledger = _gateway(
+            settings, store, config, (budget, prices), agent_runs=agent_runs
+        )
         if agent_runs:  # run tokens, opened over HTTP (backstay.gateway.run_admin)
             served.runs = _shared_runs(bundle, ledger)
         try:

@@ -363,7 +363,7 @@ class GatewaySpending(HeldRequests):
             return (
                 f"budget_exceeded: no price is known for {found.provider} model "
                 f"{found.model!r}, and the gateway's budget of {self.budget.describe()} "
-                "limits USD: the request was not sent (give its price in gateway.prices)"
+                "limits USD: the request was not sent (give its price with --price)"
             )
         totals = refusal.totals
         _tell(
