@@ -127,6 +127,7 @@ def test_two_gateways_on_one_store_hold_one_budget_together(
         (["--budget-tokens", "100", "--budget-window", "year"], "--budget-window"),
         (["--budget-usd", "1", "--price", "claude=abc"], "--price"),
         (["--budget-window", "day"], "--budget-usd"),
+        (["--budget-tokens", "100", "--agent-runs"], "--budget-tokens"),
     ],
 )
 def test_a_bad_budget_flag_is_a_usage_error_naming_it(flags: list[str], named: str) -> None:

@@ -204,6 +204,22 @@ def _check_agent_runs(agent_runs: bool, settings: GatewaySettings) -> None:
         )
 
 
+def _budget(
+    usd: float | None, tokens: int | None, window: str, *, agent_runs: bool
+) -> GatewayBudget | None:
+    """The budget the flags give (``None``: none)."""
+    if usd is None and tokens is None and window == "total":
+        return None
+    budget = GatewayBudget(usd=usd, tokens=tokens, window=_window(window))
+    if agent_runs:  # it serves runs only: each is held to its own budget
+        raise ConfigError(
+            "caps the requests that are not of an agent run, and --agent-runs serves none: "
+            "a run is held to its own budget",
+            where="--budget-usd" if usd is not None else "--budget-tokens",
+        )
+    return budget
+
+
 def _window(text: str) -> BudgetWindow:
     try:
         return BudgetWindow(text.strip().lower())
@@ -441,12 +457,8 @@ def gateway(
             token=gateway_token(token_env, os.environ),
             fallbacks=fallback_pairs(fallback or []),
         )
+        budget = _budget(budget_usd, budget_tokens, budget_window, agent_runs=agent_runs)
         _check_agent_runs(agent_runs, settings)
-        budget = None
-        if budget_usd is not None or budget_tokens is not None or budget_window != "total":
-            budget = GatewayBudget(
-                usd=budget_usd, tokens=budget_tokens, window=_window(budget_window)
-            )
         from backstay.cli._gateway_spend import price_pairs  # noqa: PLC0415 - on use
 
         prices = price_pairs(price or []) if price else {}

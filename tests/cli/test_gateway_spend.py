@@ -1,0 +1,135 @@
+"""``backstay.cli._gateway_spend``: the gateway's requests as rows of a real SQLite spend
+ledger beside a state directory's (two connections, as two gateway processes, holding one
+budget), a ``backstay run``'s registration held there with what its earlier attempts
+spent, and the ``--price`` values."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any, Final
+
+import pytest
+
+from backstay.adapters.request_spend import RequestSpend
+from backstay.cli._gateway_spend import (
+    GATEWAY_LEDGER,
+    RunLedgerBudgets,
+    StoreRows,
+    price_pairs,
+    table_price,
+)
+from backstay.engine.shared_budget import SharedBudgets
+from backstay.errors import ConfigError
+from backstay.gateway.routes import Route
+from backstay.gateway.spending import HeldRequests, RequestHold
+from backstay.gateway.usage import TokenUsage
+from backstay.policy.spend import ScopeKind, Spend, SpendBudget, SpendScope
+from backstay.store.sqlite.spend import SQLiteSpendLedger
+
+ROUTE: Final = Route(provider="anthropic", model="claude-sonnet-4-5", endpoint="/v1/messages")
+TOTAL: Final = SpendScope(kind=ScopeKind.BATCH)
+
+
+def _ledger(state: Path) -> SQLiteSpendLedger:
+    return SQLiteSpendLedger(state, file_name=f"{GATEWAY_LEDGER}.sqlite")
+
+
+def test_two_connections_to_one_file_hold_one_budget(tmp_path: Path) -> None:
+    first, second = _ledger(tmp_path), _ledger(tmp_path)
+    try:
+        one, two = StoreRows(first), StoreRows(second)
+        budget = SpendBudget(tokens=100)
+        assert one.reserve("a", "gateway", budget, Spend(tokens=60)) is None
+        refused = two.reserve("b", "gateway", budget, Spend(tokens=60))
+        assert refused is not None
+        assert refused.totals.reserved.tokens == 60
+        one.settle("a", Spend(tokens=20), prompt_tokens=15, output_tokens=5)
+        assert two.reserve("b", "gateway", budget, Spend(tokens=60)) is None
+        # The batch scope of the gateway's own ledger: every request of every gateway.
+        assert second.totals(TOTAL).spent.tokens == 20
+    finally:
+        first.close()
+        second.close()
+    assert (tmp_path / "gateway-spend.sqlite").is_file()
+    assert not (tmp_path / "state.sqlite").exists()  # the batch's ledger is not touched
+
+
+def _registration(spent: int, **extra: Any) -> dict[str, Any]:
+    """A ``backstay run``'s registration (``_RunRequests.shared`` and ``allowance``)."""
+    scope = {
+        "scope": "task",
+        "name": "run",
+        "budget": {"usd": None, "tokens": 1000},
+        "spent": {"usd": 0.0, "tokens": spent},
+        "reserved": {"usd": 0.0, "tokens": 0},
+    }
+    return {
+        "operation_id": "run",
+        "task_id": "run",
+        "tenant": None,
+        "task_budget": {"usd": None, "tokens": 1000},
+        "held": {"usd": 0.0, "tokens": 100},
+        "adapter": "claude-code",
+        "model": "claude-sonnet-4-5",
+        "stop": "ended",
+        "allowance": [scope],
+        "granted": {"usd": None, "tokens": 1000 - spent},
+        **extra,
+    }
+
+
+def test_a_run_is_held_in_the_ledger_with_what_its_earlier_attempts_spent(
+    tmp_path: Path,
+) -> None:
+    ledger = _ledger(tmp_path)
+    try:
+        budgets = RunLedgerBudgets(SharedBudgets(ledger), StoreRows(ledger))
+        run = budgets(_registration(700))
+        assert isinstance(run, HeldRequests)
+        held = asyncio.run(run.hold(ROUTE, 200))
+        assert isinstance(held, RequestHold)
+        held.add(TokenUsage(input_tokens=220, output_tokens=30))
+        held.settle()
+        # 700 earlier + 250 now: a request of 100 has no room left in 1000.
+        refused = asyncio.run(run.hold(ROUTE, 100))
+        again = asyncio.run(run.hold(ROUTE, 1))
+        kept = ledger.totals(TOTAL)
+    finally:
+        ledger.close()
+    assert isinstance(refused, str)
+    assert refused.startswith("budget_exceeded: the task run token budget 1000 has no room")
+    assert refused.endswith("the run stops here")
+    assert "950 spent" in refused
+    assert again == refused  # the first refusal is kept: every later request refused
+    assert run.refusal is not None
+    assert run.refusal.totals.scope == SpendScope(kind=ScopeKind.TASK, name="run")
+    assert (kept.spent.tokens, kept.reserved.tokens) == (950, 0)
+
+
+def test_a_batchs_run_goes_on_to_the_batchs_ledger(tmp_path: Path) -> None:
+    ledger = _ledger(tmp_path)
+    try:
+        budgets = RunLedgerBudgets(SharedBudgets(ledger), StoreRows(ledger))
+        shared = _registration(0)
+        for key in ("stop", "allowance", "granted"):
+            del shared[key]
+        assert isinstance(budgets(shared), RequestSpend)
+        with pytest.raises(ConfigError) as raised:
+            budgets(_registration(0, surprise=1))
+    finally:
+        ledger.close()
+    assert raised.value.where == "budget.surprise"
+
+
+def test_prices_are_given_per_million_tokens_and_used_first() -> None:
+    prices = price_pairs(["my-model=3,15"])
+    price = table_price(prices)
+    mine = Route(provider="openai", model="my-model", endpoint="/v1/chat/completions")
+    usd = price(mine, TokenUsage(input_tokens=1_000_000, output_tokens=100_000))
+    assert usd == pytest.approx(4.5)
+    assert price(ROUTE, TokenUsage(input_tokens=1000)) is not None  # the price table's
+    for bad in ("my-model", "my-model=3", "=1,2", "m=a,b"):
+        with pytest.raises(ConfigError) as raised:
+            price_pairs([bad])
+        assert raised.value.where == "--price"
