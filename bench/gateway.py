@@ -26,6 +26,9 @@ process), each proxy one process of its own.
    429s. The gateways learn the limit from the provider's headers. First the same setup
    against an unlimited provider: the requests/s the machine carries now, without which a
    ratio above 1 cannot be told from a machine too busy to reach R.
+5. What a Redis store costs a request: the same gateway with its limiters and breakers in
+   its process and on a ``redis-server`` (whose calls the gateway makes on its event
+   loop): the Redis commands a request, the added latency and the throughput and CPU.
 
 litellm runs from ``LITELLM_BIN`` (default: ``litellm`` next to this Python, else
 ``$HOME/.cache/backstay/litellm-venv/bin/litellm``) with ``LITELLM_LOCAL_MODEL_COST_MAP``
@@ -71,6 +74,8 @@ THROUGHPUT_REQUESTS: Final = 10_000
 LITELLM_THROUGHPUT_REQUESTS: Final = 2_000
 CONCURRENCY: Final = 64
 STREAMS: Final = 1_000
+# The requests the Redis commands of one are counted over (one at a time).
+STORE_COUNTED: Final = 200
 FLEET_RPM: Final = 1_200
 FLEET_REQUESTS: Final = 300
 FLEET_THREADS: Final = 16
@@ -467,6 +472,54 @@ def _fleet() -> None:
     print(f"  target: <= {TARGET_FLEET_RATIO} x M / R, <= 5 % 429s: {'met' if met else 'MISSED'}")
 
 
+def _redis_store() -> None:
+    """The gateway's Redis calls, made on its event loop: one gateway with its limiters and
+    breakers in this process beside one with them on a ``redis-server`` (``--store
+    redis://``), against one unlimited fake provider. The Redis commands a request costs
+    (the server's own count), the added latency at 200/s (the two gateways' requests in
+    alternating blocks, the in-process one in the place of the direct row), and requests/s
+    and CPU per request with 64 in flight."""
+    print(
+        "\n  The gateway with its limiters and breakers on redis-server (--store redis://) "
+        "beside the same in this process"
+    )
+    if shutil.which("redis-server") is None:
+        print("  redis-server is not installed (scripts/install-test-deps): left out")
+        return
+    import redis  # noqa: PLC0415 - this section only
+
+    with (
+        shared_state.redis_server() as url,
+        provider_process.serve() as fake,
+        gateway(fake) as (memory, memory_pid),
+        gateway(fake, "--store", f"{url}?namespace=bench-store") as (shared, shared_pid),
+    ):
+        client = redis.Redis.from_url(url)
+        try:
+            before = int(client.info("stats")["total_commands_processed"])
+            _send([shared], STORE_COUNTED, 1)
+            after = int(client.info("stats")["total_commands_processed"])
+        finally:
+            client.close()
+        per_request = (after - before - 1) / STORE_COUNTED  # less the INFO itself
+        inner, outer = paired_open_loop(
+            memory, shared, LATENCY_RATE, LATENCY_REQUESTS, LATENCY_BLOCKS
+        )
+        rows = [
+            ("in this process", memory, memory_pid, _percentiles(inner)),
+            ("on redis-server", shared, shared_pid, _percentiles(outer)),
+        ]
+        print(f"  Redis commands a request: {per_request:.1f} (over {STORE_COUNTED} requests)")
+        print(f"  {'limiters, breakers':<22} {'p50 ms':>8} {'p99 ms':>8} "
+              f"{'req/s':>8} {'CPU ms':>7}")  # fmt: skip
+        for name, base, pid, (p50, p99) in rows:
+            rps, cpu_ms = closed_loop(base, "gateway", THROUGHPUT_REQUESTS, pid)
+            assert cpu_ms is not None
+            print(f"  {name:<22} {p50:8.2f} {p99:8.2f} {rps:8.0f} {cpu_ms:7.3f}")
+        p50_in, p50_out = rows[0][3][0], rows[1][3][0]
+        print(f"  Redis adds {p50_out - p50_in:+.2f} ms at p50 (same run, alternating blocks)")
+
+
 def _drain(fake: str) -> None:
     with httpx.Client(base_url=fake, timeout=30.0) as client:
         for _ in range(20_000):
@@ -508,6 +561,7 @@ def report() -> None:
     _latency_and_throughput(binary)
     _in_process()
     _streams(binary)
+    _redis_store()
     _fleet()
 
 
