@@ -130,14 +130,16 @@ class GatewayWiring:
       URL and taken off a user's base URL to make the upstream;
     * ``timeout_setting``: the setting holding the CLI's own request or stream timeout, in
       seconds, raised above the gateway's deadline unless the user set it;
-    * ``model_prefixes``: when given, only a model named with one of them goes through the
-      gateway (Aider's ``openai/…``; any other goes straight to its provider);
+    * ``model_prefixes``, ``model_names``: when either is given, only a model named with
+      one of the prefixes, or one of the names exactly, goes through the gateway (Aider's
+      ``openai/…``, its alias ``4o``; any other goes straight to its provider);
     * ``other_base_url_env``: more variables naming the base URL, read after
       ``base_url_env`` and removed as it is; ``strip_env``: variables the attempt loses
       (other providers' keys a CLI would not use for this model);
     * ``alternatives``: the wirings of a CLI that speaks several providers' formats by the
       model's prefix (Aider's ``anthropic/…``, ``gemini/…``): an attempt takes the first
-      of this wiring and its alternatives whose ``model_prefixes`` hold its model.
+      of this wiring and its alternatives whose ``model_prefixes`` or ``model_names`` name
+      its model.
     """
 
     provider: str
@@ -147,6 +149,7 @@ class GatewayWiring:
     url_path: str = ""
     timeout_setting: str | None = None
     model_prefixes: tuple[str, ...] = ()
+    model_names: tuple[str, ...] = ()
     other_base_url_env: tuple[str, ...] = ()
     strip_env: tuple[str, ...] = ()
     alternatives: tuple[GatewayWiring, ...] = ()
@@ -304,16 +307,19 @@ def _configured_base(wiring: GatewayWiring, request: AgentRequest) -> object:
     )
 
 
+def _names(wiring: GatewayWiring, model: str) -> bool:
+    """Whether ``wiring`` takes a model named ``model`` (any, without prefixes or names)."""
+    if not wiring.model_prefixes and not wiring.model_names:
+        return True
+    return model.startswith(wiring.model_prefixes) or model in wiring.model_names
+
+
 def _chosen(wiring: GatewayWiring | None, request: AgentRequest) -> GatewayWiring | None:
     """Of ``wiring`` and its ``alternatives``, the one for ``request``'s model."""
     if wiring is None or not wiring.alternatives:
         return wiring
     return next(
-        (
-            one
-            for one in (wiring, *wiring.alternatives)
-            if not one.model_prefixes or request.model.startswith(one.model_prefixes)
-        ),
+        (one for one in (wiring, *wiring.alternatives) if _names(one, request.model)),
         wiring,
     )
 
@@ -323,7 +329,7 @@ def _held_key(wiring: GatewayWiring, request: AgentRequest) -> str | None:
     ``request``; ``None`` when the attempt goes straight to its provider: a model of
     another provider, no key (the adapter reports it), or a base URL the gateway cannot
     stand in for."""
-    if wiring.model_prefixes and not request.model.startswith(wiring.model_prefixes):
+    if not _names(wiring, request.model):
         return None
     held = next(
         (name for name in _key_names(wiring, request.config) if request.env.get(name)), None

@@ -12,8 +12,9 @@ its tokens, once. While Aider runs, the real key is in no environment of its pro
 afterwards it is in no file the run left and nothing backstay printed.
 
 Skipped, with the reason, when Aider is not installed (``make agents``) or no namespace
-can be made here. Each run takes about 10 s: ``slow``, as the OpenAI one is
-(``tests/gateway/test_runs_clis.py``).
+can be made here. Each run takes about 12 s: ``slow``, as the OpenAI one is
+(``tests/gateway/test_runs_clis.py``). ``sonnet``, Aider's alias of an Anthropic model,
+goes the same way.
 """
 
 from __future__ import annotations
@@ -86,6 +87,14 @@ class Case:
 CASES: Final = (
     Case(
         model="anthropic/claude-sonnet-4-5",
+        key="ANTHROPIC_API_KEY",
+        base_url="ANTHROPIC_BASE_URL",
+        path="",
+        first_fault="overloaded",
+        first_status="529",
+    ),
+    Case(  # Aider's alias of claude-sonnet-4-5
+        model="sonnet",
         key="ANTHROPIC_API_KEY",
         base_url="ANTHROPIC_BASE_URL",
         path="",

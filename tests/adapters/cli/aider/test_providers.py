@@ -100,7 +100,17 @@ def _launched(
         ("openai/gpt-4o-mini", OPENAI),
         ("anthropic/claude-sonnet-4-5", ANTHROPIC),
         ("gemini/gemini-2.5-flash", GEMINI),
-        ("gpt-4o-mini", OPENAI),  # any other model: Aider's OpenAI-compatible base URL
+        ("gpt-4o-mini", OPENAI),  # bare names litellm gives a provider
+        ("o4-mini", OPENAI),
+        ("claude-sonnet-4-5", ANTHROPIC),
+        ("sonnet", ANTHROPIC),  # Aider's aliases
+        ("4o", OPENAI),
+        ("flash", GEMINI),
+        ("gemini", GEMINI),
+        ("gemini-2.5-pro", GEMINI),
+        # Any other model: Aider's OpenAI-compatible base URL (a bare gemini-… is Vertex's).
+        ("gemini-2.5-flash", OPENAI),
+        ("deepseek/deepseek-chat", OPENAI),
     ],
 )
 def test_a_model_s_provider_is_read_from_its_prefix(model: str, provider: object) -> None:
@@ -165,7 +175,8 @@ def test_an_openai_model_still_goes_through_with_openai_api_base(
 @pytest.mark.parametrize(
     ("model", "env"),
     [
-        ("claude-sonnet-4-5", {"ANTHROPIC_API_KEY": KEY}),  # no prefix: straight
+        ("deepseek/deepseek-chat", {"OPENAI_API_KEY": KEY}),  # another provider: straight
+        ("gemini-2.5-flash", {"GEMINI_API_KEY": KEY}),  # Vertex AI's, in litellm
         ("anthropic/claude-sonnet-4-5", {"OPENAI_API_KEY": KEY}),  # not its provider's key
         # A Gemini base URL the gateway cannot stand in for (not ending in /v1beta).
         ("gemini/gemini-2.5-flash", {"GEMINI_API_KEY": KEY, "GEMINI_API_BASE": "http://g/v1"}),
@@ -182,10 +193,31 @@ def test_nothing_is_opened_where_the_gateway_cannot_stand_in(
         assert not through_gateway(AiderAdapter.gateway_wiring, request)
 
 
-def test_the_engine_leaves_pacing_to_the_gateway_for_an_anthropic_model(tmp_path: Path) -> None:
-    request = _request(tmp_path, "anthropic/claude-sonnet-4-5", {"ANTHROPIC_API_KEY": KEY})
-    with use_gateway(_Gateway()):
+@pytest.mark.parametrize(
+    ("model", "provider"),
+    [
+        ("anthropic/claude-sonnet-4-5", "anthropic"),
+        ("sonnet", "anthropic"),
+        ("claude-haiku-4-5", "anthropic"),
+        ("flash", "gemini"),
+        ("4o", "openai"),
+        ("gpt-5", "openai"),
+    ],
+)
+def test_an_alias_or_a_bare_name_goes_through_with_its_provider_s_key(
+    tmp_path: Path, located: Located, model: str, provider: str
+) -> None:
+    gateway = _Gateway()
+    request = _request(tmp_path, model, EVERYTHING)
+    with use_gateway(gateway):
+        # The engine leaves the attempt's pacing to the gateway, as open_run decides.
         assert through_gateway(AiderAdapter.gateway_wiring, request)
+    opened = _open(request, gateway)
+    assert opened is not None
+    assert gateway.opened[0]["provider"] == provider
+    _, env = _launched(tmp_path, located, opened.request)
+    assert KEY not in env.values()
+    assert TOKEN in env.values()
 
 
 def test_a_timeout_the_user_set_is_kept(tmp_path: Path, located: Located) -> None:

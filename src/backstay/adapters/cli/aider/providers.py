@@ -14,6 +14,13 @@ branches of ``completion``), ``litellm/llms/gemini/common_utils.py``
 (``get_api_key_from_env``) and ``litellm/llms/vertex_ai/vertex_llm_base.py``
 (``_check_custom_proxy``: a Gemini base URL, the key sent as ``x-goog-api-key``).
 
+A model named without a prefix is litellm's to place: ``claude-…`` is Anthropic's;
+``gpt-…``, ``chatgpt-…``, ``o1…``, ``o3…``, ``o4-…`` are OpenAI's; a bare ``gemini-…`` is
+Vertex AI's (not one of these). Aider's own aliases (``MODEL_ALIASES`` in
+``aider/models.py`` of 0.86.2, the version the adapter supports) name models of these
+providers too: ``sonnet``, ``haiku``, ``opus``; ``4o``, ``4``, ``3``…; ``flash``,
+``gemini``, ``gemini-2.5-pro``…
+
 A base URL given to the adapter (its ``base_url`` setting, or a gateway's) is handed to
 Aider through the variable litellm reads first for the model's provider (``--openai-api-base``
 for OpenAI's), and the provider's other base-URL variables are taken out of its
@@ -35,18 +42,22 @@ __all__ = [
     "PROVIDERS",
     "AiderProvider",
     "provider_for",
+    "serves",
 ]
 
 
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
 class AiderProvider:
-    """One provider of Aider's: its ``prefix`` on a model name, the variables holding its
-    ``keys`` and its ``base_urls`` (in the order the adapter reads them), the one litellm
-    reads first (``base_url_env``, ``None`` for OpenAI's: Aider's ``--openai-api-base``
-    sets it) and what its base URL has after the host (``url_path``)."""
+    """One provider of Aider's: the ``prefixes`` of the model names it serves (its own
+    ``provider/`` first, then those of bare names litellm gives it) and the Aider aliases
+    (``names``) standing for its models, the variables holding its ``keys`` and its
+    ``base_urls`` (in the order the adapter reads them), the one litellm reads first
+    (``base_url_env``, ``None`` for OpenAI's: Aider's ``--openai-api-base`` sets it) and
+    what its base URL has after the host (``url_path``)."""
 
     name: str
-    prefix: str
+    prefixes: tuple[str, ...]
+    names: tuple[str, ...]
     keys: tuple[str, ...]
     base_urls: tuple[str, ...]
     base_url_env: str | None
@@ -55,7 +66,8 @@ class AiderProvider:
 
 OPENAI: Final = AiderProvider(
     name="openai",
-    prefix="openai/",
+    prefixes=("openai/", "gpt-", "chatgpt-", "o1", "o3", "o4-"),
+    names=("4", "4o", "4-turbo", "35turbo", "35-turbo", "3"),
     keys=("OPENAI_API_KEY",),
     base_urls=("OPENAI_API_BASE", "OPENAI_BASE_URL"),
     base_url_env=None,
@@ -63,7 +75,8 @@ OPENAI: Final = AiderProvider(
 )
 ANTHROPIC: Final = AiderProvider(
     name="anthropic",
-    prefix="anthropic/",
+    prefixes=("anthropic/", "claude-"),
+    names=("sonnet", "haiku", "opus"),
     keys=("ANTHROPIC_API_KEY",),
     base_urls=("ANTHROPIC_API_BASE", "ANTHROPIC_BASE_URL"),
     base_url_env="ANTHROPIC_API_BASE",
@@ -71,7 +84,15 @@ ANTHROPIC: Final = AiderProvider(
 )
 GEMINI: Final = AiderProvider(
     name="gemini",
-    prefix="gemini/",
+    prefixes=("gemini/",),
+    names=(
+        "flash",
+        "flash-lite",
+        "gemini",
+        "gemini-exp",
+        "gemini-2.5-pro",
+        "gemini-3-pro-preview",
+    ),
     keys=("GEMINI_API_KEY", "GOOGLE_API_KEY"),
     base_urls=("GEMINI_API_BASE",),
     base_url_env="GEMINI_API_BASE",
@@ -83,10 +104,15 @@ PROVIDERS: Final = (OPENAI, ANTHROPIC, GEMINI)
 _OTHER_KEYS: Final = ("ANTHROPIC_AUTH_TOKEN",)
 
 
+def serves(provider: AiderProvider, model: str) -> bool:
+    """Whether ``model`` (as Aider is given it) is sent to ``provider``."""
+    return model.startswith(provider.prefixes) or model in provider.names
+
+
 def provider_for(model: str) -> AiderProvider:
-    """The provider a model of Aider's is sent to: by its prefix, else OpenAI's (Aider's
+    """The provider a model of Aider's is sent to, else OpenAI's (Aider's
     ``--openai-api-base`` is the base URL of any OpenAI-compatible model)."""
-    return next((p for p in PROVIDERS if model.startswith(p.prefix)), OPENAI)
+    return next((p for p in PROVIDERS if serves(p, model)), OPENAI)
 
 
 def _wiring(provider: AiderProvider, *alternatives: GatewayWiring) -> GatewayWiring:
@@ -98,12 +124,14 @@ def _wiring(provider: AiderProvider, *alternatives: GatewayWiring) -> GatewayWir
         other_base_url_env=provider.base_urls[1:],
         url_path=provider.url_path,
         timeout_setting="timeout_s",
-        model_prefixes=(provider.prefix,),
+        model_prefixes=provider.prefixes,
+        model_names=provider.names,
         strip_env=(*(name for p in others for name in (*p.keys, *p.base_urls)), *_OTHER_KEYS),
         alternatives=alternatives,
     )
 
 
-# Through a gateway: an ``openai/…``, ``anthropic/…`` or ``gemini/…`` model, each with its
-# own provider's key and base URL; a model named otherwise goes straight to its provider.
+# Through a gateway: a model of OpenAI, Anthropic or Gemini (a ``provider/`` prefix, a bare
+# name litellm gives one of them, an alias), each with its own provider's key and base URL;
+# any other goes straight to its provider.
 GATEWAY_WIRING: Final = _wiring(OPENAI, _wiring(ANTHROPIC), _wiring(GEMINI))
