@@ -227,7 +227,7 @@ def test_the_gateway_is_told_the_attempts_trace_context(tmp_path: Path) -> None:
     assert gateway.opened[0]["traceparent"] == traceparent
 
 
-def test_aider_goes_through_for_an_openai_model_only_and_loses_other_keys(tmp_path: Path) -> None:
+def test_aider_goes_through_for_a_model_of_a_known_provider_and_loses_other_keys(tmp_path: Path) -> None:
     gateway = _Gateway()
     env = {
         "OPENAI_API_KEY": CANARY_KEY,
@@ -235,7 +235,7 @@ def test_aider_goes_through_for_an_openai_model_only_and_loses_other_keys(tmp_pa
         "ANTHROPIC_API_KEY": CANARY_KEY,
     }
     opened = _open(AiderAdapter(), _request(tmp_path, env), gateway)
-    assert opened is None  # "m-1" is no openai/ model: straight to its provider
+    assert opened is None  # "m-1" names no provider the gateway serves: straight to it
     request = dataclasses.replace(_request(tmp_path, env), model="openai/gpt-4o-mini")
     opened = _open(AiderAdapter(), request, gateway)
     assert opened is not None
