@@ -6,15 +6,18 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 from pathlib import Path
+from typing import Any
 
 import pytest
 from tests.engine.support import OK, QUICK, WALL, Call, ScriptedAdapter, engine, spec
 
+from backstay.adapters.contract import AgentRequest, AgentResult
 from backstay.engine import AttemptOutcome, ResolveAction, TaskRecord, TaskState
 from backstay.engine.driver import TaskDriver, TaskStopped
 from backstay.engine.records import StateChange
 from backstay.failure import Failure
 from backstay.store import SQLiteTaskStore
+from backstay.store.location import StoreLocation
 from backstay.testing import FakeClock
 
 OP = "wf:t1:run_01"
@@ -138,3 +141,23 @@ def test_a_humans_decision_made_while_the_engine_takes_the_task_up_wins(tmp_path
             asyncio.run(driver.drive())
     assert stopped.value.record.state is S.CANCELLED
     assert len(adapter.calls) == 1
+
+
+class StoreSeeingAdapter(ScriptedAdapter):
+    """Keeps the store location of each request it is given."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.stores: list[object] = []
+
+    async def execute(self, request: AgentRequest, **kwargs: Any) -> AgentResult:
+        self.stores.append(request.store)
+        return await super().execute(request, **kwargs)
+
+
+def test_each_attempt_s_request_names_where_the_batch_s_records_are(tmp_path: Path) -> None:
+    adapter = StoreSeeingAdapter()
+    with engine(tmp_path, adapter) as eng:
+        eng.run_sync([spec(tmp_path)])
+        assert adapter.stores == [eng.store_location]
+    assert adapter.stores[0] == StoreLocation.sqlite(tmp_path)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pytest
@@ -11,6 +12,7 @@ from backstay.adapters.contract import AgentRequest, TierConfig
 from backstay.engine import TaskSpec, task_run_id
 from backstay.errors import ConfigError
 from backstay.idempotency.ids import parse_operation_id
+from backstay.store.location import StoreLocation
 
 
 def test_the_operation_id_joins_workflow_task_and_tier_run(tmp_path: Path) -> None:
@@ -70,3 +72,12 @@ def test_specs_are_frozen(tmp_path: Path) -> None:
     task: TaskSpec = spec(tmp_path)
     with pytest.raises(AttributeError):
         task.task_id = "other"  # type: ignore[misc]
+
+
+def test_a_request_carries_the_store_it_is_built_with(tmp_path: Path) -> None:
+    location = StoreLocation.sqlite(tmp_path / "state")
+    task = spec(tmp_path, env={"A": "1"})
+    built = task.request(tmp_path / "attempt_1", store=location)
+    assert built.store == location
+    assert built == dataclasses.replace(task.request(tmp_path / "attempt_1"), store=location)
+    assert task.request(tmp_path / "attempt_1").store is None

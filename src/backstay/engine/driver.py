@@ -343,12 +343,12 @@ class TaskDriver:
         record = begun
         keys = model_keys(self.spec, self.fallback)  # the candidate this attempt runs on
         notify.started(record, attempt_id=attempt_id, policy=self.policy.name, keys=keys)
-        adapter, request = self.adapter, self.spec.request(output_dir)
+        adapter, request = self.adapter, self.spec.request(output_dir, store=self.location)
         if self.policy.timeout_factor > 1.0:
             request = self._lengthened(request)
         if self.fallback is not None:
             adapter, request = self.fallback.target(adapter, output_dir)
-        request = dataclasses.replace(request, store=self.location)
+            request = dataclasses.replace(request, store=self.location)
         earlier = self.store.attempts(self.operation_id) if number > 1 else ()  # none before 1
         request, start = self.starts.prepare(adapter, request, number=number, attempts=earlier)
         # Through a gateway, its requests move to the next candidate's model of the same

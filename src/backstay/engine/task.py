@@ -29,7 +29,7 @@ import dataclasses
 import re
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from backstay._checks import check_number
 from backstay.adapters.contract import AgentRequest, TierConfig
@@ -38,6 +38,9 @@ from backstay.fallback.candidate import Candidate
 from backstay.idempotency.ids import operation_id as make_operation_id
 from backstay.policy.retry import RetryPolicy
 from backstay.policy.spend import SpendBudget
+
+if TYPE_CHECKING:
+    from backstay.store.location import StoreLocation
 
 __all__ = ["NO_TIER_DIR", "TaskSpec", "check_identifier", "task_run_id"]
 
@@ -189,8 +192,10 @@ class TaskSpec:
         """``run_NN/attempt_N``: one attempt's logs and ``metrics.json``."""
         return self.run_dir(state_dir) / f"attempt_{number}"
 
-    def request(self, output_dir: Path) -> AgentRequest:
-        """The ``AgentRequest`` of one attempt writing to ``output_dir``."""
+    def request(self, output_dir: Path, *, store: StoreLocation | None = None) -> AgentRequest:
+        """The ``AgentRequest`` of one attempt writing to ``output_dir``, carrying ``store``
+        (where the batch's records are; built with it rather than replaced after: a
+        request's checks run once)."""
         return AgentRequest(
             model=self.model,
             workspace=self.workspace,
@@ -203,4 +208,5 @@ class TaskSpec:
             config=self.config,
             stall_timeout_s=self.stall_timeout_s,
             tenant=self.tenant,
+            store=store,
         )
