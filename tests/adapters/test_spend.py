@@ -3,16 +3,20 @@ the engine's budgets and a single run's budget share (docs/budgets.md)."""
 
 from __future__ import annotations
 
+import importlib
 from pathlib import Path
-from typing import Final
+from typing import Final, cast
 
 import pytest
 
 from backstay.adapters.api.anthropic import AnthropicApiAdapter
+from backstay.adapters.contract import Adapter
 from backstay.adapters.mock import MockAdapter
 from backstay.adapters.spend import attempt_prompt, charge_spend, estimate_spend
 from backstay.adapters.usage import Usage
 from backstay.policy.spend import DEFAULT_OUTPUT_TOKENS, EarlierUse, Spend
+
+spend = importlib.import_module("backstay.adapters.spend")
 
 PRICED: Final = {
     "max_tokens": 100,
@@ -67,3 +71,24 @@ def test_the_prompt_is_its_files_text_after_the_system_prompt(tmp_path: Path) ->
     path.write_text("from the file", encoding="utf-8")
     assert attempt_prompt(prompt_file=path, system_prompt="sys") == "sys\nfrom the file"
     assert attempt_prompt(prompt_file=tmp_path / "missing.md") == ""
+
+
+class _SettingsOnly:
+    """Has the settings of an API adapter but no price source: not priced."""
+
+    def settings(self, config: object) -> object:
+        raise AssertionError("an unpriced adapter's settings are never read")
+
+
+def test_whether_an_adapter_is_priced_is_asked_of_its_class_once() -> None:
+    """An API adapter is priced, every time; an adapter without a price source is not,
+    and its settings are never read (the answer is kept by class)."""
+    api = AnthropicApiAdapter()
+    assert spend._priced(api) is spend._priced(AnthropicApiAdapter()) is True
+    assert spend._PRICED_CLASSES[AnthropicApiAdapter] is True
+    other = cast(Adapter, _SettingsOnly())
+    for _ in range(2):
+        assert spend._priced(other) is False
+        assert spend._max_tokens(other, {}) is None
+        assert spend._price(other, "m", {}, Usage(input_tokens=1)) is None
+    assert spend._max_tokens(api, {"max_tokens": 64}) == 64

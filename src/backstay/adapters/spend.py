@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, cast, runtime_checkable
 
 from backstay._tokens import count_tokens
 from backstay.adapters.api.settings import ApiSettings
@@ -54,19 +54,33 @@ def attempt_prompt(
     return text if not system_prompt else f"{system_prompt}\n{text}"
 
 
+# Whether instances of a class are ``_Priced``, by class: a protocol check reads every
+# member of the protocol (about 14 us), and each attempt asks twice. A class's answer is
+# its first instance's (the API adapters declare both members on the class).
+_PRICED_CLASSES: dict[type, bool] = {}
+
+
+def _priced(adapter: Adapter) -> bool:
+    known = _PRICED_CLASSES.get(type(adapter))
+    if known is None:
+        known = _PRICED_CLASSES[type(adapter)] = isinstance(adapter, _Priced)
+    return known
+
+
 def _max_tokens(adapter: Adapter, config: Mapping[str, Any]) -> int | None:
     """The reply's token limit the request sets (API adapters), if any."""
-    if not isinstance(adapter, _Priced):
+    if not _priced(adapter):
         return None
-    return adapter.settings(config).max_tokens
+    return cast(_Priced, adapter).settings(config).max_tokens
 
 
 def _price(adapter: Adapter, model: str, config: Mapping[str, Any], usage: Usage) -> float | None:
     """The USD cost of ``usage`` at the adapter's known price; ``None`` if unknown."""
-    if not isinstance(adapter, _Priced):
+    if not _priced(adapter):
         return None
-    settings = adapter.settings(config)
-    cost = price_usage(usage, model=model, provider=adapter.price_provider, prices=settings.prices)
+    priced = cast(_Priced, adapter)
+    settings = priced.settings(config)
+    cost = price_usage(usage, model=model, provider=priced.price_provider, prices=settings.prices)
     return cost.usd
 
 
