@@ -29,6 +29,7 @@ from typing import Any, ClassVar
 
 from backstay.adapters.usage import Usage
 from backstay.events import Event
+from backstay.events.event import field_names
 from backstay.failure import Failure
 
 __all__ = [
@@ -96,7 +97,8 @@ class AttemptEnded(_TaskEvent):
 
     def to_dict(self) -> dict[str, Any]:
         out = _TaskEvent.to_dict(self)
-        out["usage"] = dataclasses.asdict(self.usage)
+        usage = self.usage  # its fields are numbers: a flat copy is ``dataclasses.asdict``'s
+        out["usage"] = {name: getattr(usage, name) for name in field_names(type(usage))}
         return out
 
 

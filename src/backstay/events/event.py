@@ -28,7 +28,20 @@ class Event:
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready fields, ``event`` first; a ``Failure`` becomes its ``to_dict``."""
         out: dict[str, Any] = {"event": self.name}
-        for field in dataclasses.fields(self):
-            value = getattr(self, field.name)
-            out[field.name] = value.to_dict() if isinstance(value, Failure) else value
+        for name in field_names(type(self)):
+            value = getattr(self, name)
+            out[name] = value.to_dict() if isinstance(value, Failure) else value
         return out
+
+
+# The field names of each dataclass asked, in order: ``dataclasses.fields`` builds them
+# anew at each call, and every event written asks (a few times a task in a batch).
+_FIELD_NAMES: dict[type, tuple[str, ...]] = {}
+
+
+def field_names(cls: type) -> tuple[str, ...]:
+    """The names of the fields of the dataclass ``cls``, in order (kept by class)."""
+    names = _FIELD_NAMES.get(cls)
+    if names is None:
+        names = _FIELD_NAMES[cls] = tuple(f.name for f in dataclasses.fields(cls))
+    return names
