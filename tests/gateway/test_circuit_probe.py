@@ -2,7 +2,9 @@
 to, is not handed its stale last failure (``gateway/probe.py``): when the circuit's next
 probe lies within what the gateway's policy lets it wait, it waits and is sent as the
 probe; otherwise it gets the open circuit's 503 with the wait (``retry-after`` and "next
-probe in N s"), so the caller's retry waits for the probe at once.
+probe in N s"), so the caller's retry waits for the probe at once. A request whose last
+allowed attempt opens the circuit waits for one probe past its ``max_attempts`` when its
+deadline and ``max_retry_after_s`` hold the wait, else gets that last answer.
 
 Through the real parts: the official anthropic SDK (its retries off) against a real
 gateway in front of the fake provider, which answers 529 until the breaker opens and then
@@ -306,32 +308,83 @@ def test_a_client_that_hangs_up_while_its_request_waits_for_the_probe_ends_the_w
 def test_a_request_that_comes_while_the_circuit_is_open_waits_for_the_probe(
     tmp_path: Path,
 ) -> None:
-    """The first request's failures open the circuit with no attempt left (it is handed
-    its 529); the next one, sent while the circuit is open, waits for the probe, is sent
-    as it, and is answered 200 on its one attempt."""
+    """Other calls' failures opened the circuit (two 529s counted on the gateway's own
+    breaker); a request sent while it is open waits for the probe, is sent as it, and is
+    answered 200 on its one attempt."""
+    with (
+        served(tmp_path, breaker=_breaker(1.0)) as s,
+        capture_events() as events,
+    ):
+        breaker = s.gateway.breakers.breaker_for(("anthropic", ANTHROPIC_MODEL))
+        for _ in range(THRESHOLD):
+            breaker.acquire().failure(OVERLOADED)
+        assert breaker.state is CircuitState.OPEN
+        message, attempts = _sent(s.url)
+        stats = s.fake.stats()
+    assert message.content
+    assert attempts == "1"
+    assert dict(stats.by_status) == {200: 1}
+    assert breaker.state is CircuitState.CLOSED
+    [retried] = [e for e in events if isinstance(e, RequestRetried)]
+    assert (retried.attempts, retried.status, retried.outcome) == (1, 200, "succeeded")
+    assert retried.elapsed_s > 0.5  # it waited for the probe
+
+
+# -- a request whose last allowed attempt opens the circuit --------------------------------
+
+
+def test_a_request_whose_last_allowed_attempt_opens_its_circuit_is_sent_as_the_probe(
+    tmp_path: Path,
+) -> None:
+    """Its ``max_attempts`` (2) are the two 529s that open the circuit: rather than that
+    529, it waits for the probe (1 s, within its deadline) and is sent as it, one attempt
+    past its last; the client gets the probe's 200."""
     overloaded = Fault(kind=FaultKind.OVERLOADED, first=THRESHOLD)
     policy = POLICY.derive(max_attempts=THRESHOLD)
     with (
         served(tmp_path, overloaded, breaker=_breaker(1.0), policy=policy) as s,
         capture_events() as events,
     ):
-        with pytest.raises(anthropic.APIStatusError) as first:
-            _sent(s.url)
-        assert first.value.status_code == 529
-        breaker = s.gateway.breakers.breaker_for(("anthropic", ANTHROPIC_MODEL))
-        assert breaker.state is CircuitState.OPEN
         message, attempts = _sent(s.url)
         stats = s.fake.stats()
+        state = s.gateway.breakers.breaker_for(("anthropic", ANTHROPIC_MODEL)).state
     assert message.content
-    assert attempts == "1"
+    assert attempts == str(THRESHOLD + 1)
     assert dict(stats.by_status) == {529: THRESHOLD, 200: 1}
-    assert breaker.state is CircuitState.CLOSED
-    retried = [e for e in events if isinstance(e, RequestRetried)]
-    assert [(e.attempts, e.status, e.outcome) for e in retried] == [
-        (THRESHOLD, 529, "gave_up"),
-        (1, 200, "succeeded"),
-    ]
-    assert retried[1].elapsed_s > 0.5  # it waited for the probe
+    assert state is CircuitState.CLOSED
+    [retried] = [e for e in events if isinstance(e, RequestRetried)]
+    assert (retried.attempts, retried.status, retried.outcome) == (THRESHOLD + 1, 200, "succeeded")
+    assert retried.elapsed_s >= 1.0  # it waited for the probe
+
+
+def test_a_request_whose_last_allowed_attempt_opens_its_circuit_waits_for_one_probe_only(
+    tmp_path: Path,
+) -> None:
+    """The probe fails too (a third 529): the client gets that 529, with no second wait."""
+    overloaded = Fault(kind=FaultKind.OVERLOADED, first=THRESHOLD + 1)
+    policy = POLICY.derive(max_attempts=THRESHOLD)
+    with served(tmp_path, overloaded, breaker=_breaker(0.5), policy=policy) as s:
+        with pytest.raises(anthropic.APIStatusError) as raised:
+            _sent(s.url)
+        stats = s.fake.stats()
+    assert raised.value.status_code == 529
+    assert raised.value.response.headers["x-backstay-attempts"] == str(THRESHOLD + 1)
+    assert dict(stats.by_status) == {529: THRESHOLD + 1}
+
+
+def test_a_request_whose_last_allowed_attempt_opens_its_circuit_past_its_deadline_gets_it(
+    tmp_path: Path,
+) -> None:
+    """The probe (30 s) lies past its deadline (10 s): it gets its last 529 at once, as
+    before, and nothing more reaches the provider."""
+    overloaded = Fault(kind=FaultKind.OVERLOADED, first=THRESHOLD)
+    policy = POLICY.derive(max_attempts=THRESHOLD, deadline_s=10.0)
+    with served(tmp_path, overloaded, breaker=_breaker(30.0), policy=policy) as s:
+        with pytest.raises(anthropic.APIStatusError) as raised:
+            _sent(s.url)
+        stats = s.fake.stats()
+    assert raised.value.status_code == 529
+    assert dict(stats.by_status) == {529: THRESHOLD}
 
 
 def test_a_request_that_comes_while_the_circuit_is_open_is_told_when_the_probe_is(

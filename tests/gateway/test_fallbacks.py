@@ -110,7 +110,7 @@ def test_without_a_fallback_the_open_circuit_is_told() -> None:
     ("fallbacks", "message"),
     [
         (((ANTHROPIC_MODEL, ANTHROPIC_MODEL),), "cannot fall back to itself"),
-        (((ANTHROPIC_MODEL, FALLBACK), (ANTHROPIC_MODEL, THIRD)), "has two fallback models"),
+        (((ANTHROPIC_MODEL, FALLBACK), (ANTHROPIC_MODEL, FALLBACK)), "falls back to"),
         (((ANTHROPIC_MODEL, " "),), "must be a (model, fallback) pair"),
         ({ANTHROPIC_MODEL: FALLBACK}, "must be (model, fallback) pairs"),
     ],

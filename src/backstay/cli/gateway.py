@@ -43,6 +43,7 @@ if TYPE_CHECKING:
     from backstay.config import BackstayConfig
     from backstay.engine.spend_ledger import SpendLedger
     from backstay.engine.stores import StoreBundle
+    from backstay.fallback.rules import FallbackRules
     from backstay.gateway.runs import RunTokens
     from backstay.gateway.spending import GatewaySpending
 
@@ -84,14 +85,55 @@ def _upstream_option(provider: str, default: str) -> object:
 
 
 def fallback_pairs(given: list[str]) -> tuple[tuple[str, str], ...]:
-    """``--fallback MODEL=FALLBACK`` values as (model, fallback) pairs."""
+    """``--fallback MODEL=FALLBACK[,FALLBACK…]`` values as (model, fallback) pairs, a
+    model's chain in the order given."""
     pairs: list[tuple[str, str]] = []
     for text in given:
-        model, sep, fallback = text.partition("=")
-        if not sep or not model.strip() or not fallback.strip():
-            raise ConfigError(f"must be MODEL=FALLBACK, got {text!r}", where="fallbacks")
-        pairs.append((model.strip(), fallback.strip()))
+        model, sep, chain = text.partition("=")
+        fallbacks = [name.strip() for name in chain.split(",")]
+        if not sep or not model.strip() or not all(fallbacks):
+            raise ConfigError(
+                f"must be MODEL=FALLBACK or MODEL=FALLBACK,FALLBACK…, got {text!r}",
+                where="fallbacks",
+            )
+        pairs.extend((model.strip(), fallback) for fallback in fallbacks)
     return tuple(pairs)
+
+
+def fallback_rules(
+    on: bool,
+    moves: list[str],
+    thresholds: Mapping[str, float | None],
+) -> FallbackRules | None:
+    """The rules of ``--fallback-rules`` (``None``: moves by the circuit only), with
+    ``--fallback-move KIND=MOVE`` over the table and the thresholds given (any of them
+    turns the rules on)."""
+    given = {name: value for name, value in thresholds.items() if value is not None}
+    if not on and not moves and not given:
+        return None
+    from backstay.fallback.rules import FallbackRules  # noqa: PLC0415 - only when asked
+
+    table: dict[str, str] = {}
+    for text in moves:
+        kind, sep, move = text.partition("=")
+        if not sep or not kind.strip() or not move.strip():
+            raise ConfigError(f"must be KIND=MOVE, got {text!r}", where="--fallback-move")
+        table[kind.strip()] = move.strip()
+    try:
+        return FallbackRules(moves=table, **given)  # type: ignore[arg-type]
+    except ConfigError as err:
+        flag = "--fallback-move" if (err.where or "").startswith("fallback.moves") else None
+        for name in given:
+            if err.where == f"fallback.{name}":
+                flag = _RULE_FLAGS[name]
+        raise ConfigError(err.reason, where=flag or err.where) from None
+
+
+# FallbackRules' thresholds → the flags that give them.
+_RULE_FLAGS: Final = {
+    "long_wait_s": "--fallback-long-wait",
+    "quota_cooldown_s": "--fallback-quota-cooldown",
+}
 
 
 def gateway_token(token_env: str | None, environ: Mapping[str, str]) -> str | None:
@@ -343,9 +385,47 @@ def gateway(
         list[str] | None,
         typer.Option(
             "--fallback",
-            metavar="MODEL=FALLBACK",
+            metavar="MODEL=FALLBACK[,FALLBACK…]",
             help="While MODEL's circuit is open, its requests go to FALLBACK, a model of the "
-            "same provider (repeat for more models).",
+            "same provider; a chain goes to the first model whose circuit is not open "
+            "(repeat for more models, or to add to MODEL's chain).",
+        ),
+    ] = None,
+    fallback_rules_on: Annotated[
+        bool,
+        typer.Option(
+            "--fallback-rules",
+            help="Also move a request along its chain by its failure's kind, as batches do: "
+            "a 5xx, timeout or spent quota moves on at once, a rate limit asking to wait "
+            "longer than --fallback-long-wait too, a context overflow never; the failing "
+            "model cools down for that key.",
+        ),
+    ] = False,
+    fallback_move: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--fallback-move",
+            metavar="KIND=MOVE",
+            help="With --fallback-rules (implied): a failure kind's move, one of next, "
+            "next_if_long_wait, never (repeatable; e.g. server_error=never).",
+        ),
+    ] = None,
+    fallback_long_wait: Annotated[
+        float | None,
+        typer.Option(
+            "--fallback-long-wait",
+            min=0.0,
+            help="With --fallback-rules (implied): a rate limit asking to wait longer than "
+            "this many seconds moves on (default 10).",
+        ),
+    ] = None,
+    fallback_quota_cooldown: Annotated[
+        float | None,
+        typer.Option(
+            "--fallback-quota-cooldown",
+            min=0.0,
+            help="With --fallback-rules (implied): seconds a model whose quota a key spent "
+            "stays out of that key's chain when the provider named no reset (default 3600).",
         ),
     ] = None,
     agent_runs: Annotated[
@@ -456,6 +536,14 @@ def gateway(
             allow_remote=allow_remote,
             token=gateway_token(token_env, os.environ),
             fallbacks=fallback_pairs(fallback or []),
+            fallback_rules=fallback_rules(
+                fallback_rules_on,
+                fallback_move or [],
+                {
+                    "long_wait_s": fallback_long_wait,
+                    "quota_cooldown_s": fallback_quota_cooldown,
+                },
+            ),
         )
         budget = _budget(budget_usd, budget_tokens, budget_window, agent_runs=agent_runs)
         _check_agent_runs(agent_runs, settings)

@@ -22,6 +22,7 @@ reserves, forwards and settles each request; without one, it costs one attribute
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import hmac
 import time
@@ -44,6 +45,7 @@ from backstay.gateway.attempt import (
 )
 from backstay.gateway.events import RequestFellBack, RequestRetried
 from backstay.gateway.exchange import ClientRequest, Reply, StreamReply
+from backstay.gateway.fallbacks import Chain, GatewayFallbacks
 from backstay.gateway.headers import (
     client_keys,
     downstream_headers,
@@ -52,7 +54,7 @@ from backstay.gateway.headers import (
 )
 from backstay.gateway.held import forward_held, stream_reply
 from backstay.gateway.limits import GatewayLimits, estimate_body, paced_attempt
-from backstay.gateway.probe import Probing, await_probe
+from backstay.gateway.probe import Probing, await_probe, remaining_policy
 from backstay.gateway.routes import NOT_JSON, Route, body_json, route
 from backstay.gateway.run_requests import real_key_headers, real_key_path, with_model
 from backstay.gateway.runs import RequestBudget, RunTicket, RunTokens, admit_request
@@ -62,12 +64,16 @@ from backstay.gateway.spending import HeldRequests, RequestHold
 from backstay.gateway.upstream import Upstream
 from backstay.gateway.usage import usage_of
 from backstay.gateway.wire_errors import GatewayError, gateway_error
+from backstay.policy.retry import RetryPolicy, attempt_limit
 from backstay.redact import redact, register_secret
 from backstay.taxonomy import FailureKind
 
 if TYPE_CHECKING:
     import aiohttp
     from aiohttp import web
+
+    from backstay.breaker import CircuitBreaker
+    from backstay.fallback.select import Tried
 
 __all__ = ["Proxy"]
 
@@ -76,7 +82,7 @@ __all__ = ["Proxy"]
 _MAX_REGISTERED_KEYS: Final = 1024
 
 
-# A request moved to its run's fallback model: its route and its upstream request.
+# A request moved to another model of its chain (or sent again): its route and request.
 _Moved = tuple[Route, Request]
 
 
@@ -86,9 +92,29 @@ class _Tally:
     API key it is sent upstream with (a limit of that key paces it); ``probing``: once it
     has waited for its circuit's probe, when it started and what is left of its policy;
     ``body``: the client's body as ``body_json`` parsed it (``parsed_body``); ``hold``: its
-    reservation at a spending budget, which its answers' usage is added to."""
+    reservation at a spending budget, which its answers' usage is added to; ``chain``: its
+    fallback chain (``None``: none), ``at`` the candidate it is on and ``tried`` the
+    failures the policy gave up on; ``since``, ``base`` and ``left``: when its current
+    budget of attempts started (monotonic), its attempts before it, and what is left of
+    the gateway's policy (``None``: all of it); ``extra_probe``: it waited for a probe
+    after its last allowed attempt opened its circuit."""
 
-    __slots__ = ("attempts", "body", "credential", "hold", "last", "moved", "probing", "token")
+    __slots__ = (
+        "at",
+        "attempts",
+        "base",
+        "body",
+        "chain",
+        "credential",
+        "extra_probe",
+        "hold",
+        "last",
+        "left",
+        "probing",
+        "since",
+        "token",
+        "tried",
+    )
 
     def __init__(
         self,
@@ -102,8 +128,14 @@ class _Tally:
         self.credential = credential
         self.probing: Probing | None = None
         self.body = body
-        self.moved = False  # moved to a fallback model already: it moves once at most
         self.hold: RequestHold | None = None
+        self.chain: Chain | None = None
+        self.at = 0
+        self.tried: list[Tried] = []
+        self.since: float | None = None
+        self.base = 0
+        self.left: RetryPolicy | None = None
+        self.extra_probe = False
 
     def parsed_body(self, body: bytes) -> object:
         """``body`` parsed from JSON (``NOT_JSON``: it is not), once per body: a request
@@ -136,7 +168,10 @@ class Proxy:
         self._runs = runs
         self._tracer_provider = tracer_provider
         self._registered: set[str] = set()
-        self._fallbacks = dict(settings.fallbacks)  # model → the model it falls back to
+        # Each model's fallback chain, the rules moving along it, and their cooldowns.
+        self._fallbacks = GatewayFallbacks(
+            settings.fallback_chains(), settings.fallback_rules, breakers
+        )
         # The budget of requests that are not of a run (``None``: none).
         self._spending = spending
         self.active = 0
@@ -186,8 +221,9 @@ class Proxy:
             headers = real_key_headers(headers, token, ticket.key)
             raw_path = real_key_path(raw_path, token, ticket.key)
             base = ticket.upstream or base
-        arrived = found
-        found, raw_path, body = self._fallen_back(found, ticket, raw_path, body)
+        credential = ticket.key if ticket is not None else next(iter(keys), None)
+        tally = _Tally(token, credential, (request_body, parsed))
+        found, raw_path, body = self._fallen_back(found, ticket, raw_path, body, tally)
         upstream = Request(
             method=request.method,
             url=base + raw_path,
@@ -195,9 +231,6 @@ class Proxy:
             body=body,
             provider=found.provider,
         )
-        credential = ticket.key if ticket is not None else next(iter(keys), None)
-        tally = _Tally(token, credential, (request_body, parsed))
-        tally.moved = found is not arrived
         budget: RequestBudget | HeldRequests | None = (
             self._spending if token is None else self._runs.budget(token) if self._runs else None
         )
@@ -225,47 +258,134 @@ class Proxy:
         finally:
             budget.release(estimate)
 
-    def _fallback(self, found: Route, ticket: RunTicket | None) -> str | None:
-        """The model a request on ``found`` moves to when its circuit is open: its run's
-        fallback model, else the gateway's for that model (``fallbacks``); ``None``: none."""
-        fallback = None if ticket is None else ticket.fallback_model
-        if not fallback and self._fallbacks:
-            fallback = self._fallbacks.get(found.model)
-        return fallback if fallback and fallback != found.model else None
-
     def _fallen_back(
-        self, found: Route, ticket: RunTicket | None, raw_path: str, body: bytes
+        self, found: Route, ticket: RunTicket | None, raw_path: str, body: bytes, tally: _Tally
     ) -> tuple[Route, str, bytes]:
-        """The route, path and body of a request: moved to its fallback model while the
-        circuit of its own model is open."""
-        fallback = self._fallback(found, ticket)
-        if fallback is None:
+        """The route, path and body of a request: sent to the first available model of its
+        chain (``fallbacks``), its own unless its circuit is open or it is cooling down."""
+        run_fallback = None if ticket is None else ticket.fallback_model
+        chain = self._fallbacks.chain(found.provider, found.model, run_fallback, tally.credential)
+        if chain is None:
             return found, raw_path, body
-        if self._breakers.breaker_for((found.provider, found.model)).state is not (
-            CircuitState.OPEN
-        ):
+        tally.chain = chain
+        index = self._fallbacks.first(chain)
+        if index == 0:
             return found, raw_path, body
-        moved = _moved_to(found, ticket, fallback, raw_path, body, reason="circuit_open")
-        return (found, raw_path, body) if moved is None else moved
+        own = self._breakers.breaker_for((found.provider, found.model))
+        reason = "cooling_down" if own.state is CircuitState.CLOSED else "circuit_open"
+        moved = _moved_to(found, ticket, chain.models[index], raw_path, body, reason=reason)
+        if moved is None:
+            return found, raw_path, body
+        tally.at = index
+        return moved
+
+    def _moved(  # noqa: PLR0917 - one request's parts
+        self,
+        found: Route,
+        upstream: Request,
+        tally: _Tally,
+        ticket: RunTicket | None,
+        index: int,
+        reason: str,
+    ) -> _Moved | None:
+        """The route and upstream request of a request moved to candidate ``index`` of its
+        chain, told as ``RequestFellBack`` (``reason``); ``None``: it cannot be moved."""
+        chain = tally.chain
+        if chain is None:
+            return None
+        parts = urlsplit(upstream.url)
+        head = f"{parts.scheme}://{parts.netloc}"
+        raw_path = upstream.url[len(head) :]
+        moved = _moved_to(
+            found, ticket, chain.models[index], raw_path, upstream.body, reason=reason
+        )
+        if moved is None:
+            return None
+        tally.at = index
+        route, path, body = moved
+        return route, dataclasses.replace(upstream, url=head + path, body=body)
 
     def _opened(
         self, found: Route, upstream: Request, tally: _Tally, ticket: RunTicket | None
     ) -> _Moved | None:
         """The route and upstream request of a request whose own model's circuit its
-        failures just opened, moved to its fallback model (``None``: none to move to, or
-        it moved once already)."""
-        fallback = None if tally.moved else self._fallback(found, ticket)
-        if fallback is None:
+        failures just opened, moved to the next available model of its chain, its
+        attempts and deadline afresh (``None``: none to move to)."""
+        chain = tally.chain
+        index = None if chain is None else self._fallbacks.next_open(chain, tally.at)
+        if index is None:
             return None
-        parts = urlsplit(upstream.url)
-        head = f"{parts.scheme}://{parts.netloc}"
-        raw_path = upstream.url[len(head) :]
-        moved = _moved_to(found, ticket, fallback, raw_path, upstream.body, reason="circuit_opened")
-        if moved is None:
+        moved = self._moved(found, upstream, tally, ticket, index, "circuit_opened")
+        if moved is not None:
+            tally.since, tally.left, tally.base = None, None, tally.attempts
+        return moved
+
+    async def _gave_up(  # noqa: PLR0917 - one request's state
+        self,
+        found: Route,
+        upstream: Request,
+        tally: _Tally,
+        ticket: RunTicket | None,
+        failure: Failure,
+        breaker: CircuitBreaker,
+        ran: tuple[RetryPolicy, int],
+    ) -> _Moved | None:
+        """Where a request goes after the policy gave up on ``failure`` (``ran``: the
+        policy its attempts ran under and its attempts before them), ``None``: nowhere,
+        its answer stands.
+
+        With the fallback rules, the chain's step (``fallbacks.after_failure``): another
+        model under what is left of its policy, or the same one after the policy's delay.
+        Else, when its last allowed attempt left its model's circuit open: the next
+        available model of its chain, or, once, a wait for the circuit's probe within its
+        policy's deadline and ``max_retry_after_s``, the probe one attempt past its
+        ``max_attempts``."""
+        policy = self.settings.policy
+        since = time.monotonic() if tally.since is None else tally.since
+        used, elapsed = tally.attempts - tally.base, time.monotonic() - since
+        chain = tally.chain
+        if chain is not None and self._fallbacks.rules is not None:
+            step = self._fallbacks.after_failure(
+                policy,
+                failure,
+                chain,
+                current=tally.at,
+                tried=tally.tried,
+                attempts=used,
+                elapsed_s=elapsed,
+                operation=_operation(found, ticket),
+            )
+            if step is not None and step.retry:
+                tally.left = remaining_policy(policy, attempts=used, elapsed_s=elapsed)
+                if step.candidate != tally.at:
+                    return self._moved(
+                        found, upstream, tally, ticket, step.candidate, str(failure.kind)
+                    )
+                await asyncio.sleep(step.delay_s)
+                return found, upstream
+        ran_policy, before = ran
+        exhausted = tally.attempts - before >= attempt_limit(ran_policy, failure.kind) or (
+            used >= attempt_limit(policy, failure.kind)
+        )
+        if (
+            tally.extra_probe
+            or not exhausted
+            or not failure.retryable
+            or breaker.state is not CircuitState.OPEN
+        ):
             return None
-        tally.moved = True
-        route, path, body = moved
-        return route, dataclasses.replace(upstream, url=head + path, body=body)
+        tally.extra_probe = True
+        moved = self._opened(found, upstream, tally, ticket)
+        if moved is not None:
+            return moved
+        refused = CircuitOpen(breaker.name, retry_after_s=breaker.snapshot().retry_after_s)
+        waits = 0 if tally.probing is None else tally.probing.waits
+        allowance = policy.derive(max_attempts=used + 1)  # the probe, past its last attempt
+        waited = await await_probe(breaker, allowance, refused, used, waits, since)
+        if waited.probing is None:
+            return None
+        tally.probing, tally.left = waited.probing, waited.probing.policy
+        return found, upstream
 
     def _admitted(self, request: ClientRequest) -> bool:
         token = self.settings.token
@@ -321,6 +441,13 @@ class Proxy:
                 if hold is not None:
                     hold.add(used)
 
+    def _attempt_policy(self, tally: _Tally) -> RetryPolicy:
+        """The policy of a request's next attempts: what is left of the gateway's, as its
+        chain has its attempts on the current model run (``fallbacks.attempt_policy``)."""
+        left = self.settings.policy if tally.left is None else tally.left
+        chain = tally.chain
+        return left if chain is None else self._fallbacks.attempt_policy(left, chain, tally.at)
+
     async def _forward(  # noqa: PLR0917 - one request's parts
         self,
         found: Route,
@@ -331,7 +458,8 @@ class Proxy:
         span: RequestSpan | None = None,
     ) -> Reply | StreamReply:
         probing = tally.probing
-        started = time.monotonic() if probing is None else probing.since
+        started = tally.since = time.monotonic() if tally.since is None else tally.since
+        policy, before = self._attempt_policy(tally), tally.attempts
         breaker = self._breakers.breaker_for((found.provider, found.model))
         failure: Failure | None = None
         outcome = "succeeded"
@@ -351,13 +479,18 @@ class Proxy:
                 self._one,
                 upstream,
                 tally,
-                policy=self.settings.policy if probing is None else probing.policy,
+                policy=policy,
                 breaker=breaker,
                 limiter=pacer,
                 operation=f"gateway:{found.provider}/{found.model}",
             )
         except UpstreamFailed as failed:
             result, failure, outcome = failed.answer, failed.failure, "gave_up"
+            follow = await self._gave_up(
+                found, upstream, tally, ticket, failure, breaker, (policy, before)
+            )
+            if follow is not None:
+                return await self._forward(*follow, key, tally, ticket, span)
         except CircuitOpen as err:
             # Its own failures opened the circuit: it moves to its fallback model, if any.
             moved = self._opened(found, upstream, tally, ticket) if tally.last else None
@@ -368,10 +501,10 @@ class Proxy:
             # sent as the probe, else it is told when the probe is (``probe``).
             waits = 0 if probing is None else probing.waits
             waited = await await_probe(
-                breaker, self.settings.policy, err, tally.attempts, waits, started
+                breaker, self.settings.policy, err, tally.attempts - tally.base, waits, started
             )
             if waited.probing is not None:
-                tally.probing = waited.probing
+                tally.probing, tally.left = waited.probing, waited.probing.policy
                 return await self._forward(found, upstream, key, tally, ticket, span)
             wait = waited.retry_after_s
             if tally.last is not None:  # opened by this request's own failures
@@ -394,8 +527,8 @@ class Proxy:
             span.set_attribute("backstay.gateway.outcome", outcome)
         if tally.attempts > 1 or outcome == "circuit_open" or tally.probing is not None:
             elapsed = time.monotonic() - started
-            policy = self.settings.policy.name
-            _report(found, policy, tally, status, outcome, failure, key, elapsed, ticket)
+            name = self.settings.policy.name
+            _report(found, name, tally, status, outcome, failure, key, elapsed, ticket)
         if isinstance(result, GatewayError):
             return _error(result)
         if isinstance(result, OpenStream):

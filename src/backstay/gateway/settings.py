@@ -16,6 +16,7 @@ from urllib.parse import urlsplit
 from backstay._checks import check_name, check_number
 from backstay.breaker import BreakerSettings
 from backstay.errors import ConfigError
+from backstay.fallback.rules import FallbackRules
 from backstay.policy import KindOverride, PolicyRegistry, RetryPolicy
 from backstay.taxonomy import FailureKind
 
@@ -128,9 +129,14 @@ class GatewaySettings:
       event is forwarded.
     * ``token``: when set, every request must carry it in ``TOKEN_HEADER``; required with
       ``allow_remote``, which alone permits a non-loopback ``host``.
-    * ``fallbacks``: (model, fallback model) pairs of one provider's models: a request for
-      the model moves to its fallback while the model's circuit is open (a run's own
-      fallback model comes first).
+    * ``fallbacks``: (model, fallback model) pairs of one provider's models; a model given
+      in several pairs has a chain, in the order given. A request for the model moves
+      along it while the model's circuit is open, to the first model whose circuit is not
+      (a run's own fallback model comes first).
+    * ``fallback_rules``: when set, a request with a chain also moves by its failure's
+      kind, as a batch's task does (``backstay.fallback.FallbackRules``: a spent quota or
+      a long Retry-After moves on at once, a context overflow never moves; the failing
+      model cools down for what the table says). ``None``: by the circuit only.
     """
 
     host: str = DEFAULT_HOST
@@ -147,6 +153,7 @@ class GatewaySettings:
     max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES
     peek_bytes: int = DEFAULT_PEEK_BYTES
     fallbacks: tuple[tuple[str, str], ...] = ()
+    fallback_rules: FallbackRules | None = None
 
     def __post_init__(self) -> None:
         check_name(self.host, where="host")
@@ -179,12 +186,23 @@ class GatewaySettings:
         check_number(self.max_request_bytes, where="max_request_bytes", minimum=1, integer=True)
         check_number(self.peek_bytes, where="peek_bytes", minimum=1, integer=True)
         _check_fallbacks(self.fallbacks)
+        if self.fallback_rules is not None and not isinstance(self.fallback_rules, FallbackRules):
+            raise ConfigError(
+                f"must be FallbackRules, got {self.fallback_rules!r}", where="fallback_rules"
+            )
+
+    def fallback_chains(self) -> dict[str, tuple[str, ...]]:
+        """Each model's fallback models, in order (``fallbacks`` grouped by model)."""
+        chains: dict[str, tuple[str, ...]] = {}
+        for model, fallback in self.fallbacks:
+            chains[model] = (*chains.get(model, ()), fallback)
+        return chains
 
 
 def _check_fallbacks(fallbacks: object) -> None:
     if not isinstance(fallbacks, tuple):
         raise ConfigError(f"must be (model, fallback) pairs, got {fallbacks!r}", where="fallbacks")
-    seen: set[str] = set()
+    seen: set[tuple[str, str]] = set()
     for pair in fallbacks:
         if not (
             isinstance(pair, tuple)
@@ -195,6 +213,6 @@ def _check_fallbacks(fallbacks: object) -> None:
         model, fallback = pair
         if model == fallback:
             raise ConfigError(f"{model!r} cannot fall back to itself", where="fallbacks")
-        if model in seen:
-            raise ConfigError(f"{model!r} has two fallback models", where="fallbacks")
-        seen.add(model)
+        if pair in seen:
+            raise ConfigError(f"{model!r} falls back to {fallback!r} twice", where="fallbacks")
+        seen.add(pair)
