@@ -24,11 +24,10 @@ from backstay.gateway.wire_errors import gateway_error
 from backstay.redact import redact
 
 if TYPE_CHECKING:
-    from aiohttp.streams import StreamReader
     from multidict import CIMultiDictProxy
 
     from backstay.gateway.runs import RunTokens
-    from backstay.gateway.upstream import UpstreamResponse
+    from backstay.gateway.upstream import BodyReader, UpstreamResponse
 
 __all__ = ["costs", "forward_held", "settle_later", "stream_reply"]
 
@@ -117,7 +116,7 @@ class _SettlingResponse:
         return self._response.content_type
 
     @property
-    def content(self) -> StreamReader:
+    def content(self) -> BodyReader:
         return self._response.content
 
     async def read(self) -> bytes:

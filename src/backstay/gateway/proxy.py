@@ -162,7 +162,7 @@ class Proxy:
     ) -> None:
         self.settings = settings
         self._session = session
-        self._upstream = Upstream(session)  # attempts sent on the session's connections
+        self._upstream = Upstream(session, lean=True)  # the gateway's own client (``upstream``)
         self._breakers = breakers
         self._limits = limits if limits is not None else GatewayLimits()
         self._runs = runs

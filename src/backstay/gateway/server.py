@@ -24,6 +24,7 @@ from backstay.gateway.limits import GatewayLimits
 from backstay.gateway.runs import RunTokens
 from backstay.gateway.settings import GatewaySettings
 from backstay.gateway.spending import HeldRequests
+from backstay.gateway.upstream import close_own_connections
 from backstay.policy.protocols import LimiterRegistryLike
 
 if TYPE_CHECKING:
@@ -195,7 +196,10 @@ class Gateway(ServedOnAThread):
             await self._connections.close(_SHUTDOWN_GRACE_S)
             await runner.cleanup()
         finally:
-            await session.close()
+            try:
+                await close_own_connections(session)  # the upstream connections of its own
+            finally:
+                await session.close()
             self._runner = self._session = self._proxy = self._server = None
 
     async def __aenter__(self) -> Gateway:

@@ -1,33 +1,38 @@
-"""``Upstream``: how an attempt's ``POST`` reaches the provider — on the connections of the
-gateway's aiohttp session, without a ``ClientSession.request`` per attempt.
+"""``Upstream``: how an attempt's request reaches the provider. Two clients, chosen per
+request:
 
-A session request builds a request object, a response object, timers and a task that
-writes the body, every time: on a gateway that forwards one short JSON request per client
-request, about a third of its CPU (docs/benchmarks.md, "Gateway"). ``Upstream.send`` keeps
-every part that decides what goes out and what comes back, and skips the rest:
+* **The gateway's own** (``upstream_h1``, with ``lean=True``, as the gateway's proxy makes
+  it): every ``POST`` to an ``http://`` or ``https://`` upstream whose headers the gateway
+  frames itself (no ``Content-Length``, ``Transfer-Encoding`` or ``Expect`` of the
+  client's, no CR or LF) — every provider request the gateway forwards. Its own
+  kept-alive connections per origin on asyncio's protocols, its answers read as they come
+  (``Content-Length``, chunked or to the connection's end; ``gzip`` and ``deflate``
+  decoded), with aiohttp's timeouts and exceptions (``upstream_h1``'s docstring).
+* **aiohttp's session** (``session.request``): anything else — another method (the model
+  listings' ``GET``: the session retries an idempotent request once on a stale kept-alive
+  connection), framing headers of the client's, a CR or LF in a header, another scheme —
+  and, without ``lean``, every request. Neither client goes through a proxy from the
+  environment (the session is made without ``trust_env``) nor speaks HTTP/2.
 
-* the connection comes from the session's own connector (its keep-alive pool, DNS cache,
-  TLS, connect timeout, and the errors it raises: ``ClientConnectorError``,
-  ``ConnectionTimeoutError``…), a connection released to it as a session's is;
-* the bytes sent are the ones the session sends: ``Host`` first, the request's headers in
-  their order, then the session's defaults the request lacks (``Accept``,
-  ``Accept-Encoding``, ``User-Agent``, ``Content-Type: application/octet-stream``) and
-  ``Content-Length``, header and body in one write (``test_upstream`` compares the two
-  byte for byte);
-* the answer is read by the session's own protocol (aiohttp's ``ResponseHandler``: its
-  parser, chunked bodies, decompression, the read timeout) and the failures it raises;
-* a write that fails is a ``ClientOSError`` ("Can not write request body"), as the
-  session's body writer raises it.
+Both send the same bytes: ``Host`` first, the request's headers in their order, then the
+session's defaults the request lacks (``Accept``, ``Accept-Encoding``, ``User-Agent``,
+``Content-Type: application/octet-stream``) and ``Content-Length``, header and body in
+one write (``test_upstream`` and ``test_upstream_h1`` compare them byte for byte). When
+the session would ask for an encoding the gateway's own client does not decode (``br``,
+``zstd``: aiohttp with Brotli or zstd installed), the session sends every request.
 
-Anything else — another method (the session retries an idempotent request once on a
-stale kept-alive connection), an ``Expect`` header, framing headers of the client's, a
-CR or LF in a header — goes through ``session.request`` as before.
+Without ``lean``, a ``POST`` goes out on a connection of the session's own connector
+(its pool, DNS cache, TLS, connect timeout and errors) and its answer is read by the
+session's own protocol (aiohttp's ``ResponseHandler``), without a request object,
+response object, timers and a body-writer task per request.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable
+import ssl
+import weakref
+from collections.abc import AsyncIterator, Iterable
 from typing import TYPE_CHECKING, Any, Final, Protocol
 
 if TYPE_CHECKING:
@@ -36,7 +41,9 @@ if TYPE_CHECKING:
     from multidict import CIMultiDictProxy
     from yarl import URL
 
-__all__ = ["Upstream", "UpstreamResponse"]
+    from backstay.gateway.upstream_h1 import H1Pool, Origin
+
+__all__ = ["BodyReader", "Upstream", "UpstreamResponse", "close_own_connections"]
 
 _OCTET_STREAM: Final = "application/octet-stream"
 # Headers that change how the session frames or sends a request: such a request is sent by
@@ -45,6 +52,32 @@ _FRAMING: Final = frozenset({"content-length", "transfer-encoding", "expect"})
 # Connections to at most this many origins are kept as templates (an upstream per provider,
 # and per run with its own upstream).
 _MAX_ORIGINS: Final = 256
+# The encodings the gateway's own client decodes (``upstream_body.Decoder``).
+_DECODED: Final = frozenset({"gzip", "deflate"})
+_SCHEMES: Final = frozenset({"http", "https"})
+
+
+# The connections of its own of each ``lean`` upstream, by the session it was made with:
+# closed with that session (``close_own_connections``).
+_OWN: weakref.WeakKeyDictionary[aiohttp.ClientSession, list[H1Pool]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+async def close_own_connections(session: aiohttp.ClientSession) -> None:
+    """Close the connections of its own of every ``lean`` upstream made with ``session``
+    (the gateway does it before it closes the session)."""
+    for pool in _OWN.pop(session, []):
+        await pool.close()
+
+
+class BodyReader(Protocol):
+    """What an attempt and the relay read of an answer's body: aiohttp's
+    ``StreamReader`` or the gateway's own client's ``Body``."""
+
+    async def readany(self) -> bytes: ...
+    def iter_any(self) -> AsyncIterator[bytes]: ...
+    async def read(self) -> bytes: ...
 
 
 class UpstreamResponse(Protocol):
@@ -58,7 +91,7 @@ class UpstreamResponse(Protocol):
     @property
     def content_type(self) -> str: ...
     @property
-    def content(self) -> StreamReader: ...
+    def content(self) -> BodyReader: ...
     async def read(self) -> bytes: ...
     def release(self) -> Any: ...
 
@@ -110,15 +143,40 @@ class _Answer:
 
 
 class Upstream:
-    """Sends attempts over ``session``'s connections (see the module docstring)."""
+    """Sends attempts: ``POST`` requests on connections of its own with ``lean`` (TLS with
+    ``ssl_context``, default: the verified one aiohttp uses), else over ``session``'s (see
+    the module docstring). ``close`` (or ``close_own_connections`` of the session) closes
+    its own connections; ``session``'s are the session's to close."""
 
-    __slots__ = ("_session", "_templates")
+    __slots__ = ("_pool", "_session", "_templates")
 
-    def __init__(self, session: aiohttp.ClientSession) -> None:
+    def __init__(
+        self,
+        session: aiohttp.ClientSession,
+        *,
+        lean: bool = False,
+        ssl_context: ssl.SSLContext | None = None,
+    ) -> None:
         self._session = session
         # One request per origin, never sent: the connector's key for that origin's pool,
         # and the headers the session adds to every request (Host, Accept…).
-        self._templates: dict[str, ClientRequest] = {}
+        self._templates: dict[str, tuple[ClientRequest, Origin | None]] = {}
+        self._pool: H1Pool | None = None
+        if lean:
+            from backstay.gateway.upstream_h1 import H1Pool  # noqa: PLC0415 - with aiohttp
+
+            timeout = session.timeout
+            self._pool = H1Pool(
+                connect_timeout_s=timeout.connect,
+                read_timeout_s=timeout.sock_read,
+                ssl_context=ssl_context,
+            )
+            _OWN.setdefault(session, []).append(self._pool)
+
+    async def close(self) -> None:
+        """Close the connections of its own (those of ``lean``)."""
+        if self._pool is not None:
+            await self._pool.close()
 
     async def send(
         self, method: str, url: str, headers: Iterable[tuple[str, str]], body: bytes
@@ -134,7 +192,10 @@ class Upstream:
         from yarl import URL  # noqa: PLC0415 - aiohttp's own dependency
 
         target = URL(url)
-        template = self._template(target)
+        template, origin = self._template(target)
+        if origin is not None and self._pool is not None:
+            data = _head(method, target, template, headers, body) + body
+            return await self._pool.send(origin, data, str(target), method)
         session = self._session
         connector = session.connector
         if connector is None:  # a closed session: as its own request would say
@@ -157,11 +218,13 @@ class Upstream:
             raise
         return _Answer(status, answer_headers, payload, connection)
 
-    def _template(self, target: URL) -> ClientRequest:
+    def _template(self, target: URL) -> tuple[ClientRequest, Origin | None]:
+        """The template of ``target``'s origin, and where the gateway's own client connects
+        for it (``None``: not at all)."""
         origin = target.origin()
         key = str(origin)
-        template = self._templates.get(key)
-        if template is None:
+        known = self._templates.get(key)
+        if known is None:
             from aiohttp import ClientRequest  # noqa: PLC0415
 
             if len(self._templates) >= _MAX_ORIGINS:
@@ -173,8 +236,24 @@ class Upstream:
                 session=self._session,
                 ssl=True,
             )
-            self._templates[key] = template
-        return template
+            known = self._templates[key] = (template, self._origin(target, key, template))
+        return known
+
+    def _origin(self, target: URL, name: str, template: ClientRequest) -> Origin | None:
+        """Where the gateway's own client connects for ``target``'s origin, or ``None``
+        (not ``lean``, another scheme, or an encoding the session asks for that it does
+        not decode)."""
+        if self._pool is None:
+            return None
+        from backstay.gateway.upstream_h1 import Origin  # noqa: PLC0415 - with aiohttp
+
+        asked = template.headers.get("Accept-Encoding", "")
+        encodings = {part.strip().lower() for part in asked.split(",") if part.strip()}
+        host, port = target.raw_host, target.port
+        if target.scheme not in _SCHEMES or not encodings <= _DECODED or not host or not port:
+            return None
+        tls = target.scheme == "https"
+        return Origin(name=name, host=host, port=port, tls=tls, key=template.connection_key)
 
 
 async def _exchange(  # noqa: PLR0917 - one exchange's parts
