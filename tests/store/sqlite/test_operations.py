@@ -117,3 +117,50 @@ def test_the_store_shares_a_file_with_the_breaker_store(path: Path) -> None:
         assert isinstance(store.claim(OP, "w1", 10.0), Acquired)
     with SQLiteBreakerStore(path) as breakers:
         assert breakers.names() == []
+
+
+def _traced(store: SQLiteOperationStore) -> list[str]:
+    """The first word of each statement ``store`` runs from now on (``BEGIN`` with its kind)."""
+    seen: list[str] = []
+
+    def trace(statement: str) -> None:
+        words = statement.split()
+        seen.append(" ".join(words[:2]) if words[0] == "BEGIN" else words[0])
+
+    store._conn.set_trace_callback(trace)
+    return seen
+
+
+def test_an_operation_s_first_claim_is_one_insert(path: Path) -> None:
+    clock = FakeClock()
+    with SQLiteOperationStore(path, clock=clock) as store:
+        seen = _traced(store)
+        claim = store.claim(OP, "w1", 10.0)
+        assert seen == ["INSERT"]
+    assert isinstance(claim, Acquired)
+    assert claim.lease.generation == 1
+    with SQLiteOperationStore(path, clock=clock) as other:
+        record = other._load(OP)
+    assert record is not None
+    assert (record.generation, record.state.value, record.owner) == (1, "leased", "w1")
+    assert record.lease_expires_at == pytest.approx(clock.now().timestamp() + 10.0)
+
+
+def test_a_claim_of_an_operation_with_a_row_is_decided_from_the_row(path: Path) -> None:
+    clock = FakeClock()
+    with (
+        SQLiteOperationStore(path, clock=clock) as one,
+        SQLiteOperationStore(path, clock=clock) as two,
+    ):
+        first = one.claim(OP, "w1", 10.0)
+        assert isinstance(first, Acquired)
+        seen = _traced(two)
+        assert isinstance(two.claim(OP, "w2", 10.0), Busy)  # the insert fails: the row is read
+        assert seen == ["INSERT", "BEGIN IMMEDIATE", "SELECT", "COMMIT"]
+        clock.advance(11.0)
+        taken = two.claim(OP, "w2", 10.0)  # the lease ran out: taken over, fenced
+        assert isinstance(taken, Acquired)
+        assert taken.lease.generation == 2
+        assert one.complete(first.lease, {"ok": 1}) is None  # the old holder is fenced off
+        assert two.complete(taken.lease, {"ok": 2}) is not None
+        assert isinstance(one.claim(OP, "w1", 10.0), Done)

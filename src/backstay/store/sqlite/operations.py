@@ -2,7 +2,9 @@
 
 Every ``claim``, ``renew``, ``complete`` and ``release`` is one ``BEGIN IMMEDIATE``
 transaction: the write lock is taken before the row is read, so two processes can never
-both decide from the same row (two owners can never both acquire one operation). The file
+both decide from the same row (two owners can never both acquire one operation). The
+first claim of an operation without a row is one ``INSERT`` instead, which fails (and the
+transaction follows) when another process wrote the row first. The file
 is in WAL mode, so ``get`` does not wait for writers. Expiries are wall-clock UTC seconds
 from the injected clock, comparable across processes and restarts.
 
@@ -15,6 +17,7 @@ shared by threads; close it with ``close()`` or use it as a context manager.
 from __future__ import annotations
 
 import os
+import sqlite3
 import threading
 from typing import Final
 
@@ -51,6 +54,7 @@ _DDL: Final = (
 _SELECT: Final = f"SELECT {_COLUMNS} FROM {_TABLE} WHERE operation_id = ?"  # noqa: S608
 _PLACEHOLDERS: Final = ", ".join("?" * len(_COLUMNS.split(",")))
 _UPSERT: Final = f"INSERT OR REPLACE INTO {_TABLE} ({_COLUMNS}) VALUES ({_PLACEHOLDERS})"  # noqa: S608
+_INSERT: Final = f"INSERT INTO {_TABLE} ({_COLUMNS}) VALUES ({_PLACEHOLDERS})"  # noqa: S608
 
 _Row = tuple[
     str, int, str, str | None, float | None, float | None, str | None, float | None, float | None
@@ -121,6 +125,18 @@ class SQLiteOperationStore(StoreBase, SQLiteFile):
     def _transaction(self, operation_id: str, fn: TransactionFn[T]) -> T:
         with self._lock:
             conn = self._conn
+            # What ``fn`` makes of no record (an operation's first claim) is tried first as
+            # one INSERT, atomic on its own: it fails when the row is there, which is then
+            # read under the write lock as below (``fn`` is pure: asking it twice is safe).
+            # A batch's every task saves a BEGIN, a SELECT and a COMMIT so.
+            first, answer = fn(None, self._now())
+            if first is not None:
+                try:
+                    conn.execute(_INSERT, _encode(first))
+                except sqlite3.IntegrityError:
+                    pass  # the operation has a row: decided from it
+                else:
+                    return answer
             conn.execute("BEGIN IMMEDIATE")
             try:
                 record = _decode(conn.execute(_SELECT, (operation_id,)).fetchone())
