@@ -55,6 +55,7 @@ from backstay.gateway.headers import (
 from backstay.gateway.held import forward_held, stream_reply
 from backstay.gateway.limits import GatewayLimits, estimate_body, paced_attempt
 from backstay.gateway.probe import Probing, await_probe, remaining_policy
+from backstay.gateway.repair import repaired
 from backstay.gateway.routes import NOT_JSON, Route, body_json, route
 from backstay.gateway.run_requests import real_key_headers, real_key_path, with_model
 from backstay.gateway.runs import RequestBudget, RunTicket, RunTokens, admit_request
@@ -221,6 +222,9 @@ class Proxy:
             headers = real_key_headers(headers, token, ticket.key)
             raw_path = real_key_path(raw_path, token, ticket.key)
             base = ticket.upstream or base
+        # A known defect of a client's body repaired (``repair``): else the same objects.
+        body, parsed = repaired(found, body, parsed, ticket)
+        request_body = body
         credential = ticket.key if ticket is not None else next(iter(keys), None)
         tally = _Tally(token, credential, (request_body, parsed))
         found, raw_path, body = self._fallen_back(found, ticket, raw_path, body, tally)

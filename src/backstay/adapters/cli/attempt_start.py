@@ -233,17 +233,18 @@ class StartKeeper:
         snapshot = self._snapshot(request, options, number)
         session = None if previous_output is None else read_session_record(previous_output)
         session_id = None if session is None else session.session_id
+        resumes = adapter.can_resume(request)  # Gemini CLI: only through the gateway
         path = start_path(
             number=number,
             options=options,
             previous_failure=previous_failure,
             previous_session=session,
             agent=adapter.name,
-            can_resume=adapter.resumes_sessions,
+            can_resume=resumes,
             session_kept=session_id is not None and adapter.has_session(self.home, session_id),
             has_snapshot=snapshot is not None,
         )
-        keeps = options.resume_session and adapter.resumes_sessions
+        keeps = options.resume_session and resumes
         plan = SessionPlan(home=self.home, prompt=options.continue_prompt) if keeps else None
         if path is StartPath.RESUMED_SESSION:
             assert plan is not None  # noqa: S101 - start_path resumes only a kept session

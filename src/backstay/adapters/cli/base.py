@@ -212,6 +212,12 @@ class CliAdapter(BaseAdapter, Generic[S, R]):
         (the session was not found)."""
         return False
 
+    def can_resume(self, request: AgentRequest) -> bool:
+        """Whether an attempt of ``request`` may continue a session of an earlier attempt
+        (and so keeps the CLI's home across attempts): ``resumes_sessions``, unless the
+        CLI's resumed session needs more (Gemini CLI's: the gateway's repair)."""
+        return self.resumes_sessions
+
     def start_keeper(self, request: AgentRequest, *, operation: str) -> StartKeeper:
         """A harness run's snapshot and session home, kept in its output folder (which is
         never snapshotted itself)."""

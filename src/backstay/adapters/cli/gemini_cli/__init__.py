@@ -24,6 +24,14 @@ untrusted folder), the base URL, and from the request's environment only
 ``request_timeout_s`` (set through a gateway: its deadline plus a margin), a preload script
 in the run's ``HOME`` raises the CLI's request timeout (``fetch_timeouts``).
 
+Sessions: a run through a backstay gateway (``backstay run`` / ``batch`` / ``resume`` by
+default) keeps its ``HOME`` across the task's attempts, and a later attempt continues the
+session with ``--resume <session id>`` (the id from the stream's ``init`` event; the
+transcript ``.gemini/tmp/<project>/chats/session-<time>-<first 8 of the id>.jsonl``),
+``continue`` on stdin. Only through the gateway: the resumed CLI answers its last tool
+call twice, which Gemini refuses and the gateway repairs (``backstay.gateway.repair``);
+straight to Gemini a rerun starts afresh in the restored workspace.
+
 Classification: ``backstay.classify.agents.gemini_cli`` on stdout (the ``result`` and
 ``error`` events) and the exit code (the HTTP status modulo 256). Usage: the session
 transcript (tokens and model calls), else the result's ``stats``; the CLI reports no
@@ -33,6 +41,7 @@ cost, so it is priced from ``prices`` or genai-prices.
 from __future__ import annotations
 
 import dataclasses
+import glob
 import json
 from collections.abc import Mapping
 from pathlib import Path
@@ -42,10 +51,15 @@ from backstay.adapters.capture import Capture
 from backstay.adapters.cli.base import DEFAULT_PATH, CliAdapter, Listeners
 from backstay.adapters.cli.gemini_cli.fetch_timeouts import timeout_env
 from backstay.adapters.cli.gemini_cli.settings import CONFIG_KEYS, GeminiCliSettings, parse_settings
-from backstay.adapters.cli.gemini_cli.stream import GeminiStream, result_usage, session_usage
+from backstay.adapters.cli.gemini_cli.stream import (
+    GeminiStream,
+    result_usage,
+    session_calls,
+    session_usage,
+)
 from backstay.adapters.cli.process import ProcessOutcome
 from backstay.adapters.contract import AgentRequest
-from backstay.adapters.gateway_wiring import GatewayWiring
+from backstay.adapters.gateway_wiring import GatewayWiring, through_gateway
 from backstay.adapters.pricing import price_usage
 from backstay.adapters.provider_env import GEMINI_ENV, ProviderEnv
 from backstay.adapters.usage import Usage
@@ -58,6 +72,10 @@ BASE_ENV: Final = ("PATH", "LANG", "LC_ALL", "TZ")
 KEY_ENV: Final = GEMINI_ENV.credentials
 BASE_URL_ENV: Final = GEMINI_ENV.endpoint[0]
 SYSTEM_PROMPT_FILE: Final = "system.md"
+# What the CLI prints when it cannot continue the session it was given (exit 42).
+RESUME_REFUSED: Final = "Error resuming session:"
+# Where a run's ``HOME`` is in its folder (a session home kept across attempts).
+HOME_DIR: Final = "home"
 
 
 def run_settings(request: AgentRequest, settings: GeminiCliSettings) -> dict[str, Any]:
@@ -84,10 +102,12 @@ def run_settings(request: AgentRequest, settings: GeminiCliSettings) -> dict[str
 
 @dataclasses.dataclass(slots=True)
 class _Run:
-    """One attempt's stream, and the usage its session transcript holds."""
+    """One attempt's stream, and the usage its session transcript holds (the model calls
+    of earlier attempts in a kept session home left out: ``calls_before``)."""
 
     stream: GeminiStream
     session: Usage | None = None
+    calls_before: frozenset[str] = frozenset()
 
 
 class GeminiCliAdapter(CliAdapter[GeminiCliSettings, _Run]):
@@ -106,6 +126,8 @@ class GeminiCliAdapter(CliAdapter[GeminiCliSettings, _Run]):
         timeout_setting="request_timeout_s",
     )
     ignore_cleanup_errors: ClassVar[bool] = True
+    # Through the gateway only (``can_resume``).
+    resumes_sessions: ClassVar[bool] = True
 
     def parse(self, config: Mapping[str, Any]) -> GeminiCliSettings:
         """The settings in ``config`` (``gemini_cli.settings``)."""
@@ -124,6 +146,42 @@ class GeminiCliAdapter(CliAdapter[GeminiCliSettings, _Run]):
             "--approval-mode",
             "yolo",
         ]
+
+    def can_resume(self, request: AgentRequest) -> bool:
+        """Only an attempt through the gateway, which repairs the resumed session's first
+        request (``backstay.gateway.repair``): straight to Gemini it would be refused."""
+        return through_gateway(self.gateway_wiring, request)
+
+    def resume_command(
+        self, request: AgentRequest, settings: GeminiCliSettings, binary: Path, session_id: str
+    ) -> list[str]:
+        """The command line with ``--resume SESSION_ID``; the plan's prompt on stdin."""
+        return [*self.command(request, settings, binary), "--resume", session_id]
+
+    def session_id(self, run: _Run) -> str | None:
+        return run.stream.session_id
+
+    def session_turns(self, run: _Run) -> int:
+        return run.stream.answers
+
+    def has_session(self, home: Path, session_id: str) -> bool:
+        """Whether the session's transcript is in the session home ``home``: a
+        ``session-*-<first 8 of the id>.jsonl`` whose first line names the whole id."""
+        chats = home / HOME_DIR / ".gemini" / "tmp"
+        for path in chats.glob(f"*/chats/session-*-{glob.escape(session_id[:8])}.jsonl"):
+            try:
+                with path.open(encoding="utf-8", errors="replace") as opened:
+                    first = json.loads(opened.readline() or "null")
+            except (OSError, ValueError):
+                continue
+            if isinstance(first, dict) and first.get("sessionId") == session_id:
+                return True
+        return False
+
+    def resume_refused(self, outcome: ProcessOutcome, run: _Run) -> bool:
+        """The CLI could not continue the session: it says so and ends before one starts."""
+        said = f"{outcome.stdout_tail}\n{outcome.stderr_tail}"
+        return run.stream.session_id is None and RESUME_REFUSED in said
 
     def write_home(
         self, request: AgentRequest, settings: GeminiCliSettings, home: Path
@@ -188,9 +246,9 @@ class GeminiCliAdapter(CliAdapter[GeminiCliSettings, _Run]):
         capture: Capture,
     ) -> dict[str, str]:
         """The run's ``HOME`` is ``folder/home`` (``write_home``)."""
-        env = self.environment(
-            request, settings, cli, self.write_home(request, settings, folder / "home")
-        )
+        home = folder / HOME_DIR
+        run.calls_before = session_calls(home)  # a kept session home: earlier attempts'
+        env = self.environment(request, settings, cli, self.write_home(request, settings, home))
         await capture.alog(
             f"settings.json: {json.dumps(run_settings(request, settings), sort_keys=True)}"
         )
@@ -208,7 +266,7 @@ class GeminiCliAdapter(CliAdapter[GeminiCliSettings, _Run]):
     ) -> None:
         """The stream's last line, and the usage in the session transcript."""
         run.stream.flush()
-        run.session = session_usage(folder / "home")
+        run.session = session_usage(folder / HOME_DIR, before=run.calls_before)
 
     async def usage(
         self, request: AgentRequest, settings: GeminiCliSettings, run: _Run, capture: Capture

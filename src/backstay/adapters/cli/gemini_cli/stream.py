@@ -4,7 +4,9 @@ stdout is one JSON event per line: ``init``, ``message`` (the user's prompt; the
 assistant's text in ``delta`` pieces), ``tool_use``, ``tool_result``, ``error`` and a final
 ``result`` (``status`` ``success`` or ``error``, ``stats`` with token counts).
 ``GeminiStream.line`` keeps the result and writes the story into ``agent.log``: assistant
-text once its pieces are complete, each tool call and result, each error event.
+text once its pieces are complete, each tool call and result, each error event. It also
+keeps the session's id (``init``'s ``session_id``) and counts the model's answers: a run
+of assistant text and tool calls with no tool result or other event between them.
 
 The stream says nothing about model calls, so ``session_usage`` reads the session
 transcript the CLI keeps under its ``HOME`` (``.gemini/tmp/<project>/chats/
@@ -16,7 +18,7 @@ generated tokens).
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Collection, Iterator, Mapping
 from pathlib import Path
 from typing import Any, Final
 
@@ -24,7 +26,13 @@ from backstay.adapters.capture import Capture
 from backstay.adapters.cli.claude_code.stream import one_line
 from backstay.adapters.usage import Usage
 
-__all__ = ["SESSION_GLOB", "GeminiStream", "result_usage", "session_usage"]
+__all__ = [
+    "SESSION_GLOB",
+    "GeminiStream",
+    "result_usage",
+    "session_calls",
+    "session_usage",
+]
 
 SESSION_GLOB: Final = ".gemini/tmp/*/chats/session-*.jsonl"
 
@@ -41,6 +49,9 @@ class GeminiStream:
         self._text: list[str] = []
         self._answer: list[str] = []
         self.result: dict[str, Any] | None = None
+        self.session_id: str | None = None
+        self.answers = 0  # the model's answers the stream showed
+        self._answering = False
 
     @property
     def answer(self) -> str:
@@ -58,6 +69,10 @@ class GeminiStream:
         if not isinstance(event, dict):
             return
         kind = event.get("type")
+        answering = kind == "tool_use" or (kind == "message" and event.get("role") == "assistant")
+        if answering and not self._answering:
+            self.answers += 1
+        self._answering = answering
         if kind == "message" and event.get("role") == "assistant":
             piece = str(event.get("content", ""))
             self._text.append(piece)
@@ -65,6 +80,9 @@ class GeminiStream:
             return
         self.flush()
         if kind == "init":
+            said = event.get("session_id")
+            if isinstance(said, str) and said:
+                self.session_id = said
             self._log(
                 f"gemini-cli session {event.get('session_id')} started: model {event.get('model')}"
             )
@@ -127,15 +145,29 @@ def _records(path: Path) -> Iterator[Mapping[str, Any]]:
             yield record
 
 
-def session_usage(home: Path) -> Usage | None:
-    """The usage the session transcripts under ``home`` record (one model call per
-    ``gemini`` message, its last version counting); ``None`` when there is none."""
+def _session_calls(home: Path) -> dict[str, Mapping[str, Any]]:
+    """The tokens of each model call the session transcripts under ``home`` record, by
+    transcript and message id (a message's last version counting)."""
     calls: dict[str, Mapping[str, Any]] = {}
     for path in sorted(home.glob(SESSION_GLOB)):
         for record in _records(path):
             tokens = record.get("tokens")
             if record.get("type") == "gemini" and isinstance(tokens, Mapping):
                 calls[f"{path}:{record.get('id')}"] = tokens
+    return calls
+
+
+def session_calls(home: Path) -> frozenset[str]:
+    """The model calls the session transcripts under ``home`` record now (``session_usage``
+    leaves them out as ``before``: a kept home holds the calls of earlier attempts)."""
+    return frozenset(_session_calls(home))
+
+
+def session_usage(home: Path, *, before: Collection[str] = ()) -> Usage | None:
+    """The usage the session transcripts under ``home`` record (one model call per
+    ``gemini`` message, its last version counting), the calls in ``before`` left out;
+    ``None`` when there is none."""
+    calls = {key: t for key, t in _session_calls(home).items() if key not in before}
     if not calls:
         return None
     cached = sum(_count(t.get("cached")) for t in calls.values())
