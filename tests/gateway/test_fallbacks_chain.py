@@ -123,6 +123,26 @@ def test_with_every_model_of_the_chain_open_a_request_stays_on_its_own(tmp_path:
     assert _fell(events) == []
 
 
+def test_a_request_whose_last_allowed_attempt_opens_its_circuit_gets_its_answer(
+    tmp_path: Path,
+) -> None:
+    """Its two allowed attempts are the 529s that open the primary's circuit, and the
+    chain has a model to move to: it gets that 529 (no wait for the probe), and the next
+    request goes to the second model at once."""
+    down = (Fault(kind=FaultKind.OVERLOADED, model=PRIMARY),)
+    policy = FAST_POLICY.derive(max_attempts=2)
+    with capture_events() as events:
+        with served(tmp_path, *down, fallbacks=CHAIN, breaker=BREAKER, policy=policy) as s:
+            with pytest.raises(anthropic.APIStatusError) as raised:
+                _sent(s.url)
+            answer = _sent(s.url)
+        logged = s.logged()
+    assert raised.value.status_code == 529
+    assert answer.model == SECOND
+    assert _seen(logged) == [(PRIMARY, 529), (PRIMARY, 529), (SECOND, 200)]
+    assert _fell(events) == [(PRIMARY, SECOND, "circuit_open")]
+
+
 # -- the fallback rules --------------------------------------------------------------------
 
 

@@ -1,6 +1,6 @@
 """The gateway's events: one ``RequestRetried`` per client request that took more than one
 upstream attempt (or was refused by an open circuit), emitted when its answer is decided;
-one ``RequestFellBack`` per request of a run moved to the run's fallback model.
+one ``RequestFellBack`` per move of a request along its fallback chain.
 The per-attempt events (``retry.attempt_failed``, ``task.retrying`` …) come from the retry
 driver, under the operation ``gateway:{provider}/{model}``."""
 
@@ -40,9 +40,11 @@ class RequestRetried(Event):
 
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
 class RequestFellBack(Event):
-    """A request of a run moved from ``model`` to the run's ``fallback_model`` (same
-    ``provider``): ``reason`` ``circuit_open``, the circuit of ``model`` was open when it
-    came; ``circuit_opened``, its own failures opened it."""
+    """A request moved from ``model`` to ``fallback_model`` of its chain (same
+    ``provider``; its run's fallback model, the gateway's ``fallbacks``): ``reason``
+    ``circuit_open`` or ``cooling_down``, ``model`` was unavailable when it came;
+    ``circuit_opened``, its own failures opened its circuit; with the fallback rules, the
+    kind of the failure that moved it (``server_error``, ``quota_exhausted`` …)."""
 
     name: ClassVar[str] = "request.fell_back"
     level: ClassVar[int] = logging.WARNING

@@ -3,10 +3,12 @@ every text (``register_secret``), and its upstream attempts run by ``backstay.ca
 under the gateway's ``RetryPolicy`` and the circuit breaker of its (provider, model); the
 client gets the first answer that did not fail, else the last upstream answer unchanged,
 else (no upstream answer at all) an error in its provider's format. A request whose
-model's circuit is open moves to its fallback model (its run's, else the gateway's
-``fallbacks``: ``RequestFellBack``), once at most; without one, a request whose own
-failures open its circuit, or that comes while it is open, waits for the circuit's probe
-and is sent as it, or gets the open circuit's 503 with the wait (``probe``).
+model's circuit is open moves along its fallback chain (its run's fallback model, then
+the gateway's ``fallbacks``; with ``fallback_rules`` also by its failure's kind:
+``fallbacks``, ``RequestFellBack``); without a model to move to, a request whose own
+failures open its circuit (its last allowed attempt's included), or that comes while it
+is open, waits for the circuit's probe and is sent as it, or gets the open circuit's 503
+with the wait, or its last answer (``probe``).
 
 One ``Idempotency-Key`` per client request is sent on every attempt (``headers``); each
 attempt first waits its turn at the rate limiter of its provider and model (``limits``).
@@ -340,10 +342,11 @@ class Proxy:
 
         With the fallback rules, the chain's step (``fallbacks.after_failure``): another
         model under what is left of its policy, or the same one after the policy's delay.
-        Else, when its last allowed attempt left its model's circuit open: the next
-        available model of its chain, or, once, a wait for the circuit's probe within its
+        Else, when its last allowed attempt left its model's circuit open and no model of
+        its chain is available to move to: once, a wait for the circuit's probe within its
         policy's deadline and ``max_retry_after_s``, the probe one attempt past its
-        ``max_attempts``."""
+        ``max_attempts`` (with a model to move to, it gets its answer, and the client's
+        next request goes there at once)."""
         policy = self.settings.policy
         since = time.monotonic() if tally.since is None else tally.since
         used, elapsed = tally.attempts - tally.base, time.monotonic() - since
@@ -378,10 +381,9 @@ class Proxy:
             or breaker.state is not CircuitState.OPEN
         ):
             return None
+        if chain is not None and self._fallbacks.next_open(chain, tally.at) is not None:
+            return None
         tally.extra_probe = True
-        moved = self._opened(found, upstream, tally, ticket)
-        if moved is not None:
-            return moved
         refused = CircuitOpen(breaker.name, retry_after_s=breaker.snapshot().retry_after_s)
         waits = 0 if tally.probing is None else tally.probing.waits
         allowance = policy.derive(max_attempts=used + 1)  # the probe, past its last attempt
