@@ -11,6 +11,8 @@ handling, circuit breakers and Idempotency-Key on every request. See docs/gatewa
   failures open its circuit waits for the probe, or is told when it is;
 * ``wire_errors``: the errors the gateway answers itself, in each provider's format;
 * ``events``: ``RequestRetried``, ``RequestFellBack``;
+* ``repair``: a known defect of a client's body repaired before it is forwarded (Gemini
+  CLI's resumed session answering a tool call twice), ``RequestRepaired``;
 * ``spending``: a spending budget held request by request (``GatewayBudget``,
   ``GatewaySpending`` over ``MemoryRows`` or a store's ledger), ``RequestRefused``;
 * ``runs``: run tokens (``RunTokens``, ``RunTicket``, ``RunTally``): each agent attempt's

@@ -7,7 +7,8 @@ model's next answer (``--resume``), sends the result of that call twice: the sam
 content after the model's ``functionCall``. Gemini refuses such a conversation with a 400
 ``INVALID_ARGUMENT`` ("Please ensure that the number of function response parts is equal
 to the number of function call parts of the function call turn."), so the resumed session
-would end at its first request.
+would end at its first request. Every later request of the continued session carries the
+repeat too (its history keeps it).
 
 ``repaired`` drops, from a Gemini ``generateContent`` / ``streamGenerateContent`` body, in
 a content whose ``functionResponse`` parts outnumber the ``functionCall`` parts of the

@@ -4,8 +4,9 @@
 run's output folder), the snapshot of the workspace taken before the first attempt
 (``backstay.adapters.cli.snapshot``, in ``workspace_snapshot/``) and one private home kept
 across the attempts (``session_home/``, 0700), so the CLI's own session store outlives an
-attempt (only for a CLI that can continue a session,
-with ``resume_session`` on: the others keep a fresh home per attempt). Before a later
+attempt (only for a CLI that can continue a session — Gemini CLI's only through the gateway,
+``CliAdapter.can_resume`` — with ``resume_session`` on: the others keep a fresh home per
+attempt). Before a later
 attempt, ``start_path``
 decides (a pure function of what the previous attempt left):
 

@@ -11,6 +11,12 @@ resumed CLI answers its turn-1 call twice, the gateway drops the repeated result
 turn 2 and then turn 3 once each: the run succeeds, each step is in the workspace file
 once, and the real key is in no file the run left.
 
+The same through ``backstay batch``: the second attempt's ``metrics.json`` has
+``attempt_start`` ``resumed_session``, the batch's ``events.jsonl`` has
+``attempt.resumed_session`` and a ``request.repaired`` of the task for each request of
+the continued session (its history keeps the repeated result), and the provider's
+request log has turns 1, 2 (the 503), 2, 3 and the final answer, in that order.
+
 With ``--no-gateway`` the CLI talks to the provider straight, where a resumed session
 would be refused: the second attempt starts afresh in the workspace restored from the
 snapshot, and the provider sees turn 1 twice, each step still once in the file.
@@ -23,11 +29,13 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Final
 
 import pytest
+import yaml
 from tests.adapters.cli_provider import (
     BACKSTAY,
     BASE_ENV,
@@ -39,7 +47,11 @@ from tests.adapters.support import CANARY_KEY
 
 from backstay.adapters.cli.attempt_start import SESSION_HOME_DIR, SNAPSHOT_DIR
 from backstay.adapters.session import read_session_record
+from backstay.engine.records import AttemptOutcome
+from backstay.engine.states import TaskState
+from backstay.events import EVENTS_FILE
 from backstay.gateway import GATEWAY_POLICY
+from backstay.store.sqlite.tasks import SQLiteTaskStore
 
 MODEL: Final = "gemini-2.5-flash"
 TURNS: Final = 3
@@ -73,6 +85,15 @@ def _files_text(folder: Path) -> str:
     )
 
 
+def _env(served_url: str) -> dict[str, str]:
+    return {
+        **BASE_ENV,
+        "HOME": os.environ.get("HOME", "/root"),
+        "GEMINI_API_KEY": CANARY_KEY,
+        "GOOGLE_GEMINI_BASE_URL": served_url,
+    }
+
+
 def _run(providers: Providers, tmp_path: Path, *flags: str) -> tuple[dict[str, Any], str, Path]:
     """``backstay run`` of the session, which must succeed; the provider's counts, the
     run's ``agent.log`` and its output folder."""
@@ -81,12 +102,7 @@ def _run(providers: Providers, tmp_path: Path, *flags: str) -> tuple[dict[str, A
     workspace.mkdir()
     prompt = tmp_path / "prompt.txt"
     prompt.write_text("Run the three steps, one command at a time.", encoding="utf-8")
-    env = {
-        **BASE_ENV,
-        "HOME": os.environ.get("HOME", "/root"),
-        "GEMINI_API_KEY": CANARY_KEY,
-        "GOOGLE_GEMINI_BASE_URL": served.url,
-    }
+    env = _env(served.url)
     argv = [*BACKSTAY, "run", "--adapter", "gemini-cli", "--model", MODEL]
     argv += ["--prompt-file", str(prompt), "--workspace", str(workspace)]
     argv += ["--output-dir", str(out), "--timeout", str(TIMEOUT_S), *flags]
@@ -138,3 +154,70 @@ def test_gemini_cli_straight_to_its_provider_starts_afresh_in_the_restored_works
     # The rerun asked turn 1 again (the session started over), turn 2 once more.
     assert stats["by_turn"] == {"1": 2, "2": 2, "3": 1, "4": 1}, stats
     assert stats["by_status"] == {"200": 5, "503": 1}, stats
+
+
+def _logged_turns(log: Path, count: int) -> list[int | None]:
+    """The turns of the requests in the provider's request log ``log``, in order, once it
+    holds ``count`` (it is written every half second: read for at most 10 s)."""
+    deadline = time.monotonic() + 10.0
+    lines: list[str] = []
+    for _ in range(200):
+        lines = log.read_text(encoding="utf-8").splitlines() if log.exists() else []
+        if len(lines) >= count or time.monotonic() > deadline:
+            break
+        time.sleep(0.05)
+    return [json.loads(line)["turn"] for line in lines]
+
+
+@pytest.mark.slow
+def test_a_batch_task_of_gemini_cli_continues_its_session_through_the_gateway(
+    providers: Providers, tmp_path: Path
+) -> None:
+    log = tmp_path / "requests.jsonl"
+    served = providers.serve(SCENARIO, log=log)
+    task = {
+        "id": "session",
+        "adapter": "gemini-cli",
+        "model": MODEL,
+        "timeout_s": TIMEOUT_S,
+        "prompt": "Run the three steps, one command at a time.",
+    }
+    suite = tmp_path / "suite.yaml"
+    suite.write_text(yaml.safe_dump({"suite": "resumed", "tasks": [task]}), encoding="utf-8")
+    state = tmp_path / "state"
+    argv = [*BACKSTAY, "batch", str(suite), "--state-dir", str(state)]
+    done = providers.namespace.run(
+        argv, timeout_s=TIMEOUT_S * 2 + 60, env=_env(served.url), cwd=tmp_path
+    )
+    assert done.returncode == 0, f"{done.stdout}\n{done.stderr}"
+    with SQLiteTaskStore(state) as store:
+        (stored,) = store.tasks()
+        attempts = sorted(store.attempts(), key=lambda a: a.number)
+    assert stored.state is TaskState.SUCCEEDED, stored
+    assert [a.outcome for a in attempts] == [AttemptOutcome.FAILED, AttemptOutcome.SUCCEEDED]
+    first, second = (Path(a.output_dir) for a in attempts)
+    metrics = json.loads((second / "metrics.json").read_text())
+    assert metrics["attempt_start"] == "resumed_session", metrics
+    before, after = read_session_record(first), read_session_record(second)
+    assert before is not None
+    assert after is not None
+    assert after.resumed, after
+    assert after.session_id == before.session_id, (before, after)
+    (workspace,) = state.glob("runs/session/*/run_01/workspace")
+    assert (workspace / "progress.txt").read_text().splitlines() == STEPS
+    # Turn 2 refused once, then each turn asked once, in order: the continued session's
+    # first request carried turn 1 (its result once, the repeat dropped).
+    assert _logged_turns(log, 5) == [1, 2, 2, 3, 4]
+    events = [json.loads(line) for line in (state / EVENTS_FILE).read_text().splitlines()]
+    names = [event["event"] for event in events]
+    assert names.count("attempt.resumed_session") == 1, names
+    assert "attempt.workspace_restored" not in names, names
+    # Each request of the continued session carries the repeated result (its history
+    # keeps it): each is repaired, turns 2 and 3 and the final answer.
+    repaired = [event for event in events if event["event"] == "request.repaired"]
+    assert len(repaired) == 3, repaired
+    for event in repaired:
+        assert event["dropped"] == 1, event
+        assert event["task"] == stored.operation_id, event
+        assert event["attempt"] == attempts[1].attempt_id, event
+    assert CANARY_KEY not in done.stdout + done.stderr + json.dumps(events)

@@ -10,10 +10,11 @@ CLI sends answers the turn-1 call with its result twice (its transcript keeps a 
 the call and again as a user message). Gemini refuses such a conversation with a 400
 ``INVALID_ARGUMENT`` ("Please ensure that the number of function response parts is equal
 to the number of function call parts of the function call turn."), as the fake provider
-does: the resumed session fails at once and step 2 never runs. A resumed Gemini CLI session
-cannot go on, so backstay does not resume it (``CliAdapter.resumes_sessions`` is off for
-Gemini CLI; docs/gateway.md). Should a later CLI send each result once, this test fails,
-and resuming can be taken up.
+does: the resumed session fails at once and step 2 never runs. Straight to Gemini a resumed
+Gemini CLI session cannot go on, so backstay resumes one only through the gateway, which
+drops the repeated result (``backstay.gateway.repair``; ``GeminiCliAdapter.can_resume``;
+test_gemini_cli_gateway_resume.py; docs/gateway.md). Should a later CLI send each result
+once, this test fails, and resuming straight to Gemini can be taken up.
 
 ``slow``: two CLI starts. Skipped, with the reason, when Gemini CLI is not installed
 (``make agents``) or no namespace can be made here.
