@@ -21,7 +21,15 @@ from typing import Final
 
 import anthropic
 import pytest
-from tests.gateway.helpers import ANTHROPIC_MODEL, CANARY_KEY, FAST_POLICY, MESSAGES, served
+from tests.gateway.helpers import (
+    ANTHROPIC_MODEL,
+    CANARY_KEY,
+    FAST_POLICY,
+    GEMINI_MODEL,
+    MESSAGES,
+    gemini_client,
+    served,
+)
 
 from backstay.breaker import BreakerSettings, CircuitState
 from backstay.errors import ConfigError
@@ -335,3 +343,23 @@ def test_the_command_refuses_bad_fallback_flags(
     assert flag in done.stderr
     assert message in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_a_gemini_request_moves_along_its_chain_by_its_path(tmp_path: Path) -> None:
+    """Gemini names the model in the path: the rules move a spent quota there too, with
+    the official google-genai client."""
+    pro = "gemini-2.5-pro"
+    spent = (Fault(kind=FaultKind.QUOTA_EXHAUSTED, model=GEMINI_MODEL),)
+    with capture_events() as events:
+        with served(
+            tmp_path, *spent, fallbacks=((GEMINI_MODEL, pro),), fallback_rules=FallbackRules()
+        ) as s:
+            client = gemini_client(s.url)
+            answer = client.models.generate_content(
+                model=GEMINI_MODEL, contents="Write a haiku about resilient systems."
+            )
+        logged = s.logged()
+    assert answer.text
+    assert [entry["model"] for entry in logged] == [GEMINI_MODEL, pro]
+    assert logged[-1]["status"] == 200
+    assert _fell(events) == [(GEMINI_MODEL, pro, "quota_exhausted")]
