@@ -7,8 +7,13 @@ runs: ``acquire()`` hands out a permit and returns; the caller reports exactly o
 ``success()``, ``failure(f)`` or ``release()`` on it afterwards.
 
 The closed path allocates nothing: every caller admitted while the circuit is closed gets
-the same permit object for that closed period (it carries only the record's epoch), and a
-success on a healthy circuit is a lock-free read that finds nothing to change.
+the same permit object while the record stays the same (it carries the record it was
+admitted under), and a success on a healthy circuit is a lock-free read that finds nothing
+to change. With a shared store (Redis, SQLite) that read is the one made at ``acquire``: a
+success that would change nothing in the record its call was admitted under is recorded
+there and then, with no second read (the call's outcome is placed at its admission, which
+its calls overlapping in time make as valid an order as any); one that changes something
+is decided again on the stored record in the store's ``transition``.
 
 A caller may name itself when it acquires (``holder``): a half-open probe it takes is then
 listed under that name until it reports, and ``reclaim`` gives back the probes of holders
@@ -55,6 +60,8 @@ EventCallback = Callable[[object], None]
 
 DEFAULT_SETTINGS: Final = BreakerSettings()
 _CLOSED: Final = CircuitState.CLOSED
+# The record of the permit a breaker starts with: no record is ever this one.
+_NO_RECORD: Final = CLOSED_RECORD._replace(epoch=-1)
 _log = logging.getLogger("backstay.breaker")
 _EVENT_LEVEL: Final = {
     CircuitState.OPEN: CircuitOpened.level,
@@ -64,16 +71,17 @@ _EVENT_LEVEL: Final = {
 
 
 class _ClosedPermit:
-    """The permit of every caller admitted during one closed period (one epoch)."""
+    """The permit of every caller admitted under one record of a closed circuit."""
 
-    __slots__ = ("_breaker", "epoch")
+    __slots__ = ("_breaker", "epoch", "record")
 
-    def __init__(self, breaker: CircuitBreaker, epoch: int) -> None:
+    def __init__(self, breaker: CircuitBreaker, record: BreakerRecord) -> None:
         self._breaker = breaker
-        self.epoch = epoch
+        self.record = record
+        self.epoch = record.epoch
 
     def success(self) -> None:
-        self._breaker._succeeded(self.epoch, probe=False)
+        self._breaker._succeeded(self.epoch, probe=False, seen=self.record)
 
     def failure(self, failure: Failure) -> None:
         self._breaker._failed(self.epoch, failure, probe=False)
@@ -151,7 +159,7 @@ class CircuitBreaker:
         self._store: BreakerStore = MemoryBreakerStore() if store is None else store
         self._now: Callable[[], float] = self._unix if self._store.shared else self._clock.monotonic
         self._on_event = on_event
-        self._permit = _ClosedPermit(self, -1)
+        self._permit = _ClosedPermit(self, _NO_RECORD)
 
     # -- the permit protocol -------------------------------------------------------------
 
@@ -165,8 +173,8 @@ class CircuitBreaker:
         record = self._store.load(self.name) or CLOSED_RECORD
         if record.state is _CLOSED:
             permit = self._permit
-            if permit.epoch != record.epoch:
-                permit = self._permit = _ClosedPermit(self, record.epoch)
+            if permit.record is not record and permit.record != record:
+                permit = self._permit = _ClosedPermit(self, record)
             return permit
         settings = self.settings
         step = acquire(settings, record, self._now(), holder)
@@ -175,13 +183,23 @@ class CircuitBreaker:
         if step.admission is Admission.PROBE:
             return _ProbePermit(self, step.record.epoch, holder)
         if step.admission is Admission.ADMIT:  # closed again by the time the store was asked
-            self._permit = _ClosedPermit(self, step.record.epoch)
+            self._permit = _ClosedPermit(self, step.record)
             return self._permit
         raise CircuitOpen(self.name, retry_after_s=step.retry_after_s)
 
-    def _succeeded(self, epoch: int, *, probe: bool, holder: str | None = None) -> None:
+    def _succeeded(
+        self,
+        epoch: int,
+        *,
+        probe: bool,
+        holder: str | None = None,
+        seen: BreakerRecord | None = None,
+    ) -> None:
+        """``seen``: the record the call was admitted under (see the module docstring)."""
         settings = self.settings
-        record = self._store.load(self.name) or CLOSED_RECORD
+        record = seen if seen is not None and self._store.shared else None
+        if record is None:
+            record = self._store.load(self.name) or CLOSED_RECORD
         if quiet_success(settings, record, epoch):
             return
         self._apply(
@@ -196,9 +214,12 @@ class CircuitBreaker:
             if probe:
                 self._released(epoch, holder)
             return
-        record = self._store.load(self.name) or CLOSED_RECORD
-        if record.epoch != epoch:  # late news from a period that is over: lock-free skip
-            return
+        # Late news from a period that is over is skipped: here by a lock-free read; a
+        # shared store's ``transition`` reads the record anyway, and ``fail`` skips it there.
+        if not self._store.shared:
+            record = self._store.load(self.name) or CLOSED_RECORD
+            if record.epoch != epoch:
+                return
         self._apply(lambda r: fail(settings, r, epoch=epoch, probe=probe, now=self._now()))
 
     def _released(self, epoch: int, holder: str | None = None) -> None:

@@ -13,6 +13,11 @@ goes through ``call(fn)``:
 Nothing is ever written anywhere else in the meantime: a store that cannot reach Redis
 waits or stops, it never switches to local state.
 
+``execute(*args)`` and ``evalsha(script, keys, args)`` run one command the same way, on
+``LeanCommands``' connections rather than through the client's layers (``_lean``): the
+path of the hottest calls (a breaker's read, a limiter's script). A cluster, or a client
+given by the caller, takes the client's path.
+
 Keys: every key starts with ``{namespace:...}``; the part in braces is the Redis Cluster
 hash tag, so the keys one script or transaction touches share a slot (``key``).
 """
@@ -32,6 +37,7 @@ from redis.retry import Retry
 
 from backstay.store.location import StoreLocation, StoreUnavailable, StoreUnreachable
 from backstay.store.redis._keys import key
+from backstay.store.redis._lean import LeanCommands, LeanScript
 
 __all__ = ["RedisConnection", "StoreUnreachable", "is_cluster", "node_time", "server_time"]
 
@@ -92,6 +98,12 @@ class RedisConnection:
         self.location = location
         self.namespace = location.namespace
         self.client: redis.Redis = client or _client(location)
+        # Our own client (not a cluster's): its pool's settings make the lean connections.
+        self._lean = (
+            LeanCommands(self.client.connection_pool)
+            if client is None and type(self.client) is redis.Redis
+            else None
+        )
         self.on_outage = on_outage
         self._wait_s = wait_s
         self._max_wait_s = max_wait_s
@@ -119,6 +131,21 @@ class RedisConnection:
             if self.location.unavailable is StoreUnavailable.STOP:
                 raise StoreUnreachable(self.location.display, _reason(exc)) from None
             return self._wait(fn, exc)
+
+    def execute(self, *args: str | bytes) -> Any:
+        """The reply to one command (bytes, not decoded), through ``call``."""
+        lean = self._lean
+        if lean is None:
+            return self.call(lambda client: cast("Any", client).execute_command(*args))
+        return self.call(lambda _client: lean.execute(*args))
+
+    def evalsha(self, script: LeanScript, keys: list[str], args: list[str | bytes]) -> Any:
+        """``script``'s answer over ``keys`` and ``args`` (loaded when Redis lacks it),
+        through ``call``."""
+        lean = self._lean
+        if lean is None:
+            return self.call(lambda client: _client_evalsha(client, script, keys, args))
+        return self.call(lambda _client: lean.evalsha(script, keys, args))
 
     def _wait(self, fn: Callable[[redis.Redis], T], first: Exception) -> T:
         with self._lock:
@@ -159,6 +186,8 @@ class RedisConnection:
         self.call(lambda client: client.ping())
 
     def close(self) -> None:
+        if self._lean is not None:
+            self._lean.close()
         # A cluster client's close() leaves its nodes' connection pools connected (each
         # node's client was given its pool, so it does not close it): disconnect them.
         get_nodes = getattr(self.client, "get_nodes", None)
@@ -168,6 +197,16 @@ class RedisConnection:
             node_client = getattr(node, "redis_connection", None)
             if node_client is not None:
                 node_client.connection_pool.disconnect()
+
+
+def _client_evalsha(
+    client: redis.Redis, script: LeanScript, keys: list[str], args: list[str | bytes]
+) -> Any:
+    try:
+        return client.evalsha(script.sha, len(keys), *keys, *args)
+    except redis.exceptions.NoScriptError:
+        client.script_load(script.source)
+        return client.evalsha(script.sha, len(keys), *keys, *args)
 
 
 def _without_query(url: str) -> str:

@@ -2,14 +2,23 @@
 cooldowns shared by every process and machine on one Redis.
 
 A breaker's record is one JSON string at ``{ns:brk:<name>}`` (its own hash tag: breakers
-of different providers and models land on different Cluster slots). Each transition is
-one optimistic transaction (``backstay.store.redis._tx``) running the breaker's pure
-transition — the same code as the memory and SQLite stores — so a trip (a failure-rate
-window or consecutive failures) is counted from every worker's outcomes, and a half-open
-circuit hands its probe slots out exactly once fleet-wide: the slot is part of the record,
-taken in the transaction, and given again only after ``probe_timeout_s`` (the probe's
-lease) if its holder never reports. Record times are Unix seconds from the breaker's
-clock: the engine gives it a ``RedisClock``, so every machine stamps on Redis's time line.
+of different providers and models land on different Cluster slots). Each transition runs
+the breaker's pure transition — the same code as the memory and SQLite stores — on the
+record as last read here, and sends the outcome in one round trip: a compare-and-set
+script (``_CAS``) that writes the new record only if the stored one is still the one
+decided from (and, when the step changed nothing, writes nothing); if another process
+changed it meanwhile, the script answers with the stored record and the transition is
+decided again from it. So a trip (a failure-rate window or consecutive failures) is
+counted from every worker's outcomes, and a half-open circuit hands its probe slots out
+exactly once fleet-wide: the slot is part of the record, taken by the compare-and-set, and
+given again only after ``probe_timeout_s`` (the probe's lease) if its holder never
+reports. Record times are Unix seconds from the breaker's clock: the engine gives it a
+``RedisClock``, so every machine stamps on Redis's time line.
+
+``load`` is one ``GET``; a record's text is parsed once (an unchanged record reads as the
+very same object, which the breaker's closed path relies on to allocate nothing). The
+names of the breakers with a record are a set at ``{ns:brk-names}``, added to by the
+script that writes a record (in a Cluster, whose slots differ, by a ``SADD`` after it).
 
 Fallback cooldowns are ``{ns:cool:<name>}`` strings ``until|reason``, raised by one Lua
 script that keeps the later end (every key passed in ``KEYS``).
@@ -20,13 +29,11 @@ from __future__ import annotations
 import json
 from typing import Final
 
-from redis.client import Pipeline
-
 from backstay.breaker.record import CLOSED_RECORD, BreakerRecord
 from backstay.breaker.state import Step
 from backstay.breaker.store import BreakerStore, TransitionFn
-from backstay.store.redis._client import RedisConnection
-from backstay.store.redis._tx import transact
+from backstay.store.redis._client import RedisConnection, is_cluster
+from backstay.store.redis._lean import LeanScript
 
 __all__ = ["RedisBreakerStore", "RedisFallbackStore"]
 
@@ -39,10 +46,31 @@ end
 redis.call('SET', KEYS[1], ARGV[1] .. '|' .. ARGV[2])
 return 1
 """
+# KEYS: the record[, the index of names]; ARGV: the text decided from ('' for none), the
+# text to write ('' to write nothing), the breaker's name. 1 when applied, else the text
+# stored now ('' for none).
+_CAS: Final = LeanScript(
+    """
+local stored = redis.call('GET', KEYS[1]) or ''
+if stored ~= ARGV[1] then return stored end
+if ARGV[2] ~= '' then
+  redis.call('SET', KEYS[1], ARGV[2])
+  if KEYS[2] then redis.call('SADD', KEYS[2], ARGV[3]) end
+end
+return 1
+"""
+)
+_NONE: Final = b""
 
 
-def _decode(raw: bytes | str | None) -> BreakerRecord | None:
-    return None if raw is None else BreakerRecord.from_dict(json.loads(raw))
+def _encode(record: BreakerRecord) -> bytes:
+    return json.dumps(record.to_dict(), separators=(",", ":")).encode()
+
+
+def _raw(answer: bytes | str | None) -> bytes:
+    if answer is None:
+        return _NONE
+    return answer.encode() if isinstance(answer, str) else answer
 
 
 class RedisBreakerStore:
@@ -54,30 +82,48 @@ class RedisBreakerStore:
         self._conn = conn
         self._prefix = prefix
         self._index = conn.key(f"{prefix}-names")
+        self._cluster = is_cluster(conn.client)
+        # The text last read or written per name, and its record (parsed once).
+        self._seen: dict[str, tuple[bytes, BreakerRecord | None]] = {}
 
     def _key(self, name: str) -> str:
         return self._conn.key(f"{self._prefix}:{name}")
 
+    def _remember(
+        self, name: str, raw: bytes, record: BreakerRecord | None = None
+    ) -> BreakerRecord | None:
+        seen = self._seen.get(name)
+        if seen is not None and seen[0] == raw:
+            return seen[1]
+        if record is None and raw:
+            record = BreakerRecord.from_dict(json.loads(raw))
+        self._seen[name] = (raw, record)
+        return record
+
     def load(self, name: str) -> BreakerRecord | None:
-        key = self._key(name)
-        return _decode(self._conn.call(lambda client: client.get(key)))
+        return self._remember(name, _raw(self._conn.execute("GET", self._key(name))))
 
     def transition(self, name: str, fn: TransitionFn) -> Step:
         key = self._key(name)
-
-        def decide(pipe: Pipeline, now: float) -> Step:
-            del now  # the breaker stamps its own records (its clock follows Redis's)
-            record = _decode(pipe.get(key)) or CLOSED_RECORD
-            step = fn(record)
-            pipe.multi()
-            if step.record is not record:
-                pipe.set(key, json.dumps(step.record.to_dict(), separators=(",", ":")))
-            return step
-
-        step = transact(self._conn, [key], decide)
-        if step.record is not CLOSED_RECORD:
-            # The index of names lives on its own slot: a separate, idempotent write.
-            self._conn.call(lambda client: client.sadd(self._index, name))
+        keys = [key] if self._cluster else [key, self._index]
+        seen = self._seen.get(name)
+        if seen is None:
+            self.load(name)
+            seen = self._seen.get(name) or (_NONE, None)
+        raw, record = seen
+        while True:
+            current = record or CLOSED_RECORD
+            step = fn(current)
+            text = _NONE if step.record is current else _encode(step.record)
+            answer = self._conn.evalsha(_CAS, keys, [raw, text, name])
+            if answer == 1:
+                break
+            raw = _raw(answer)
+            record = self._remember(name, raw)
+        if text:
+            self._remember(name, text, step.record)
+            if self._cluster:  # the index of names lives on its own slot
+                self._conn.execute("SADD", self._index, name)
         return step
 
     def names(self) -> list[str]:

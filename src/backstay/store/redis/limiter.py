@@ -47,6 +47,7 @@ from backstay.policy.ratelimit import (
 )
 from backstay.store.redis import _scripts
 from backstay.store.redis._client import RedisConnection
+from backstay.store.redis._lean import LeanScript
 from backstay.taxonomy import FailureKind
 
 __all__ = ["RedisRateLimiter", "RedisRateLimiterRegistry", "credential_fingerprint"]
@@ -88,15 +89,12 @@ class RedisRateLimiter:
         self._clock = clock or SYSTEM_CLOCK
         tag = name if credential is None else f"{name}@{credential}"
         self.key = conn.key(f"lim:{tag}")
-        client = conn.client
-        self._reserve = client.register_script(_scripts.RESERVE)
-        self._block = client.register_script(_scripts.BLOCK)
-        self._learn = client.register_script(_scripts.LEARN)
+        self._reserve = LeanScript(_scripts.RESERVE)
+        self._block = LeanScript(_scripts.BLOCK)
+        self._learn = LeanScript(_scripts.LEARN)
 
-    def _run(self, script: Any, *args: str) -> Any:
-        return self._conn.call(
-            lambda client: script(keys=[self.key], args=list(args), client=client)
-        )
+    def _run(self, script: LeanScript, *args: str) -> Any:
+        return self._conn.evalsha(script, [self.key], list(args))
 
     def reservation(self, tokens: float = 1.0) -> Reservation:
         """``reserve``, returning the whole ``Reservation``: hand it back with the headers
