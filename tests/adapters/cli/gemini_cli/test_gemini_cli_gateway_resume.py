@@ -21,8 +21,9 @@ With ``--no-gateway`` the CLI talks to the provider straight, where a resumed se
 would be refused: the second attempt starts afresh in the workspace restored from the
 snapshot, and the provider sees turn 1 twice, each step still once in the file.
 
-``slow``: two CLI starts each. Skipped, with the reason, when Gemini CLI is not installed
-(``make agents``) or no namespace can be made here.
+Two CLI starts each: the ``backstay run`` through the gateway runs in ``make test``, the
+batch and ``--no-gateway`` are ``slow``. Skipped, with the reason, when Gemini CLI is not
+installed (``make agents``) or no namespace can be made here.
 """
 
 from __future__ import annotations
@@ -121,7 +122,6 @@ def _run(providers: Providers, tmp_path: Path, *flags: str) -> tuple[dict[str, A
     return served.stats(), log, out
 
 
-@pytest.mark.slow
 def test_gemini_cli_continues_its_session_through_the_gateway(
     providers: Providers, tmp_path: Path
 ) -> None:
