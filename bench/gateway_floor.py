@@ -12,7 +12,7 @@ Chat Completions, the direct and the proxied requests in ten alternating blocks)
   bodies only), sent on a kept-alive upstream connection of a pool of its own and the
   answer (``Content-Length`` only) sent back whole, nothing else: what an HTTP server and
   client on asyncio's protocols cost — the gateway's own server (``gateway/http1.py``) is
-  one, its upstream client is aiohttp's connections;
+  one, and so is its upstream client for the requests it forwards (``gateway/upstream_h1.py``);
 * ``backstay gateway``.
 
 Each row is the proxy's p50 / p99 less the direct ones of its own blocks, ``ROUNDS`` times.
@@ -20,12 +20,19 @@ The gateway's target is +p50 <= 1 ms and +p99 <= 5 ms (docs/benchmarks.md, "Gate
 
 Run with ``.venv/bin/python bench/gateway_floor.py``; ``make bench`` runs it after
 ``gateway.py``. ``gateway_floor.py serve pipe|aiohttp|protocol UPSTREAM`` is one floor's process.
+
+``gateway_floor.py ab SRC_A SRC_B`` sets two source trees' gateways side by side (e.g. a
+``git worktree`` of the commit before a change and the tree after it), both running at once
+in front of one fake provider: each round, for each in turn (the order flips every round),
+the latency rows as above and then ``gateway.py``'s closed loop, with the gateway's CPU per
+request: a before/after that sees the same minutes of a shared machine.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import subprocess
 import sys
 import urllib.parse
@@ -222,8 +229,54 @@ def report() -> None:
                 print(f"  {name:<24} {p50 - b50:8.2f} {p99 - b99:8.2f}")
 
 
+@contextlib.contextmanager
+def tree_gateway(src: str, upstream: str) -> Iterator[tuple[str, int]]:
+    """``backstay gateway`` of the source tree at ``src`` in a child process: its URL, PID."""
+    argv = [sys.executable, "-c", gateway.MAIN, "gateway", "--port", "0", "--upstream", upstream]
+    env = {**os.environ, "PYTHONPATH": src}
+    process = subprocess.Popen(  # noqa: S603 - our own CLI, our own arguments
+        argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env
+    )
+    try:
+        assert process.stdout is not None
+        line = process.stdout.readline()
+        if "listening on" not in line:
+            raise RuntimeError(f"the gateway of {src} did not start: {line!r}")
+        yield line.rsplit(" ", 1)[-1].strip(), process.pid
+    finally:
+        gateway._stop(process)
+
+
+def ab(src_a: str, src_b: str, rounds: int = 3) -> None:
+    """Two trees' gateways side by side (the module docstring)."""
+    print(f"\n  A: {src_a}\n  B: {src_b}")
+    print(f"  {'round':<6} {'tree':<5} {'+p50 ms':>8} {'+p99 ms':>8} {'req/s':>8} {'CPU ms':>7}")
+    with (
+        provider_process.serve() as fake,
+        tree_gateway(src_a, fake) as (url_a, pid_a),
+        tree_gateway(src_b, fake) as (url_b, pid_b),
+    ):
+        trees = [("A", url_a, pid_a), ("B", url_b, pid_b)]
+        for round_ in range(1, rounds + 1):
+            for name, url, pid in trees if round_ % 2 else trees[::-1]:
+                base, through = gateway.paired_open_loop(
+                    fake,
+                    url,
+                    gateway.LATENCY_RATE,
+                    gateway.LATENCY_REQUESTS,
+                    gateway.LATENCY_BLOCKS,
+                )
+                b50, b99 = gateway._percentiles(base)
+                p50, p99 = gateway._percentiles(through)
+                rps, cpu_ms = gateway.closed_loop(url, "gateway", gateway.THROUGHPUT_REQUESTS, pid)
+                print(f"  {round_:<6} {name:<5} {p50 - b50:8.2f} {p99 - b99:8.2f} {rps:8.0f} "
+                      f"{cpu_ms or 0.0:7.3f}", flush=True)  # fmt: skip
+
+
 if __name__ == "__main__":
-    if sys.argv[1:2] == ["serve"]:
+    if sys.argv[1:2] == ["ab"]:
+        ab(sys.argv[2], sys.argv[3])
+    elif sys.argv[1:2] == ["serve"]:
         serve = {"pipe": _serve_pipe, "aiohttp": _serve_aiohttp, "protocol": _serve_protocol}[
             sys.argv[2]
         ]

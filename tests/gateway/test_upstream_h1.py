@@ -124,8 +124,17 @@ async def _session(read_timeout_s: float = WAIT_S) -> AsyncIterator[aiohttp.Clie
             await close_own_connections(session)
 
 
-def _run(test: Callable[[], Awaitable[None]]) -> None:
-    asyncio.run(asyncio.wait_for(test(), 60.0))
+def _run(test: Callable[[], Awaitable[None]], loop: str = "asyncio") -> None:
+    """Run ``test`` on asyncio's event loop, or uvloop's (``backstay gateway``'s own)."""
+    factory = None
+    if loop == "uvloop":
+        uvloop = pytest.importorskip("uvloop")
+        factory = uvloop.new_event_loop
+    with asyncio.Runner(loop_factory=factory) as runner:
+        runner.run(asyncio.wait_for(test(), 60.0))
+
+
+LOOPS: Final = ["asyncio", "uvloop"]
 
 
 async def _until(check: Callable[[], bool], server: _Server) -> None:
@@ -211,7 +220,8 @@ def _chunked(body: bytes, head: bytes = b"Content-Type: text/event-stream\r\n") 
     )
 
 
-def test_kept_alive_connections_are_reused_for_answers_of_every_framing() -> None:
+@pytest.mark.parametrize("loop", LOOPS)
+def test_kept_alive_connections_are_reused_for_answers_of_every_framing(loop: str) -> None:
     text = b'data: {"a": 1}\n\ndata: [DONE]\n\n'
     packed = gzip.compress(b'{"id": "x"}')
     deflated = zlib.compress(b'{"id": "y"}')
@@ -240,7 +250,7 @@ def test_kept_alive_connections_are_reused_for_answers_of_every_framing() -> Non
             assert server.connections == 1
             assert len(server.requests) == 12
 
-    _run(test)
+    _run(test, loop)
 
 
 def test_a_stream_is_read_piece_by_piece_and_its_connection_kept_at_its_end() -> None:
@@ -302,9 +312,10 @@ def test_a_connection_the_peer_closed_while_idle_is_not_used() -> None:
     _run(test)
 
 
+@pytest.mark.parametrize("loop", LOOPS)
 @pytest.mark.parametrize("end", [CLOSE, RESET])
 def test_a_kept_alive_connection_ended_before_any_byte_of_the_answer_is_sent_once_more(
-    end: bytes,
+    end: bytes, loop: str
 ) -> None:
     """The peer closed it as the request went out (it never answered): once more, on a new
     connection, and only once."""
@@ -320,7 +331,7 @@ def test_a_kept_alive_connection_ended_before_any_byte_of_the_answer_is_sent_onc
                 assert await answer.read() == b"{}"
             assert [number for number, _ in server.requests] == [1, 1, 2]
 
-    _run(test)
+    _run(test, loop)
 
 
 def test_a_new_connection_ended_without_an_answer_is_a_failure_not_sent_again() -> None:
@@ -432,7 +443,8 @@ def test_a_head_it_cannot_read_is_a_response_error() -> None:
 # ---- flow control, hang-ups, closing ----------------------------------------------------
 
 
-def test_a_body_not_read_pauses_its_connection_until_it_is() -> None:
+@pytest.mark.parametrize("loop", LOOPS)
+def test_a_body_not_read_pauses_its_connection_until_it_is(loop: str) -> None:
     size = 4 * 1024 * 1024
     body = bytes(range(256)) * (size // 256)
     head = b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n" % size
@@ -455,12 +467,13 @@ def test_a_body_not_read_pauses_its_connection_until_it_is() -> None:
             assert again._connection is connection
             again.release()
 
-    _run(test)
+    _run(test, loop)
 
 
 def test_a_hang_up_while_the_head_is_awaited_closes_the_connection() -> None:
     async def test() -> None:
-        async with _served(lambda _n, _d: [HOLD]) as (server, url), _session() as session:
+        # The read timeout far beyond the wait: only the hang-up can close the connection.
+        async with _served(lambda _n, _d: [HOLD]) as (server, url), _session(600.0) as session:
             upstream = Upstream(session, lean=True)
             task = asyncio.ensure_future(upstream.send("POST", url + "/v1/x", (), b"{}"))
             await _until(lambda: len(server.requests) == 1, server)
@@ -479,7 +492,7 @@ def test_a_stream_released_before_its_end_closes_its_connection() -> None:
 
     async def test() -> None:
         first = [head + b"8\r\ndata: 1\n\r\n", HOLD]
-        async with _served(lambda _n, _d: first) as (server, url), _session() as session:
+        async with _served(lambda _n, _d: first) as (server, url), _session(600.0) as session:
             upstream = Upstream(session, lean=True)
             answer = await upstream.send("POST", url + "/v1/x", (), b"{}")
             assert await answer.content.readany() == b"data: 1\n"
@@ -541,7 +554,8 @@ def _certificate(folder: Path) -> tuple[Path, Path]:
     return cert_path, key_path
 
 
-def test_https_goes_through_tls_on_kept_alive_connections(tmp_path: Path) -> None:
+@pytest.mark.parametrize("loop", LOOPS)
+def test_https_goes_through_tls_on_kept_alive_connections(tmp_path: Path, loop: str) -> None:
     cert, key = _certificate(tmp_path)
     served = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
     served.load_cert_chain(cert, key)
@@ -556,7 +570,7 @@ def test_https_goes_through_tls_on_kept_alive_connections(tmp_path: Path) -> Non
                 assert await answer.read() == b"{}"
             assert server.connections == 1
 
-    _run(test)
+    _run(test, loop)
 
 
 def test_an_untrusted_certificate_fails_as_the_sessions_request_does(tmp_path: Path) -> None:
@@ -575,5 +589,46 @@ def test_an_untrusted_certificate_fails_as_the_sessions_request_does(tmp_path: P
             )
             assert type(by_lean) is type(by_session)
             assert classify(by_lean).code == classify(by_session).code == "ERR_SSL_CERTIFICATE"
+
+    _run(test)
+
+
+# ---- through the gateway --------------------------------------------------------------
+
+_STREAM_HEAD: Final = (
+    b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
+)
+_FIRST_EVENT: Final = b'data: {"id": "c1", "object": "chat.completion.chunk", "choices": []}\n\n'
+
+
+@pytest.mark.parametrize("when", ["before_the_head", "mid_stream"])
+def test_a_client_hanging_up_on_the_gateway_closes_its_upstream_connection(when: str) -> None:
+    from backstay.gateway import Gateway, GatewaySettings, Upstreams  # noqa: PLC0415
+
+    pieces = [HOLD]
+    if when == "mid_stream":
+        pieces = [_STREAM_HEAD + b"%x\r\n%b\r\n" % (len(_FIRST_EVENT), _FIRST_EVENT), HOLD]
+    body = b'{"model": "gpt-5", "stream": true, "messages": [{"role": "user", "content": "hi"}]}'
+    request = (
+        b"POST /v1/chat/completions HTTP/1.1\r\nHost: gw\r\nAuthorization: Bearer sk-test\r\n"
+        b"Content-Type: application/json\r\nContent-Length: %d\r\n\r\n%b" % (len(body), body)
+    )
+
+    async def test() -> None:
+        async with _served(lambda _n, _d: pieces) as (server, url):
+            settings = GatewaySettings(port=0, upstreams=Upstreams.all(url))
+            async with Gateway(settings) as gateway:
+                port = int(gateway.url.rsplit(":", 1)[1])
+                reader, writer = await asyncio.open_connection("127.0.0.1", port)
+                writer.write(request)
+                await _until(lambda: len(server.requests) == 1, server)
+                if when == "mid_stream":
+                    seen = b""
+                    while b"chat.completion.chunk" not in seen:  # bounded by the test's 60 s
+                        seen += await reader.read(4096)
+                        assert seen, "the gateway closed the stream"
+                writer.close()
+                await _until(lambda: server.ended == 1, server)
+                assert len(server.requests) == 1
 
     _run(test)

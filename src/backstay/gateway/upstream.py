@@ -59,9 +59,7 @@ _SCHEMES: Final = frozenset({"http", "https"})
 
 # The connections of its own of each ``lean`` upstream, by the session it was made with:
 # closed with that session (``close_own_connections``).
-_OWN: weakref.WeakKeyDictionary[aiohttp.ClientSession, list[H1Pool]] = (
-    weakref.WeakKeyDictionary()
-)
+_OWN: weakref.WeakKeyDictionary[aiohttp.ClientSession, list[H1Pool]] = weakref.WeakKeyDictionary()
 
 
 async def close_own_connections(session: aiohttp.ClientSession) -> None:
