@@ -38,7 +38,7 @@ from backstay._secret_values import SECRET_ENV_NAME
 from backstay.adapters.capture import Capture
 from backstay.adapters.cli.process import ProcessOutcome
 from backstay.adapters.contract import AgentRequest, AgentResult, TierConfig
-from backstay.adapters.gateway_wiring import GatewayWiring, open_run
+from backstay.adapters.gateway_wiring import GatewayWiring, aopen_run
 from backstay.adapters.harness.attempt_capture import captured_attempt
 from backstay.adapters.harness.config import check_settings, split_harness_config
 from backstay.adapters.harness.run import CANCELLED_EXIT_CODE, run_captured
@@ -206,7 +206,7 @@ class BaseAdapter(abc.ABC):  # noqa: B024 - a subclass with only run() must inst
         await capture.alog(
             f"{self.name}: attempt {attempt_id} of {operation_id}, model {request.model}"
         )
-        run = open_run(
+        run = await aopen_run(
             self.gateway_wiring, request, operation_id=operation_id, attempt_id=attempt_id
         )
         try:
@@ -220,6 +220,7 @@ class BaseAdapter(abc.ABC):  # noqa: B024 - a subclass with only run() must inst
                 capture=capture,
             )
             if run is not None:  # the gateway's counts of what the provider answered
+                await run.aclose()
                 result = dataclasses.replace(result, usage=run.counted(result.usage))
         except AdapterError as err:
             await capture.alog(f"attempt {attempt_id} failed: {err.failure}")
@@ -233,7 +234,7 @@ class BaseAdapter(abc.ABC):  # noqa: B024 - a subclass with only run() must inst
             raise AdapterError(failure) from exc
         finally:
             if run is not None:
-                run.close()
+                await run.aclose()
         # The gateway's counts are what the provider answered: a request its open circuit
         # refused reached no provider, though the CLI reports an HTTP status.
         counted = run is not None and run.counts is not None

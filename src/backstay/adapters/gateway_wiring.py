@@ -29,15 +29,26 @@ one it has no room for; a shared gateway is not handed it.
 The gateway is reached through the ``RunGateway`` protocol (``backstay.gateway`` sits on
 the same floor as the adapters and is not imported here): ``backstay.gateway.runs``'s
 ``LocalRunGateway`` for an in-process gateway, ``RemoteRunGateway`` for a shared one.
+
+An attempt opens and closes its run with ``aopen_run`` and ``OpenedRun.aclose`` on its
+event loop. A gateway whose calls wait on the network says so (``calls_block``, a shared
+gateway's HTTP calls): they are then made on a worker thread of their own
+(``_RUN_CALL_THREADS`` at most at once), so that a slow answer holds only its attempt, not
+the others sharing the loop; their errors and timeouts are the gateway's own, as in the
+synchronous ``open_run`` and ``OpenedRun.close``. An attempt cancelled while its run is
+being opened closes the run once the gateway has answered.
 """
 
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
 import contextlib
 import contextvars
 import dataclasses
-from collections.abc import Iterator, Mapping, Sequence
-from typing import Any, Final, Protocol
+import threading
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import Any, Final, Protocol, TypeVar
 
 from backstay.adapters.contract import AgentRequest
 from backstay.adapters.usage import Usage
@@ -51,6 +62,7 @@ __all__ = [
     "OpenedRun",
     "RunCounts",
     "RunGateway",
+    "aopen_run",
     "current_fallback_model",
     "current_gateway",
     "current_request_budget",
@@ -64,6 +76,11 @@ __all__ = [
 # A CLI's own request timeout is the gateway's deadline plus this: the gateway answers
 # (or gives up) first.
 GATEWAY_TIMEOUT_MARGIN_S: Final = 60.0
+# The most calls to gateways whose calls block (``calls_block``) made at once, each on a
+# worker thread; more wait for a thread, never on the event loop.
+_RUN_CALL_THREADS: Final = 32
+
+T = TypeVar("T")
 
 
 class RunCounts(Protocol):
@@ -82,7 +99,9 @@ class RunCounts(Protocol):
 
 
 class RunGateway(Protocol):
-    """A running gateway that hands out run tokens."""
+    """A running gateway that hands out run tokens. One whose ``open_run`` and
+    ``close_run`` wait on the network has a true ``calls_block`` (read with ``getattr``:
+    absent is false): ``aopen_run`` and ``OpenedRun.aclose`` make them on a worker thread."""
 
     @property
     def url(self) -> str:
@@ -258,11 +277,21 @@ class OpenedRun:
     token: str
     gateway: RunGateway
     counts: RunCounts | None = None
+    closed: bool = False
 
     def close(self) -> RunCounts | None:
         """Revoke the token (once); the gateway's counts."""
-        if self.counts is None:
+        if not self.closed:
+            self.closed = True
             self.counts = self.gateway.close_run(self.token)
+        return self.counts
+
+    async def aclose(self) -> RunCounts | None:
+        """``close`` from an event loop: a gateway whose calls block is called on a worker
+        thread (a cancelled wait leaves the call to finish there, the token revoked)."""
+        if not self.closed:
+            self.closed = True
+            self.counts = await _call(self.gateway, self.gateway.close_run, self.token)
         return self.counts
 
     def counted(self, usage: Usage) -> Usage:
@@ -358,6 +387,45 @@ def through_gateway(wiring: GatewayWiring | None, request: AgentRequest) -> bool
     )
 
 
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class _Opening:
+    """What opening one attempt's run takes: the gateway, the wiring chosen for the
+    request's model, the variable holding the key, and the gateway's ``open_run``
+    arguments."""
+
+    gateway: RunGateway
+    wiring: GatewayWiring
+    held: str
+    arguments: Mapping[str, Any]
+
+
+def _opening(
+    wiring: GatewayWiring | None, request: AgentRequest, *, operation_id: str, attempt_id: str
+) -> _Opening | None:
+    gateway = current_gateway()
+    wiring = _chosen(wiring, request)
+    if gateway is None or wiring is None:
+        return None
+    held = _held_key(wiring, request)
+    if held is None:
+        return None
+    trace = current_trace()
+    budget = current_request_budget()
+    arguments: dict[str, Any] = {
+        "provider": wiring.provider,
+        "key": request.env[held],
+        "upstream": _upstream(_configured_base(wiring, request), wiring),
+        "task": operation_id,
+        "attempt": attempt_id,
+        "traceparent": None if trace is None else trace.traceparent,
+        "model": request.model,
+        "fallback_model": current_fallback_model(),
+    }
+    if budget is not None:
+        arguments["budget"] = budget
+    return _Opening(gateway=gateway, wiring=wiring, held=held, arguments=arguments)
+
+
 def open_run(
     wiring: GatewayWiring | None,
     request: AgentRequest,
@@ -368,29 +436,43 @@ def open_run(
     """The attempt of ``request`` pointed at the current gateway with a run token of its
     own; ``None`` (the request unchanged) without a gateway, a wiring or a key, or with a
     base URL the gateway cannot stand in for (sent straight there)."""
-    gateway = current_gateway()
-    wiring = _chosen(wiring, request)
-    if gateway is None or wiring is None:
+    opening = _opening(wiring, request, operation_id=operation_id, attempt_id=attempt_id)
+    if opening is None:
         return None
-    held = _held_key(wiring, request)
-    if held is None:
+    token = opening.gateway.open_run(**opening.arguments)
+    return _pointed(opening, request, token)
+
+
+async def aopen_run(
+    wiring: GatewayWiring | None,
+    request: AgentRequest,
+    *,
+    operation_id: str,
+    attempt_id: str,
+) -> OpenedRun | None:
+    """``open_run`` from an event loop: a gateway whose calls block (``calls_block``) is
+    called on a worker thread, the loop free meanwhile. Cancelled while the gateway is
+    asked, the run is closed as soon as it has answered."""
+    opening = _opening(wiring, request, operation_id=operation_id, attempt_id=attempt_id)
+    if opening is None:
         return None
+    gateway = opening.gateway
+    if not _blocks(gateway):
+        return _pointed(opening, request, gateway.open_run(**opening.arguments))
+    future = _submit(lambda: gateway.open_run(**opening.arguments))
+    try:
+        token = await asyncio.wrap_future(future)
+    except asyncio.CancelledError:
+        future.add_done_callback(lambda done: _close_late(gateway, done))
+        raise
+    return _pointed(opening, request, token)
+
+
+def _pointed(opening: _Opening, request: AgentRequest, token: str) -> OpenedRun:
+    """``request`` pointed at ``opening``'s gateway with ``token`` as its key."""
+    wiring, gateway, held = opening.wiring, opening.gateway, opening.held
     names = _key_names(wiring, request.config)
     base_names = (wiring.base_url_env, *wiring.other_base_url_env)
-    configured = _configured_base(wiring, request)
-    trace = current_trace()
-    budget = current_request_budget()
-    token = gateway.open_run(
-        provider=wiring.provider,
-        key=request.env[held],
-        upstream=_upstream(configured, wiring),
-        task=operation_id,
-        attempt=attempt_id,
-        traceparent=None if trace is None else trace.traceparent,
-        model=request.model,
-        fallback_model=current_fallback_model(),
-        **({} if budget is None else {"budget": budget}),
-    )
     dropped = {*names, *base_names, *wiring.strip_env}
     env = {name: value for name, value in request.env.items() if name not in dropped}
     env[held] = token
@@ -400,3 +482,39 @@ def open_run(
         config[wiring.timeout_setting] = gateway.deadline_s + GATEWAY_TIMEOUT_MARGIN_S
     pointed = dataclasses.replace(request, env=env, config=config)
     return OpenedRun(request=pointed, token=token, gateway=gateway)
+
+
+def _blocks(gateway: RunGateway) -> bool:
+    return getattr(gateway, "calls_block", False) is True
+
+
+_THREADS: concurrent.futures.ThreadPoolExecutor | None = None
+_THREADS_LOCK: Final = threading.Lock()
+
+
+def _submit(call: Callable[[], T]) -> concurrent.futures.Future[T]:
+    """``call`` on a worker thread for gateway calls, in a copy of this context."""
+    global _THREADS  # noqa: PLW0603 - one pool for the process, made when first needed
+    with _THREADS_LOCK:
+        if _THREADS is None:
+            _THREADS = concurrent.futures.ThreadPoolExecutor(
+                max_workers=_RUN_CALL_THREADS, thread_name_prefix="backstay-run-call"
+            )
+        threads = _THREADS
+    return threads.submit(contextvars.copy_context().run, call)
+
+
+async def _call(gateway: RunGateway, method: Callable[[str], T], token: str) -> T:
+    """``method(token)`` of ``gateway``: on a worker thread when its calls block."""
+    if not _blocks(gateway):
+        return method(token)
+    return await asyncio.wrap_future(_submit(lambda: method(token)))
+
+
+def _close_late(gateway: RunGateway, opened: concurrent.futures.Future[str]) -> None:
+    """Close the run ``opened`` gave a token for (its attempt was cancelled meanwhile);
+    called on the worker thread that opened it."""
+    if opened.cancelled() or opened.exception() is not None:
+        return
+    with contextlib.suppress(Exception):  # the attempt is gone: nobody to tell
+        gateway.close_run(opened.result())

@@ -235,7 +235,13 @@ class RemoteRunGateway(OpensRuns):
 
     To a gateway that holds runs to allowances, each run's first grant is a share of the
     room of its budgets shared with other tasks, divided by ``parallel`` (the attempts of
-    this process that can run at once), raised every ``top_up_s`` while it is due."""
+    this process that can run at once), raised every ``top_up_s`` while it is due.
+
+    Its calls are blocking HTTP (``calls_block``): an agent attempt makes ``open_run`` and
+    ``close_run`` on a worker thread (``backstay.adapters.gateway_wiring.aopen_run``)."""
+
+    # Each call waits on the gateway's answer (up to ``_CALL_TIMEOUT_S``).
+    calls_block: Final = True
 
     def __init__(
         self,
