@@ -1,4 +1,4 @@
-"""``backstay.cli._gateway_spend``: the gateway's requests as rows of a real SQLite spend
+"""``backstay.cli._gateway_spend``: the gateway's requests as rows of a real SQLite gateway
 ledger beside a state directory's (two connections, as two gateway processes, holding one
 budget), a ``backstay run``'s registration held there with what its earlier attempts
 spent, and the ``--price`` values."""
@@ -15,7 +15,6 @@ from backstay.adapters.request_spend import RequestSpend
 from backstay.cli._gateway_spend import (
     GATEWAY_LEDGER,
     RunLedgerBudgets,
-    StoreRows,
     price_pairs,
     table_price,
 )
@@ -25,29 +24,31 @@ from backstay.gateway.routes import Route
 from backstay.gateway.spending import HeldRequests, RequestHold
 from backstay.gateway.usage import TokenUsage
 from backstay.policy.spend import ScopeKind, Spend, SpendBudget, SpendScope
+from backstay.store.sqlite.gateway_spend import SQLiteGatewayLedger
 from backstay.store.sqlite.spend import SQLiteSpendLedger
 
 ROUTE: Final = Route(provider="anthropic", model="claude-sonnet-4-5", endpoint="/v1/messages")
-TOTAL: Final = SpendScope(kind=ScopeKind.BATCH)
 
 
-def _ledger(state: Path) -> SQLiteSpendLedger:
-    return SQLiteSpendLedger(state, file_name=f"{GATEWAY_LEDGER}.sqlite")
+def _ledger(state: Path) -> SQLiteGatewayLedger:
+    return SQLiteGatewayLedger(state, file_name=f"{GATEWAY_LEDGER}.sqlite")
 
 
 def test_two_connections_to_one_file_hold_one_budget(tmp_path: Path) -> None:
     first, second = _ledger(tmp_path), _ledger(tmp_path)
     try:
-        one, two = StoreRows(first), StoreRows(second)
         budget = SpendBudget(tokens=100)
-        assert one.reserve("a", "gateway", budget, Spend(tokens=60)) is None
-        refused = two.reserve("b", "gateway", budget, Spend(tokens=60))
+        at = {"now": 0.0, "until": None}
+        assert first.reserve("a", "gateway", budget, Spend(tokens=60), **at) is None
+        refused = second.reserve("b", "gateway", budget, Spend(tokens=60), **at)
         assert refused is not None
         assert refused.totals.reserved.tokens == 60
-        one.settle("a", Spend(tokens=20), prompt_tokens=15, output_tokens=5)
-        assert two.reserve("b", "gateway", budget, Spend(tokens=60)) is None
+        first.settle("a", Spend(tokens=20), scope="gateway", prompt_tokens=15, output_tokens=5)
+        assert second.reserve("b", "gateway", budget, Spend(tokens=60), **at) is None
         # The batch scope of the gateway's own ledger: every request of every gateway.
-        assert second.totals(TOTAL).spent.tokens == 20
+        total = second.overview()[0]
+        assert total.scope == SpendScope(kind=ScopeKind.BATCH)
+        assert (total.spent.tokens, total.reserved.tokens) == (20, 60)
     finally:
         first.close()
         second.close()
@@ -82,9 +83,9 @@ def _registration(spent: int, **extra: Any) -> dict[str, Any]:
 def test_a_run_is_held_in_the_ledger_with_what_its_earlier_attempts_spent(
     tmp_path: Path,
 ) -> None:
-    ledger = _ledger(tmp_path)
+    ledger, batch = _ledger(tmp_path), SQLiteSpendLedger(tmp_path)
     try:
-        budgets = RunLedgerBudgets(SharedBudgets(ledger), StoreRows(ledger))
+        budgets = RunLedgerBudgets(SharedBudgets(batch), ledger)
         run = budgets(_registration(700))
         assert isinstance(run, HeldRequests)
         held = asyncio.run(run.hold(ROUTE, 200))
@@ -94,9 +95,10 @@ def test_a_run_is_held_in_the_ledger_with_what_its_earlier_attempts_spent(
         # 700 earlier + 250 now: a request of 100 has no room left in 1000.
         refused = asyncio.run(run.hold(ROUTE, 100))
         again = asyncio.run(run.hold(ROUTE, 1))
-        kept = ledger.totals(TOTAL)
+        kept = ledger.overview()[0]
     finally:
         ledger.close()
+        batch.close()
     assert isinstance(refused, str)
     assert refused.startswith("budget_exceeded: the task run token budget 1000 has no room")
     assert refused.endswith("the run stops here")
@@ -108,9 +110,9 @@ def test_a_run_is_held_in_the_ledger_with_what_its_earlier_attempts_spent(
 
 
 def test_a_batchs_run_goes_on_to_the_batchs_ledger(tmp_path: Path) -> None:
-    ledger = _ledger(tmp_path)
+    ledger, batch = _ledger(tmp_path), SQLiteSpendLedger(tmp_path)
     try:
-        budgets = RunLedgerBudgets(SharedBudgets(ledger), StoreRows(ledger))
+        budgets = RunLedgerBudgets(SharedBudgets(batch), ledger)
         shared = _registration(0)
         for key in ("stop", "allowance", "granted"):
             del shared[key]
@@ -119,6 +121,7 @@ def test_a_batchs_run_goes_on_to_the_batchs_ledger(tmp_path: Path) -> None:
             budgets(_registration(0, surprise=1))
     finally:
         ledger.close()
+        batch.close()
     assert raised.value.where == "budget.surprise"
 
 

@@ -94,14 +94,29 @@ def test_a_budget_that_limits_nothing_or_is_wrong_is_refused(
 def test_memory_rows_hold_reservations_until_settled() -> None:
     rows = MemoryRows()
     budget = SpendBudget(tokens=100)
-    assert rows.reserve("a", "gateway", budget, Spend(tokens=60)) is None
-    refused = rows.reserve("b", "gateway", budget, Spend(tokens=50))
+    assert rows.reserve("a", "gateway", budget, Spend(tokens=60), now=0, until=None) is None
+    refused = rows.reserve("b", "gateway", budget, Spend(tokens=50), now=0, until=None)
     assert refused is not None
     assert refused.dimension == "tokens"
-    rows.settle("a", Spend(tokens=30), prompt_tokens=20, output_tokens=10)
-    assert rows.reserve("b", "gateway", budget, Spend(tokens=50)) is None
+    rows.settle("a", Spend(tokens=30), scope="gateway", prompt_tokens=20, output_tokens=10)
+    assert rows.reserve("b", "gateway", budget, Spend(tokens=50), now=0, until=None) is None
     totals = rows.totals("gateway", budget)
     assert (totals.spent.tokens, totals.reserved.tokens) == (30, 50)
+
+
+def test_memory_rows_forget_a_scope_past_its_until_when_a_new_one_starts() -> None:
+    rows = MemoryRows()
+    budget = SpendBudget(tokens=100)
+    assert rows.reserve("a", "w1", budget, Spend(tokens=10), now=0, until=50) is None
+    assert rows.reserve("b", "w1", budget, Spend(tokens=10), now=0, until=50) is None
+    rows.settle("a", Spend(tokens=7), scope="w1", prompt_tokens=5, output_tokens=2)
+    assert rows.reserve("c", "w2", budget, Spend(tokens=10), now=49, until=150) is None
+    assert rows.scopes() == 2  # w1 may not be forgotten yet
+    assert rows.reserve("d", "w3", budget, Spend(tokens=10), now=51, until=250) is None
+    assert rows.scopes() == 2  # w1 went, with its request in flight
+    assert rows.totals("w1", budget).spent == Spend()
+    rows.settle("b", Spend(tokens=9), scope="w1", prompt_tokens=5, output_tokens=4)
+    assert rows.totals("w1", budget).spent == Spend()  # forgotten: nothing comes back
 
 
 @contextlib.contextmanager

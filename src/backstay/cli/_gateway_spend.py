@@ -3,22 +3,23 @@ their rows are kept, how a request's usage is priced, and a ``backstay run``'s b
 in that ledger.
 
 * **The gateway's own ledger.** With ``--store``, the gateway's requests are reserved and
-  settled in a spend ledger beside the store's own, never in the batch's: a SQLite state
-  directory's ``gateway-spend.sqlite``, a Redis namespace's keys ``{ns:gateway-spend}``
-  (every gateway on that Redis holds one budget together). Without ``--store``, in this
-  process (``MemoryRows``: a restart starts afresh).
+  settled in a gateway ledger beside the store's spend ledger, never in the batch's: a
+  SQLite state directory's ``gateway-spend.sqlite``, a Redis namespace's keys
+  ``{ns:gateway-spend}`` (every gateway on that Redis holds one budget together), a row
+  per request in flight and a total per live scope (``backstay.gateway.spending``).
+  Without ``--store``, in this process (``MemoryRows``: a restart starts afresh).
 * **Prices.** USD is priced with the project's price table (``backstay.adapters.pricing``:
   ``--price MODEL=INPUT,OUTPUT`` first, in USD per million tokens, then ``genai-prices``).
 * **Runs.** A ``backstay run --budget-usd/--budget-tokens --gateway URL`` registers its
   budget (``stop`` ``ended``) with the run; a gateway with a ledger holds it there
-  (``RunLedgerBudgets``): the run gets a scope of its own (``run:<id>``), what its earlier
-  attempts spent is written as one settled row, and each request is reserved and settled
-  as the gateway's own are. A batch's run goes on to ``SharedBudgets`` as before.
+  (``RunLedgerBudgets``): the run gets a scope of its own (``run:<id>``, forgotten
+  ``RUN_IDLE_S`` after its last request), what its earlier attempts spent is written as
+  one settled row, and each request is reserved and settled as the gateway's own are. A
+  batch's run goes on to ``SharedBudgets`` as before.
 """
 
 from __future__ import annotations
 
-import datetime as _dt
 import uuid
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Final
@@ -30,10 +31,16 @@ from backstay.adapters.spend import charge_spend
 from backstay.adapters.usage import Usage
 from backstay.engine.request_budget import refused_request
 from backstay.engine.run_allowance import parse_allowance
-from backstay.engine.spend_ledger import AttemptSpend, SpendLedger
 from backstay.errors import ConfigError
 from backstay.gateway.routes import Route
-from backstay.gateway.spending import HeldRequests, Price, SpendRows, price_provider
+from backstay.gateway.spending import (
+    RUN_IDLE_S,
+    GatewayLedger,
+    HeldRequests,
+    Price,
+    SpendRows,
+    price_provider,
+)
 from backstay.gateway.usage import TokenUsage
 from backstay.policy.spend import ScopeKind, Spend, SpendBudget, SpendRefusal, SpendScope
 
@@ -44,7 +51,6 @@ if TYPE_CHECKING:
 __all__ = [
     "GATEWAY_LEDGER",
     "RunLedgerBudgets",
-    "StoreRows",
     "gateway_ledger",
     "price_pairs",
     "table_price",
@@ -52,57 +58,16 @@ __all__ = [
 
 # The name of the gateway's own ledger beside a store's (a file's stem, a key's tag).
 GATEWAY_LEDGER: Final = "gateway-spend"
-# What the ledger's rows of gateway requests name as their adapter.
-_ADAPTER: Final = "gateway"
 _RUN: Final = "run"
 
 
-def _now() -> _dt.datetime:
-    return _dt.datetime.now(_dt.UTC)
-
-
-class StoreRows:
-    """``SpendRows`` in a store's ``SpendLedger``: each request one row (an attempt of the
-    scope's task, its budget that task's), checked and written in one transaction, so
-    gateways sharing the store never reserve past the budget together."""
-
-    def __init__(self, ledger: SpendLedger) -> None:
-        self.ledger = ledger
-
-    def reserve(
-        self, request_id: str, scope: str, budget: SpendBudget, estimate: Spend
-    ) -> SpendRefusal | None:
-        row = AttemptSpend(
-            attempt_id=request_id,
-            operation_id=scope,
-            tenant=None,
-            adapter=_ADAPTER,
-            model="",
-            task_budget=budget,
-            estimate=estimate,
-        )
-        return self.ledger.reserve(row, at=_now())
-
-    def settle(
-        self, request_id: str, charged: Spend, *, prompt_tokens: int, output_tokens: int
-    ) -> None:
-        self.ledger.settle(
-            request_id,
-            charged,
-            prompt_tokens=prompt_tokens,
-            output_tokens=output_tokens,
-            reported_usd=None,
-            at=_now(),
-        )
-
-
-def gateway_ledger(bundle: StoreBundle) -> SpendLedger:
+def gateway_ledger(bundle: StoreBundle) -> GatewayLedger:
     """The gateway's own ledger beside the spend ledger of ``bundle`` (which the caller
     closes after it)."""
     beside = getattr(bundle.spend, "beside", None)
     if not callable(beside):
         raise ConfigError("this store keeps no spend ledger a gateway can use", where="--store")
-    found: SpendLedger = beside(GATEWAY_LEDGER)
+    found: GatewayLedger = beside(GATEWAY_LEDGER)
     return found
 
 
@@ -166,11 +131,17 @@ class _RunHeld(HeldRequests):
         self._config = config
         if earlier.usd or earlier.tokens:
             row = f"{self.name}:earlier"
-            rows.reserve(row, self.name, SpendBudget(), Spend())
-            rows.settle(row, earlier, prompt_tokens=0, output_tokens=0)
+            now = self.clock()
+            rows.reserve(row, self.name, SpendBudget(), Spend(), now=now, until=now + RUN_IDLE_S)
+            rows.settle(row, earlier, scope=self.name, prompt_tokens=0, output_tokens=0)
 
     def scope(self) -> tuple[str, SpendBudget, float | None]:
         return self.name, self._budget, None
+
+    def until(self, ends: float | None) -> float | None:
+        """A run's scope is forgotten ``RUN_IDLE_S`` after its last request."""
+        del ends
+        return self.clock() + RUN_IDLE_S
 
     def spend(self, found: Route, usage: TokenUsage) -> Spend | None:
         del found  # priced at the run's model, as the run is charged

@@ -41,11 +41,10 @@ from backstay.gateway.spending import BudgetWindow, GatewayBudget
 if TYPE_CHECKING:
     from backstay.adapters.pricing import ModelPrice
     from backstay.config import BackstayConfig
-    from backstay.engine.spend_ledger import SpendLedger
     from backstay.engine.stores import StoreBundle
     from backstay.fallback.rules import FallbackRules
     from backstay.gateway.runs import RunTokens
-    from backstay.gateway.spending import GatewaySpending
+    from backstay.gateway.spending import GatewayLedger, GatewaySpending
 
 TOKEN_ENV_VAR: Final = "BACKSTAY_GATEWAY_TOKEN"  # noqa: S105 - a variable name
 # What GatewaySettings calls its fields → the flags that give them.
@@ -157,13 +156,13 @@ def _open_store(text: str) -> StoreBundle:
 
 
 def _spending(
-    budget: GatewayBudget | None, prices: Mapping[str, ModelPrice], ledger: SpendLedger | None
+    budget: GatewayBudget | None, prices: Mapping[str, ModelPrice], ledger: GatewayLedger | None
 ) -> GatewaySpending | None:
     """The gateway's spending budget (``None``: none), its rows in ``ledger`` (else in this
     process). A USD budget needs a price for every model: ``--price`` or the price table."""
     if budget is None:
         return None
-    from backstay.cli._gateway_spend import StoreRows, table_price  # noqa: PLC0415
+    from backstay.cli._gateway_spend import table_price  # noqa: PLC0415
     from backstay.gateway.spending import GatewaySpending, MemoryRows  # noqa: PLC0415
 
     if budget.usd is not None and not prices and importlib.util.find_spec("genai_prices") is None:
@@ -172,7 +171,7 @@ def _spending(
             "(pip install 'backstay[prices]') or give each model's --price",
             where="--budget-usd",
         )
-    rows = MemoryRows() if ledger is None else StoreRows(ledger)
+    rows = MemoryRows() if ledger is None else ledger
     return GatewaySpending(budget, rows, table_price(prices))
 
 
@@ -183,7 +182,7 @@ def _gateway(
     budget: tuple[GatewayBudget | None, Mapping[str, ModelPrice]] = (None, {}),
     *,
     agent_runs: bool = False,
-) -> tuple[Gateway, StoreBundle | None, SpendLedger | None]:
+) -> tuple[Gateway, StoreBundle | None, GatewayLedger | None]:
     """The gateway of ``settings``: its limiters capped by the configuration's
     ``retry.rate_limits``, they and its breakers in the store at ``store`` (else in this
     process), its requests held to ``budget`` at its prices; the stores and the
@@ -272,7 +271,7 @@ def _window(text: str) -> BudgetWindow:
         ) from None
 
 
-def _shared_runs(bundle: StoreBundle | None, ledger: SpendLedger | None) -> RunTokens:
+def _shared_runs(bundle: StoreBundle | None, ledger: GatewayLedger | None) -> RunTokens:
     """The run tokens of ``--agent-runs``: a batch's run held against the store's ledger
     (else its allowance); a single run's, in the gateway's own ledger beside it."""
     from backstay.cli._gateway_runs import shared_runs  # noqa: PLC0415
@@ -280,9 +279,9 @@ def _shared_runs(bundle: StoreBundle | None, ledger: SpendLedger | None) -> RunT
 
     runs = shared_runs(bundle)  # budgets: the store's ledger, else allowances
     if ledger is not None and isinstance(runs.budgets, SharedBudgets):
-        from backstay.cli._gateway_spend import RunLedgerBudgets, StoreRows  # noqa: PLC0415
+        from backstay.cli._gateway_spend import RunLedgerBudgets  # noqa: PLC0415
 
-        runs.budgets = RunLedgerBudgets(runs.budgets, StoreRows(ledger))
+        runs.budgets = RunLedgerBudgets(runs.budgets, ledger)
     return runs
 
 

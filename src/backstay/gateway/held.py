@@ -1,9 +1,10 @@
 """What the proxy does with a request held by a spending budget held request by request
 (``backstay.gateway.spending.HeldRequests``): ``costs`` says whether it is held (a model's
 answer, not a listing or a token count); ``forward_held`` reserves it, forwards it and
-settles it (or answers the refusal: a 400 in its provider's format); a stream's hold is
-settled once the stream has been relayed (``held_stream``: when it is released), its usage
-added as it passes.
+settles it (or answers the refusal: a 400 in its provider's format; a ledger that does not
+answer: a 503, unsent, and ``budget.unreachable``); a stream's hold is settled once the
+stream has been relayed (``held_stream``: when it is released), its usage added as it
+passes.
 """
 
 from __future__ import annotations
@@ -13,12 +14,13 @@ import dataclasses
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Final
 
+from backstay.events import BUS
 from backstay.gateway.attempt import OpenStream, Request
 from backstay.gateway.exchange import Reply, StreamReply
 from backstay.gateway.headers import downstream_headers
 from backstay.gateway.limits import estimate_body
 from backstay.gateway.routes import ANY_MODEL, Route
-from backstay.gateway.spending import HeldRequests, RequestHold
+from backstay.gateway.spending import BudgetUnreachable, HeldRequests, RequestHold
 from backstay.gateway.usage import TokenUsage, UsageScan
 from backstay.gateway.wire_errors import gateway_error
 from backstay.redact import redact
@@ -33,6 +35,8 @@ __all__ = ["costs", "forward_held", "settle_later", "stream_reply"]
 
 # Endpoints that cost nothing (token counts): not held by a spending budget.
 _FREE_SUFFIXES: Final = ("/count_tokens", ":countTokens")
+# When a client refused for a ledger that does not answer is told to try again.
+_RETRY_AFTER_S: Final = 1.0
 
 
 async def forward_held(
@@ -49,7 +53,16 @@ async def forward_held(
     if not costs(found, upstream.method):
         return await forward(None)
     tokens = estimate_body(upstream.body, parsed, output=False)
-    held = await budget.hold(found, tokens)
+    try:
+        held = await budget.hold(found, tokens)
+    except Exception as exc:  # noqa: BLE001 - a ledger that fails holds nothing: a 503
+        reason = _unreachable(found, "reserve", exc)
+        text = (
+            f"budget_unavailable: the spending budget's ledger does not answer ({reason}): "
+            "the request was not sent; try again later"
+        )
+        error = gateway_error(found.provider, 503, text, retry_after_s=_RETRY_AFTER_S)
+        return Reply(status=error.status, headers=error.headers, body=error.body)
     if isinstance(held, str):
         error = gateway_error(found.provider, 400, redact(held))
         return Reply(status=error.status, headers=error.headers, body=error.body)
@@ -59,8 +72,28 @@ async def forward_held(
         settle_later(held)
         raise
     if not isinstance(reply, StreamReply):
-        await held.asettle()
+        try:
+            await held.asettle()
+        except Exception as exc:  # noqa: BLE001 - the answer came: it is relayed uncharged
+            _unreachable(found, "settle", exc)
     return reply
+
+
+def _unreachable(found: Route, stage: str, exc: Exception) -> str:
+    """Tell that the ledger failed a request's ``stage``; the reason, redacted."""
+    reason = redact(str(exc) or type(exc).__name__)
+    if BUS.wants(BudgetUnreachable.level):
+        BUS.emit(
+            BudgetUnreachable(
+                operation=f"gateway:{found.provider}/{found.model}",
+                provider=found.provider,
+                model=found.model,
+                endpoint=found.endpoint,
+                stage=stage,
+                reason=reason,
+            )
+        )
+    return reason
 
 
 def costs(found: Route, method: str) -> bool:

@@ -6,9 +6,12 @@ its answers reported once it is done, as an attempt of a batch is.
   over the requests that are not of an agent run: at most ``usd`` and ``tokens`` in each
   ``window`` (``total``, or a calendar ``hour``, ``day``, ``week``, ``month`` in UTC: a
   window's budget starts afresh when the next begins).
-* ``SpendRows``: where the rows are kept: ``MemoryRows`` in this process, or a store's
-  spend ledger (``backstay.cli._gateway_spend``: SQLite or Redis, shared by every gateway
-  on it, so a fleet holds one budget).
+* ``SpendRows``: where the reservations and totals are kept: ``MemoryRows`` in this
+  process, or a store's gateway ledger (``GatewayLedger``: SQLite or Redis, shared by every
+  gateway on it, so a fleet holds one budget). Bounded: a request's row lives only while it
+  is in flight (settled, it is folded into its scope's totals), and a scope is forgotten
+  once it may be (``until``: its window's end and ``WINDOW_MARGIN_S``; a run's scope
+  ``RUN_IDLE_S`` after its last request) when a new scope starts.
 * ``HeldRequests``: a budget whose requests are held so (``hold``: a ``RequestHold``, or the
   message a request with no room is refused with); ``GatewaySpending``, the gateway's own
   (each refusal a ``RequestRefused``); a run's held in a store's ledger is another
@@ -27,6 +30,7 @@ import asyncio
 import dataclasses
 import datetime as _dt
 import enum
+import functools
 import logging
 import math
 import threading
@@ -51,8 +55,12 @@ from backstay.policy.spend import (
 
 __all__ = [
     "GATEWAY_SCOPE",
+    "RUN_IDLE_S",
+    "WINDOW_MARGIN_S",
+    "BudgetUnreachable",
     "BudgetWindow",
     "GatewayBudget",
+    "GatewayLedger",
     "GatewaySpending",
     "HeldRequests",
     "MemoryRows",
@@ -64,6 +72,10 @@ __all__ = [
 # The name of the gateway's budget scope in its ledger (a window's: ``gateway@day:…``).
 GATEWAY_SCOPE: Final = "gateway"
 _PRICE_PROVIDERS: Final = {"anthropic": "anthropic", "openai": "openai", "gemini": "google"}
+# How long a window's scope is kept after the window ends (its last requests in flight
+# settle into it meanwhile), and a run's scope after its last request.
+WINDOW_MARGIN_S: Final = 3600.0
+RUN_IDLE_S: Final = 86_400.0
 
 
 class BudgetWindow(enum.StrEnum):
@@ -140,17 +152,43 @@ class GatewayBudget:
 
 
 class SpendRows(Protocol):
-    """A spend ledger of one row per request: ``reserve`` the request's ``estimate`` in
-    ``scope`` (limited by ``budget``) or refuse it, holding nothing; ``settle`` its row
-    with what it was ``charged``. Both may block (a store's): called off the event loop."""
+    """A spend ledger of a row per request in flight: ``reserve`` the request's
+    ``estimate`` in ``scope`` (limited by ``budget``) or refuse it, holding nothing;
+    ``settle`` its row with what it was ``charged`` (folded into its scope's totals, the
+    row gone). ``now``: Unix seconds; ``until``: when the scope may be forgotten (``None``:
+    never); a reservation that starts a scope first forgets the scopes whose ``until`` has
+    passed, with their rows. Both may block (a store's): called off the event loop."""
 
     def reserve(
-        self, request_id: str, scope: str, budget: SpendBudget, estimate: Spend
+        self,
+        request_id: str,
+        scope: str,
+        budget: SpendBudget,
+        estimate: Spend,
+        *,
+        now: float,
+        until: float | None,
     ) -> SpendRefusal | None: ...
 
     def settle(
-        self, request_id: str, charged: Spend, *, prompt_tokens: int, output_tokens: int
+        self,
+        request_id: str,
+        charged: Spend,
+        *,
+        scope: str,
+        prompt_tokens: int,
+        output_tokens: int,
     ) -> None: ...
+
+
+class GatewayLedger(SpendRows, Protocol):
+    """``SpendRows`` in a store (``backstay.store.sqlite.gateway_spend``,
+    ``backstay.store.redis.gateway_spend``): ``overview`` gives what every request ever
+    settled spent and the live scopes reserve (a ``batch`` scope), then each live scope."""
+
+    def overview(self) -> tuple[ScopeTotals, ...]: ...
+
+    def close(self) -> None: ...
 
 
 class MemoryRows:
@@ -162,6 +200,7 @@ class MemoryRows:
         self._spent: dict[str, Spend] = {}
         self._reserved: dict[str, Spend] = {}
         self._open: dict[str, tuple[str, Spend]] = {}
+        self._until: dict[str, float] = {}
 
     def totals(self, scope: str, budget: SpendBudget) -> ScopeTotals:
         with self._lock:
@@ -175,20 +214,51 @@ class MemoryRows:
             reserved=self._reserved.get(scope, Spend()),
         )
 
+    def scopes(self) -> int:
+        """How many scopes are kept."""
+        with self._lock:
+            return len(self._spent.keys() | self._reserved.keys())
+
     def reserve(
-        self, request_id: str, scope: str, budget: SpendBudget, estimate: Spend
+        self,
+        request_id: str,
+        scope: str,
+        budget: SpendBudget,
+        estimate: Spend,
+        *,
+        now: float,
+        until: float | None,
     ) -> SpendRefusal | None:
         with self._lock:
+            if scope not in self._spent and scope not in self._reserved:
+                self._forget(now)
             refusal = check_spend([self._totals(scope, budget)], estimate)
             if refusal is None:
                 self._open[request_id] = (scope, estimate)
                 self._reserved[scope] = self._reserved.get(scope, Spend()) + estimate
+                if until is not None:
+                    self._until[scope] = until
             return refusal
 
+    def _forget(self, now: float) -> None:
+        ended = {scope for scope, until in self._until.items() if until < now}
+        for scope in ended:
+            del self._until[scope]
+            self._spent.pop(scope, None)
+            self._reserved.pop(scope, None)
+        for request_id in [r for r, (scope, _) in self._open.items() if scope in ended]:
+            del self._open[request_id]
+
     def settle(
-        self, request_id: str, charged: Spend, *, prompt_tokens: int, output_tokens: int
+        self,
+        request_id: str,
+        charged: Spend,
+        *,
+        scope: str,
+        prompt_tokens: int,
+        output_tokens: int,
     ) -> None:
-        del prompt_tokens, output_tokens
+        del scope, prompt_tokens, output_tokens
         with self._lock:
             found = self._open.pop(request_id, None)
             if found is None:
@@ -257,9 +327,15 @@ class HeldRequests:
     usage. Subclasses say which ``scope`` (and budget) a request falls in, what its usage
     costs (``spend``) and what a refusal is answered with (``refused``)."""
 
-    def __init__(self, rows: SpendRows) -> None:
+    def __init__(self, rows: SpendRows, *, clock: Callable[[], float] = time.time) -> None:
         self.rows = rows
         self.refusal: SpendRefusal | None = None
+        self.clock = clock
+
+    def until(self, ends: float | None) -> float | None:
+        """When the scope of a request whose window ends at ``ends`` may be forgotten
+        (``None``: never): ``WINDOW_MARGIN_S`` after its window ends."""
+        return None if ends is None else ends + WINDOW_MARGIN_S
 
     def scope(self) -> tuple[str, SpendBudget, float | None]:
         """The scope a request now falls in, its budget and when its window ends."""
@@ -287,7 +363,17 @@ class HeldRequests:
         if estimate is None:
             return self.refused(found, None, ends)
         request_id = f"{scope}:{uuid.uuid4().hex}"
-        refusal = await asyncio.to_thread(self.rows.reserve, request_id, scope, budget, estimate)
+        refusal = await asyncio.to_thread(
+            functools.partial(
+                self.rows.reserve,
+                request_id,
+                scope,
+                budget,
+                estimate,
+                now=self.clock(),
+                until=self.until(ends),
+            )
+        )
         if refusal is not None:
             return self.refused(found, refusal, ends)
         rows = self.rows
@@ -296,7 +382,11 @@ class HeldRequests:
             charged = self.spend(found, usage) or Spend(tokens=_tokens(usage))
             prompt = usage.input_tokens + usage.cache_read_tokens + usage.cache_write_tokens
             rows.settle(
-                request_id, charged, prompt_tokens=prompt, output_tokens=usage.output_tokens
+                request_id,
+                charged,
+                scope=scope,
+                prompt_tokens=prompt,
+                output_tokens=usage.output_tokens,
             )
 
         return RequestHold(charge)
@@ -323,6 +413,21 @@ class RequestRefused(Event):
     estimate: dict[str, object]
 
 
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class BudgetUnreachable(Event):
+    """The spending budget's ledger did not answer for a request: at ``stage``
+    ``reserve`` the request was not forwarded (its client got a 503); at ``settle`` its
+    answer was relayed but not charged. ``reason``: what the store said (no password)."""
+
+    name: ClassVar[str] = "budget.unreachable"
+    level: ClassVar[int] = logging.ERROR
+    provider: str
+    model: str
+    endpoint: str
+    stage: str
+    reason: str
+
+
 class GatewaySpending(HeldRequests):
     """The gateway's ``budget`` over the requests that are not of an agent run, its rows in
     ``rows``; a request's usage priced by ``price`` (``None``: no price known). ``clock``:
@@ -338,13 +443,12 @@ class GatewaySpending(HeldRequests):
     ) -> None:
         if not isinstance(budget, GatewayBudget):
             raise ConfigError(f"must be a GatewayBudget, got {budget!r}", where="budget")
-        super().__init__(rows)
+        super().__init__(rows, clock=clock)
         self.budget = budget
         self._price = price
-        self._clock = clock
 
     def scope(self) -> tuple[str, SpendBudget, float | None]:
-        name, ends = self.budget.scope(self._clock())
+        name, ends = self.budget.scope(self.clock())
         return name, self.budget.limit, ends
 
     def spend(self, found: Route, usage: TokenUsage) -> Spend | None:
@@ -355,7 +459,7 @@ class GatewaySpending(HeldRequests):
         return None if usd is None else Spend(usd=usd, tokens=tokens)
 
     def refused(self, found: Route, refusal: SpendRefusal | None, ends: float | None) -> str:
-        scope, _ = self.budget.scope(self._clock())
+        scope, _ = self.budget.scope(self.clock())
         limit = self.budget.limit
         if refusal is None:
             empty = Spend().to_dict()

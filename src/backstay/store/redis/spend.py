@@ -38,6 +38,7 @@ from backstay.policy.spend import (
 from backstay.store import _spend_sums as sums
 from backstay.store.redis._client import RedisConnection
 from backstay.store.redis._tx import transact
+from backstay.store.redis.gateway_spend import RedisGatewayLedger
 
 __all__ = ["RedisSpendLedger"]
 
@@ -58,8 +59,8 @@ def _budget(raw: bytes | str | None) -> SpendBudget:
 
 class RedisSpendLedger:
     """The spend ledger of one Redis namespace; see the module docstring. ``tag``: the
-    keys' hash tag, ``spend`` for the batch's (``{ns:spend}``); another keeps a ledger of
-    its own beside it (the gateway's: ``gateway-spend``)."""
+    keys' hash tag, ``spend`` for the batch's (``{ns:spend}``); the gateway's ledger is
+    another kind (``beside``)."""
 
     def __init__(self, conn: RedisConnection, *, tag: str = "spend") -> None:
         self._conn = conn
@@ -68,9 +69,9 @@ class RedisSpendLedger:
         self._budgets = conn.key(tag, "budgets")
         self._summed = False
 
-    def beside(self, tag: str) -> RedisSpendLedger:
-        """A ledger of its own on the same connection, under the hash tag ``tag``."""
-        return RedisSpendLedger(self._conn, tag=tag)
+    def beside(self, tag: str) -> RedisGatewayLedger:
+        """The gateway's ledger on the same connection, under the hash tag ``tag``."""
+        return RedisGatewayLedger(self._conn, tag=tag)
 
     # -- reading ----------------------------------------------------------------------
 

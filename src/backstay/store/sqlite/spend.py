@@ -50,6 +50,7 @@ from backstay.policy.spend import (
 from backstay.store import _spend_sums as sums
 from backstay.store.sqlite._file import SQLiteFile
 from backstay.store.sqlite._schema import open_component
+from backstay.store.sqlite.gateway_spend import SQLiteGatewayLedger
 from backstay.store.sqlite.tasks import DEFAULT_TIMEOUT_S, STATE_FILE, SQLiteTaskStore
 
 __all__ = ["SQLiteSpendLedger"]
@@ -138,8 +139,8 @@ T = TypeVar("T")
 
 class SQLiteSpendLedger(SQLiteFile):
     """The spend ledger of ``state_dir``; see the module docstring. ``file_name``: another
-    file of the directory than ``state.sqlite`` keeps a ledger of its own (the gateway's:
-    ``gateway-spend.sqlite``)."""
+    file of the directory than ``state.sqlite`` keeps a ledger of its own (the gateway's
+    is another kind: ``beside``)."""
 
     def __init__(
         self,
@@ -173,10 +174,10 @@ class SQLiteSpendLedger(SQLiteFile):
             self._conn.close()
             self._conn, self._lock = tasks.connection()
 
-    def beside(self, name: str) -> SQLiteSpendLedger:
-        """A ledger of its own in ``<name>.sqlite`` of the same directory (its own
+    def beside(self, name: str) -> SQLiteGatewayLedger:
+        """The gateway's ledger in ``<name>.sqlite`` of the same directory (its own
         connection: the caller closes it)."""
-        return SQLiteSpendLedger(self.path.parent, file_name=f"{name}.sqlite")
+        return SQLiteGatewayLedger(self.path.parent, file_name=f"{name}.sqlite")
 
     def close(self) -> None:
         """Close the connection (the task store closes the one it shares)."""
