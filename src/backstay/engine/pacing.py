@@ -17,6 +17,8 @@ API adapters record them in the attempt's ``Capture``) are fed back first
 (``update_from_headers``): the limiter learns the provider's limits, and what it has left
 lowers its level (never raises it: see ``_learn``). A task whose
 adapter matches no key is not paced.
+An Aider task on a bare model name or an alias (``sonnet``) takes the
+provider its adapter's gateway wiring picks for it (``gateway_wiring.wired_provider``).
 
 A limit of one API key (``anthropic#<fingerprint>``, ``anthropic/<model>#<fingerprint>``)
 paces an API task (an adapter with API ``settings``: ``anthropic-api``, ``openai-api``,
@@ -47,7 +49,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
 from backstay.adapters.contract import Adapter
-from backstay.adapters.gateway_wiring import through_gateway
+from backstay.adapters.gateway_wiring import through_gateway, wired_provider
 from backstay.clock import Clock
 from backstay.engine.api_credential import api_credential
 from backstay.engine.task import TaskSpec
@@ -115,10 +117,12 @@ class Pacing:
         if wiring is not None and through_gateway(wiring, spec.request(Path())):
             return None
         provider = getattr(type(adapter), "provider", "")
+        if not isinstance(provider, str) or not provider:  # Aider's alias: its wiring's
+            provider = (wired_provider(wiring, spec.model) or ("", ""))[0]
         found = limit_key(
             self.keys,
             adapter=spec.adapter,
-            provider=provider if isinstance(provider, str) else "",
+            provider=provider,
             model=spec.model,
             credential=self._credential(spec, adapter),
         )

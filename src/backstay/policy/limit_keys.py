@@ -8,7 +8,10 @@ every caller of one provider finds the same limiter:
 * an API adapter by the provider it calls (``anthropic-api`` → ``anthropic``);
 * an agent CLI by the provider its requests go to (``claude-code`` → ``anthropic``,
   ``codex`` → ``openai``, ``gemini-cli`` → ``gemini``); one that can talk to any provider
-  (``aider``, ``opencode``) by its model's ``provider/`` prefix (``anthropic/claude-…``);
+  (``aider``, ``opencode``) by its model's ``provider/`` prefix (``anthropic/claude-…``),
+  else by what its adapter knows of the model's name, passed as ``provider`` (Aider's
+  bare names and aliases, ``claude-…``, ``sonnet``: the provider its gateway wiring picks,
+  ``backstay.adapters.gateway_wiring.wired_provider``; policy code does not read adapters);
 * the gateway by the provider of the request's route.
 
 A limit keyed by an adapter's name (``claude-code``, ``claude-code/<model>``), as older
