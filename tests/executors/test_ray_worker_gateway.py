@@ -5,6 +5,7 @@ worker's environment, and the plan carried to the worker in its job."""
 
 from __future__ import annotations
 
+import asyncio
 import pickle
 import socket
 import threading
@@ -16,6 +17,9 @@ import pytest
 import redis
 from tests.gateway.helpers import ANTHROPIC_MODEL, CANARY_KEY, FAST_POLICY, MESSAGES
 
+from backstay.adapters.cli.claude_code import ClaudeCodeAdapter
+from backstay.adapters.contract import AgentRequest
+from backstay.adapters.gateway_wiring import aopen_run, use_gateway
 from backstay.cli._gateway_runs import agent_gateway
 from backstay.errors import ConfigError
 from backstay.executors._stores import open_worker_engine
@@ -99,6 +103,48 @@ def test_a_worker_gateway_starts_with_its_first_run_and_stands_in_for_the_key() 
         gateway.stop()
     assert not gateway.started
     assert _refused(url)
+
+
+def test_a_worker_gateway_is_started_off_the_attempt_s_loop(tmp_path: Path) -> None:
+    """The first run opened starts the gateway, which ``aopen_run`` does on a worker
+    thread (``calls_block``); once it serves, runs are opened on the loop."""
+    gateway = WorkerRunGateway(PLAN)
+    request = AgentRequest(
+        model=ANTHROPIC_MODEL,
+        prompt="hi",
+        workspace=tmp_path,
+        output_dir=tmp_path / "out",
+        timeout_s=60.0,
+        env={"ANTHROPIC_API_KEY": CANARY_KEY},
+    )
+    wiring = ClaudeCodeAdapter.gateway_wiring
+    started_on: list[str] = []
+    start = gateway._start
+
+    def recorded() -> object:
+        started_on.append(threading.current_thread().name)
+        return start()
+
+    gateway._start = recorded  # type: ignore[method-assign]
+
+    async def main() -> tuple[object, object]:
+        with use_gateway(gateway):
+            first = await aopen_run(wiring, request, operation_id="op", attempt_id="op/1")
+            second = await aopen_run(wiring, request, operation_id="op", attempt_id="op/2")
+        return first, second
+
+    try:
+        assert gateway.calls_block
+        first, second = asyncio.run(main())
+        assert first is not None
+        assert second is not None
+        assert not gateway.calls_block
+    finally:
+        gateway.stop()
+    # The first opening (which started the gateway) on a worker thread, the second on the
+    # loop's; ``url`` is read on the loop once the run is open.
+    assert started_on[0].startswith("backstay-run-call")
+    assert threading.main_thread().name in started_on[1:]
 
 
 def test_a_worker_gateway_paces_at_the_worker_engine_s_limiters_in_redis(

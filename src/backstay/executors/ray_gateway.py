@@ -124,6 +124,13 @@ class WorkerRunGateway:
         return self._gateway is not None
 
     @property
+    def calls_block(self) -> bool:
+        """Whether opening a run would start the gateway first (a server started on a
+        thread of its own, waited for): ``aopen_run`` then makes the call on a worker
+        thread, so the other attempts of the worker's loop go on meanwhile."""
+        return self._gateway is None
+
+    @property
     def url(self) -> str:
         return self._start().url
 
