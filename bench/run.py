@@ -41,7 +41,8 @@ and the help of the command line in a fresh process, beside ``import tenacity``;
 
 And agent sessions through the gateway (``gateway_sessions.py``): tokens per successful
 20-turn session under a 5 % rate of 529s, the whole session run again (no gateway) against
-the gateway retrying the failed request.
+the gateway retrying the failed request; what the gateway's spending ledger keeps after
+20,000 requests on SQLite and Redis, beside a row per request (``gateway_ledger.py``).
 
 Then the gateway itself (``gateway.py``), beside litellm's proxy: added latency p50 / p99 at
 200 requests/s, requests/s and CPU per request through one process, memory with 1,000
@@ -83,6 +84,7 @@ import fallback
 import field_corpus
 import gateway
 import gateway_floor
+import gateway_ledger
 import gateway_sessions
 import goodput
 import instructions
@@ -297,6 +299,7 @@ def main() -> None:
     batch_cpu.report()
     register.report()
     gateway_sessions.report()
+    gateway_ledger.report()
     scale.report()
     gateway.report()
     gateway_floor.report()

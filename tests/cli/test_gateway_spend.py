@@ -6,6 +6,7 @@ spent, and the ``--price`` values."""
 from __future__ import annotations
 
 import asyncio
+import time
 from pathlib import Path
 from typing import Any, Final
 
@@ -21,7 +22,7 @@ from backstay.cli._gateway_spend import (
 from backstay.engine.shared_budget import SharedBudgets
 from backstay.errors import ConfigError
 from backstay.gateway.routes import Route
-from backstay.gateway.spending import HeldRequests, RequestHold
+from backstay.gateway.spending import RUN_IDLE_S, HeldRequests, RequestHold
 from backstay.gateway.usage import TokenUsage
 from backstay.policy.spend import ScopeKind, Spend, SpendBudget, SpendScope
 from backstay.store.sqlite.gateway_spend import SQLiteGatewayLedger
@@ -136,3 +137,29 @@ def test_prices_are_given_per_million_tokens_and_used_first() -> None:
         with pytest.raises(ConfigError) as raised:
             price_pairs([bad])
         assert raised.value.where == "--price"
+
+
+def test_a_runs_rows_fold_into_its_scope_which_is_forgotten_once_idle(tmp_path: Path) -> None:
+    ledger, batch = _ledger(tmp_path), SQLiteSpendLedger(tmp_path)
+    try:
+        budgets = RunLedgerBudgets(SharedBudgets(batch), ledger)
+        run = budgets(_registration(100))
+        assert isinstance(run, HeldRequests)
+        for _ in range(5):
+            held = asyncio.run(run.hold(ROUTE, 10))
+            assert isinstance(held, RequestHold)
+            held.add(TokenUsage(input_tokens=12, output_tokens=3))
+            held.settle()
+        after_run = ledger.counts()
+        # Another run starts a day and more after this one's last request: it is forgotten.
+        later = budgets(_registration(0))
+        assert isinstance(later, HeldRequests)
+        later.clock = lambda: time.time() + RUN_IDLE_S + 60
+        assert isinstance(asyncio.run(later.hold(ROUTE, 10)), RequestHold)
+        names = [t.scope.name for t in ledger.overview()[1:]]
+    finally:
+        ledger.close()
+        batch.close()
+    # The run's scope (100 earlier + 5 x 15) and the total, no request row.
+    assert after_run == (2, 0)
+    assert names == [later.scope()[0]]

@@ -112,13 +112,19 @@ _SETTLING: Final[set[asyncio.Future[None]]] = set()
 
 def settle_later(hold: RequestHold) -> None:
     """Settle ``hold`` off the event loop without waiting (a request cancelled, a stream
-    relayed); a failure to write it is the loop's to report."""
+    relayed); a failure to write it is told (``budget.unreachable``), else the loop's to
+    report."""
     future = asyncio.get_running_loop().run_in_executor(None, hold.settle)
     _SETTLING.add(future)
 
     def done(finished: asyncio.Future[None]) -> None:
         _SETTLING.discard(finished)
-        if not finished.cancelled() and finished.exception() is not None:
+        failed = None if finished.cancelled() else finished.exception()
+        if failed is None:
+            return
+        if hold.route is not None and isinstance(failed, Exception):
+            _unreachable(hold.route, "settle", failed)
+        else:
             asyncio.get_running_loop().call_exception_handler(
                 {"message": "a spending budget's settlement failed", "future": finished}
             )

@@ -294,15 +294,17 @@ Price = Callable[[Route, TokenUsage], float | None]
 
 
 class RequestHold:
-    """One admitted request's reservation: the usage of its answers is ``add``-ed as
-    they come, and ``settle`` charges it (once; later calls do nothing)."""
+    """One admitted request's reservation (of a request on ``route``): the usage of its
+    answers is ``add``-ed as they come, and ``settle`` charges it (once; later calls do
+    nothing)."""
 
-    __slots__ = ("_charge", "_lock", "_settled", "usage")
+    __slots__ = ("_charge", "_lock", "_settled", "route", "usage")
 
-    def __init__(self, charge: Callable[[TokenUsage], None]) -> None:
+    def __init__(self, charge: Callable[[TokenUsage], None], route: Route | None = None) -> None:
         self._charge = charge
         self._lock = threading.Lock()
         self._settled = False
+        self.route = route
         self.usage = TokenUsage()
 
     def add(self, usage: TokenUsage) -> None:
@@ -389,7 +391,7 @@ class HeldRequests:
                 output_tokens=usage.output_tokens,
             )
 
-        return RequestHold(charge)
+        return RequestHold(charge, found)
 
 
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
