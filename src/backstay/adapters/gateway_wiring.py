@@ -18,7 +18,8 @@ every answer, the same for every CLI.
 A task or run with fallbacks sets the model its attempt's requests move to while the
 circuit of their own model is open (``use_fallback_model``, around the dispatch; the engine's
 driver and ``backstay.fallback.harness``): ``gateway_fallback`` names it, the first later
-candidate of the chain on the same provider and key with another model. The run's ticket
+candidate of the chain on the same provider and key with another model
+(``backstay.adapters.gateway_models``, re-exported here). The run's ticket
 carries it (``RunTicket.fallback_model``).
 
 A task with a spending budget sets the object its attempt's requests are asked of
@@ -32,9 +33,9 @@ the same floor as the adapters and is not imported here): ``backstay.gateway.run
 
 An attempt opens and closes its run with ``aopen_run`` and ``OpenedRun.aclose`` on its
 event loop. A gateway whose calls wait on the network says so (``calls_block``, a shared
-gateway's HTTP calls): they are then made on a worker thread of their own
-(``_RUN_CALL_THREADS`` at most at once), so that a slow answer holds only its attempt, not
-the others sharing the loop; their errors and timeouts are the gateway's own, as in the
+gateway's HTTP calls): they are then made on a worker thread (``backstay.adapters.
+_run_calls``), so that a slow answer holds only its attempt, not the others sharing the
+loop; their errors and timeouts are the gateway's own, as in the
 synchronous ``open_run`` and ``OpenedRun.close``. An attempt cancelled while its run is
 being opened closes the run once the gateway has answered.
 """
@@ -42,19 +43,17 @@ being opened closes the run once the gateway has answered.
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import contextlib
 import contextvars
 import dataclasses
-import threading
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import Any, Final, Protocol, TypeVar
+from collections.abc import Iterator, Mapping
+from typing import Any, Final, Protocol
 
+from backstay.adapters._run_calls import blocks, close_late, off_loop, submit
 from backstay.adapters.contract import AgentRequest
+from backstay.adapters.gateway_models import ChainEntry, gateway_fallback, wired_provider
 from backstay.adapters.usage import Usage
-from backstay.errors import ConfigError
 from backstay.events.tracecontext import current as current_trace
-from backstay.policy.limit_keys import provider_of
 
 __all__ = [
     "GATEWAY_TIMEOUT_MARGIN_S",
@@ -78,11 +77,6 @@ __all__ = [
 # A CLI's own request timeout is the gateway's deadline plus this: the gateway answers
 # (or gives up) first.
 GATEWAY_TIMEOUT_MARGIN_S: Final = 60.0
-# The most calls to gateways whose calls block (``calls_block``) made at once, each on a
-# worker thread; more wait for a thread, never on the event loop.
-_RUN_CALL_THREADS: Final = 32
-
-T = TypeVar("T")
 
 
 class RunCounts(Protocol):
@@ -240,86 +234,6 @@ def use_request_budget(budget: Any) -> Iterator[None]:
         _BUDGET.reset(reset)
 
 
-class ChainEntry(Protocol):
-    """What ``gateway_fallback`` reads of a fallback candidate
-    (``backstay.fallback.Candidate``)."""
-
-    @property
-    def adapter(self) -> str | None: ...
-    @property
-    def model(self) -> str: ...
-    @property
-    def api_key_env(self) -> str | None: ...
-
-
-def wired_provider(wiring: GatewayWiring | None, model: str) -> tuple[str, str] | None:
-    """The ``(provider, model)`` an attempt on ``model`` sends its requests to, as the
-    ``wiring`` of a CLI that picks its wiring by the model's name knows it (Aider's: a
-    ``provider/`` prefix, a bare name litellm places, an alias): the provider of the
-    wiring that takes ``model``, and the model as its provider knows it — the ``provider/``
-    prefix dropped; ``""`` for an exact name of ``model_names`` (an alias the CLI itself
-    turns into a model). ``None`` when ``wiring`` does not pick by model (its CLI speaks to
-    one provider: ``provider_of`` knows it by the adapter's name) or none of its wirings
-    takes ``model`` (it goes straight to a provider the gateway does not stand in for)."""
-    if wiring is None:
-        return None
-    picking = [
-        one for one in (wiring, *wiring.alternatives) if one.model_prefixes or one.model_names
-    ]
-    for one in picking:
-        if model.startswith(one.model_prefixes):
-            head, slash, rest = model.partition("/")
-            return one.provider, rest if slash and head == one.provider else model
-    for one in picking:
-        if model in one.model_names:
-            return one.provider, ""
-    return None
-
-
-def _adapter_wiring(adapter: str) -> GatewayWiring | None:
-    """The gateway wiring of the adapter registered as ``adapter`` (``None``: none, or no
-    such adapter)."""
-    from backstay.adapters.registry import adapter_class  # noqa: PLC0415 - it imports the adapters
-
-    try:
-        wiring = getattr(adapter_class(adapter), "gateway_wiring", None)
-    except ConfigError:
-        return None
-    return wiring if isinstance(wiring, GatewayWiring) else None
-
-
-def _run_provider(entry: ChainEntry) -> tuple[str, str]:
-    """The ``(provider, model)`` of a run of ``entry``: ``provider_of``'s, else what its
-    adapter's wiring knows of its model (``wired_provider``: an Aider alias's model ``""``);
-    ``("", model)`` when neither knows."""
-    provider, model = provider_of(entry.adapter or "", entry.model)
-    if provider or not entry.adapter:
-        return provider, model
-    return wired_provider(_adapter_wiring(entry.adapter), entry.model) or ("", entry.model)
-
-
-def gateway_fallback(candidates: Sequence[ChainEntry], index: int) -> str | None:
-    """The model a run of ``candidates[index]`` falls back to at the gateway: that of the
-    first later candidate whose requests go to the same provider with the same key (its
-    ``api_key_env``) and another model (a ``provider/`` prefix dropped), else ``None``.
-    A provider is read from the adapter's name and the model's prefix, else from the
-    adapter's gateway wiring (``wired_provider``: Aider's bare names and aliases); a later
-    candidate named by an alias is passed over (the provider would not know the name)."""
-    if not 0 <= index < len(candidates):
-        return None
-    current = candidates[index]
-    provider, model = _run_provider(current)
-    if not provider:
-        return None
-    for later in candidates[index + 1 :]:
-        if later.api_key_env != current.api_key_env:
-            continue
-        found, bare = _run_provider(later)
-        if found == provider and bare and bare != model:
-            return bare
-    return None
-
-
 @dataclasses.dataclass(slots=True)
 class OpenedRun:
     """One attempt's run at the gateway: the ``request`` pointed at it, and its token."""
@@ -342,7 +256,8 @@ class OpenedRun:
         thread (a cancelled wait leaves the call to finish there, the token revoked)."""
         if not self.closed:
             self.closed = True
-            self.counts = await _call(self.gateway, self.gateway.close_run, self.token)
+            gateway, token = self.gateway, self.token
+            self.counts = await off_loop(gateway, lambda: gateway.close_run(token))
         return self.counts
 
     def counted(self, usage: Usage) -> Usage:
@@ -508,13 +423,13 @@ async def aopen_run(
     if opening is None:
         return None
     gateway = opening.gateway
-    if not _blocks(gateway):
+    if not blocks(gateway):
         return _pointed(opening, request, gateway.open_run(**opening.arguments))
-    future = _submit(lambda: gateway.open_run(**opening.arguments))
+    future = submit(lambda: gateway.open_run(**opening.arguments))
     try:
         token = await asyncio.wrap_future(future)
     except asyncio.CancelledError:
-        future.add_done_callback(lambda done: _close_late(gateway, done))
+        future.add_done_callback(lambda done: close_late(gateway, done))
         raise
     return _pointed(opening, request, token)
 
@@ -533,39 +448,3 @@ def _pointed(opening: _Opening, request: AgentRequest, token: str) -> OpenedRun:
         config[wiring.timeout_setting] = gateway.deadline_s + GATEWAY_TIMEOUT_MARGIN_S
     pointed = dataclasses.replace(request, env=env, config=config)
     return OpenedRun(request=pointed, token=token, gateway=gateway)
-
-
-def _blocks(gateway: RunGateway) -> bool:
-    return getattr(gateway, "calls_block", False) is True
-
-
-_THREADS: concurrent.futures.ThreadPoolExecutor | None = None
-_THREADS_LOCK: Final = threading.Lock()
-
-
-def _submit(call: Callable[[], T]) -> concurrent.futures.Future[T]:
-    """``call`` on a worker thread for gateway calls, in a copy of this context."""
-    global _THREADS  # noqa: PLW0603 - one pool for the process, made when first needed
-    with _THREADS_LOCK:
-        if _THREADS is None:
-            _THREADS = concurrent.futures.ThreadPoolExecutor(
-                max_workers=_RUN_CALL_THREADS, thread_name_prefix="backstay-run-call"
-            )
-        threads = _THREADS
-    return threads.submit(contextvars.copy_context().run, call)
-
-
-async def _call(gateway: RunGateway, method: Callable[[str], T], token: str) -> T:
-    """``method(token)`` of ``gateway``: on a worker thread when its calls block."""
-    if not _blocks(gateway):
-        return method(token)
-    return await asyncio.wrap_future(_submit(lambda: method(token)))
-
-
-def _close_late(gateway: RunGateway, opened: concurrent.futures.Future[str]) -> None:
-    """Close the run ``opened`` gave a token for (its attempt was cancelled meanwhile);
-    called on the worker thread that opened it."""
-    if opened.cancelled() or opened.exception() is not None:
-        return
-    with contextlib.suppress(Exception):  # the attempt is gone: nobody to tell
-        gateway.close_run(opened.result())
