@@ -22,6 +22,11 @@ M / R that way, and 0.97 × M / R (no 429) this way (``bench/gateway.py``).
 
 Model listings and token counts are not paced: providers limit them apart, if at all.
 
+A limiter that can reserve without holding the event loop (``areservation``: a Redis
+limiter on a plain ``redis://`` store) makes each request's first reservation so
+(``GatewayLimits.prepared``): the script's round trip is awaited while the gateway serves
+the other requests, then handed to the retry driver as its first reservation.
+
 A limit of one API key (``anthropic#<fingerprint>``, ``anthropic/<model>#<fingerprint>`` in
 ``retry.rate_limits``; ``backstay.policy.limit_keys``) paces the requests sent with that
 key — a run's real key, else the client's own — at a limiter of their own,
@@ -79,7 +84,7 @@ class RequestPacer(PacedRequest):
     """One client request's view of its provider's limiter (a ``ReservingLimiterLike`` for
     the retry driver); it remembers when a wait began, to report it."""
 
-    __slots__ = ("_attempts", "_waiting_since", "operation", "route")
+    __slots__ = ("_attempts", "_ready", "_waiting_since", "operation", "route")
 
     def __init__(
         self, limiter: RateLimiterLike, tokens: float, route: Route, operation: str | None = None
@@ -90,6 +95,14 @@ class RequestPacer(PacedRequest):
         self.operation = operation or f"gateway:{route.provider}/{route.model}"
         self._waiting_since: float | None = None
         self._attempts = 0
+        self._ready: ReservationLike | None = None
+
+    async def prepare(self) -> None:
+        """Make the first reservation now, awaited, when the limiter can
+        (``areservation``); ``reservation`` hands it to the driver once."""
+        make = getattr(self.limiter, "areservation", None)
+        if make is not None and self._reserving is not None:
+            self._ready = await make(self.tokens)
 
     def _asked(self, wait_s: float) -> None:
         if wait_s > 0.0 and self._waiting_since is None:
@@ -101,7 +114,12 @@ class RequestPacer(PacedRequest):
         return wait
 
     def reservation(self, tokens: float = 1.0) -> ReservationLike:
-        reservation = super().reservation(tokens)
+        ready, self._ready = self._ready, None
+        if ready is not None:
+            self._reservation = ready
+            reservation = ready
+        else:
+            reservation = super().reservation(tokens)
         self._asked(reservation.wait_s)
         return reservation
 
@@ -191,6 +209,22 @@ class GatewayLimits:
         limiter = self.limiter(found, credential)
         tokens = estimate_tokens(body) if parsed is None else estimate_body(body, parsed)
         return RequestPacer(limiter, tokens, found, operation)
+
+    async def prepared(
+        self,
+        found: Route,
+        method: str,
+        body: bytes,
+        operation: str | None = None,
+        credential: str | None = None,
+        *,
+        parsed: object = None,
+    ) -> RequestPacer | None:
+        """``pacer``, its first reservation made (``RequestPacer.prepare``)."""
+        pacer = self.pacer(found, method, body, operation, credential, parsed=parsed)
+        if pacer is not None:
+            await pacer.prepare()
+        return pacer
 
 
 def estimate_body(body: bytes, parsed: object, *, output: bool = True) -> float:

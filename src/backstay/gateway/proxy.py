@@ -471,7 +471,7 @@ class Proxy:
         outcome = "succeeded"
         try:
             # Each attempt waits its turn at the provider's rate limiter (``limits``).
-            pacer = self._limits.pacer(
+            pacer = await self._limits.prepared(
                 found,
                 upstream.method,
                 upstream.body,

@@ -16,7 +16,9 @@ waits or stops, it never switches to local state.
 ``execute(*args)`` and ``evalsha(script, keys, args)`` run one command the same way, on
 ``LeanCommands``' connections rather than through the client's layers (``_lean``): the
 path of the hottest calls (a breaker's read, a limiter's script). A cluster, or a client
-given by the caller, takes the client's path.
+given by the caller, takes the client's path. ``aevalsha`` awaits a script on an asyncio
+connection (``_aresp``) instead, for a plain ``redis://`` location in ``stop`` mode (an
+unreachable server is ``StoreUnreachable`` as ever); on any other it runs ``evalsha``.
 
 Keys: every key starts with ``{namespace:...}``; the part in braces is the Redis Cluster
 hash tag, so the keys one script or transaction touches share a slot (``key``).
@@ -36,8 +38,10 @@ from redis.cluster import RedisCluster
 from redis.retry import Retry
 
 from backstay.store.location import StoreLocation, StoreUnavailable, StoreUnreachable
+from backstay.store.redis._aresp import AsyncResp
 from backstay.store.redis._keys import key
 from backstay.store.redis._lean import LeanCommands, LeanScript
+from backstay.store.redis._resp import RespError, supports
 
 __all__ = ["RedisConnection", "StoreUnreachable", "is_cluster", "node_time", "server_time"]
 
@@ -104,6 +108,7 @@ class RedisConnection:
             if client is None and type(self.client) is redis.Redis
             else None
         )
+        self._async = AsyncResp(location) if self._lean is not None and supports(location) else None
         self.on_outage = on_outage
         self._wait_s = wait_s
         self._max_wait_s = max_wait_s
@@ -147,6 +152,23 @@ class RedisConnection:
             return self.call(lambda client: _client_evalsha(client, script, keys, args))
         return self.call(lambda _client: lean.evalsha(script, keys, args))
 
+    async def aevalsha(self, script: LeanScript, keys: list[str], args: list[str | bytes]) -> Any:
+        """``evalsha`` awaited without holding the event loop, where ``_aresp`` can."""
+        client = self._async
+        if client is None:
+            return self.evalsha(script, keys, args)
+        count = str(len(keys))
+        try:
+            try:
+                return await client.command("EVALSHA", script.sha, count, *keys, *args)
+            except RespError as err:
+                if not str(err).startswith("NOSCRIPT"):
+                    raise redis.exceptions.ResponseError(str(err)) from None
+                await client.command("SCRIPT", "LOAD", script.source)
+                return await client.command("EVALSHA", script.sha, count, *keys, *args)
+        except (OSError, ConnectionError, TimeoutError) as exc:
+            raise StoreUnreachable(self.location.display, _reason(exc)) from None
+
     def _wait(self, fn: Callable[[redis.Redis], T], first: Exception) -> T:
         with self._lock:
             self.outages += 1
@@ -188,6 +210,8 @@ class RedisConnection:
     def close(self) -> None:
         if self._lean is not None:
             self._lean.close()
+        if self._async is not None:
+            self._async.close()
         # A cluster client's close() leaves its nodes' connection pools connected (each
         # node's client was given its pool, so it does not close it): disconnect them.
         get_nodes = getattr(self.client, "get_nodes", None)

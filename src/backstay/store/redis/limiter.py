@@ -103,17 +103,29 @@ class RedisRateLimiter:
         held: ``recheck`` them."""
         return self._reservation(tokens, discover=True)
 
-    def _reservation(self, tokens: float, *, discover: bool) -> Reservation:
+    async def areservation(self, tokens: float = 1.0) -> Reservation:
+        """``reservation`` awaited: the script's round trip does not hold the event loop
+        (``RedisConnection.aevalsha``). The gateway makes each request's first one so."""
+        args = self._reserve_args(tokens, discover=True)
+        raw = await self._conn.aevalsha(self._reserve, [self.key], args)
+        return self._reserved(raw, tokens)
+
+    def _reserve_args(self, tokens: float, *, discover: bool) -> list[str | bytes]:
         check_number(tokens, where="tokens")
         s = self.settings
-        raw = self._run(
-            self._reserve,
+        return [
             repr(float(tokens)),
             _arg(s.requests_per_minute),
             _arg(s.tokens_per_minute),
             repr(s.burst_s),
             repr(float(s.probe_timeout_s)) if discover else "",
-        )
+        ]
+
+    def _reservation(self, tokens: float, *, discover: bool) -> Reservation:
+        args = self._reserve_args(tokens, discover=discover)
+        return self._reserved(self._conn.evalsha(self._reserve, [self.key], args), tokens)
+
+    def _reserved(self, raw: bytes | str, tokens: float) -> Reservation:
         parts = (raw.decode() if isinstance(raw, bytes) else str(raw)).split("|")
         wait = max(0.0, float(parts[0]))
         if parts[1] == "held":  # another caller's probe discovers the limits
