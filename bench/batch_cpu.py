@@ -33,6 +33,10 @@ every mode keeps the batches' folders until it ends: a batch started right after
 one's files were deleted paid for the deletion in system time on a file system without a
 journal (``_FOLDERS``).
 
+``python bench/batch_cpu.py --pair BEFORE AFTER [TASKS [ROUNDS]]`` does the same with two
+``src`` folders, ``AFTER`` standing for this tree: a change measured alone, apart from
+whatever else the working tree holds (each folder a ``git archive`` of a commit, unpacked).
+
 ``python bench/batch_cpu.py --deletion [TASKS [ROUNDS]]`` measures what deleting files
 costs the next batch: ``2 × ROUNDS`` (default 3) batches of ``TASKS`` (default 1000) with
 nothing deleted before them, then ``ROUNDS`` batches each started right after the folders
@@ -384,14 +388,16 @@ def report() -> None:
         )
 
 
-def against(src: str, tasks: int, rounds: int) -> None:
-    """Alternate batches of this tree and of ``src``; print each and the least of each."""
-    if not (Path(src) / "backstay" / "__init__.py").is_file():
-        raise SystemExit(f"--against {src}: no backstay package in that folder")
+def against(src: str, tasks: int, rounds: int, *, this: str | None = None) -> None:
+    """Alternate batches of this tree (``this``: another ``src`` folder standing for it)
+    and of ``src``; print each and the least of each."""
+    for folder in (src, this):
+        if folder is not None and not (Path(folder) / "backstay" / "__init__.py").is_file():
+            raise SystemExit(f"{folder}: no backstay package in that folder")
     least: dict[str, float] = {}
     with provider_process.serve() as url:
         for _ in range(rounds):
-            for name, where in (("other", src), ("this", None)):
+            for name, where in (("other", src), ("this", this)):
                 cpu, _first, system = batch(url, tasks, src=where)
                 per = cpu * 1e3 / tasks
                 least[name] = min(least.get(name, per), per)
@@ -489,5 +495,8 @@ if __name__ == "__main__":
     elif sys.argv[1:2] == ["--against"]:
         extra = [int(n) for n in sys.argv[3:5]]
         against(sys.argv[2], *(extra + [1000, 3][len(extra) :]))
+    elif sys.argv[1:2] == ["--pair"]:
+        extra = [int(n) for n in sys.argv[4:6]]
+        against(sys.argv[2], *(extra + [1000, 3][len(extra) :]), this=sys.argv[3])
     else:
         report()
