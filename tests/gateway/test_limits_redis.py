@@ -2,7 +2,7 @@
 while redis-server does not answer (stopped by SIGSTOP), the gateway's loop goes on
 serving other work; once it answers, the retry driver gets that reservation without a
 second round trip, and the fleet's bucket counts it once. A limiter in the process is
-not asked ahead."""
+not asked ahead. What an answer's rate-limit headers teach is awaited the same way."""
 
 from __future__ import annotations
 
@@ -73,6 +73,48 @@ def test_the_first_reservation_is_awaited_while_the_loop_serves_others(
         assert steps == STEPS
         assert pending  # it could not have finished with the server stopped
         assert limiter.state()["n"] == 1.0  # one reservation: the prepared one, handed over
+    finally:
+        conn.close()
+
+
+def test_an_answers_headers_are_learned_while_the_loop_serves_others(
+    server: RedisServer,
+) -> None:
+    conn = RedisConnection(parse_store(f"{server.url}?namespace=learned"))
+    registry = RedisRateLimiterRegistry(conn)
+    limits = GatewayLimits(registry)
+    limiter = registry.limiter_for("openai", "gpt-5")
+    headers = [
+        ("x-ratelimit-limit-requests", "600"),
+        ("x-ratelimit-remaining-requests", "599"),
+        ("x-ratelimit-limit-tokens", "90000"),
+        ("x-ratelimit-remaining-tokens", "89000"),
+        ("content-type", "application/json"),
+    ]
+    pacer = limits.pacer(ROUTE, "POST", BODY.encode(), parsed=json.loads(BODY))
+    assert pacer is not None
+    conn.execute("PING")
+
+    async def main() -> tuple[int, bool]:
+        server.process.send_signal(signal.SIGSTOP)
+        try:
+            learning = asyncio.ensure_future(pacer.aanswered(headers, refused=False))
+            steps = 0
+            for _ in range(STEPS):
+                await asyncio.sleep(0.01)
+                steps += 1
+            pending = not learning.done()
+        finally:
+            server.process.send_signal(signal.SIGCONT)
+        await asyncio.wait_for(learning, WAIT_S)
+        return steps, pending
+
+    try:
+        steps, pending = asyncio.run(main())
+        assert (steps, pending) == (STEPS, True)
+        state = limiter.state()
+        assert state["r_cap"] > 0.0  # both dimensions learned
+        assert state["t_cap"] > 0.0
     finally:
         conn.close()
 

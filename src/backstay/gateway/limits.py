@@ -147,7 +147,7 @@ class RequestPacer(PacedRequest):
         from and lower its level to what is left (see the module docstring); ``refused``:
         the answer is a failure. An answer without any teaches nothing (the attempt's end,
         which the driver reports, ends a limiter's discovery)."""
-        limits = {name: value for name, value in headers if _RATE_LIMIT in name.lower()}
+        limits = _rate_limits(headers)
         if not limits:
             return
         update = getattr(self.limiter, "update_from_headers", None)
@@ -159,6 +159,22 @@ class RequestPacer(PacedRequest):
             update(limits, refused=refused)
         else:
             update(limits)
+
+    async def aanswered(self, headers: Iterable[tuple[str, str]], *, refused: bool) -> None:
+        """``answered``, awaited where the limiter can learn so (``aupdate_from_headers``:
+        a Redis limiter on a plain ``redis://`` store), so the gateway serves the other
+        requests meanwhile."""
+        learn = getattr(self.limiter, "aupdate_from_headers", None)
+        if learn is None:
+            self.answered(headers, refused=refused)
+            return
+        limits = _rate_limits(headers)
+        if limits:
+            await learn(limits, refused=refused)
+
+
+def _rate_limits(headers: Iterable[tuple[str, str]]) -> dict[str, str]:
+    return {name: value for name, value in headers if _RATE_LIMIT in name.lower()}
 
 
 class GatewayLimits:
@@ -251,7 +267,7 @@ async def paced_attempt(
     try:
         result = await one(*args, **kwargs)
     except UpstreamFailed as failed:
-        pacer.answered(failed.answer.headers, refused=True)
+        await pacer.aanswered(failed.answer.headers, refused=True)
         raise
-    pacer.answered(result.headers, refused=False)
+    await pacer.aanswered(result.headers, refused=False)
     return result

@@ -31,6 +31,7 @@ estimated tokens (docs/scale-out.md).
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 from collections.abc import Mapping
 from typing import Any, Final
@@ -175,26 +176,49 @@ class RedisRateLimiter:
         sets the level, less what every process reserved after it (the provider had not
         counted those). Without it, ``remaining`` only lowers the level."""
         del refused  # no token ratio is learned here (see the module docstring)
+        for args in self._learn_args(headers, answering):
+            self._conn.evalsha(self._learn, [self.key], args)
+
+    async def aupdate_from_headers(
+        self, headers: object, *, answering: Reservation | None = None, refused: bool = False
+    ) -> None:
+        """``update_from_headers`` awaited (``RedisConnection.aevalsha``), its dimensions'
+        scripts sent together. The gateway learns so from each answer."""
+        del refused
+        calls = [
+            self._conn.aevalsha(self._learn, [self.key], args)
+            for args in self._learn_args(headers, answering)
+        ]
+        if calls:
+            await asyncio.gather(*calls)
+
+    def _learn_args(
+        self, headers: object, answering: Reservation | None
+    ) -> list[list[str | bytes]]:
+        """The ``LEARN`` script's arguments, one list per dimension the headers tell."""
         limits = read_limits(normalize_headers(headers), self._clock.now())
         s = self.settings
         configured = {REQUESTS: s.requests_per_minute, TOKENS: s.tokens_per_minute}
+        calls: list[list[str | bytes]] = []
         for dim, seen in limits.items():
             through = None
             if answering is not None:
                 through = (
                     answering.requests_through if dim == REQUESTS else answering.tokens_through
                 )
-            self._run(
-                self._learn,
-                _DIMENSION[dim],
-                _arg(seen.limit),
-                _arg(seen.remaining),
-                _arg(configured[dim]),
-                repr(s.burst_s),
-                _arg(seen.reset_s),
-                repr(s.max_block_s),
-                _arg(through),
+            calls.append(
+                [
+                    _DIMENSION[dim],
+                    _arg(seen.limit),
+                    _arg(seen.remaining),
+                    _arg(configured[dim]),
+                    repr(s.burst_s),
+                    _arg(seen.reset_s),
+                    repr(s.max_block_s),
+                    _arg(through),
+                ]
             )
+        return calls
 
     def state(self) -> dict[str, float]:
         """The stored hash as numbers (for reports and tests)."""
