@@ -38,6 +38,8 @@ __all__ = ["Connection", "H1Answer", "Keeper", "Stale"]
 _MAX_HEAD_BYTES: Final = 65_536
 _STATUS_LINE: Final = re.compile(rb"HTTP/1\.([01]) ([0-9]{3})(?: [^\r\n]*)?")
 _TOKEN: Final = re.compile(rb"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
+# Header lines, each a token, a colon and a value without CR or LF: checked in one match.
+_HEADER_LINES: Final = re.compile(rb"(?:[!#$%&'*+.^_`|~0-9A-Za-z-]+:[^\r\n]*\r\n)*")
 _LENGTH: Final = re.compile(rb"[0-9]{1,18}")
 
 # A connection's state.
@@ -446,15 +448,20 @@ def _cut(
 
 def _parse_head(head: bytes) -> tuple[bytes, int, CIMultiDict[str]]:
     """The version digit after ``1.``, the status and the headers of an answer's head."""
-    lines = head.split(b"\r\n")
-    matched = _STATUS_LINE.fullmatch(lines[0])
+    status_line, _, rest = head.partition(b"\r\n")
+    matched = _STATUS_LINE.fullmatch(status_line)
     if matched is None:
-        raise ValueError(f"Invalid status line: {lines[0][:80]!r}")
+        raise ValueError(f"Invalid status line: {status_line[:80]!r}")
+    lines = rest.split(b"\r\n") if rest else []
+    if rest and _HEADER_LINES.fullmatch(rest + b"\r\n") is None:
+        for line in lines:  # which one
+            name, colon, _ = line.partition(b":")
+            if not colon or _TOKEN.fullmatch(name) is None:
+                raise ValueError(f"Invalid header line: {line[:80]!r}")
+        raise ValueError("Invalid header lines")
     headers: CIMultiDict[str] = CIMultiDict()
-    for line in lines[1:]:
-        name, colon, value = line.partition(b":")
-        if not colon or _TOKEN.fullmatch(name) is None:
-            raise ValueError(f"Invalid header line: {line[:80]!r}")
+    for line in lines:
+        name, _, value = line.partition(b":")
         headers.add(name.decode("ascii"), value.strip(b" \t").decode("utf-8", "surrogateescape"))
     return matched[1], int(matched[2]), headers
 
