@@ -8,6 +8,7 @@ StoreUnreachable."""
 from __future__ import annotations
 
 import asyncio
+import threading
 from collections.abc import Callable, Coroutine
 from typing import Any
 
@@ -62,6 +63,32 @@ def test_concurrent_commands_each_get_their_own_reply(
             client.close()
 
     assert run(main()) == [str(i).encode() for i in range(TASKS)]
+
+
+def test_loops_on_two_threads_each_get_a_connection_of_their_own(
+    redis_location: StoreLocation,
+) -> None:
+    client = AsyncResp(redis_location)
+    answers: dict[int, list[object]] = {}
+
+    def on_a_thread(n: int) -> None:
+        async def main() -> list[object]:
+            replies: list[object] = []
+            for i in range(TASKS):
+                key = _key(redis_location, f"{n}-{i}")
+                await client.command("SET", key, f"{n}-{i}")
+                replies.append(await client.command("GET", key))
+            return replies
+
+        answers[n] = asyncio.run(main())
+
+    threads = [threading.Thread(target=on_a_thread, args=(n,)) for n in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+    client.close()
+    assert answers == {n: [f"{n}-{i}".encode() for i in range(TASKS)] for n in range(2)}
 
 
 def test_an_error_reply_is_a_resp_error_and_the_next_command_is_answered(

@@ -25,6 +25,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
+import threading
 import time
 import urllib.parse
 from collections.abc import AsyncIterator
@@ -166,9 +167,21 @@ async def _closed_at_shutdown(conn: _Connection) -> AsyncIterator[None]:
             conn.close()
 
 
+class _LoopState:
+    """The connection of one event loop (one per thread: a thread runs one loop at a time)."""
+
+    __slots__ = ("closer", "conn", "connecting", "loop")
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.loop = loop
+        self.conn: _Connection | None = None
+        self.connecting: asyncio.Future[_Connection] | None = None
+        self.closer: AsyncIterator[None] | None = None
+
+
 class AsyncResp:
-    """Commands to the server of ``location`` from one event loop at a time (a command
-    from another loop connects anew there)."""
+    """Commands to the server of ``location``: one connection per event loop, each made,
+    used and closed on its own loop's thread only."""
 
     def __init__(self, location: StoreLocation) -> None:
         if not supports(location):
@@ -184,23 +197,30 @@ class AsyncResp:
         if db and int(db):
             opening.append(("SELECT", str(int(db))))
         self._opening = tuple(_encode(command) for command in opening)
-        self._conn: _Connection | None = None
-        self._connecting: asyncio.Future[_Connection] | None = None
-        self._closer: AsyncIterator[None] | None = None
+        self._local = threading.local()
+        self._lock = threading.Lock()
+        self._states: list[_LoopState] = []
 
     async def command(self, *args: str | bytes) -> Reply:
         """The reply to ``args`` (``RespError`` for an error reply)."""
-        conn = self._conn
-        if conn is None or conn.closed or conn._loop is not asyncio.get_running_loop():
-            conn = await self._connect()
+        state: _LoopState | None = getattr(self._local, "state", None)
+        loop = asyncio.get_running_loop()
+        if state is None or state.loop is not loop:
+            state = self._local.state = _LoopState(loop)
+            with self._lock:
+                self._states = [s for s in self._states if not s.loop.is_closed()]
+                self._states.append(state)
+        conn = state.conn
+        if conn is None or conn.closed:
+            conn = await self._connect(state)
         return await conn.send(_encode(args))
 
-    async def _connect(self) -> _Connection:
-        loop = asyncio.get_running_loop()
-        pending = self._connecting
-        if pending is not None and pending.get_loop() is loop and not pending.done():
+    async def _connect(self, state: _LoopState) -> _Connection:
+        loop = state.loop
+        pending = state.connecting
+        if pending is not None and not pending.done():
             return await asyncio.shield(pending)
-        self._connecting = pending = loop.create_future()
+        state.connecting = pending = loop.create_future()
         try:
             async with asyncio.timeout(CONNECT_TIMEOUT_S):
                 _, conn = await loop.create_connection(
@@ -212,17 +232,21 @@ class AsyncResp:
             pending.set_exception(exc if isinstance(exc, Exception) else ConnectionError())
             pending.exception()  # read here: a waiter, if any, gets it too
             raise
-        self._conn = conn
+        state.conn = conn
         # Closed on its loop when the loop shuts its async generators down (asyncio.run and
         # Runner do, before closing it): a transport closed later could not finish closing.
-        self._closer = _closed_at_shutdown(conn)
-        await anext(self._closer)
+        state.closer = _closed_at_shutdown(conn)
+        await anext(state.closer)
         pending.set_result(conn)
         return conn
 
     def close(self) -> None:
-        """Close the connection (from its own loop's thread)."""
-        conn, self._conn = self._conn, None
-        if conn is not None and not conn.closed:
-            with contextlib.suppress(RuntimeError):  # its loop is closed: so is the connection
-                conn.close()
+        """Close every loop's connection, on that loop (one closed already closed them)."""
+        with self._lock:
+            states, self._states = self._states, []
+        for state in states:
+            conn, state.conn = state.conn, None
+            if conn is None or conn.closed or state.loop.is_closed():
+                continue
+            with contextlib.suppress(RuntimeError):  # its loop closed meanwhile
+                state.loop.call_soon_threadsafe(conn.close)
