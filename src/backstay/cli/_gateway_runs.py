@@ -209,6 +209,7 @@ def agent_gateway(
             policy=settings.policy,
             deadline_s=settings.policy.deadline_s or DEFAULT_DEADLINE_S,
             parallel=parallel or 1,
+            spans=_tracer_provider() is not None,  # their request spans, for this trace
         )
         with use_worker_gateway(plan):
             yield None

@@ -18,7 +18,10 @@ is, never a key) and each worker process runs a gateway of its own:
   hold across the cluster; with SQLite (one machine) each worker process has its own,
   as the workers' API attempts do (``docs/scale-out.md``);
 * its request events carry the run's task, so the worker records them in
-  ``events.jsonl`` and hands them to the driver with the task's other events (once).
+  ``events.jsonl`` and hands them to the driver with the task's other events (once);
+  when the driver exports OpenTelemetry spans (``WorkerGateway.spans``), so are its
+  request spans, as ``SpanRecorded`` events the driver makes spans of under the
+  run's attempt (``backstay.gateway.span_records``).
 
 With ``--gateway URL`` the plan names that shared gateway instead: every worker opens its
 runs there, with ``$BACKSTAY_GATEWAY_TOKEN`` of its own environment. ``--no-gateway`` or a
@@ -69,12 +72,15 @@ class WorkerGateway:
     """The gateway a batch's workers send their agent CLIs through: ``policy`` and
     ``deadline_s`` of the gateway each worker starts, or ``url``, a shared gateway (its
     token read from each worker's ``$BACKSTAY_GATEWAY_TOKEN``); ``parallel``: the
-    batch's concurrency (a shared gateway's allowance shares)."""
+    batch's concurrency (a shared gateway's allowance shares); ``spans``: the driver
+    exports OpenTelemetry spans, so each worker's gateway records its request spans as
+    events for it (``backstay.gateway.span_records``)."""
 
     policy: RetryPolicy
     deadline_s: float
     url: str | None = None
     parallel: int = 1
+    spans: bool = False
 
     def __post_init__(self) -> None:
         if not isinstance(self.policy, RetryPolicy):
@@ -150,12 +156,17 @@ class WorkerRunGateway:
                 )
             from backstay.gateway import Gateway, GatewaySettings  # noqa: PLC0415
             from backstay.gateway.runs import LocalRunGateway, RunTokens  # noqa: PLC0415
+            from backstay.gateway.span_records import recording_provider  # noqa: PLC0415
             from backstay.policy.limiters import RateLimiterRegistry  # noqa: PLC0415
 
             tokens = RunTokens()
             limiters = self._limiters if self._limiters is not None else RateLimiterRegistry()
             settings = GatewaySettings(port=0, policy=self._plan.policy)
-            gateway = Gateway(settings, runs=tokens, limiters=limiters).start()
+            # The driver's trace: each request span recorded as an event for it.
+            spans = recording_provider() if self._plan.spans else None
+            gateway = Gateway(
+                settings, runs=tokens, limiters=limiters, tracer_provider=spans
+            ).start()
             self._gateway = gateway
             self._runs = LocalRunGateway(gateway.url, tokens, self._plan.deadline_s)
             atexit.register(self.stop)

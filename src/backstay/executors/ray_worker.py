@@ -12,10 +12,13 @@ first of them) or the batch's shared one, as ``job.gateway`` says
 
 What comes back to the driver is a ``WorkerReport``: where the task stands and the events
 its driving emitted here (the driver emits them again, for its progress display and its
-sinks; ``events.jsonl`` was written here). A task that could not be driven (a secret
-missing in this worker's environment, a bad adapter setting) raises, and the driver
-stops the batch with that error. Ray retries nothing (``max_retries=0``): a worker that
-dies takes only its lease with it, and the driver decides whether to place the task again.
+sinks; ``events.jsonl`` was written here; with them, when the driver exports
+OpenTelemetry spans, the request spans of this worker's gateway as events, which the
+driver makes spans of under the run's attempt: ``backstay.gateway.span_records``). A
+task that could not be driven (a secret missing in this worker's environment, a bad
+adapter setting) raises, and the driver stops the batch with that error. Ray retries
+nothing (``max_retries=0``): a worker that dies takes only its lease with it, and the
+driver decides whether to place the task again.
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ from backstay.breaker.settings import BreakerSettings
 from backstay.engine.runner import Engine
 from backstay.engine.states import TaskState
 from backstay.events import BUS, Event
+from backstay.events.spans import SpanRecorded
 from backstay.executors._stores import open_worker_engine
 from backstay.executors.ray_gateway import WorkerGateway, worker_gateway
 from backstay.fallback.rules import FallbackRules
@@ -78,18 +82,23 @@ class WorkerReport:
 
 
 class _Collected:
-    """A sink keeping the events of one task while it is driven here."""
+    """A sink keeping the events of one task while it is driven here (INFO and above;
+    with ``spans``, also the gateway's ``SpanRecorded``, DEBUG, for the driver's
+    trace)."""
 
     min_level: int = logging.INFO
 
-    def __init__(self) -> None:
+    def __init__(self, *, spans: bool = False) -> None:
         self.events: list[Event] = []
+        if spans:
+            self.min_level = logging.DEBUG
 
     def accepts(self, level: int) -> bool:
         return level >= self.min_level
 
     def emit(self, event: Event) -> None:
-        self.events.append(event)
+        if event.level >= logging.INFO or isinstance(event, SpanRecorded):
+            self.events.append(event)
 
 
 def _engine(job: WorkerJob) -> Engine:
@@ -103,7 +112,7 @@ def _engine(job: WorkerJob) -> Engine:
 def drive_on_worker(job: WorkerJob, operation_id: str) -> WorkerReport:
     """Drive ``operation_id`` of the batch ``job`` names, here; see the module docstring."""
     engine = _engine(job)
-    collected = _Collected()
+    collected = _Collected(spans=job.gateway is not None and job.gateway.spans)
     BUS.add(collected)
     try:
         with use_gateway(worker_gateway(job.gateway, engine)):

@@ -14,7 +14,9 @@ model (the answering one); ``backstay.requested_model`` and the task span's
 Waits are child spans lasting the wait (``wait backoff``, ``wait retry_after``,
 ``wait circuit_open``, ``wait rate_limiter``), so a trace shows where the time went;
 circuit changes are span events. While an attempt runs, its ``traceparent`` is the
-current ``backstay.events.tracecontext``: the adapters send it on.
+current ``backstay.events.tracecontext``: the adapters send it on. A span recorded where
+the trace is not (``SpanRecorded``: a Ray worker's gateway request) is made a child of the
+attempt running then, with its recorded times.
 
 Metrics: ``gen_ai.client.operation.duration`` and ``gen_ai.client.token.usage`` per
 attempt, ``backstay.retries`` and ``backstay.wait.duration``.
@@ -52,6 +54,7 @@ from backstay.engine.events import (
     TaskSucceeded,
 )
 from backstay.events import Event, RateLimited, RetryScheduled
+from backstay.events.spans import SpanRecorded
 from backstay.events.tracecontext import TraceContext, set_current
 from backstay.failure import Failure
 from backstay.observe.genai import is_api_adapter, operation_name, provider_name
@@ -218,6 +221,8 @@ class OtelSink:
             )
         elif isinstance(event, _ENDS):
             self._task_ended(event, op)
+        elif isinstance(event, SpanRecorded):
+            self._recorded(event, op)
 
     # -- spans ----------------------------------------------------------------------------
 
@@ -298,6 +303,25 @@ class OtelSink:
                     tracestate=found.trace_state.to_header(),
                 )
             )
+
+    def _recorded(self, event: SpanRecorded, op: str) -> None:
+        """A span made elsewhere (a Ray worker's gateway request): a child of the attempt
+        running now (else of the task), at the times it was recorded with."""
+        task = self._tasks.get(op)
+        if task is None:  # no trace of its task here
+            return
+        parent = task.attempt_ctx or task.ctx
+        attributes = {key: value for key, value in event.attributes.items() if value is not None}
+        span = self._tracer.start_span(
+            event.span,
+            context=parent,
+            kind=SpanKind.CLIENT,
+            attributes=attributes,
+            start_time=event.start_ns,
+        )
+        if event.error is not None:
+            span.set_status(Status(StatusCode.ERROR, redact(event.error)))
+        span.end(end_time=max(event.end_ns, event.start_ns))
 
     def _attempt_ended(self, event: AttemptEnded, op: str) -> None:
         task = self._tasks.get(op)
