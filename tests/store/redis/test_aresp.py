@@ -147,6 +147,29 @@ def test_a_late_reply_fails_the_connection_and_the_next_connects_again(
     assert asyncio.run(main()) == b"fresh"
 
 
+def test_a_connection_the_server_closed_while_idle_connects_again(
+    redis_location: StoreLocation, redis_server: RedisServer
+) -> None:
+    client = AsyncResp(redis_location)
+    key = _key(redis_location, "killed")
+
+    async def main() -> tuple[object, object, object]:
+        try:
+            await client.command("SET", key, "kept")
+            killed = await client.command("CLIENT", "ID")
+            with redis.Redis(port=redis_server.port) as admin:
+                admin.client_kill_filter(_id=killed)
+            for _ in range(2):  # the loop polls the socket, then reads its end
+                await asyncio.sleep(0)
+            return killed, await client.command("GET", key), await client.command("CLIENT", "ID")
+        finally:
+            client.close()
+
+    killed, value, now = asyncio.run(main())
+    assert value == b"kept"
+    assert now != killed
+
+
 def test_the_urls_database_is_selected(redis_server: RedisServer) -> None:
     location = parse_store(f"redis://127.0.0.1:{redis_server.port}/4")
     client = AsyncResp(location)

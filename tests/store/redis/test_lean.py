@@ -9,7 +9,7 @@ from collections.abc import Iterator
 
 import pytest
 import redis
-from tests.redis_server import free_port
+from tests.redis_server import RedisServer, free_port
 
 from backstay.store.location import StoreLocation, StoreUnreachable, parse_store
 from backstay.store.redis._client import RedisConnection
@@ -69,6 +69,18 @@ def test_a_command_cut_short_leaves_no_reply_for_the_next(
     assert lean.execute("GET", other) == b"mine"
     assert lean.execute("CLIENT", "ID") != before
     assert lean.execute("LPOP", queue) == b"item"
+
+
+def test_a_connection_the_server_closed_while_idle_connects_again(
+    lean: LeanCommands, redis_location: StoreLocation, redis_server: RedisServer
+) -> None:
+    key = _key(redis_location, "killed")
+    lean.execute("SET", key, "kept")
+    killed = lean.execute("CLIENT", "ID")
+    with redis.Redis(port=redis_server.port) as admin:
+        assert admin.client_kill_filter(_id=killed) == 1
+    assert lean.execute("GET", key) == b"kept"
+    assert lean.execute("CLIENT", "ID") != killed
 
 
 def test_a_script_the_server_forgot_is_loaded_again(

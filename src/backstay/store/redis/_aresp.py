@@ -129,6 +129,12 @@ class _Connection(asyncio.Protocol):
             return
         self._buffer = buffer[pos:]
 
+    def eof_received(self) -> bool:
+        # The server closed it (a restart, its idle ``timeout``, ``CLIENT KILL``): closed
+        # here at once, so the next command connects again.
+        self._fail(ConnectionError("Redis closed the connection"))
+        return False
+
     def connection_lost(self, exc: Exception | None) -> None:
         self._fail(ConnectionError(f"Redis closed the connection: {exc or 'at its end'}"))
 

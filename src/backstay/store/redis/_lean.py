@@ -8,7 +8,9 @@ a breaker's read, a limiter's script — take this path instead: ``LeanCommands`
 own idle connections (made from the client's pool settings, so the URL's host, database,
 password, TLS and timeouts all hold) and runs one command on one of them.
 
-A connection whose command did not end in a whole reply (a timeout, a reset, a signal) is
+An idle connection is polled before it is used again (as redis-py's pool does): one the
+server closed meanwhile connects again rather than failing its command. A connection
+whose command did not end in a whole reply (a timeout, a reset, a signal) is
 disconnected before anyone uses it again, so no later command can read a stale reply;
 an error reply (``ResponseError``) is a whole reply and leaves it usable. Thread-safe:
 taking and giving back an idle connection is a ``list.pop`` / ``append``. After a fork the
@@ -42,6 +44,20 @@ class LeanScript:
             object.__setattr__(self, "sha", digest)
 
 
+def _drop_if_stale(conn: Any) -> None:
+    """Disconnect an idle connection that has anything to read (the server closed it:
+    a restart, its idle ``timeout``, ``CLIENT KILL``): it connects again at its command,
+    as redis-py's pool does, instead of failing it."""
+    if conn._sock is None:  # not connected: it connects at its command
+        return
+    try:
+        stale = conn.can_read()
+    except redis.exceptions.ConnectionError:
+        stale = True
+    if stale:
+        conn.disconnect()
+
+
 class LeanCommands:
     """One command at a time on connections made from ``pool``'s settings."""
 
@@ -66,6 +82,8 @@ class LeanCommands:
             conn = idle.pop()
         except IndexError:
             conn = self._make()
+        else:
+            _drop_if_stale(conn)
         try:
             conn.send_packed_command([b"".join(conn.pack_command(*args))], check_health=False)
             answer = conn.read_response()
