@@ -79,4 +79,6 @@ def _end_loop(loop: asyncio.AbstractEventLoop, thread: threading.Thread) -> None
     loop.call_soon_threadsafe(loop.stop)
     thread.join(_STOP_TIMEOUT_S)
     if not thread.is_alive():
+        # As asyncio.run does: what waits for the loop's end (a store's connection) ends on it.
+        loop.run_until_complete(asyncio.wait_for(loop.shutdown_asyncgens(), _STOP_TIMEOUT_S))
         loop.close()

@@ -171,6 +171,7 @@ async def _closed_at_shutdown(conn: _Connection) -> AsyncIterator[None]:
     finally:
         if not conn.closed:
             conn.close()
+            await asyncio.sleep(0)  # one more turn of the loop: the transport's socket closes
 
 
 class _LoopState:
