@@ -6,6 +6,7 @@
     ├── ConfigError (also a ValueError)   bad settings or arguments, named with where they are
     ├── AdapterError                      an adapter's attempt failed; carries its Failure
     ├── WorkspaceSnapshotError            a workspace could not be snapshotted or restored
+    ├── StoreUnreachable                  the shared store stopped answering (names it)
     └── Rejected                          backstay refused to run the call at all
         ├── CircuitOpen                   the circuit is open; retry_after_s says until when
         ├── RetryBudgetExhausted          retries would exceed the operation's retry budget
@@ -31,6 +32,7 @@ __all__ = [
     "DeadlineExceeded",
     "Rejected",
     "RetryBudgetExhausted",
+    "StoreUnreachable",
     "WorkspaceSnapshotError",
 ]
 
@@ -65,6 +67,17 @@ class AdapterError(BackstayError):
 class WorkspaceSnapshotError(BackstayError):
     """A workspace could not be snapshotted (too large, unreadable) or restored; the
     message names the workspace and why."""
+
+
+class StoreUnreachable(BackstayError):
+    """The shared store stopped answering; ``store`` names it (without a password).
+    What was recorded before stays recorded; what was being written may not be. Raised by
+    the stores (``backstay.store``, which exports it too)."""
+
+    def __init__(self, store: str, reason: str) -> None:
+        self.store = store
+        self.reason = reason
+        super().__init__(f"the shared store {store} does not answer: {reason}")
 
 
 class Rejected(BackstayError):

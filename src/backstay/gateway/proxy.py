@@ -34,7 +34,7 @@ from urllib.parse import urlsplit
 from backstay.breaker import BreakerRegistry, CircuitState
 from backstay.call import acall
 from backstay.classify import classify
-from backstay.errors import CircuitOpen
+from backstay.errors import CircuitOpen, StoreUnreachable
 from backstay.events import BUS
 from backstay.failure import Failure
 from backstay.gateway.attempt import (
@@ -521,6 +521,8 @@ class Proxy:
             result = gateway_error(found.provider, 503, redact(text), retry_after_s=wait)
         except StreamTooLarge as err:
             result, outcome = gateway_error(found.provider, 502, str(err)), "gave_up"
+        except StoreUnreachable as err:
+            result, outcome = _unreachable(found.provider, err), "store_unreachable"
         except Exception as exc:  # noqa: BLE001 - a transport failure, answered as an error
             failure, outcome = classify(exc, provider=found.provider), "gave_up"
             status = 504 if failure.kind is FailureKind.TIMEOUT else 502
@@ -544,6 +546,13 @@ class Proxy:
             headers=downstream_headers(result.headers, tally.attempts),
             body=result.body,
         )
+
+
+def _unreachable(provider: str, err: StoreUnreachable) -> GatewayError:
+    """The 503 of a request whose limiter or breaker is in a store that does not answer:
+    the provider is not at fault, and the request was not answered by it."""
+    text = f"{err}; try again when it answers"
+    return gateway_error(provider, 503, redact(text), retry_after_s=1.0)
 
 
 def _opened_text(name: str, attempts: int, retry_after_s: float | None) -> str:

@@ -38,7 +38,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Final
 
-from backstay.errors import BackstayError, ConfigError
+from backstay.errors import ConfigError, StoreUnreachable
 
 __all__ = [
     "DEFAULT_NAMESPACE",
@@ -71,16 +71,6 @@ class StoreUnavailable(enum.StrEnum):
 
     STOP = "stop"
     WAIT = "wait"
-
-
-class StoreUnreachable(BackstayError):
-    """The shared store stopped answering; ``store`` names it (without a password).
-    What was recorded before stays recorded; what was being written may not be."""
-
-    def __init__(self, store: str, reason: str) -> None:
-        self.store = store
-        self.reason = reason
-        super().__init__(f"the shared store {store} does not answer: {reason}")
 
 
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
