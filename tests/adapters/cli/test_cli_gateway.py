@@ -227,7 +227,7 @@ def test_the_gateway_is_told_the_attempts_trace_context(tmp_path: Path) -> None:
     assert gateway.opened[0]["traceparent"] == traceparent
 
 
-def test_aider_goes_through_for_a_model_of_a_known_provider_and_loses_other_keys(tmp_path: Path) -> None:
+def test_aider_goes_through_for_a_served_providers_model_losing_other_keys(tmp_path: Path) -> None:
     gateway = _Gateway()
     env = {
         "OPENAI_API_KEY": CANARY_KEY,
