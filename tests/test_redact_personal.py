@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from backstay.redact import redact_personal, redact_personal_mapping
+from backstay.redact import EMAIL, PHONE, personal_data, redact_personal, redact_personal_mapping
 
 
 @pytest.mark.parametrize(
@@ -53,3 +53,16 @@ def test_what_is_not_text_is_redacted_as_its_str_and_never_raises() -> None:
 )
 def test_numbers_that_are_not_cards_or_phones_stay(text: str) -> None:
     assert redact_personal(text) == text
+
+
+@pytest.mark.parametrize(
+    "uuid",
+    [
+        "973b247a-4012-8123-9876-83078d34dcef",  # all-digit middle groups: no phone number
+        "12345678-1234-1234-1234-123456789012",  # all digits: no card or phone number
+    ],
+)
+def test_a_uuid_stays_whole_and_the_numbers_beside_it_are_still_replaced(uuid: str) -> None:
+    text = f"session {uuid} started; call +1 415 555 0100 or mail a@b.example"
+    assert personal_data(text) == f"session {uuid} started; call {PHONE} or mail {EMAIL}"
+    assert personal_data(f"{uuid}-555-123-4567") == f"{uuid}-{PHONE}"
