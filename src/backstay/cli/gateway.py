@@ -1,6 +1,9 @@
 """``backstay gateway``: serve the provider reverse proxy (docs/gateway.md) until Ctrl-C or
 SIGTERM, printing its base URL first.
 
+(About 570 lines: the command's many flags, each declared once with its help, and the
+settings they make; the stores, spending and fallback parts live in modules of their own.)
+
 ``--store`` keeps its rate limiters and breakers where batches keep theirs: a Redis store
 is shared by every gateway (and batch) on it, so a fleet holds one provider limit
 together; a state directory keeps breakers in its SQLite file. ``retry.rate_limits`` of

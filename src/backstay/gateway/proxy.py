@@ -1,14 +1,20 @@
-"""``Proxy``: the request handler. Each client request is routed, its key kept out of
-every text (``register_secret``), and its upstream attempts run by ``backstay.call.acall``
-under the gateway's ``RetryPolicy`` and the circuit breaker of its (provider, model); the
-client gets the first answer that did not fail, else the last upstream answer unchanged,
-else (no upstream answer at all) an error in its provider's format. A request whose
-model's circuit is open moves along its fallback chain (its run's fallback model, then
-the gateway's ``fallbacks``; with ``fallback_rules`` also by its failure's kind:
-``fallbacks``, ``RequestFellBack``); without a model to move to, a request whose own
-failures open its circuit (its last allowed attempt's included), or that comes while it
-is open, waits for the circuit's probe and is sent as it, or gets the open circuit's 503
-with the wait, or its last answer (``probe``).
+"""``Proxy``: the request handler.
+
+(About 640 lines: the ``Proxy`` class and the small functions of its one request path;
+routing, holding, forwarding, the fallback moves and the probe wait read as one path. The
+fallback moves are the part to split out next.)
+
+Each client request is routed, its key kept out of every text (``register_secret``), and
+its upstream attempts run by ``backstay.call.acall`` under the gateway's ``RetryPolicy``
+and the circuit breaker of its (provider, model); the client gets the first answer that
+did not fail, else the last upstream answer unchanged, else (no upstream answer at all)
+an error in its provider's format. A request whose model's circuit is open moves along
+its fallback chain (its run's fallback model, then the gateway's ``fallbacks``; with
+``fallback_rules`` also by its failure's kind: ``fallbacks``, ``RequestFellBack``);
+without a model to move to, a request whose own failures open its circuit (its last
+allowed attempt's included), or that comes while it is open, waits for the circuit's
+probe and is sent as it, or gets the open circuit's 503 with the wait, or its last answer
+(``probe``).
 
 One ``Idempotency-Key`` per client request is sent on every attempt (``headers``); each
 attempt first waits its turn at the rate limiter of its provider and model (``limits``).

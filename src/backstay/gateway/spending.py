@@ -2,6 +2,9 @@
 budget covers is *reserved* (its estimate) before it is forwarded and *settled* with what
 its answers reported once it is done, as an attempt of a batch is.
 
+(About 530 lines: the budget, its windows, the rows' protocol with the in-process rows,
+and the hold around one request, which the store ledgers and the proxy share.)
+
 * ``GatewayBudget``: the budget of ``backstay gateway --budget-usd / --budget-tokens``
   over the requests that are not of an agent run: at most ``usd`` and ``tokens`` in each
   ``window`` (``total``, or a calendar ``hour``, ``day``, ``week``, ``month`` in UTC: a
