@@ -46,6 +46,7 @@ __all__ = [
     "TASK_COLUMNS",
     "SpecDecoder",
     "change_params",
+    "changed_row",
     "decode_attempt",
     "decode_escalation",
     "decode_task",
@@ -204,6 +205,24 @@ def change_params(operation_id: str, change: StateChange) -> tuple[Any, ...]:
         result,
         change.new_budget,
         operation_id,
+    )
+
+
+def changed_row(row: tuple[Any, ...], params: tuple[Any, ...]) -> tuple[Any, ...]:
+    """The ``TASK_COLUMNS`` row ``row`` becomes when ``_task_sql.CHANGE_STATE`` runs on it
+    with ``params`` (``change_params``): what reading it back would give, without the read.
+    ``budget_base`` takes ``attempts_used`` as it was, as the statement's ``SET`` does."""
+    state, reason, next_run_at, updated_at, result, new_budget, _ = params
+    return (
+        row[0],
+        state,
+        reason,
+        row[3],
+        row[3] if new_budget else row[4],
+        next_run_at,
+        row[6] if result is None else result,
+        row[7],
+        updated_at,
     )
 
 

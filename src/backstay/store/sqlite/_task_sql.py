@@ -9,6 +9,7 @@ from backstay.store._task_rows import ATTEMPT_COLUMNS, ESCALATION_COLUMNS, TASK_
 SELECT_TASK: Final = f"SELECT {TASK_COLUMNS} FROM backstay_tasks"  # noqa: S608 - constant names
 SELECT_ATTEMPT: Final = f"SELECT {ATTEMPT_COLUMNS} FROM backstay_attempts"  # noqa: S608
 SELECT_ESCALATION: Final = f"SELECT {ESCALATION_COLUMNS} FROM backstay_escalations"  # noqa: S608
+SELECT_ONE_TASK: Final = f"{SELECT_TASK} WHERE operation_id = ?"
 SELECT_STATE: Final = "SELECT state, attempts_used FROM backstay_tasks WHERE operation_id = ?"
 
 REGISTER: Final = (
@@ -22,7 +23,12 @@ CHANGE_STATE: Final = (
     "result_json = coalesce(?, result_json), "
     "budget_base = CASE WHEN ? THEN attempts_used ELSE budget_base END WHERE operation_id = ?"
 )
-COUNT_ATTEMPT: Final = "UPDATE backstay_tasks SET attempts_used = ? WHERE operation_id = ?"
+# ``CHANGE_STATE`` to running for an attempt begun (no next run, result or new budget),
+# with the attempt counted, in one statement.
+BEGIN_TASK: Final = (
+    "UPDATE backstay_tasks SET state = 'running', reason = ?, next_run_at = NULL, "
+    "updated_at = ?, attempts_used = ? WHERE operation_id = ?"
+)
 BEGIN_ATTEMPT: Final = (
     "INSERT INTO backstay_attempts (operation_id, number, attempt_id, output_dir, started_at, "
     "outcome, candidate) VALUES (?, ?, ?, ?, ?, 'running', ?)"

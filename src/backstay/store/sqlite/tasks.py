@@ -119,19 +119,31 @@ class SQLiteTaskStore(SQLiteRegistration, SQLiteTaskIndex, SQLiteReportReads, SQ
     def _apply(conn: sqlite3.Connection, operation_id: str, change: StateChange) -> None:
         conn.execute(sql.CHANGE_STATE, rows.change_params(operation_id, change))
 
-    def _move(self, conn: sqlite3.Connection, operation_id: str, change: StateChange) -> None:
-        current, _ = self._current(conn, operation_id)
-        transition(current, change.state)
-        self._apply(conn, operation_id, change)
+    @staticmethod
+    def _row_in(conn: sqlite3.Connection, operation_id: str) -> tuple[Any, ...]:
+        """The task's whole row (``SELECT_TASK``), read once per change: the move is
+        checked from it and the record returned is built from it and what was written."""
+        row = conn.execute(sql.SELECT_ONE_TASK, (operation_id,)).fetchone()
+        if row is None:
+            raise ConfigError(f"no task {operation_id!r} in the state file", where="operation_id")
+        return tuple(row)
+
+    def _move(self, conn: sqlite3.Connection, operation_id: str, change: StateChange) -> TaskRecord:
+        """Check and write ``change``; the task as a read-back would give it now."""
+        row = self._row_in(conn, operation_id)
+        transition(TaskState(row[1]), change.state)
+        params = rows.change_params(operation_id, change)
+        conn.execute(sql.CHANGE_STATE, params)
+        return rows.decode_task(rows.changed_row(row, params), self._decode_spec)
 
     def _task_in(self, conn: sqlite3.Connection, operation_id: str) -> TaskRecord:
-        row = conn.execute(f"{sql.SELECT_TASK} WHERE operation_id = ?", (operation_id,)).fetchone()
+        row = conn.execute(sql.SELECT_ONE_TASK, (operation_id,)).fetchone()
         return rows.decode_task(row, self._decode_spec)
 
     # -- reads ------------------------------------------------------------------------
 
     def task(self, operation_id: str) -> TaskRecord | None:
-        found = self._read(f"{sql.SELECT_TASK} WHERE operation_id = ?", (operation_id,))
+        found = self._read(sql.SELECT_ONE_TASK, (operation_id,))
         return rows.decode_task(found[0], self._decode_spec) if found else None
 
     def tasks(self) -> tuple[TaskRecord, ...]:
@@ -227,21 +239,24 @@ class SQLiteTaskStore(SQLiteRegistration, SQLiteTaskIndex, SQLiteReportReads, SQ
     ) -> TaskRecord:
         """``begin_attempt``'s writes in the open transaction of ``conn`` (this store's
         connection, shared with the spend ledger: ``SQLiteAttemptSpend``)."""
-        current, used = self._current(conn, operation_id)
+        row = self._row_in(conn, operation_id)
+        used = row[3]
         if number != used + 1:
             raise ConfigError(
                 f"attempt {number} of {operation_id!r} is not the next one ({used} used)",
                 where="number",
             )
-        transition(current, TaskState.RUNNING)
-        change = StateChange(state=TaskState.RUNNING, reason=f"running attempt {number}", at=at)
-        self._apply(conn, operation_id, change)
-        conn.execute(sql.COUNT_ATTEMPT, (number, operation_id))
+        transition(TaskState(row[1]), TaskState.RUNNING)
+        # The move to running and the count of attempts in one statement (the change has
+        # no next run, result or new budget: those columns stay as they are).
+        reason = f"running attempt {number}"
+        when = at.timestamp()
+        conn.execute(sql.BEGIN_TASK, (reason, when, number, operation_id))
         conn.execute(
-            sql.BEGIN_ATTEMPT,
-            (operation_id, number, attempt_id, output_dir, at.timestamp(), candidate),
+            sql.BEGIN_ATTEMPT, (operation_id, number, attempt_id, output_dir, when, candidate)
         )
-        return self._task_in(conn, operation_id)
+        began = (row[0], TaskState.RUNNING.value, reason, number, row[4], None, row[6], row[7])
+        return rows.decode_task((*began, when), self._decode_spec)
 
     def end_attempt(
         self,
@@ -265,7 +280,7 @@ class SQLiteTaskStore(SQLiteRegistration, SQLiteTaskIndex, SQLiteReportReads, SQ
         escalation: NewEscalation | None,
     ) -> tuple[TaskRecord, Escalation | None]:
         """``end_attempt``'s writes in the open transaction of ``conn`` (see ``begin_in``)."""
-        self._move(conn, operation_id, change)
+        task = self._move(conn, operation_id, change)
         ended = conn.execute(sql.END_ATTEMPT, rows.end_params(operation_id, end))
         if ended.rowcount != 1:
             raise ConfigError(
@@ -273,13 +288,17 @@ class SQLiteTaskStore(SQLiteRegistration, SQLiteTaskIndex, SQLiteReportReads, SQ
             )
         added = None
         if escalation is not None:
-            added = self._escalate(conn, operation_id, escalation, change.at)
-        return self._task_in(conn, operation_id), added
+            added = self._escalate(conn, operation_id, task.task_id, escalation, change.at)
+        return task, added
 
+    @staticmethod
     def _escalate(
-        self, conn: sqlite3.Connection, operation_id: str, new: NewEscalation, at: _dt.datetime
+        conn: sqlite3.Connection,
+        operation_id: str,
+        task_id: str,
+        new: NewEscalation,
+        at: _dt.datetime,
     ) -> Escalation:
-        task_id = self._task_in(conn, operation_id).task_id
         cursor = conn.execute(
             sql.ADD_ESCALATION,
             (
@@ -315,7 +334,7 @@ class SQLiteTaskStore(SQLiteRegistration, SQLiteTaskIndex, SQLiteReportReads, SQ
         self, operation_id: str, change: StateChange, *, close_escalations: str | None = None
     ) -> TaskRecord:
         def fn(conn: sqlite3.Connection) -> TaskRecord:
-            self._move(conn, operation_id, change)
+            task = self._move(conn, operation_id, change)
             if close_escalations is not None:
                 conn.execute(
                     sql.RESOLVE_OPEN_ESCALATIONS,
@@ -327,7 +346,7 @@ class SQLiteTaskStore(SQLiteRegistration, SQLiteTaskIndex, SQLiteReportReads, SQ
                         operation_id,
                     ),
                 )
-            return self._task_in(conn, operation_id)
+            return task
 
         return self._tx(fn)
 
@@ -384,14 +403,14 @@ class SQLiteTaskStore(SQLiteRegistration, SQLiteTaskIndex, SQLiteReportReads, SQ
 
     def cancel(self, operation_id: str, change: StateChange) -> TaskRecord:
         def fn(conn: sqlite3.Connection) -> TaskRecord:
-            self._move(conn, operation_id, change)
+            task = self._move(conn, operation_id, change)
             conn.execute(sql.INTERRUPT_ATTEMPTS, (change.at.timestamp(), operation_id))
             conn.execute(
                 sql.RESOLVE_OPEN_ESCALATIONS,
                 (ResolveAction.SKIP.value, change.reason, change.at.timestamp(), "operator",
                  operation_id),
             )  # fmt: skip
-            return self._task_in(conn, operation_id)
+            return task
 
         return self._tx(fn)
 
