@@ -365,3 +365,49 @@ def redact_personal_mapping(value: Any) -> Any:
     """A copy of a JSON value (mapping, list, tuple, scalar) with every string passed
     through ``redact_personal`` and the value of any key whose name looks secret blanked."""
     return _walk(value, redact_personal, 0)
+
+
+# -- the same, for the fields of one record ------------------------------------------------
+
+_PLAIN_NUMBERS: Final = frozenset({int, float, bool})
+
+
+def redact_personal_fields(fields: Mapping[Any, Any]) -> dict[str, Any]:
+    """``redact_personal_mapping(fields)`` for a mapping, the same copy made faster: a
+    value that is exactly a ``str``, a number or ``None`` (most of an event's fields) is
+    handled where it stands, and a nested ``dict`` the same way, instead of asking the
+    abstract ``Mapping`` about each. Every string still goes through ``redact_personal``
+    and every secret-looking key is still blanked; anything else takes ``_walk`` at the
+    depth it would have reached there."""
+    return _fields(fields, 0)
+
+
+def _fields(fields: Mapping[Any, Any], depth: int) -> dict[str, Any]:
+    """``_walk(fields, redact_personal, depth)`` for a mapping at ``depth`` below 20 (its
+    values, one level down, are never cut to ``…``)."""
+    out: dict[str, Any] = {}
+    inner = depth + 1
+    for key, value in fields.items():
+        kind = type(value)
+        if kind is str:
+            out[str(key)] = (
+                REDACTED if value != "" and _looks_secret(key) else redact_personal(value)
+            )
+        elif value is None:
+            out[str(key)] = None
+        elif kind in _PLAIN_NUMBERS:
+            out[str(key)] = REDACTED if _looks_secret(key) else value
+        elif _looks_secret(key) and value not in (None, ""):
+            out[str(key)] = REDACTED
+        elif kind is dict and inner < 20:
+            out[str(key)] = _fields(value, inner)
+        else:
+            out[str(key)] = _walk(value, redact_personal, inner)
+    return out
+
+
+def redact_once(text: str) -> str:
+    """``redact(text)`` for a text seen once (a log line holding a fresh time stamp): the
+    same result, without the cache of short texts, which a text never asked again would
+    only fill, pushing out the error messages that do repeat."""
+    return _redact(text, _secrets.current())

@@ -7,10 +7,10 @@ names the candidate it runs on (``adapter/model``: a fallback's once the task mo
 from __future__ import annotations
 
 import contextlib
-import datetime as _dt
 import logging
 import sys
-from collections.abc import Iterator, Mapping
+import time
+from collections.abc import Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Final, Protocol
 
 import typer
@@ -107,11 +107,37 @@ class _View(Protocol):
 
 
 class _Lines:
-    """One plain line per event, with the time: for logs and pipes."""
+    """One plain line per event, with the time: for logs and pipes.
+
+    A batch prints a few lines a task, most within the same second: the time is formatted
+    once a second (``_clock``). ``typer.echo`` strips ANSI codes from a line going to no
+    terminal, asking the stream each time; a line without an escape character has none
+    to strip, so it is written without the question (``color=True`` only skips it)."""
+
+    def __init__(self) -> None:
+        # The second last formatted and its text, one tuple: a thread reads both at once.
+        self._clock: tuple[int, str] = (-1, "")
 
     def show(self, label: str, text: str, states: Mapping[str, TaskState]) -> None:
-        now = _dt.datetime.now().astimezone()
-        typer.echo(f"{now:%H:%M:%S} {label}: {text}")
+        line = f"{self._now()} {label}: {text}"
+        typer.echo(line, color=None if "\x1b" in line else True)
+
+    def _now(self) -> str:
+        """The local time, ``%H:%M:%S``: the second ``datetime.now()`` would show (which
+        rounds to the microsecond, so the last half microsecond of a second is the next)."""
+        now = time.time()
+        second = int(now)
+        if now - second >= _LAST_HALF_MICROSECOND:
+            second += 1
+        known, text = self._clock
+        if second != known:
+            text = time.strftime("%H:%M:%S", time.localtime(second))
+            self._clock = (second, text)
+        return text
+
+
+# Where ``datetime.now()`` rounds a time up to the next second.
+_LAST_HALF_MICROSECOND: Final = 0.9999995
 
 
 class _Bar:
@@ -123,9 +149,10 @@ class _Bar:
         self._update(states)
 
     def _update(self, states: Mapping[str, TaskState]) -> None:
-        settled = sum(1 for state in states.values() if state in SETTLED)
+        counts = states.counts if isinstance(states, _Tally) else _count(states.values())
+        settled = sum(n for state, n in counts.items() if state in SETTLED)
         self._progress.update(
-            self._task, completed=settled, description=_counts(states), refresh=True
+            self._task, completed=settled, description=_counts_text(counts), refresh=True
         )
 
     def show(self, label: str, text: str, states: Mapping[str, TaskState]) -> None:
@@ -134,10 +161,35 @@ class _Bar:
 
 
 def _counts(states: Mapping[str, TaskState]) -> str:
+    return _counts_text(_count(states.values()))
+
+
+def _count(states: Iterable[TaskState]) -> dict[TaskState, int]:
     counts = dict.fromkeys(TaskState, 0)
-    for state in states.values():
+    for state in states:
         counts[state] += 1
+    return counts
+
+
+def _counts_text(counts: Mapping[TaskState, int]) -> str:
     return " · ".join(f"{n} {state}" for state, n in counts.items() if n) or "no tasks"
+
+
+class _Tally(dict[str, TaskState]):
+    """The tasks' states, counted by state as the sink sets them (``tally[op] = state``,
+    the one change it makes): the bar shows the counts at every event, and counting
+    10,000 states anew each time cost a millisecond an event."""
+
+    def __init__(self, states: Mapping[str, TaskState]) -> None:
+        super().__init__(states)
+        self.counts = _count(self.values())
+
+    def __setitem__(self, op: str, state: TaskState) -> None:
+        before = self.get(op)
+        super().__setitem__(op, state)
+        if before is not None:
+            self.counts[before] -= 1
+        self.counts[state] += 1
 
 
 class ProgressSink:
@@ -147,10 +199,12 @@ class ProgressSink:
     min_level = logging.INFO
 
     def __init__(self, states: Mapping[str, TaskState], view: _View) -> None:
-        self.states = dict(states)
+        self.states: dict[str, TaskState] = _Tally(states)
         self._view = view
         # The candidate (adapter/model) each task's latest attempt runs on.
         self.candidates: dict[str, str] = {}
+        # Each task's label (``task_label``, a parse of its id), made at its first line.
+        self._labels: dict[str, str] = {}
 
     def accepts(self, level: int) -> bool:
         return True
@@ -173,7 +227,10 @@ class ProgressSink:
             state is TaskState.ESCALATED and self.states[op] is TaskState.PAUSED
         ):
             self.states[op] = state
-        self._view.show(task_label(op), text, self.states)
+        label = self._labels.get(op)
+        if label is None:
+            label = self._labels[op] = task_label(op)
+        self._view.show(label, text, self.states)
 
 
 @contextlib.contextmanager

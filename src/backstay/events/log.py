@@ -22,12 +22,16 @@ from backstay._private import open_private
 from backstay.clock import SYSTEM_CLOCK, Clock
 from backstay.events.bus import BUS
 from backstay.events.event import Event
-from backstay.redact import redact, redact_personal_mapping
+from backstay.redact import redact_once, redact_personal_fields
 
 __all__ = ["EVENTS_FILE", "EventLog", "recording"]
 
 # The event log of a state directory.
 EVENTS_FILE: Final = "events.jsonl"
+
+# ``json.dumps(data, default=str)``, whose keyword makes a new encoder at each call: one
+# encoder, made once, writes the same text (it keeps no state between calls).
+_ENCODE: Final = json.JSONEncoder(default=str).encode
 
 
 class EventLog:
@@ -59,9 +63,11 @@ class EventLog:
             return
         # Strings redacted as values (numbers stay numbers), then the line as before; ``at``,
         # made here, is no text of anyone's (redacting a fresh time each line cost more than
-        # the rest of the event).
-        data = {"at": self._clock.now().isoformat(), **redact_personal_mapping(event.to_dict())}
-        line = redact(json.dumps(data, default=str))
+        # the rest of the event). ``redact_personal_fields`` and ``redact_once`` give what
+        # ``redact_personal_mapping`` and ``redact`` give, for less: a line is never seen
+        # twice, so it stays out of the cache of repeated texts.
+        data = {"at": self._clock.now().isoformat(), **redact_personal_fields(event.to_dict())}
+        line = redact_once(_ENCODE(data))
         with self._lock:
             if not self._file.closed:
                 self._file.write(line + "\n")
