@@ -15,6 +15,7 @@ for a single harness run (``backstay.adapters.harness.run_budget``) alike.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Protocol, cast, runtime_checkable
@@ -67,11 +68,38 @@ def _priced(adapter: Adapter) -> bool:
     return known
 
 
+# The settings each adapter last read from a config, by the adapter's id: the adapter, the
+# config, a deep copy of its contents when read, and the settings. An attempt reads the
+# same config three times here (its estimate twice, its charge once), each read about
+# 3 us of checks. A reading is used again only for the very same adapter and config
+# object (held here, so their ids stay theirs) whose contents still equal the copy (a
+# task's config is a read-only mapping, but a value in it may be a mutable mapping).
+_SETTINGS: dict[int, tuple[object, Mapping[str, Any], object, ApiSettings]] = {}
+_SETTINGS_KEPT = 64
+
+
+def _settings(adapter: Adapter, config: Mapping[str, Any]) -> ApiSettings:
+    """``adapter.settings(config)`` of a ``_Priced`` adapter, read once while ``config``
+    is unchanged (see ``_SETTINGS``)."""
+    kept = _SETTINGS.get(id(adapter))
+    if kept is not None and kept[0] is adapter and kept[1] is config and kept[2] == config:
+        return kept[3]
+    settings = cast(_Priced, adapter).settings(config)
+    try:
+        contents = copy.deepcopy(dict(config))
+    except Exception:  # noqa: BLE001 - a value that cannot be copied: read it every time
+        return settings
+    if len(_SETTINGS) >= _SETTINGS_KEPT:
+        _SETTINGS.clear()
+    _SETTINGS[id(adapter)] = (adapter, config, contents, settings)
+    return settings
+
+
 def _max_tokens(adapter: Adapter, config: Mapping[str, Any]) -> int | None:
     """The reply's token limit the request sets (API adapters), if any."""
     if not _priced(adapter):
         return None
-    return cast(_Priced, adapter).settings(config).max_tokens
+    return _settings(adapter, config).max_tokens
 
 
 def _price(adapter: Adapter, model: str, config: Mapping[str, Any], usage: Usage) -> float | None:
@@ -79,7 +107,7 @@ def _price(adapter: Adapter, model: str, config: Mapping[str, Any], usage: Usage
     if not _priced(adapter):
         return None
     priced = cast(_Priced, adapter)
-    settings = priced.settings(config)
+    settings = _settings(adapter, config)
     cost = price_usage(usage, model=model, provider=priced.price_provider, prices=settings.prices)
     return cost.usd
 

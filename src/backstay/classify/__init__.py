@@ -20,10 +20,12 @@ size of the input: long texts are read as their beginning and end (``_bounds``).
 from __future__ import annotations
 
 import datetime as _dt
+from collections.abc import Mapping
+from typing import Any
 
 from backstay.classify import _fast, anthropic, gemini, openai
 from backstay.classify._decide import build_failure
-from backstay.classify._evidence import read_evidence
+from backstay.classify._evidence import error_shape, read_evidence
 from backstay.classify._guard import UnreadableObject
 from backstay.classify._http import as_int, parse_body, sse_events
 from backstay.classify.agents import AGENTS, agent_name
@@ -120,6 +122,42 @@ def check_response(
     now: _dt.datetime | None = None,
 ) -> Failure | None:
     """The failure a response shows, or ``None`` for a clean success."""
+    try:
+        if (
+            type(status) is int
+            and status < 400
+            and isinstance(body, Mapping)
+            and (provider is None or type(provider) is str)
+            and _clean_success(body)
+        ):
+            return None
+    except Exception as err:
+        return _internal_error("response", err, status=status)
+    return _check_whole(status, headers, body, provider=provider, now=now)
+
+
+def _clean_success(body: Mapping[str, Any]) -> bool:
+    """Whether a response below 400 with the parsed ``body`` shows no failure: what
+    ``_check_whole`` decides from the body's error shape and the success checks alone
+    (each success reply of an API attempt is checked: the rest of its reading, about
+    40 us of searching the body's text, only describes a failure). ``False``: read it
+    whole."""
+    has_error_shape, parsed = error_shape(body)
+    if has_error_shape:
+        return False
+    parts = _success_parts(body, parsed)
+    return not any(check(part) for check in _SUCCESS_CHECKS for part in parts)
+
+
+def _check_whole(
+    status: int | None,
+    headers: object,
+    body: object,
+    *,
+    provider: str | None,
+    now: _dt.datetime | None,
+) -> Failure | None:
+    """``check_response`` with the response read whole."""
     try:
         given: object = status  # untyped callers pass what they read
         if isinstance(given, str):

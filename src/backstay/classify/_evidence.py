@@ -271,6 +271,19 @@ def read_evidence(
     return ev
 
 
+def error_shape(body: Mapping[str, Any]) -> tuple[bool, Any]:
+    """``(has_error_shape, parsed)`` of a parsed (mapping) body, as ``read_evidence``
+    finds them (an unreadable body fails as it fails there), without the rest of its
+    reading: the text's message, any status named in it, the headers and the provider's
+    family only describe a failure once one is found."""
+    parsed, _text = parse_body(body)
+    parsed = _unwrap(parsed)
+    ev = Evidence(provider=None, family=None, status=None, headers={}, parsed=parsed)
+    if isinstance(parsed, Mapping):
+        _read_mapping(ev, parsed)
+    return ev.has_error_shape, parsed
+
+
 def _read_mapping(ev: Evidence, parsed: Mapping[str, Any]) -> None:
     error = parsed.get("error")
     if isinstance(error, Mapping):

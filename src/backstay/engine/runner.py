@@ -313,7 +313,7 @@ class Engine:
             spec, adapter = self._check(spec)
             self._driven.passed(spec)
         # The provider variables are added now, for this run only: never recorded.
-        resolved = dataclasses.replace(spec, env=self._agent_env(adapter, spec), inherit_env=False)
+        resolved = spec.resolved(self._agent_env(adapter, spec))
         chain = self._fallback(spec, resolved)
         return TaskDriver(
             resolved,

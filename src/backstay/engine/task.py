@@ -29,6 +29,7 @@ import dataclasses
 import re
 from collections.abc import Mapping
 from pathlib import Path
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Final
 
 from backstay._checks import check_number
@@ -134,7 +135,7 @@ class TaskSpec:
                 f"must be true or false, got {self.inherit_env!r}", where="inherit_env"
             )
         # The request's own checks (prompt, paths, timeouts, env, tier, config), run once.
-        probe = self.request(_PLACEHOLDER_OUTPUT)
+        probe = self._checked_request(_PLACEHOLDER_OUTPUT, None)
         object.__setattr__(self, "workspace", probe.workspace)
         object.__setattr__(self, "prompt_file", probe.prompt_file)
         object.__setattr__(self, "env", probe.env)
@@ -194,8 +195,58 @@ class TaskSpec:
 
     def request(self, output_dir: Path, *, store: StoreLocation | None = None) -> AgentRequest:
         """The ``AgentRequest`` of one attempt writing to ``output_dir``, carrying ``store``
-        (where the batch's records are; built with it rather than replaced after: a
-        request's checks run once)."""
+        (where the batch's records are).
+
+        Every field the spec gives the request passed the request's checks when the spec
+        was made (``__post_init__``'s probe, whose normalised ``workspace``,
+        ``prompt_file``, ``env`` and ``config`` the spec keeps: read-only mappings of its
+        own), and the other runs of a suite task differ only in ``run`` and a workspace
+        path (``suite_runs``). So the request is assembled from them without those checks
+        again (a few times an attempt, 35 us each): only ``output_dir`` is new, and a
+        ``Path`` passes its check as it is; anything else takes the checked way."""
+        given: object = output_dir  # untyped callers may pass text
+        if not isinstance(given, Path):
+            return self._checked_request(output_dir, store)
+        request = object.__new__(AgentRequest)
+        put = object.__setattr__
+        put(request, "model", self.model)
+        put(request, "workspace", self.workspace)
+        put(request, "output_dir", output_dir)
+        put(request, "timeout_s", self.timeout_s)
+        put(request, "prompt", self.prompt)
+        put(request, "prompt_file", self.prompt_file)
+        put(request, "env", self.env)
+        put(request, "tier", self.tier)
+        put(request, "config", self.config)
+        put(request, "stall_timeout_s", self.stall_timeout_s)
+        put(request, "launcher", ())
+        put(request, "tenant", self.tenant)
+        put(request, "store", store)
+        put(request, "session", None)
+        return request
+
+    def resolved(self, env: Mapping[str, str]) -> TaskSpec:
+        """``dataclasses.replace(self, env=env, inherit_env=False)``: the spec an attempt
+        runs with its whole environment (``Engine`` adds its provider's variables once a
+        task is driven, never recorded), made without the checks the other fields passed
+        when this spec was made (about 60 us a task): only ``env`` is new, and it is
+        checked and frozen as the request does it; an ``env`` that fails is made the
+        checked way, which says what is wrong."""
+        if not isinstance(env, Mapping) or not all(
+            isinstance(key, str) and isinstance(value, str) for key, value in env.items()
+        ):
+            return dataclasses.replace(self, env=env, inherit_env=False)
+        other = object.__new__(type(self))
+        put = object.__setattr__
+        for name in _FIELDS:
+            put(other, name, getattr(self, name))
+        put(other, "env", MappingProxyType(dict(env)))
+        put(other, "inherit_env", False)
+        put(other, "limits", dict(self.limits))  # each spec has its own, as made
+        return other
+
+    def _checked_request(self, output_dir: Path, store: StoreLocation | None) -> AgentRequest:
+        """``request`` with every check of ``AgentRequest`` run (the spec's probe)."""
         return AgentRequest(
             model=self.model,
             workspace=self.workspace,
@@ -210,3 +261,7 @@ class TaskSpec:
             tenant=self.tenant,
             store=store,
         )
+
+
+# The fields of a spec, in order (``TaskSpec.resolved`` copies them).
+_FIELDS: Final = tuple(field.name for field in dataclasses.fields(TaskSpec))
