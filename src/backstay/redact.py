@@ -369,8 +369,6 @@ def redact_personal_mapping(value: Any) -> Any:
 
 # -- the same, for the fields of one record ------------------------------------------------
 
-_PLAIN_NUMBERS: Final = frozenset({int, float, bool})
-
 
 def redact_personal_fields(fields: Mapping[Any, Any]) -> dict[str, Any]:
     """``redact_personal_mapping(fields)`` for a mapping, the same copy made faster: a
@@ -384,25 +382,33 @@ def redact_personal_fields(fields: Mapping[Any, Any]) -> dict[str, Any]:
 
 def _fields(fields: Mapping[Any, Any], depth: int) -> dict[str, Any]:
     """``_walk(fields, redact_personal, depth)`` for a mapping at ``depth`` below 20 (its
-    values, one level down, are never cut to ``…``)."""
+    values, one level down, are never cut to ``…``). A short string goes to
+    ``redact_personal``'s cache directly, with the secrets known when the walk began."""
     out: dict[str, Any] = {}
     inner = depth + 1
-    for key, value in fields.items():
-        kind = type(value)
+    secrets = _secrets.current()
+    for key, given in fields.items():
+        kind = type(given)
+        value: Any = given
         if kind is str:
-            out[str(key)] = (
-                REDACTED if value != "" and _looks_secret(key) else redact_personal(value)
-            )
-        elif value is None:
-            out[str(key)] = None
-        elif kind in _PLAIN_NUMBERS:
-            out[str(key)] = REDACTED if _looks_secret(key) else value
-        elif _looks_secret(key) and value not in (None, ""):
-            out[str(key)] = REDACTED
+            if given != "" and _looks_secret(key):
+                value = REDACTED
+            elif len(given) <= _CACHED_PERSONAL_LEN:
+                value = _redact_personal_cached(given, secrets)
+            else:
+                value = _redact_personal(given)
+        elif given is None:
+            pass
+        elif kind is int or kind is float or kind is bool:
+            if _looks_secret(key):
+                value = REDACTED
+        elif _looks_secret(key) and given not in (None, ""):
+            value = REDACTED
         elif kind is dict and inner < 20:
-            out[str(key)] = _fields(value, inner)
+            value = _fields(given, inner)
         else:
-            out[str(key)] = _walk(value, redact_personal, inner)
+            value = _walk(given, redact_personal, inner)
+        out[key if type(key) is str else str(key)] = value
     return out
 
 

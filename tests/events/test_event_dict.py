@@ -10,7 +10,14 @@ from typing import Any
 import pytest
 
 from backstay.adapters.usage import Usage
-from backstay.engine.events import AttemptEnded, AttemptFailedEnded, TaskStarted
+from backstay.engine.events import (
+    AttemptEnded,
+    AttemptFailedEnded,
+    TaskEscalated,
+    TaskPaused,
+    TaskStarted,
+    TaskSucceeded,
+)
 from backstay.events import Event
 from backstay.events.event import field_names
 from backstay.failure import Failure
@@ -58,6 +65,19 @@ EVENTS = [
         usage=Usage(),
         failure=Failure(code="ERR_HTTP_500_INTERNAL"),
         delay_s=1.0,
+    ),
+    TaskPaused(
+        **COMMON,
+        reason="quota",
+        resumes_at=dt.datetime(2026, 11, 29, 3, 0, tzinfo=dt.UTC),
+        failure=Failure(code="ERR_LLM_DAILY_QUOTA"),
+    ),
+    TaskPaused(
+        **COMMON, reason="quota", resumes_at=None, failure=Failure(code="ERR_HTTP_500_INTERNAL")
+    ),
+    TaskSucceeded(**COMMON, attempts=2, from_cache=True),
+    TaskEscalated(
+        **COMMON, escalation_id=3, reason="why", failure=Failure(code="ERR_HTTP_500_INTERNAL")
     ),
 ]
 
