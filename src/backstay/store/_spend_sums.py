@@ -145,12 +145,21 @@ def fields_of(row: Row) -> list[str]:
 
 
 def add(into: dict[str, Vector], deltas: Iterable[Mapping[str, Vector]]) -> dict[str, Vector]:
-    """``into`` (field → vector) with every delta added; the fields that changed."""
+    """``into`` (field → vector) with every delta added; the fields that changed. A zero
+    on either side is not added (the other is the sum): half of a change's amounts are
+    zeros (a reservation spends nothing, a settlement holds nothing), and adding two
+    fractions is the dearest step of a change."""
     changed: dict[str, Vector] = {}
     for delta in deltas:
         for field, vector in delta.items():
             old = into.get(field)
-            new = vector if old is None else tuple(a + b for a, b in zip(old, vector, strict=True))
+            new = (
+                vector
+                if old is None
+                else tuple(
+                    (a + b if a else b) if b else a for a, b in zip(old, vector, strict=True)
+                )
+            )
             into[field] = changed[field] = new
     return changed
 

@@ -27,10 +27,11 @@ them; ``set_budget`` changes one). A task's own budget travels in its spec.
 from __future__ import annotations
 
 import datetime as _dt
+import functools
 import os
 import sqlite3
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Final, TypeVar
 
@@ -117,6 +118,10 @@ _RESERVE: Final = (
     f"INSERT INTO {SPEND} (attempt_id, operation_id, tenant, adapter, model, status, "  # noqa: S608
     "estimate_usd, estimate_tokens, reserved_at) VALUES (?, ?, ?, ?, ?, 'reserved', ?, ?, ?)"
 )
+# A first reservation (almost every one) is written before its check, in the same
+# transaction, and taken back if refused; an attempt id with a row already is reserved
+# as before (its earlier reservation released first).
+_RESERVE_NEW: Final = f"{_RESERVE} ON CONFLICT (attempt_id) DO NOTHING"
 _SETTLE: Final = (
     f"UPDATE {SPEND} SET status = 'settled', usd = ?, tokens = ?, prompt_tokens = ?, "  # noqa: S608
     "output_tokens = ?, reported_usd = ?, settled_at = ? "
@@ -135,6 +140,11 @@ _SET_BUDGET: Final = (
 _GET_BUDGET: Final = f"SELECT usd, tokens FROM {BUDGETS} WHERE kind = ? AND name = ?"  # noqa: S608
 _ALL_BUDGETS: Final = f"SELECT kind, name, usd, tokens FROM {BUDGETS} ORDER BY kind, name"  # noqa: S608
 T = TypeVar("T")
+
+
+@functools.cache
+def _get_sums(count: int) -> str:
+    return " UNION ALL ".join([f"SELECT field, vector FROM {SUMS} WHERE field = ?"] * count)  # noqa: S608
 
 
 class SQLiteSpendLedger(SQLiteFile):
@@ -225,6 +235,16 @@ class SQLiteSpendLedger(SQLiteFile):
         found = conn.execute(_GET_SUM, (field,)).fetchone()
         return None if found is None else sums.decode(found[0])
 
+    @staticmethod
+    def _sums(conn: sqlite3.Connection, fields: Sequence[str]) -> dict[str, sums.Vector | None]:
+        """The sums of ``fields`` (``None``: none kept yet), read in one statement (point
+        reads joined by ``UNION ALL``: an ``IN`` list costs SQLite a temporary table)."""
+        out: dict[str, sums.Vector | None] = dict.fromkeys(fields)
+        if fields:
+            for field, vector in conn.execute(_get_sums(len(fields)), tuple(fields)):
+                out[field] = sums.decode(vector)
+        return out
+
     def _change_sums(
         self,
         conn: sqlite3.Connection,
@@ -238,10 +258,9 @@ class SQLiteSpendLedger(SQLiteFile):
         for before, after in changes:
             deltas += [sums.row_vectors(before, sign=-1), sums.row_vectors(after)]
         fields = sorted({f for delta in deltas for f in delta})
-        read = read or {}
-        known = {
-            f: v for f in fields if (v := read[f] if f in read else self._sum(conn, f)) is not None
-        }
+        read = {**(read or {})}
+        read.update(self._sums(conn, [f for f in fields if f not in read]))
+        known = {f: v for f in fields if (v := read[f]) is not None}
         changed = sums.add(known, deltas)
         conn.executemany(_PUT_SUM, [(f, sums.encode(v)) for f, v in changed.items()])
 
@@ -315,16 +334,19 @@ class SQLiteSpendLedger(SQLiteFile):
         attempt: AttemptSpend,
         read: dict[str, sums.Vector | None] | None = None,
     ) -> SpendRefusal | None:
+        scopes = attempt.scopes()
+        found = self._sums(conn, [sums.scope_field(scope) for scope in scopes])
+        if read is not None:
+            read.update(found)
         totals = [
-            self._totals_in(
-                conn,
+            sums.scope_totals(
+                found[sums.scope_field(scope)],
                 scope,
                 attempt.task_budget or SpendBudget()
                 if scope.kind is ScopeKind.TASK
                 else self._budget_in(conn, scope),
-                read,
             )
-            for scope in attempt.scopes()
+            for scope in scopes
         ]
         return check_spend(totals, attempt.estimate)
 
@@ -341,26 +363,30 @@ class SQLiteSpendLedger(SQLiteFile):
     ) -> SpendRefusal | None:
         """``reserve``'s reads and writes in the open transaction of ``conn`` (this ledger's
         connection: a task store's it shares, ``SQLiteAttemptSpend``)."""
-        self._release_in(conn, attempt.attempt_id)
+        params = (
+            attempt.attempt_id,
+            attempt.operation_id,
+            attempt.tenant,
+            attempt.adapter,
+            attempt.model,
+            attempt.estimate.usd,
+            attempt.estimate.tokens,
+            at.timestamp(),
+        )
+        # Checking reads only the sums and budgets, which the row does not change.
+        first = conn.execute(_RESERVE_NEW, params).rowcount == 1
+        if not first:
+            self._release_in(conn, attempt.attempt_id)
         read: dict[str, sums.Vector | None] = {}  # the scopes' sums, read once
         refusal = self._check_in(conn, attempt, read)
-        if refusal is None:
-            row: sums.Row = sums.reserved_row(attempt)
-            conn.execute(
-                _RESERVE,
-                (
-                    attempt.attempt_id,
-                    attempt.operation_id,
-                    attempt.tenant,
-                    attempt.adapter,
-                    attempt.model,
-                    attempt.estimate.usd,
-                    attempt.estimate.tokens,
-                    at.timestamp(),
-                ),
-            )
-            self._change_sums(conn, [(None, row)], read)
-        return refusal
+        if refusal is not None:
+            if first:
+                conn.execute(_RELEASE, (attempt.attempt_id,))  # nothing is held
+            return refusal
+        if not first:
+            conn.execute(_RESERVE, params)
+        self._change_sums(conn, [(None, sums.reserved_row(attempt))], read)
+        return None
 
     def settle(
         self,
