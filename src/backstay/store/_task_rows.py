@@ -183,8 +183,16 @@ def _failure(text: str | None) -> Failure | None:
     return None if text is None else Failure.from_error_info(json.loads(text))
 
 
+_USAGE_FIELDS: Final = tuple(field.name for field in dataclasses.fields(Usage))
+
+
 def usage_json(usage: Usage) -> str:
-    return dumps(dataclasses.asdict(usage))
+    """``dataclasses.asdict(usage)`` as JSON; a ``Usage`` (numbers only, nothing to copy
+    deeply) read field by field, in about half the time ``asdict`` takes (at every
+    attempt's end)."""
+    if type(usage) is not Usage:
+        return dumps(dataclasses.asdict(usage))
+    return dumps({name: getattr(usage, name) for name in _USAGE_FIELDS})
 
 
 def register_params(spec: TaskSpec, spec_json: str, at: _dt.datetime) -> tuple[Any, ...]:
