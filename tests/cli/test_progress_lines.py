@@ -93,7 +93,13 @@ def test_each_label_is_the_task_label_of_its_operation() -> None:
     assert view.labels == [task_label(op) for op in OPS * 3]
 
 
-def test_the_bar_shows_the_counts_after_each_event(monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("term", ["xterm-256color", "dumb"])
+def test_the_bar_shows_the_counts_after_each_event(
+    monkeypatch: pytest.MonkeyPatch, term: str
+) -> None:
+    """On a terminal the frame painted under each line counts its event; a dumb terminal
+    gets the lines, and the bar once, at the end."""
+    monkeypatch.setenv("TERM", term)
     terminal = _Terminal()
     monkeypatch.setattr(sys, "stdout", terminal)
     states = dict.fromkeys(OPS, TaskState.PENDING)
@@ -102,8 +108,11 @@ def test_the_bar_shows_the_counts_after_each_event(monkeypatch: pytest.MonkeyPat
             BUS.emit(TaskStarted(operation=op, task_id="t", attempt=1, attempt_id=f"{op}:1"))
             BUS.emit(TaskSucceeded(operation=op, task_id="t", attempts=1))
             shown = terminal.getvalue()
-            # The frame painted with the event's line already counts the event.
-            frame = shown[shown.rindex(f"{task_label(op)}: succeeded") :]
-            assert f"{n} succeeded" in frame
-            assert f"{n}/{len(OPS)}" in frame
+            assert f"{task_label(op)}: attempt 1 started\n" in shown
+            if term != "dumb":
+                # The frame painted with the event's line already counts the event.
+                frame = shown[shown.rindex(f"{task_label(op)}: succeeded") :]
+                assert f"{n} succeeded" in frame
+                assert f"{n}/{len(OPS)}" in frame
         assert isinstance(sink._view, _Bar)
+    assert f"{len(OPS)} succeeded" in terminal.getvalue().rsplit("succeeded after", 1)[1]

@@ -148,16 +148,37 @@ class _Bar:
         self._task = progress.add_task(_counts(states), total=len(states))
         self._update(states)
 
-    def _update(self, states: Mapping[str, TaskState]) -> None:
+    def _update(self, states: Mapping[str, TaskState], *, refresh: bool = True) -> None:
         counts = states.counts if isinstance(states, _Tally) else _count(states.values())
         settled = sum(n for state, n in counts.items() if state in SETTLED)
         self._progress.update(
-            self._task, completed=settled, description=_counts_text(counts), refresh=True
+            self._task, completed=settled, description=_counts_text(counts), refresh=refresh
         )
 
     def show(self, label: str, text: str, states: Mapping[str, TaskState]) -> None:
-        self._progress.console.print(f"{escape(label)}: {escape(text)}", highlight=False)
-        self._update(states)
+        line = f"{escape(label)}: {escape(text)}"
+        live = self._progress.live
+        render = getattr(live, "_live_render", None)
+        lock = getattr(live, "_lock", None)
+        if (
+            render is None
+            or lock is None
+            or getattr(live, "_nested", False)
+            or not live.console.is_interactive
+            or live.console.is_jupyter
+        ):
+            self._progress.console.print(line, highlight=False)
+            self._update(states)
+            return
+        # On a terminal, printing a line paints the live bar below it again
+        # (``Live.process_renderables``), as it was last refreshed: the line, then a
+        # refresh, painted the bar twice, first with the counts before the event. The bar
+        # is brought up to date and handed to the live display (what ``Live.refresh``
+        # does) before the line is printed: one painting, with the event counted.
+        self._update(states, refresh=False)
+        with lock:
+            render.set_renderable(live.renderable)
+            self._progress.console.print(line, highlight=False)
 
 
 def _counts(states: Mapping[str, TaskState]) -> str:
