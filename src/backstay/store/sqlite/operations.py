@@ -55,6 +55,10 @@ _SELECT: Final = f"SELECT {_COLUMNS} FROM {_TABLE} WHERE operation_id = ?"  # no
 _PLACEHOLDERS: Final = ", ".join("?" * len(_COLUMNS.split(",")))
 _UPSERT: Final = f"INSERT OR REPLACE INTO {_TABLE} ({_COLUMNS}) VALUES ({_PLACEHOLDERS})"  # noqa: S608
 _INSERT: Final = f"INSERT INTO {_TABLE} ({_COLUMNS}) VALUES ({_PLACEHOLDERS})"  # noqa: S608
+# A row read in the transaction is changed in place: ``INSERT OR REPLACE`` would delete
+# it and insert it again (its key's index entry too) for the same values.
+_SETS: Final = ", ".join(f"{name.strip()} = ?" for name in _COLUMNS.split(",")[1:])
+_UPDATE: Final = f"UPDATE {_TABLE} SET {_SETS} WHERE operation_id = ?"  # noqa: S608
 
 _Row = tuple[
     str, int, str, str | None, float | None, float | None, str | None, float | None, float | None
@@ -122,6 +126,14 @@ class SQLiteOperationStore(StoreBase, SQLiteFile):
             row = self._conn.execute(_SELECT, (operation_id,)).fetchone()
         return _decode(row)
 
+    @staticmethod
+    def _write(conn: sqlite3.Connection, new: OperationRecord, *, found: bool) -> None:
+        """Keep ``new`` (``found``: its operation's row was read in this transaction)."""
+        row = _encode(new)
+        if found and conn.execute(_UPDATE, (*row[1:], row[0])).rowcount == 1:
+            return
+        conn.execute(_UPSERT, row)
+
     def _transaction(self, operation_id: str, fn: TransactionFn[T]) -> T:
         with self._lock:
             conn = self._conn
@@ -142,7 +154,7 @@ class SQLiteOperationStore(StoreBase, SQLiteFile):
                 record = _decode(conn.execute(_SELECT, (operation_id,)).fetchone())
                 new, answer = fn(record, self._now())
                 if new is not None and new is not record:
-                    conn.execute(_UPSERT, _encode(new))
+                    self._write(conn, new, found=record is not None)
                 conn.execute("COMMIT")
             except BaseException:
                 if conn.in_transaction:
