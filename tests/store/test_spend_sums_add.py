@@ -5,6 +5,7 @@ so the SQLite and Redis ledgers keep the same texts as before."""
 
 from __future__ import annotations
 
+import json
 import random
 from collections.abc import Iterable, Mapping
 from fractions import Fraction
@@ -85,3 +86,21 @@ def test_random_vectors_with_zeros_add_up_the_same() -> None:
         deltas = [{f"f{draw.randrange(5)}": vector()} for _ in range(draw.randrange(1, 4))]
         _same(sums.add(fast, deltas), _every_pair(slow, deltas))
     _same(fast, slow)
+
+
+def test_what_a_removed_row_takes_away_is_minus_what_it_adds() -> None:
+    draw = random.Random(17)
+    for _ in range(2000):
+        row = _row(draw, draw.choice(["settled", "reserved", "released"]))
+        added = sums.row_vectors(row)
+        taken = sums.row_vectors(row, sign=-1)
+        assert taken == {f: tuple(-1 * v for v in vector) for f, vector in added.items()}
+        assert all(type(x) is Fraction for v in taken.values() for x in v)
+        assert sums.row_vectors(row, sign=2) == {
+            f: tuple(2 * v for v in vector) for f, vector in added.items()
+        }
+
+
+def test_a_use_field_is_its_adapter_and_model_as_json() -> None:
+    for adapter, model in [("anthropic-api", "m1"), ('a"b', "é|x"), ("", "")]:
+        assert sums.use_field(adapter, model) == "use|" + json.dumps([adapter, model])
