@@ -44,10 +44,10 @@ from backstay.engine.records import StateChange, TaskRecord
 from backstay.engine.spend_ledger import AttemptSpend, SpendLedger
 from backstay.engine.states import TaskState
 from backstay.engine.task import TaskSpec
+from backstay.engine.task import attempt_id as make_attempt_id
 from backstay.engine.taskstore import TaskStore
 from backstay.events import BUS, Event
 from backstay.failure import Failure
-from backstay.idempotency.ids import attempt_id as make_attempt_id
 from backstay.policy.protocols import Permit
 from backstay.policy.spend import (
     BUDGET_EXCEEDED,

@@ -86,9 +86,9 @@ from backstay.engine.request_budget import AttemptBudget, stop_attempt
 from backstay.engine.resume import StartStep, plan_start
 from backstay.engine.states import InvalidTransition, TaskState
 from backstay.engine.task import TaskSpec
+from backstay.engine.task import attempt_id as make_attempt_id
 from backstay.engine.taskstore import TaskStore
 from backstay.idempotency.guard import held_lease
-from backstay.idempotency.ids import attempt_id as make_attempt_id
 from backstay.policy.protocols import Permit, RateLimiterLike, ReservationLike
 from backstay.policy.retry import RetryPolicy
 from backstay.policy.spend import SpendRefusal

@@ -26,6 +26,7 @@ restricted to letters, digits, ``.``, ``_`` and ``-``, starting with a letter or
 from __future__ import annotations
 
 import dataclasses
+import functools
 import re
 from collections.abc import Mapping
 from pathlib import Path
@@ -36,6 +37,7 @@ from backstay._checks import check_number
 from backstay.adapters.contract import AgentRequest, TierConfig
 from backstay.errors import ConfigError
 from backstay.fallback.candidate import Candidate
+from backstay.idempotency.ids import attempt_id as make_attempt_id
 from backstay.idempotency.ids import operation_id as make_operation_id
 from backstay.policy.retry import RetryPolicy
 from backstay.policy.spend import SpendBudget
@@ -43,7 +45,7 @@ from backstay.policy.spend import SpendBudget
 if TYPE_CHECKING:
     from backstay.store.location import StoreLocation
 
-__all__ = ["NO_TIER_DIR", "TaskSpec", "check_identifier", "task_run_id"]
+__all__ = ["NO_TIER_DIR", "TaskSpec", "attempt_id", "check_identifier", "task_run_id"]
 
 # The directory of a task without a tier: runs/<task_id>/default/run_01/.
 NO_TIER_DIR: Final = "default"
@@ -163,8 +165,13 @@ class TaskSpec:
 
     @property
     def primary(self) -> Candidate:
-        """The task's own adapter and model, as the first candidate of its chain."""
-        return Candidate(adapter=self.adapter, model=self.model, context_window=self.context_window)
+        """The task's own adapter and model, as the first candidate of its chain (one
+        made a distinct adapter, model and window: a ``Candidate`` is immutable, and a
+        task asks for its chain several times an attempt)."""
+        window = self.context_window
+        if type(self.adapter) is str and type(self.model) is str and type(window) in _WINDOWS:
+            return _primary(self.adapter, self.model, window)
+        return Candidate(adapter=self.adapter, model=self.model, context_window=window)
 
     @property
     def candidates(self) -> tuple[Candidate, ...]:
@@ -177,7 +184,16 @@ class TaskSpec:
 
     @property
     def operation_id(self) -> str:
-        """``"{workflow_id}:{task_id}:{task_run_id}"``: the task's idempotency key."""
+        """``"{workflow_id}:{task_id}:{task_run_id}"``: the task's idempotency key (asked
+        for about 20 times a task; the id of each task in flight is kept)."""
+        plain = type(self.workflow_id) is str and type(self.task_id) is str
+        if (
+            plain
+            and type(self.run) is int
+            and (self.tier is None or type(self.tier.tier_id) is str)
+        ):
+            tier_id = None if self.tier is None else self.tier.tier_id
+            return _operation_id(self.workflow_id, self.task_id, self.run, tier_id)
         return make_operation_id(self.workflow_id, self.task_id, self.task_run_id)
 
     @property
@@ -186,12 +202,15 @@ class TaskSpec:
         return NO_TIER_DIR if self.tier is None else self.tier.tier_id
 
     def run_dir(self, state_dir: Path) -> Path:
-        """``<state_dir>/runs/<task_id>/<tier>/run_NN``: where the task's attempts write."""
-        return state_dir / "runs" / self.task_id / self.tier_dir / f"run_{self.run:02d}"
+        """``<state_dir>/runs/<task_id>/<tier>/run_NN``: where the task's attempts write
+        (joined once: each part is an identifier, one path component)."""
+        return state_dir / f"runs/{self.task_id}/{self.tier_dir}/run_{self.run:02d}"
 
     def attempt_dir(self, state_dir: Path, number: int) -> Path:
         """``run_NN/attempt_N``: one attempt's logs and ``metrics.json``."""
-        return self.run_dir(state_dir) / f"attempt_{number}"
+        return state_dir / (
+            f"runs/{self.task_id}/{self.tier_dir}/run_{self.run:02d}/attempt_{number}"
+        )
 
     def request(self, output_dir: Path, *, store: StoreLocation | None = None) -> AgentRequest:
         """The ``AgentRequest`` of one attempt writing to ``output_dir``, carrying ``store``
@@ -261,6 +280,40 @@ class TaskSpec:
             tenant=self.tenant,
             store=store,
         )
+
+
+# The types of a context window whose primary candidate is kept (``_primary``): a key of
+# another type (``True``, ``1.0``) could equal a kept one's and skip its own checks.
+_WINDOWS: Final = (int, type(None))
+
+
+@functools.lru_cache(maxsize=1024)
+def _primary(adapter: str, model: str, context_window: int | None) -> Candidate:
+    """``TaskSpec.primary`` of a distinct adapter, model and window (a refused one is
+    refused each time: errors are not kept)."""
+    return Candidate(adapter=adapter, model=model, context_window=context_window)
+
+
+@functools.lru_cache(maxsize=4096)
+def _operation_id(workflow_id: str, task_id: str, run: int, tier_id: str | None) -> str:
+    """``TaskSpec.operation_id`` of a task of tier ``tier_id`` (``None``: none)."""
+    prefix = "" if tier_id is None else f"{tier_id}-"
+    return make_operation_id(workflow_id, task_id, f"{prefix}run_{run:02d}")
+
+
+@functools.lru_cache(maxsize=4096)
+def _attempt_id(operation_id: str, number: int) -> str:
+    return make_attempt_id(operation_id, number)
+
+
+def attempt_id(operation_id: str, number: int) -> str:
+    """``backstay.idempotency.ids.attempt_id(operation_id, number)``, kept for the
+    attempts in flight: an attempt's id is asked for several times (its reservation,
+    charge and records), and each time the operation id is parsed again (2 us). Plain
+    strings and numbers only; a refused id is refused each time (errors are not kept)."""
+    if type(operation_id) is str and type(number) is int:
+        return _attempt_id(operation_id, number)
+    return make_attempt_id(operation_id, number)
 
 
 # The fields of a spec, in order (``TaskSpec.resolved`` copies them).
