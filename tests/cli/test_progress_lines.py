@@ -7,11 +7,13 @@ from __future__ import annotations
 import datetime as dt
 import io
 import sys
+import threading
 import time
 
 import pytest
 import typer
 
+from backstay.cli import _progress
 from backstay.cli._progress import ProgressSink, _Bar, _Lines, showing_progress
 from backstay.cli._report import task_label
 from backstay.engine import TaskStarted, TaskState, TaskSucceeded
@@ -116,3 +118,33 @@ def test_the_bar_shows_the_counts_after_each_event(
                 assert f"{n}/{len(OPS)}" in frame
         assert isinstance(sink._view, _Bar)
     assert f"{len(OPS)} succeeded" in terminal.getvalue().rsplit("succeeded after", 1)[1]
+
+
+def test_the_counts_stay_right_when_threads_set_states_at_once() -> None:
+    before = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # threads switch as often as they can
+    try:
+        _threads_set_states()
+    finally:
+        sys.setswitchinterval(before)
+
+
+def _threads_set_states() -> None:
+    ops = [f"wf:t{i}:T0-run_01" for i in range(2000)]
+    view = _Recorder()
+    sink = ProgressSink(dict.fromkeys(ops, TaskState.PENDING), view)
+    order = [TaskState.RUNNING, TaskState.RETRYING, TaskState.RUNNING, TaskState.SUCCEEDED]
+
+    def drive(part: list[str]) -> None:
+        for state in order:
+            for op in part:
+                sink.states[op] = state
+
+    threads = [threading.Thread(target=drive, args=(ops[i::8],)) for i in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    counts = sink.states.counts()  # type: ignore[attr-defined]
+    assert counts == _progress._count(sink.states.values())
+    assert counts[TaskState.SUCCEEDED] == len(ops)

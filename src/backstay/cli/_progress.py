@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import sys
+import threading
 import time
 from collections.abc import Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Final, Protocol
@@ -149,7 +150,7 @@ class _Bar:
         self._update(states)
 
     def _update(self, states: Mapping[str, TaskState], *, refresh: bool = True) -> None:
-        counts = states.counts if isinstance(states, _Tally) else _count(states.values())
+        counts = states.counts() if isinstance(states, _Tally) else _count(states.values())
         settled = sum(n for state, n in counts.items() if state in SETTLED)
         self._progress.update(
             self._task, completed=settled, description=_counts_text(counts), refresh=refresh
@@ -199,18 +200,26 @@ def _counts_text(counts: Mapping[TaskState, int]) -> str:
 class _Tally(dict[str, TaskState]):
     """The tasks' states, counted by state as the sink sets them (``tally[op] = state``,
     the one change it makes): the bar shows the counts at every event, and counting
-    10,000 states anew each time cost a millisecond an event."""
+    10,000 states anew each time cost a millisecond an event. Events arrive from the
+    engine's threads: a change and its counts are made under a lock, and read as a copy
+    (``counts()``)."""
 
     def __init__(self, states: Mapping[str, TaskState]) -> None:
         super().__init__(states)
-        self.counts = _count(self.values())
+        self._lock = threading.Lock()
+        self._counts = _count(self.values())
 
     def __setitem__(self, op: str, state: TaskState) -> None:
-        before = self.get(op)
-        super().__setitem__(op, state)
-        if before is not None:
-            self.counts[before] -= 1
-        self.counts[state] += 1
+        with self._lock:
+            before = self.get(op)
+            super().__setitem__(op, state)
+            if before is not None:
+                self._counts[before] -= 1
+            self._counts[state] += 1
+
+    def counts(self) -> dict[TaskState, int]:
+        with self._lock:
+            return dict(self._counts)
 
 
 class ProgressSink:
