@@ -1,6 +1,7 @@
 """``make_private_dirs``: the folders it makes are ``0700`` whatever the umask, whether
 only the last one or several were missing; a folder already there keeps its mode; a path
-through a file is refused."""
+through a file is refused. ``new_private_dir``: one folder, ``0700`` whatever the umask,
+made only when its parent is there and it is not."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from backstay._private import make_private_dirs
+from backstay._private import make_private_dirs, new_private_dir
 
 
 @pytest.fixture
@@ -55,3 +56,25 @@ def test_a_path_through_a_file_is_refused(tmp_path: Path) -> None:
         make_private_dirs(tmp_path / "file" / "sub")
     with pytest.raises(FileExistsError):
         make_private_dirs(tmp_path / "file")
+
+
+def test_new_private_dir_makes_a_private_folder_whatever_the_umask(
+    tmp_path: Path, stingy_umask: None
+) -> None:
+    assert new_private_dir(tmp_path / "run_01") is True
+    assert _mode(tmp_path / "run_01") == 0o700
+
+
+def test_new_private_dir_leaves_a_folder_already_there_and_a_missing_parent(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "open").mkdir()
+    (tmp_path / "open").chmod(0o755)
+    assert new_private_dir(tmp_path / "open") is False
+    assert _mode(tmp_path / "open") == 0o755
+    assert new_private_dir(tmp_path / "missing" / "run_01") is False
+    assert not (tmp_path / "missing").exists()
+    (tmp_path / "file").write_text("x", encoding="utf-8")
+    assert new_private_dir(tmp_path / "file") is False  # make_private_dirs says why
+    with pytest.raises(NotADirectoryError):
+        new_private_dir(tmp_path / "file" / "sub")

@@ -12,7 +12,14 @@ import os
 from pathlib import Path
 from typing import Final
 
-__all__ = ["PRIVATE_DIR", "PRIVATE_FILE", "make_private_dirs", "open_private", "private_new_file"]
+__all__ = [
+    "PRIVATE_DIR",
+    "PRIVATE_FILE",
+    "make_private_dirs",
+    "new_private_dir",
+    "open_private",
+    "private_new_file",
+]
 
 PRIVATE_DIR: Final = 0o700
 PRIVATE_FILE: Final = 0o600
@@ -42,6 +49,19 @@ def make_private_dirs(path: str | os.PathLike[str]) -> Path:
     if not target.is_dir():
         target.mkdir(parents=True, exist_ok=True)  # raises the error that says why
     return target
+
+
+def new_private_dir(path: str | os.PathLike[str]) -> bool:
+    """Make the folder ``path`` with mode ``0700`` if its parent is there and it is not:
+    whether it was made now (``False``: it is there already, or its parent is missing).
+    One ``mkdir`` and one ``chmod`` where ``make_private_dirs`` would first look around:
+    a caller that learns the folder is new knows nothing is in it yet."""
+    try:
+        os.mkdir(path, PRIVATE_DIR)
+    except (FileNotFoundError, FileExistsError):
+        return False
+    os.chmod(path, PRIVATE_DIR)  # the umask may have taken bits away; never adds
+    return True
 
 
 def open_private(path: str | os.PathLike[str], flags: int) -> int:

@@ -15,12 +15,13 @@ from __future__ import annotations
 import bisect
 import dataclasses
 import functools
+import os
 import shutil
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Final, overload
 
-from backstay._private import PRIVATE_DIR, make_private_dirs
+from backstay._private import PRIVATE_DIR, make_private_dirs, new_private_dir
 
 # The task specs are imported where a spec is made: the module loads with ``suite_batch``.
 if TYPE_CHECKING:
@@ -44,17 +45,18 @@ class BatchRun:
     def prepare(self) -> bool:
         """Make the workspace if it does not exist yet; whether it was made now."""
         workspace = self.spec.workspace
-        if workspace.is_dir():
-            return False
         partial = workspace.with_name(_PARTIAL)
-        if partial.exists():
-            shutil.rmtree(partial)  # left by a copy a crash cut short
-        make_private_dirs(partial.parent)
+        if not new_private_dir(workspace.parent):  # a new run's folder has nothing to look at
+            if workspace.is_dir():
+                return False
+            if partial.exists():
+                shutil.rmtree(partial)  # left by a copy a crash cut short
+            make_private_dirs(workspace.parent)
         if self.template is None:
-            partial.mkdir(mode=PRIVATE_DIR)
+            os.mkdir(workspace, PRIVATE_DIR)  # an empty folder is made whole or not at all
         else:
             shutil.copytree(self.template, partial, symlinks=True)
-        partial.rename(workspace)
+            partial.rename(workspace)  # a copy is only ever seen whole
         return True
 
 
