@@ -188,6 +188,8 @@ _WORDED_PATTERNS: Final = tuple(
 )
 
 
+# ``_redact_looking_once`` (below) does the same for a text seen once: a change here is a
+# change there (tests/test_redact_fields.py holds them equal).
 def _redact(out: str, secrets: tuple[str, ...]) -> str:
     for secret in secrets:
         if secret in out:
