@@ -13,6 +13,7 @@ import pytest
 from backstay.adapters.api.anthropic import AnthropicApiAdapter
 from backstay.adapters.api.openai import OpenAIApiAdapter
 from backstay.adapters.contract import Adapter
+from backstay.adapters.pricing import Cost
 from backstay.adapters.spend import charge_spend, estimate_spend
 from backstay.adapters.usage import Usage
 from backstay.errors import ConfigError
@@ -84,3 +85,72 @@ def test_what_is_kept_stays_bounded() -> None:
     for adapter in adapters:
         estimate_spend(adapter, model="m", config={"max_tokens": 5}, prompt="hi", earlier=None)
     assert len(spend._SETTINGS) <= spend._SETTINGS_KEPT
+
+
+def test_a_kept_estimate_equals_one_made_afresh_whatever_its_inputs() -> None:
+    adapter = AnthropicApiAdapter()
+    configs: list[Any] = [
+        MappingProxyType({"max_tokens": 10, "prices": {"m": _price(1, 2)}}),
+        MappingProxyType({}),
+        {"max_tokens": 7},
+    ]
+    earliers = [
+        None,
+        EarlierUse(prompt_tokens=10.0, output_tokens=20.0, usd=0.5),
+        EarlierUse(prompt_tokens=10.0, output_tokens=20.0, usd=None),
+        EarlierUse(prompt_tokens=400.0, output_tokens=3.0, usd=1),
+        EarlierUse(prompt_tokens=400.0, output_tokens=3.0, usd=1.0),
+    ]
+    prompts = ["", "Say hello", "Say hello\\n" * 50, "a much longer prompt " * 300]
+    for _ in range(2):
+        for config in configs:
+            for model in ("m", "no-such-model-anywhere"):
+                for prompt in prompts:
+                    for earlier in earliers:
+                        kept = estimate_spend(
+                            adapter, model=model, config=config, prompt=prompt, earlier=earlier
+                        )
+                        spend._SETTINGS.clear()
+                        fresh = estimate_spend(
+                            adapter, model=model, config=config, prompt=prompt, earlier=earlier
+                        )
+                        assert kept == fresh
+                        assert type(kept.usd) is type(fresh.usd)
+    # What cannot be estimated fails each time, kept or not.
+    for _ in range(2):
+        with pytest.raises(ValueError, match="NaN"):
+            estimate_spend(
+                adapter,
+                model="m",
+                config=configs[0],
+                prompt="hi",
+                earlier=EarlierUse(prompt_tokens=float("nan"), output_tokens=3.0, usd=0.1),
+            )
+
+
+def test_an_estimate_is_kept_for_its_minute_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    minute = [1]
+
+    def priced(usage: Usage, **_: Any) -> Cost:
+        return Cost(usd=minute[0] * 1.0, source="test")
+
+    monkeypatch.setattr(spend, "price_period", lambda: minute[0])
+    monkeypatch.setattr(spend, "price_usage", priced)
+    spend._SETTINGS.clear()
+    adapter = AnthropicApiAdapter()
+    config = MappingProxyType({"max_tokens": 5})
+    first = estimate_spend(adapter, model="m", config=config, prompt="hi", earlier=None)
+    assert estimate_spend(adapter, model="m", config=config, prompt="hi", earlier=None) is first
+    minute[0] = 2
+    later = estimate_spend(adapter, model="m", config=config, prompt="hi", earlier=None)
+    assert (first.usd, later.usd) == (1.0, 2.0)
+
+
+def test_the_estimates_kept_stay_bounded() -> None:
+    spend._SETTINGS.clear()
+    adapter = AnthropicApiAdapter()
+    config = MappingProxyType({"max_tokens": 5})
+    for i in range(spend._ESTIMATES_KEPT * 3):
+        estimate_spend(adapter, model="m", config=config, prompt=f"p{i}", earlier=None)
+    estimates = spend._SETTINGS[id(adapter)][4]
+    assert 0 < len(estimates) <= spend._ESTIMATES_KEPT

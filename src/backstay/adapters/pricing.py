@@ -136,7 +136,7 @@ def _from_package(usage: Usage, model: str, provider: str) -> Cost:
         usage.cache_read_tokens,
         usage.cache_write_tokens,
     )
-    usd = _package_price(model, provider, counts, int(time.time() // _PRICE_PERIOD_S))
+    usd = _package_price(model, provider, counts, price_period())
     if usd is None:
         return Cost(
             usd=None,
@@ -150,6 +150,12 @@ def _from_package(usage: Usage, model: str, provider: str) -> Cost:
 # charge); the same model, provider and token counts are priced once a minute (its
 # prices change by date and, for some providers, by the time of day).
 _PRICE_PERIOD_S: Final = 60
+
+
+def price_period() -> int:
+    """The minute a price is taken for: the price package's prices are kept for it (and
+    ``backstay.adapters.spend`` keeps its estimates for it)."""
+    return int(time.time() // _PRICE_PERIOD_S)
 
 
 @functools.lru_cache(maxsize=1024)

@@ -23,7 +23,7 @@ from typing import Any, Protocol, cast, runtime_checkable
 from backstay._tokens import count_tokens
 from backstay.adapters.api.settings import ApiSettings
 from backstay.adapters.contract import Adapter
-from backstay.adapters.pricing import price_usage
+from backstay.adapters.pricing import price_period, price_usage
 from backstay.adapters.usage import Usage
 from backstay.policy.spend import EarlierUse, Spend, estimate_tokens
 
@@ -69,30 +69,43 @@ def _priced(adapter: Adapter) -> bool:
 
 
 # The settings each adapter last read from a config, by the adapter's id: the adapter, the
-# config, a deep copy of its contents when read, and the settings. An attempt reads the
-# same config three times here (its estimate twice, its charge once), each read about
-# 3 us of checks. A reading is used again only for the very same adapter and config
-# object (held here, so their ids stay theirs) whose contents still equal the copy (a
-# task's config is a read-only mapping, but a value in it may be a mutable mapping).
-_SETTINGS: dict[int, tuple[object, Mapping[str, Any], object, ApiSettings]] = {}
+# config, a deep copy of its contents when read, the settings, and the estimates made
+# with them. An attempt reads the same config three times here (its estimate twice, its
+# charge once), each read about 3 us of checks, and its estimate is the same as the last
+# task's when its inputs are. A reading is used again only for the very same adapter and
+# config object (held here, so their ids stay theirs) whose contents still equal the copy
+# (a task's config is a read-only mapping, but a value in it may be a mutable mapping).
+_SETTINGS: dict[
+    int, tuple[object, Mapping[str, Any], object, ApiSettings, dict[tuple[Any, ...], Spend]]
+] = {}
 _SETTINGS_KEPT = 64
+_ESTIMATES_KEPT = 256
 
 
-def _settings(adapter: Adapter, config: Mapping[str, Any]) -> ApiSettings:
+def _kept(
+    adapter: Adapter, config: Mapping[str, Any]
+) -> tuple[ApiSettings, dict[tuple[Any, ...], Spend] | None]:
     """``adapter.settings(config)`` of a ``_Priced`` adapter, read once while ``config``
-    is unchanged (see ``_SETTINGS``)."""
+    is unchanged, and the estimates kept with it (``None``: a config that cannot be
+    copied keeps none; see ``_SETTINGS``)."""
     kept = _SETTINGS.get(id(adapter))
     if kept is not None and kept[0] is adapter and kept[1] is config and kept[2] == config:
-        return kept[3]
+        return kept[3], kept[4]
     settings = cast(_Priced, adapter).settings(config)
     try:
         contents = copy.deepcopy(dict(config))
     except Exception:  # noqa: BLE001 - a value that cannot be copied: read it every time
-        return settings
+        return settings, None
     if len(_SETTINGS) >= _SETTINGS_KEPT:
         _SETTINGS.clear()
-    _SETTINGS[id(adapter)] = (adapter, config, contents, settings)
-    return settings
+    estimates: dict[tuple[Any, ...], Spend] = {}
+    _SETTINGS[id(adapter)] = (adapter, config, contents, settings, estimates)
+    return settings, estimates
+
+
+def _settings(adapter: Adapter, config: Mapping[str, Any]) -> ApiSettings:
+    """``adapter.settings(config)``, read once while ``config`` is unchanged."""
+    return _kept(adapter, config)[0]
 
 
 def _max_tokens(adapter: Adapter, config: Mapping[str, Any]) -> int | None:
@@ -122,7 +135,51 @@ def estimate_spend(
 ) -> Spend:
     """One attempt's estimated spend on ``adapter`` with ``model`` and ``config``:
     ``prompt``'s tokens and the output ``estimate_tokens`` assumes, priced at the
-    adapter's known price; without one, ``earlier``'s mean cost, else nothing."""
+    adapter's known price; without one, ``earlier``'s mean cost, else nothing.
+
+    An API adapter's estimate is kept with its settings of ``config`` (``_SETTINGS``)
+    for the same model, prompt and earlier use in the same minute (the price package's
+    prices are taken for the minute): a batch's tasks are mostly alike, and the estimate
+    is asked for before each attempt."""
+    key = _estimate_key(model, prompt, earlier)
+    if key is None or not _priced(adapter):
+        return _estimate(adapter, model=model, config=config, prompt=prompt, earlier=earlier)
+    estimates = _kept(adapter, config)[1]
+    if estimates is None:
+        return _estimate(adapter, model=model, config=config, prompt=prompt, earlier=earlier)
+    found = estimates.get(key)
+    if found is None:
+        found = _estimate(adapter, model=model, config=config, prompt=prompt, earlier=earlier)
+        if len(estimates) >= _ESTIMATES_KEPT:
+            estimates.clear()
+        estimates[key] = found
+    return found
+
+
+def _estimate_key(model: str, prompt: str, earlier: EarlierUse | None) -> tuple[Any, ...] | None:
+    """What an API adapter's estimate depends on besides its config: the model, the
+    prompt, the earlier use (its numbers' types too: ``1`` and ``1.0`` are equal keys,
+    and a cost is kept as it came) and the minute; ``None`` for inputs of other types
+    (estimated each time)."""
+    if type(model) is not str or type(prompt) is not str:
+        return None
+    if earlier is None:
+        return (model, prompt, None, price_period())
+    if type(earlier) is not EarlierUse:
+        return None
+    types = (type(earlier.prompt_tokens), type(earlier.output_tokens), type(earlier.usd))
+    return (model, prompt, earlier, types, price_period())
+
+
+def _estimate(
+    adapter: Adapter,
+    *,
+    model: str,
+    config: Mapping[str, Any],
+    prompt: str,
+    earlier: EarlierUse | None,
+) -> Spend:
+    """``estimate_spend`` worked out."""
     tokens = estimate_tokens(
         prompt_tokens=count_tokens(prompt),
         max_output_tokens=_max_tokens(adapter, config),
