@@ -48,6 +48,7 @@ from backstay.engine.suite_runs import (
     RunFamily,
     SuiteRuns,
     SuiteSpecs,
+    prepare_workspace,
 )
 from backstay.errors import ConfigError
 
@@ -357,5 +358,5 @@ class SuiteBatch:
         """Make the workspaces of runs ``start`` to ``stop`` (``EarlyStart.before_page``:
         a batch recorded a page at a time makes each page's workspaces before it records
         the page, so a recorded task always has its workspace)."""
-        for run in self.runs[start:stop]:
-            run.prepare()
+        for workspace, template in self.runs.workspaces(start, stop):
+            prepare_workspace(workspace, template)

@@ -27,7 +27,14 @@ from backstay._private import PRIVATE_DIR, make_private_dirs, new_private_dir
 if TYPE_CHECKING:
     from backstay.engine.task import TaskSpec
 
-__all__ = ["WORKSPACE_DIR", "BatchRun", "RunFamily", "SuiteRuns", "SuiteSpecs"]
+__all__ = [
+    "WORKSPACE_DIR",
+    "BatchRun",
+    "RunFamily",
+    "SuiteRuns",
+    "SuiteSpecs",
+    "prepare_workspace",
+]
 
 WORKSPACE_DIR: Final = "workspace"
 _PARTIAL: Final = ".workspace.partial"
@@ -44,20 +51,25 @@ class BatchRun:
 
     def prepare(self) -> bool:
         """Make the workspace if it does not exist yet; whether it was made now."""
-        workspace = self.spec.workspace
-        partial = workspace.with_name(_PARTIAL)
-        if not new_private_dir(workspace.parent):  # a new run's folder has nothing to look at
-            if workspace.is_dir():
-                return False
-            if partial.exists():
-                shutil.rmtree(partial)  # left by a copy a crash cut short
-            make_private_dirs(workspace.parent)
-        if self.template is None:
-            os.mkdir(workspace, PRIVATE_DIR)  # an empty folder is made whole or not at all
-        else:
-            shutil.copytree(self.template, partial, symlinks=True)
-            partial.rename(workspace)  # a copy is only ever seen whole
-        return True
+        return prepare_workspace(self.spec.workspace, self.template)
+
+
+def prepare_workspace(workspace: Path, template: Path | None) -> bool:
+    """``BatchRun.prepare`` of the run whose workspace is ``workspace`` and template
+    ``template``, its spec not needed (``SuiteRuns.workspaces``)."""
+    partial = workspace.with_name(_PARTIAL)
+    if not new_private_dir(workspace.parent):  # a new run's folder has nothing to look at
+        if workspace.is_dir():
+            return False
+        if partial.exists():
+            shutil.rmtree(partial)  # left by a copy a crash cut short
+        make_private_dirs(workspace.parent)
+    if template is None:
+        os.mkdir(workspace, PRIVATE_DIR)  # an empty folder is made whole or not at all
+    else:
+        shutil.copytree(template, partial, symlinks=True)
+        partial.rename(workspace)  # a copy is only ever seen whole
+    return True
 
 
 def _another_run(first: TaskSpec, run: int, workspace: Path) -> TaskSpec:
@@ -95,7 +107,13 @@ class RunFamily:
         """Run ``run``'s spec (1 to ``runs``)."""
         if run == 1:
             return self.first
-        return _another_run(self.first, run, Path(f"{self.run_dir}/run_{run:02d}/{WORKSPACE_DIR}"))
+        return _another_run(self.first, run, self.workspace(run))
+
+    def workspace(self, run: int) -> Path:
+        """Run ``run``'s workspace, its spec's, without making the spec."""
+        if run == 1:
+            return self.first.workspace
+        return Path(f"{self.run_dir}/run_{run:02d}/{WORKSPACE_DIR}")
 
     def operation_ids(self) -> list[str]:
         """Every run's operation id, in order: ``first``'s with its run number changed."""
@@ -183,3 +201,10 @@ class SuiteRuns(_Runs, Sequence[BatchRun]):
         for family in self.families:
             for run in range(1, family.runs + 1):
                 yield BatchRun(spec=family.spec(run), template=family.template)
+
+    def workspaces(self, start: int, stop: int) -> Iterator[tuple[Path, Path | None]]:
+        """The workspace and template of each of runs ``start`` to ``stop`` (as a slice
+        takes them), without making their specs: what ``BatchRun.prepare`` needs."""
+        for index in range(*slice(start, stop).indices(self._len)):
+            family, run = self._at(index)
+            yield family.workspace(run), family.template
