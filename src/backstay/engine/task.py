@@ -165,9 +165,9 @@ class TaskSpec:
 
     @property
     def primary(self) -> Candidate:
-        """The task's own adapter and model, as the first candidate of its chain (one
-        made a distinct adapter, model and window: a ``Candidate`` is immutable, and a
-        task asks for its chain several times an attempt)."""
+        """The task's own adapter and model, as the first candidate of its chain (made
+        once for each adapter, model and window: a ``Candidate`` is immutable, and a task
+        asks for its chain several times an attempt)."""
         window = self.context_window
         if type(self.adapter) is str and type(self.model) is str and type(window) in _WINDOWS:
             return _primary(self.adapter, self.model, window)
