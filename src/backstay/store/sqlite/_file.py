@@ -5,8 +5,11 @@ from __future__ import annotations
 
 import sqlite3
 import threading
+from collections.abc import Callable
 from types import TracebackType
-from typing import Self
+from typing import Self, TypeVar
+
+T = TypeVar("T")
 
 
 class SQLiteFile:
@@ -27,6 +30,21 @@ class SQLiteFile:
             self._conn.close()
         self._conn, self._lock = owner._conn, owner._lock
         self._adopted = owner
+
+    def _tx(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        """``fn(connection)`` in one ``BEGIN IMMEDIATE`` transaction under the store's lock,
+        committed when it returns and rolled back when it raises."""
+        with self._lock:
+            conn = self._conn
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                out = fn(conn)
+                conn.execute("COMMIT")
+            except BaseException:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                raise
+        return out
 
     def close(self) -> None:
         """Close the connection (unless it is another store's: ``adopt``); the store

@@ -11,15 +11,15 @@ from __future__ import annotations
 
 import datetime as _dt
 import sqlite3
-import threading
-from collections.abc import Callable, Sequence
-from typing import Any, Final
+from collections.abc import Sequence
+from typing import Final
 
 from backstay.engine._spec_codec import encode_spec
 from backstay.engine.registration import Registration
 from backstay.engine.task import TaskSpec
 from backstay.store import _task_rows as rows
 from backstay.store.sqlite import _task_sql as sql
+from backstay.store.sqlite._file import SQLiteFile
 
 __all__ = ["TABLE", "SQLiteRegistration", "keep_header", "read_header"]
 
@@ -60,13 +60,9 @@ def keep_header(conn: sqlite3.Connection, header: Registration, *, first: bool) 
         conn.execute(_PUT, (header.to_json(),))
 
 
-class SQLiteRegistration:
+class SQLiteRegistration(SQLiteFile):
     """``PagedRegistration`` for ``SQLiteTaskStore`` (its connection, lock and
-    transactions)."""
-
-    _conn: sqlite3.Connection
-    _lock: threading.Lock
-    _tx: Callable[[Callable[[sqlite3.Connection], Any]], Any]
+    transactions: ``SQLiteFile``)."""
 
     def register_page(
         self, specs: Sequence[TaskSpec], *, at: _dt.datetime, header: Registration

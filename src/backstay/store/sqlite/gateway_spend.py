@@ -24,9 +24,8 @@ from __future__ import annotations
 import os
 import sqlite3
 import threading
-from collections.abc import Callable
 from pathlib import Path
-from typing import Final, TypeVar
+from typing import Final
 
 from backstay._private import make_private_dirs
 from backstay.policy.spend import ScopeTotals, Spend, SpendBudget, SpendRefusal, check_spend
@@ -72,7 +71,6 @@ _HOLD: Final = f"INSERT INTO {OPEN} (request_id, scope, usd, tokens) VALUES (?, 
 _OPEN_ROW: Final = f"SELECT scope, usd, tokens FROM {OPEN} WHERE request_id = ?"  # noqa: S608
 _DROP: Final = f"DELETE FROM {OPEN} WHERE request_id = ?"  # noqa: S608
 _ALL: Final = f"SELECT scope, vector FROM {SCOPES} ORDER BY scope"  # noqa: S608
-T = TypeVar("T")
 
 
 class SQLiteGatewayLedger(SQLiteFile):
@@ -97,19 +95,6 @@ class SQLiteGatewayLedger(SQLiteFile):
             ddl=_DDL,
             timeout_s=timeout_s,
         )
-
-    def _tx(self, fn: Callable[[sqlite3.Connection], T]) -> T:
-        with self._lock:
-            conn = self._conn
-            conn.execute("BEGIN IMMEDIATE")
-            try:
-                out = fn(conn)
-                conn.execute("COMMIT")
-            except BaseException:
-                if conn.in_transaction:
-                    conn.execute("ROLLBACK")
-                raise
-        return out
 
     @staticmethod
     def _vector(conn: sqlite3.Connection, scope: str) -> sums.Vector | None:

@@ -194,19 +194,6 @@ class SQLiteSpendLedger(SQLiteFile):
         if self.tasks is None:
             super().close()
 
-    def _tx(self, fn: Callable[[sqlite3.Connection], T]) -> T:
-        with self._lock:
-            conn = self._conn
-            conn.execute("BEGIN IMMEDIATE")
-            try:
-                out = fn(conn)
-                conn.execute("COMMIT")
-            except BaseException:
-                if conn.in_transaction:
-                    conn.execute("ROLLBACK")
-                raise
-        return out
-
     def _read(self, fn: Callable[[sqlite3.Connection], T]) -> T:
         with self._lock:
             return fn(self._conn)

@@ -91,19 +91,6 @@ class SQLiteTaskStore(SQLiteRegistration, SQLiteTaskIndex, SQLiteReportReads, SQ
         connection, committed when it returns (for stores sharing the connection)."""
         return self._tx(fn)
 
-    def _tx(self, fn: Callable[[sqlite3.Connection], T]) -> T:
-        with self._lock:
-            conn = self._conn
-            conn.execute("BEGIN IMMEDIATE")
-            try:
-                out = fn(conn)
-                conn.execute("COMMIT")
-            except BaseException:
-                if conn.in_transaction:
-                    conn.execute("ROLLBACK")
-                raise
-        return out
-
     def _read(self, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
         with self._lock:
             return self._conn.execute(sql, params).fetchall()
