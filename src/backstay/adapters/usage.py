@@ -10,10 +10,11 @@ subtracting the cached part. ``cost_usd`` is ``None`` when the agent reports no 
 from __future__ import annotations
 
 import dataclasses
+from typing import Any, Final
 
 from backstay._checks import check_number
 
-__all__ = ["Usage"]
+__all__ = ["Usage", "usage_data"]
 
 
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
@@ -64,3 +65,17 @@ class Usage:
             cost_usd=cost,
             api_calls=self.api_calls + other.api_calls,
         )
+
+
+# The fields of a ``Usage``, in order: each a number or ``None`` (its checks).
+_USAGE_FIELDS: Final = tuple(field.name for field in dataclasses.fields(Usage))
+
+
+def usage_data(usage: Usage) -> dict[str, Any]:
+    """``dataclasses.asdict(usage)``: a ``Usage``'s fields are numbers (or ``None``), which
+    ``asdict`` keeps as they are, so they are read straight, in about half its time (an
+    attempt's usage is recorded at its end and in a success's result); any other object
+    (a subclass) goes through ``asdict``."""
+    if type(usage) is not Usage:
+        return dataclasses.asdict(usage)
+    return {name: getattr(usage, name) for name in _USAGE_FIELDS}

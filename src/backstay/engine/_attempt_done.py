@@ -13,7 +13,7 @@ from typing import Any, Final
 
 from backstay.adapters.capture import Capture
 from backstay.adapters.contract import TIMEOUT_EXIT_CODE, Adapter, AgentRequest, AgentResult
-from backstay.adapters.usage import Usage
+from backstay.adapters.usage import Usage, usage_data
 from backstay.classify import classify
 from backstay.clock import Clock
 from backstay.engine.fallback import TaskFallback, model_keys
@@ -40,19 +40,6 @@ class AttemptDone:
     exit_code: int | None
     # The rate-limit headers of the provider's last answer (API adapters), for the limiters.
     rate_limit_headers: Mapping[str, str] = dataclasses.field(default_factory=dict)
-
-
-# The fields of a ``Usage``, in order: each a number or ``None`` (its checks).
-_USAGE_FIELDS: Final = tuple(field.name for field in dataclasses.fields(Usage))
-
-
-def usage_data(usage: Usage) -> dict[str, Any]:
-    """``dataclasses.asdict(usage)``: a ``Usage``'s fields are numbers (or ``None``), which
-    ``asdict`` keeps as they are, so they are read straight (6 us less a success); any
-    other object goes through ``asdict``."""
-    if type(usage) is not Usage:
-        return dataclasses.asdict(usage)
-    return {name: getattr(usage, name) for name in _USAGE_FIELDS}
 
 
 def result_data(result: AgentResult, usage: Usage, model: Mapping[str, str]) -> dict[str, Any]:
