@@ -188,20 +188,32 @@ _WORDED_PATTERNS: Final = tuple(
 )
 
 
-# ``_redact_looking_once`` (below) does the same for a text seen once: a change here is a
-# change there (tests/test_redact_fields.py holds them equal).
 def _redact(out: str, secrets: tuple[str, ...]) -> str:
+    """``out`` with every known secret and every pattern's match replaced. The lowered
+    text is made once, before any pattern runs, and each pattern's words are looked for
+    in it at most once (the first found trigger word says a pattern may match; the words
+    of later patterns are remembered as they are asked), so a line holding several
+    patterns' words is not searched again for each."""
     for secret in secrets:
         if secret in out:
             out = out.replace(secret, REDACTED)
     lowered = out.lower()
-    if not any(word in lowered for word in _TRIGGERS):
+    index = next((i for i, word in enumerate(_TRIGGERS) if word in lowered), -1)
+    if index < 0:
         return out  # nothing any pattern could match
+    seen = dict.fromkeys(_TRIGGERS[:index], False)
+    seen[_TRIGGERS[index]] = True
     ascii_only = out.isascii()
     for pattern, replacement, words, gate in _WORDED_PATTERNS:
-        if any(word in lowered for word in words) and (
-            gate is None or not ascii_only or gate.search(lowered)
-        ):
+        for word in words:
+            found = seen.get(word)
+            if found is None:
+                found = seen[word] = word in lowered
+            if found:
+                break
+        else:
+            continue  # none of the pattern's words
+        if gate is None or not ascii_only or gate.search(lowered):
             out = pattern.sub(replacement, out)
     return out
 
@@ -418,34 +430,4 @@ def redact_once(text: str) -> str:
     """``redact(text)`` for a text seen once (a log line holding a fresh time stamp): the
     same result, without the cache of short texts, which a text never asked again would
     only fill, pushing out the error messages that do repeat."""
-    return _redact_looking_once(text, _secrets.current())
-
-
-def _redact_looking_once(out: str, secrets: tuple[str, ...]) -> str:
-    """``_redact(out, secrets)``, looking for each word in the text at most once.
-    ``_redact`` looks for the trigger words until one is found, then again for each
-    pattern's words; the answers do not change (the lowered text is made once, before any
-    pattern runs), so they are kept. An event's line holding ``input_tokens`` is redacted
-    in two thirds of the time; a line without any word, as before."""
-    for secret in secrets:
-        if secret in out:
-            out = out.replace(secret, REDACTED)
-    lowered = out.lower()
-    index = next((i for i, word in enumerate(_TRIGGERS) if word in lowered), -1)
-    if index < 0:
-        return out  # nothing any pattern could match
-    seen = dict.fromkeys(_TRIGGERS[:index], False)
-    seen[_TRIGGERS[index]] = True
-    ascii_only = out.isascii()
-    for pattern, replacement, words, gate in _WORDED_PATTERNS:
-        for word in words:
-            found = seen.get(word)
-            if found is None:
-                found = seen[word] = word in lowered
-            if found:
-                break
-        else:
-            continue  # none of the pattern's words
-        if gate is None or not ascii_only or gate.search(lowered):
-            out = pattern.sub(replacement, out)
-    return out
+    return _redact(text, _secrets.current())
