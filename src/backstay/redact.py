@@ -377,21 +377,15 @@ _redact_personal_cached = functools.lru_cache(maxsize=4096)(_redact_personal)
 
 def redact_personal_mapping(value: Any) -> Any:
     """A copy of a JSON value (mapping, list, tuple, scalar) with every string passed
-    through ``redact_personal`` and the value of any key whose name looks secret blanked."""
+    through ``redact_personal`` and the value of any key whose name looks secret blanked.
+
+    A ``dict`` (an event's fields, a result, a failure's details) is walked by ``_fields``:
+    a value that is exactly a ``str``, a number or ``None`` is handled where it stands, and
+    a nested ``dict`` the same way, instead of asking the abstract ``Mapping`` about each;
+    anything else takes ``_walk`` at the depth it would have reached there."""
+    if type(value) is dict:
+        return _fields(value, 0)
     return _walk(value, redact_personal, 0)
-
-
-# -- the same, for the fields of one record ------------------------------------------------
-
-
-def redact_personal_fields(fields: Mapping[Any, Any]) -> dict[str, Any]:
-    """``redact_personal_mapping(fields)`` for a mapping, the same copy made faster: a
-    value that is exactly a ``str``, a number or ``None`` (most of an event's fields) is
-    handled where it stands, and a nested ``dict`` the same way, instead of asking the
-    abstract ``Mapping`` about each. Every string still goes through ``redact_personal``
-    and every secret-looking key is still blanked; anything else takes ``_walk`` at the
-    depth it would have reached there."""
-    return _fields(fields, 0)
 
 
 def _fields(fields: Mapping[Any, Any], depth: int) -> dict[str, Any]:

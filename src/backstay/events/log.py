@@ -22,7 +22,7 @@ from backstay._private import open_private
 from backstay.clock import SYSTEM_CLOCK, Clock
 from backstay.events.bus import BUS
 from backstay.events.event import Event
-from backstay.redact import redact_once, redact_personal_fields
+from backstay.redact import redact_once, redact_personal_mapping
 
 __all__ = ["EVENTS_FILE", "EventLog", "recording"]
 
@@ -63,10 +63,9 @@ class EventLog:
             return
         # Strings redacted as values (numbers stay numbers), then the line as before; ``at``,
         # made here, is no text of anyone's (redacting a fresh time each line cost more than
-        # the rest of the event). ``redact_personal_fields`` and ``redact_once`` give what
-        # ``redact_personal_mapping`` and ``redact`` give, for less: a line is never seen
-        # twice, so it stays out of the cache of repeated texts.
-        data = {"at": self._clock.now().isoformat(), **redact_personal_fields(event.to_dict())}
+        # the rest of the event). ``redact_once`` gives what ``redact`` gives: a line is
+        # never seen twice, so it stays out of the cache of repeated texts.
+        data = {"at": self._clock.now().isoformat(), **redact_personal_mapping(event.to_dict())}
         line = redact_once(_ENCODE(data))
         with self._lock:
             if not self._file.closed:
